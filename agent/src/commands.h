@@ -1,0 +1,24 @@
+// The zcal subcommands. Each Add*Command registers its options on the parent
+// app and returns the function that runs it once parsing succeeded.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace zcal::agent {
+
+/// Exit statuses shared by all subcommands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  ///< ran, and failed (e.g. no segment)
+inline constexpr int kExitUsage = 2;    ///< bad arguments, config or input
+inline constexpr int kExitNoProbe = 3;  ///< calibrate: no probe could run
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command AddAnalyzeCommand(CLI::App& parent);
+
+}  // namespace zcal::agent

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package zcal needs to build, test and benchmark.
+# Idempotent and non-interactive: packages already present are left alone, and
+# apt is only called when something is missing. Must run as root (or via sudo).
+set -euo pipefail
+
+packages=(
+  # build
+  meson ninja-build g++ pkg-config
+  libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
+  libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
+  libseccomp-dev libcap-dev
+  # tests and fuzzing
+  libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev
+  iproute2 curl python3 prometheus
+  # benchmarks
+  libbenchmark-dev iperf3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if ((EUID != 0)); then
+  command -v sudo >/dev/null || { echo "install-deps: run as root (missing: ${missing[*]})" >&2; exit 1; }
+  sudo=sudo
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# The prometheus package starts its daemon on install; tests start their own on
+# loopback, so keep the packaged service from starting (policy-rc.d denies it).
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod +x "$policy"
+  created_policy=1
+fi
+trap '[[ $created_policy == 1 ]] && $sudo rm -f "$policy"' EXIT
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
