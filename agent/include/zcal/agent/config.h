@@ -1,0 +1,102 @@
+// The agent's configuration: the YAML schema of configs/default.yaml, its
+// parsing and validation. docs/config.md documents every key.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/hysteresis.h"
+#include "zcal/calibrator/method.h"
+#include "zcal/calibrator/result.h"
+
+namespace zcal::agent {
+
+/// Where probes send. Only loopback exists; peers come later.
+enum class PathType : std::uint8_t { kLoopback = 0 };
+
+struct PathConfig {
+  std::string name = "loopback";  ///< metric label and calibration path
+  PathType type = PathType::kLoopback;
+};
+
+struct ScheduleConfig {
+  bool at_startup = true;
+  std::chrono::milliseconds interval = std::chrono::hours(6);
+  std::chrono::milliseconds jitter = std::chrono::minutes(10);  ///< +/-
+  std::chrono::milliseconds retry_after_failure = std::chrono::minutes(5);
+  /// How often host facts are re-read; 0 disables.
+  std::chrono::milliseconds fingerprint_poll = std::chrono::seconds(30);
+};
+
+struct BudgetConfig {
+  double seconds_per_calibration = 8;
+  double seconds_per_hour = 60;
+  std::uint64_t bytes_per_second = 0;  ///< 0 = unlimited
+};
+
+struct SegmentConfig {
+  std::string name = "/zcal";
+  mode_t mode = 0644;
+  std::string group;  ///< empty: the agent's own group
+  std::chrono::milliseconds heartbeat = std::chrono::seconds(2);
+};
+
+struct MetricsConfig {
+  std::string listen = "127.0.0.1:9464";  ///< empty: no endpoint
+};
+
+/// A validated configuration. The member defaults equal
+/// configs/default.yaml (a test checks that they agree).
+struct Config {
+  std::vector<PathConfig> paths = {PathConfig{}};
+  std::string host_default = "loopback";  ///< a path name, or empty
+  std::vector<calibrator::Method> methods = {calibrator::kAllMethods.begin(),
+                                             calibrator::kAllMethods.end()};
+  std::uint64_t min_size_bytes = 1024;
+  std::uint64_t max_size_bytes = 256 * 1024;
+  calibrator::DecisionOptions decision;
+  calibrator::HysteresisOptions hysteresis;
+  ScheduleConfig schedule;
+  BudgetConfig budget;
+  SegmentConfig segment;
+  MetricsConfig metrics;
+  std::string state_path = "/run/zcal/state.json";
+  std::string log_level = "info";
+  std::string host_root = "/";
+  /// Where the configuration came from ("<embedded default>" or a path).
+  std::string source = "<embedded default>";
+};
+
+/// configs/default.yaml, as embedded at build time.
+std::string_view DefaultConfigYaml();
+
+/// Parses and validates YAML text. Keys omitted keep the defaults above.
+/// `source` names the text in messages. On failure the error (kParse) lists
+/// every problem found, one per line, each as
+/// "SOURCE:LINE:COLUMN: KEY: what was wrong; what is allowed".
+Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source);
+
+/// Reads and parses a file; kIo when it cannot be read.
+Result<Config> LoadConfigFile(const std::string& path);
+
+/// The embedded default, parsed. Never fails in a correct build.
+Config DefaultConfig();
+
+/// An address to listen on: "127.0.0.1:9464" or "[::1]:9464".
+struct ListenAddress {
+  std::string host;  ///< numeric, without brackets
+  std::uint16_t port = 0;  ///< 0: any free port
+  bool ipv6 = false;
+};
+
+/// nullopt unless the text is IPv4:PORT or [IPv6]:PORT with numeric hosts.
+std::optional<ListenAddress> ParseListenAddress(std::string_view text);
+
+}  // namespace zcal::agent

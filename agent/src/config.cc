@@ -1,0 +1,572 @@
+#include "zcal/agent/config.h"
+
+#include <arpa/inet.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <span>
+#include <sstream>
+
+#include "config_reader.h"
+#include "default_config_yaml.h"
+#include "zcal/agent/units.h"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using std::chrono::milliseconds;
+
+constexpr std::uint64_t kMinSizeBytes = 64;
+constexpr std::uint64_t kMaxSizeBytes = 16ULL << 20;
+
+std::string Join(std::span<const std::string_view> words) {
+  std::string out;
+  for (const std::string_view word : words) {
+    if (!out.empty()) out += ", ";
+    out += word;
+  }
+  return out;
+}
+
+bool ValidPathName(std::string_view name) {
+  if (name.empty() || name.size() > 32) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+  });
+}
+
+void ReadPaths(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  if (!reader.ExpectSequence(node, "paths")) return;
+  if (node.size() == 0) {
+    reader.Error(node, "paths", "empty list; at least one path is needed");
+    return;
+  }
+  std::vector<PathConfig> paths;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string key = "paths[" + std::to_string(i) + "]";
+    static constexpr std::array<std::string_view, 2> kKeys = {"name", "type"};
+    const auto fields = reader.Map(node[i], key, kKeys);
+    if (!fields) continue;
+    PathConfig path;
+    const auto name = fields->find("name");
+    if (name == fields->end()) {
+      reader.Error(node[i], key, "missing 'name'; give each path a name");
+    } else if (reader.String(name->second, key + ".name", path.name) &&
+               !ValidPathName(path.name)) {
+      reader.Error(name->second, key + ".name",
+                   "'" + path.name +
+                       "' is not a valid name; use 1 to 32 letters, digits, "
+                       "'_', '-' or '.'");
+    } else if (std::any_of(paths.begin(), paths.end(),
+                           [&](const PathConfig& p) {
+                             return p.name == path.name;
+                           })) {
+      reader.Error(name->second, key + ".name",
+                   "duplicate path name '" + path.name +
+                       "'; path names must be unique");
+    }
+    const auto type = fields->find("type");
+    std::string type_name;
+    if (type == fields->end()) {
+      reader.Error(node[i], key, "missing 'type'; allowed: loopback");
+    } else if (reader.String(type->second, key + ".type", type_name)) {
+      if (type_name == "loopback") {
+        path.type = PathType::kLoopback;
+        if (std::any_of(paths.begin(), paths.end(), [](const PathConfig& p) {
+              return p.type == PathType::kLoopback;
+            })) {
+          reader.Error(type->second, key + ".type",
+                       "a second loopback path; loopback can be calibrated "
+                       "only once");
+        }
+      } else if (type_name == "peer") {
+        reader.Error(type->second, key + ".type",
+                     "peer paths are not supported yet; allowed: loopback");
+      } else {
+        reader.Error(type->second, key + ".type",
+                     "unknown path type '" + type_name +
+                         "'; allowed: loopback");
+      }
+    }
+    paths.push_back(path);
+  }
+  config.paths = std::move(paths);
+}
+
+void ReadMethods(ConfigReader& reader, const YAML::Node& node,
+                 Config& config) {
+  if (!reader.ExpectSequence(node, "methods")) return;
+  std::vector<Method> methods;
+  bool any_zerocopy = false;
+  bool any_baseline = false;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string key = "methods[" + std::to_string(i) + "]";
+    std::string name;
+    if (!reader.String(node[i], key, name)) continue;
+    const auto method = calibrator::ParseMethod(name);
+    if (!method) {
+      reader.Error(node[i], key,
+                   "unknown method '" + name +
+                       "'; allowed: copy, msg_zerocopy, uring_send, "
+                       "uring_send_zc, uring_send_zc_fixed");
+      continue;
+    }
+    if (std::find(methods.begin(), methods.end(), *method) != methods.end()) {
+      reader.Error(node[i], key, "method '" + name + "' is listed twice");
+      continue;
+    }
+    methods.push_back(*method);
+    any_zerocopy = any_zerocopy || calibrator::IsZerocopy(*method);
+    any_baseline = any_baseline || !calibrator::IsZerocopy(*method);
+  }
+  if (reader.ok() && !any_zerocopy) {
+    reader.Error(node, "methods",
+                 "no zerocopy method; list at least one of msg_zerocopy, "
+                 "uring_send_zc, uring_send_zc_fixed");
+  } else if (reader.ok() && !any_baseline) {
+    reader.Error(node, "methods",
+                 "no copying send to compare against; add copy (and "
+                 "uring_send for the io_uring methods)");
+  }
+  config.methods = std::move(methods);
+}
+
+void ReadSizes(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  static constexpr std::array<std::string_view, 2> kKeys = {"min", "max"};
+  const auto fields = reader.Map(node, "sizes", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("min"); it != fields->end()) {
+    reader.Size(it->second, "sizes.min", kMinSizeBytes, kMaxSizeBytes,
+                config.min_size_bytes);
+  }
+  if (const auto it = fields->find("max"); it != fields->end()) {
+    if (reader.Size(it->second, "sizes.max", kMinSizeBytes, kMaxSizeBytes,
+                    config.max_size_bytes) &&
+        config.max_size_bytes < config.min_size_bytes) {
+      reader.Error(it->second, "sizes.max",
+                   FormatSize(config.max_size_bytes) +
+                       " is below sizes.min (" +
+                       FormatSize(config.min_size_bytes) +
+                       "); max must be at least min");
+    }
+  }
+}
+
+void ReadDecision(ConfigReader& reader, const YAML::Node& node,
+                  Config& config) {
+  static constexpr std::array<std::string_view, 4> kKeys = {
+      "objective", "tolerance", "margin", "kernel_copied_fraction"};
+  const auto fields = reader.Map(node, "decision", kKeys);
+  if (!fields) return;
+  calibrator::DecisionOptions& d = config.decision;
+  if (const auto it = fields->find("objective"); it != fields->end()) {
+    std::string name;
+    if (reader.String(it->second, "decision.objective", name)) {
+      const auto objective = calibrator::ParseObjective(name);
+      if (objective) {
+        d.objective = *objective;
+      } else {
+        reader.Error(it->second, "decision.objective",
+                     "unknown objective '" + name +
+                         "'; allowed: efficiency, throughput, cpu");
+      }
+    }
+  }
+  if (const auto it = fields->find("tolerance"); it != fields->end()) {
+    reader.Number(it->second, "decision.tolerance", 0, 0.5, d.tolerance);
+  }
+  if (const auto it = fields->find("margin"); it != fields->end()) {
+    reader.Number(it->second, "decision.margin", 0, 1, d.margin);
+  }
+  if (const auto it = fields->find("kernel_copied_fraction");
+      it != fields->end()) {
+    reader.Number(it->second, "decision.kernel_copied_fraction", 0.01, 1,
+                  d.kernel_copied_fraction);
+  }
+}
+
+void ReadHysteresis(ConfigReader& reader, const YAML::Node& node,
+                    Config& config) {
+  static constexpr std::array<std::string_view, 2> kKeys = {
+      "threshold_tolerance", "high_confidence"};
+  const auto fields = reader.Map(node, "hysteresis", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("threshold_tolerance");
+      it != fields->end()) {
+    reader.Number(it->second, "hysteresis.threshold_tolerance", 0, 1,
+                  config.hysteresis.threshold_tolerance);
+  }
+  if (const auto it = fields->find("high_confidence"); it != fields->end()) {
+    reader.Number(it->second, "hysteresis.high_confidence", 0, 1,
+                  config.hysteresis.high_confidence);
+  }
+}
+
+void ReadSchedule(ConfigReader& reader, const YAML::Node& node,
+                  Config& config) {
+  static constexpr std::array<std::string_view, 5> kKeys = {
+      "at_startup", "interval", "jitter", "retry_after_failure",
+      "fingerprint_poll"};
+  const auto fields = reader.Map(node, "schedule", kKeys);
+  if (!fields) return;
+  ScheduleConfig& s = config.schedule;
+  using std::chrono::days;
+  using std::chrono::seconds;
+  if (const auto it = fields->find("at_startup"); it != fields->end()) {
+    reader.Bool(it->second, "schedule.at_startup", s.at_startup);
+  }
+  if (const auto it = fields->find("interval"); it != fields->end()) {
+    reader.Duration(it->second, "schedule.interval", seconds(1), days(30),
+                    false, s.interval);
+  }
+  if (const auto it = fields->find("jitter"); it != fields->end()) {
+    if (reader.Duration(it->second, "schedule.jitter", milliseconds(0),
+                        days(15), true, s.jitter) &&
+        s.jitter * 2 > s.interval) {
+      reader.Error(it->second, "schedule.jitter",
+                   FormatDuration(s.jitter) +
+                       " is more than half of schedule.interval (" +
+                       FormatDuration(s.interval) +
+                       "); allowed: 0 to " + FormatDuration(s.interval / 2));
+    }
+  }
+  if (const auto it = fields->find("retry_after_failure");
+      it != fields->end()) {
+    reader.Duration(it->second, "schedule.retry_after_failure", seconds(1),
+                    days(1), false, s.retry_after_failure);
+  }
+  if (const auto it = fields->find("fingerprint_poll"); it != fields->end()) {
+    reader.Duration(it->second, "schedule.fingerprint_poll",
+                    milliseconds(200), days(1), true, s.fingerprint_poll);
+  }
+}
+
+void ReadBudget(ConfigReader& reader, const YAML::Node& node,
+                Config& config) {
+  static constexpr std::array<std::string_view, 3> kKeys = {
+      "seconds_per_calibration", "seconds_per_hour", "bytes_per_second"};
+  const auto fields = reader.Map(node, "budget", kKeys);
+  if (!fields) return;
+  BudgetConfig& b = config.budget;
+  if (const auto it = fields->find("seconds_per_calibration");
+      it != fields->end()) {
+    reader.Number(it->second, "budget.seconds_per_calibration", 0.5, 600,
+                  b.seconds_per_calibration);
+  }
+  if (const auto it = fields->find("seconds_per_hour"); it != fields->end()) {
+    if (reader.Number(it->second, "budget.seconds_per_hour", 0.5, 3600,
+                      b.seconds_per_hour) &&
+        b.seconds_per_hour < b.seconds_per_calibration) {
+      std::ostringstream text;
+      text << b.seconds_per_hour
+           << " is below budget.seconds_per_calibration ("
+           << b.seconds_per_calibration
+           << "); a calibration would never fit in the hour";
+      reader.Error(it->second, "budget.seconds_per_hour", text.str());
+    }
+  }
+  if (const auto it = fields->find("bytes_per_second"); it != fields->end()) {
+    if (reader.Size(it->second, "budget.bytes_per_second", 0,
+                    std::uint64_t{1} << 40, b.bytes_per_second) &&
+        b.bytes_per_second != 0 && b.bytes_per_second < 1000 * 1000) {
+      reader.Error(it->second, "budget.bytes_per_second",
+                   std::to_string(b.bytes_per_second) +
+                       " is too low to measure anything; allowed: 0 "
+                       "(unlimited) or at least 1MB");
+    }
+  }
+}
+
+std::optional<mode_t> ParseMode(std::string_view text) {
+  if (text.starts_with("0o")) text.remove_prefix(2);
+  if (text.empty() || text.size() > 4) return std::nullopt;
+  unsigned value = 0;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value, 8);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return static_cast<mode_t>(value);
+}
+
+void ReadSegment(ConfigReader& reader, const YAML::Node& node,
+                 Config& config) {
+  static constexpr std::array<std::string_view, 4> kKeys = {
+      "name", "mode", "group", "heartbeat"};
+  const auto fields = reader.Map(node, "segment", kKeys);
+  if (!fields) return;
+  SegmentConfig& s = config.segment;
+  if (const auto it = fields->find("name"); it != fields->end()) {
+    if (reader.String(it->second, "segment.name", s.name)) {
+      const bool valid = s.name.size() >= 2 && s.name.size() <= 200 &&
+                         s.name.front() == '/' &&
+                         s.name.find('/', 1) == std::string::npos &&
+                         s.name != "/." && s.name != "/..";
+      if (!valid) {
+        reader.Error(it->second, "segment.name",
+                     "'" + s.name +
+                         "' is not a shared-memory name; write '/' and 1 to "
+                         "199 characters without another '/', e.g. /zcal");
+      }
+    }
+  }
+  if (const auto it = fields->find("mode"); it != fields->end()) {
+    std::string text;
+    if (reader.String(it->second, "segment.mode", text)) {
+      const auto mode = ParseMode(text);
+      if (!mode || (*mode & ~0777U) != 0) {
+        reader.Error(it->second, "segment.mode",
+                     "'" + text +
+                         "' is not a permission mode; write octal digits "
+                         "such as \"0644\" (no setuid, setgid or sticky bits)");
+      } else if ((*mode & 0600U) != 0600U) {
+        reader.Error(it->second, "segment.mode",
+                     "'" + text +
+                         "' denies the owner read or write; the mode must "
+                         "include 0600");
+      } else {
+        s.mode = *mode;
+      }
+    }
+  }
+  if (const auto it = fields->find("group"); it != fields->end()) {
+    if (!it->second.IsNull() &&
+        reader.String(it->second, "segment.group", s.group) &&
+        !s.group.empty()) {
+      struct group entry {};
+      struct group* found = nullptr;
+      std::array<char, 4096> buffer{};
+      const int rc = getgrnam_r(s.group.c_str(), &entry, buffer.data(),
+                                buffer.size(), &found);
+      if (rc != 0 || found == nullptr) {
+        reader.Error(it->second, "segment.group",
+                     "no group named '" + s.group +
+                         "' on this host; create it or give an existing "
+                         "group (\"\" keeps the agent's group)");
+      }
+    }
+  }
+  if (const auto it = fields->find("heartbeat"); it != fields->end()) {
+    reader.Duration(it->second, "segment.heartbeat", milliseconds(100),
+                    std::chrono::seconds(60), false, s.heartbeat);
+  }
+}
+
+void ReadMetrics(ConfigReader& reader, const YAML::Node& node,
+                 Config& config) {
+  static constexpr std::array<std::string_view, 1> kKeys = {"listen"};
+  const auto fields = reader.Map(node, "metrics", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("listen"); it != fields->end()) {
+    std::string listen;
+    if (it->second.IsNull()) {
+      config.metrics.listen.clear();
+    } else if (reader.String(it->second, "metrics.listen", listen)) {
+      if (!listen.empty() && !ParseListenAddress(listen)) {
+        reader.Error(it->second, "metrics.listen",
+                     "'" + listen +
+                         "' is not an address to listen on; write IPv4:PORT "
+                         "or [IPv6]:PORT with a port from 0 to 65535, e.g. "
+                         "127.0.0.1:9464, or \"\" to disable metrics");
+      } else {
+        config.metrics.listen = listen;
+      }
+    }
+  }
+}
+
+void ReadState(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  static constexpr std::array<std::string_view, 1> kKeys = {"path"};
+  const auto fields = reader.Map(node, "state", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("path"); it != fields->end()) {
+    if (reader.String(it->second, "state.path", config.state_path) &&
+        (config.state_path.empty() || config.state_path.front() != '/' ||
+         config.state_path.back() == '/')) {
+      reader.Error(it->second, "state.path",
+                   "'" + config.state_path +
+                       "' is not an absolute file path; write one such as "
+                       "/var/lib/zcal/state.json");
+    }
+  }
+}
+
+void ReadLog(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  static constexpr std::array<std::string_view, 1> kKeys = {"level"};
+  const auto fields = reader.Map(node, "log", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("level"); it != fields->end()) {
+    static constexpr std::array<std::string_view, 7> kLevels = {
+        "trace", "debug", "info", "warn", "error", "critical", "off"};
+    std::string level;
+    if (reader.String(it->second, "log.level", level)) {
+      if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
+        reader.Error(it->second, "log.level",
+                     "unknown level '" + level + "'; allowed: " +
+                         Join(kLevels));
+      } else {
+        config.log_level = level;
+      }
+    }
+  }
+}
+
+void ReadHost(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  static constexpr std::array<std::string_view, 1> kKeys = {"root"};
+  const auto fields = reader.Map(node, "host", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("root"); it != fields->end()) {
+    if (!reader.String(it->second, "host.root", config.host_root)) return;
+    struct stat st {};
+    if (config.host_root.empty() || config.host_root.front() != '/') {
+      reader.Error(it->second, "host.root",
+                   "'" + config.host_root +
+                       "' is not an absolute path; write / or the root of a "
+                       "tree holding sys/ and proc/");
+    } else if (stat(config.host_root.c_str(), &st) != 0 ||
+               !S_ISDIR(st.st_mode)) {
+      reader.Error(it->second, "host.root",
+                   "'" + config.host_root +
+                       "' is not a directory; write / or the root of a tree "
+                       "holding sys/ and proc/");
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ListenAddress> ParseListenAddress(std::string_view text) {
+  ListenAddress address;
+  std::string_view port;
+  if (text.starts_with('[')) {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() ||
+        text[close + 1] != ':') {
+      return std::nullopt;
+    }
+    address.host = std::string(text.substr(1, close - 1));
+    address.ipv6 = true;
+    port = text.substr(close + 2);
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    address.host = std::string(text.substr(0, colon));
+    port = text.substr(colon + 1);
+  }
+  unsigned char buffer[sizeof(struct in6_addr)];
+  if (inet_pton(address.ipv6 ? AF_INET6 : AF_INET, address.host.c_str(),
+                buffer) != 1) {
+    return std::nullopt;
+  }
+  unsigned value = 0;
+  const auto [end, ec] =
+      std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() ||
+      value > 65535) {
+    return std::nullopt;
+  }
+  address.port = static_cast<std::uint16_t>(value);
+  return address;
+}
+
+std::string_view DefaultConfigYaml() { return kDefaultConfigYaml; }
+
+Result<Config> ParseConfig(std::string_view yaml_text,
+                           std::string_view source) {
+  ConfigReader reader(source);
+  const std::optional<YAML::Node> root = reader.Load(yaml_text);
+  if (!root) return Fail(Errc::kParse, reader.Message());
+
+  static constexpr std::array<std::string_view, 13> kKeys = {
+      "paths",    "host_default", "methods",  "sizes",   "decision",
+      "hysteresis", "schedule",   "budget",   "segment", "metrics",
+      "state",    "log",          "host"};
+  const auto fields = reader.Map(*root, "", kKeys);
+  if (!fields) return Fail(Errc::kParse, reader.Message());
+
+  Config config;
+  config.source = std::string(source);
+  // Read in this order: later checks compare against earlier values
+  // (sizes.max against sizes.min, jitter against interval).
+  const auto read = [&](std::string_view key, auto&& fn) {
+    if (const auto it = fields->find(std::string(key)); it != fields->end()) {
+      fn(reader, it->second, config);
+    }
+  };
+  read("paths", ReadPaths);
+  read("methods", ReadMethods);
+  read("sizes", ReadSizes);
+  read("decision", ReadDecision);
+  read("hysteresis", ReadHysteresis);
+  read("schedule", ReadSchedule);
+  read("budget", ReadBudget);
+  read("segment", ReadSegment);
+  read("metrics", ReadMetrics);
+  read("state", ReadState);
+  read("log", ReadLog);
+  read("host", ReadHost);
+
+  if (const auto it = fields->find("host_default"); it != fields->end()) {
+    if (it->second.IsNull()) {
+      config.host_default.clear();
+    } else if (reader.String(it->second, "host_default",
+                             config.host_default) &&
+               !config.host_default.empty() &&
+               std::none_of(config.paths.begin(), config.paths.end(),
+                            [&](const PathConfig& p) {
+                              return p.name == config.host_default;
+                            })) {
+      std::string names;
+      for (const PathConfig& p : config.paths) names += p.name + ", ";
+      reader.Error(it->second, "host_default",
+                   "'" + config.host_default +
+                       "' names no configured path; allowed: " + names +
+                       "or \"\" for no host default");
+    }
+  } else if (std::none_of(config.paths.begin(), config.paths.end(),
+                          [&](const PathConfig& p) {
+                            return p.name == config.host_default;
+                          })) {
+    // The default names "loopback"; a file that renames the path without
+    // saying which one is the host default gets the first path.
+    config.host_default = config.paths.front().name;
+  }
+
+  if (!reader.ok()) return Fail(Errc::kParse, reader.Message());
+  return config;
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Fail(Errc::kIo, path + ": cannot open the configuration file (" +
+                               std::strerror(errno) +
+                               "); check the path given to --config");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return Fail(Errc::kIo, path + ": cannot read the configuration file");
+  }
+  return ParseConfig(text.str(), path);
+}
+
+Config DefaultConfig() {
+  Result<Config> config = ParseConfig(DefaultConfigYaml(), "<embedded default>");
+  // configs/default.yaml is validated by a test; a failure here is a build
+  // that embedded a broken file.
+  if (!config) std::abort();
+  return *config;
+}
+
+}  // namespace zcal::agent

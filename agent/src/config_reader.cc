@@ -1,0 +1,308 @@
+#include "config_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "zcal/agent/units.h"
+
+namespace zcal::agent {
+namespace {
+
+std::string Qualified(std::string_view parent, std::string_view child) {
+  if (parent.empty()) return std::string(child);
+  return std::string(parent) + "." + std::string(child);
+}
+
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string Join(std::span<const std::string_view> words) {
+  std::string out;
+  for (const std::string_view word : words) {
+    if (!out.empty()) out += ", ";
+    out += word;
+  }
+  return out;
+}
+
+std::string FormatNumber(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+std::optional<YAML::Node> ConfigReader::Load(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) {
+    ErrorAt(1, 1, "the file contains NUL bytes; a configuration is YAML text");
+    return std::nullopt;
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp reports a tab in indentation as "illegal map value" at the
+    // end of the line; point at the tab instead.
+    int line = 1;
+    for (std::size_t start = 0; start < text.size(); ++line) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      const std::string_view row = text.substr(start, end - start);
+      const std::size_t indent = row.find_first_not_of(" \t");
+      const std::size_t tab = row.substr(0, indent).find('\t');
+      if (tab != std::string_view::npos && line <= e.mark.line + 1) {
+        ErrorAt(line, static_cast<int>(tab) + 1,
+                "YAML syntax error: a tab in the indentation; indent with "
+                "spaces");
+        return std::nullopt;
+      }
+      start = end + 1;
+    }
+    ErrorAt(e.mark.line + 1, e.mark.column + 1,
+            "YAML syntax error: " + e.msg);
+    return std::nullopt;
+  }
+  if (documents.empty() || documents.front().IsNull()) {
+    ErrorAt(1, 1,
+            "the configuration is empty; write a mapping of settings (see "
+            "`zcal agent --print-default-config`), or omit --config to use "
+            "the default");
+    return std::nullopt;
+  }
+  if (documents.size() > 1) {
+    const YAML::Mark mark = documents[1].Mark();
+    ErrorAt(mark.line + 1, mark.column + 1,
+            "a second YAML document; a configuration is one document");
+    return std::nullopt;
+  }
+  return documents.front();
+}
+
+void ConfigReader::Error(const YAML::Node& node, std::string_view key,
+                         std::string_view text) {
+  const YAML::Mark mark = node.Mark();
+  std::string message = key.empty() ? std::string(text)
+                                    : std::string(key) + ": " +
+                                          std::string(text);
+  if (mark.is_null()) {
+    ErrorAt(0, 0, std::move(message));
+  } else {
+    ErrorAt(mark.line + 1, mark.column + 1, std::move(message));
+  }
+}
+
+void ConfigReader::ErrorAt(int line, int column, std::string text) {
+  errors_.push_back(Problem{line, column, std::move(text)});
+}
+
+std::string ConfigReader::Message() const {
+  std::vector<Problem> sorted = errors_;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const Problem& a, const Problem& b) {
+                     return std::tie(a.line, a.column) <
+                            std::tie(b.line, b.column);
+                   });
+  std::string out;
+  for (const Problem& p : sorted) {
+    if (!out.empty()) out += '\n';
+    out += source_;
+    if (p.line > 0) {
+      out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+    }
+    out += ": " + p.text;
+  }
+  return out;
+}
+
+std::optional<std::map<std::string, YAML::Node>> ConfigReader::Map(
+    const YAML::Node& node, std::string_view key,
+    std::span<const std::string_view> allowed) {
+  if (!node.IsMap()) {
+    Error(node, key,
+          (key.empty() ? "the top level is " : "expected a mapping, got ") +
+              Describe(node) +
+              (key.empty() ? "; it must be a mapping of settings such as "
+                             "'schedule:' and 'segment:'"
+                           : "; allowed keys: " + Join(allowed)));
+    return std::nullopt;
+  }
+  std::map<std::string, YAML::Node> fields;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // Copies: the iterator's pair is a temporary proxy.
+    const YAML::Node k = it->first;
+    const YAML::Node value = it->second;
+    if (!k.IsScalar()) {
+      Error(k, key, "a key is " + Describe(k) + "; keys must be plain words");
+      continue;
+    }
+    const std::string name = k.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::string text = "unknown key";
+      std::string_view best;
+      std::size_t best_distance = 3;
+      for (const std::string_view candidate : allowed) {
+        const std::size_t d = EditDistance(name, candidate);
+        if (d < best_distance) {
+          best_distance = d;
+          best = candidate;
+        }
+      }
+      if (!best.empty()) text += "; did you mean '" + std::string(best) + "'?";
+      text += "; allowed keys";
+      if (!key.empty()) text += " in " + std::string(key);
+      text += ": " + Join(allowed);
+      Error(k, Qualified(key, name), text);
+      continue;
+    }
+    if (fields.contains(name)) {
+      Error(k, Qualified(key, name),
+            "key given twice; keep one (the file would be ambiguous)");
+      continue;
+    }
+    fields.emplace(name, value);
+  }
+  return fields;
+}
+
+bool ConfigReader::ExpectSequence(const YAML::Node& node,
+                                  std::string_view key) {
+  if (node.IsSequence()) return true;
+  Error(node, key, "expected a list, got " + Describe(node));
+  return false;
+}
+
+bool ConfigReader::Scalar(const YAML::Node& node, std::string_view key,
+                          std::string_view expected) {
+  if (node.IsScalar()) return true;
+  Error(node, key,
+        "expected " + std::string(expected) + ", got " + Describe(node));
+  return false;
+}
+
+bool ConfigReader::String(const YAML::Node& node, std::string_view key,
+                          std::string& out) {
+  if (node.IsNull()) {
+    out.clear();
+    return true;
+  }
+  if (!Scalar(node, key, "a string")) return false;
+  out = node.Scalar();
+  return true;
+}
+
+bool ConfigReader::Bool(const YAML::Node& node, std::string_view key,
+                        bool& out) {
+  if (!Scalar(node, key, "true or false")) return false;
+  const std::string& text = node.Scalar();
+  if (text == "true") {
+    out = true;
+  } else if (text == "false") {
+    out = false;
+  } else {
+    Error(node, key, "expected true or false, got '" + text + "'");
+    return false;
+  }
+  return true;
+}
+
+bool ConfigReader::Number(const YAML::Node& node, std::string_view key,
+                          double min, double max, double& out) {
+  const std::string range =
+      "allowed: " + FormatNumber(min) + " to " + FormatNumber(max);
+  if (!Scalar(node, key, "a number (" + range + ")")) return false;
+  const std::string& text = node.Scalar();
+  double value = 0;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() ||
+      end != text.data() + text.size() || !std::isfinite(value)) {
+    Error(node, key, "'" + text + "' is not a number; " + range);
+    return false;
+  }
+  if (value < min || value > max) {
+    Error(node, key, text + " is out of range; " + range);
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+bool ConfigReader::Size(const YAML::Node& node, std::string_view key,
+                        std::uint64_t min, std::uint64_t max,
+                        std::uint64_t& out) {
+  const std::string range =
+      "allowed: " + FormatSize(min) + " to " + FormatSize(max);
+  if (!Scalar(node, key, "a size such as 64KiB (" + range + ")")) {
+    return false;
+  }
+  const Result<std::uint64_t> value = ParseSize(node.Scalar());
+  if (!value) {
+    Error(node, key, value.error().message);
+    return false;
+  }
+  if (*value < min || *value > max) {
+    Error(node, key, node.Scalar() + " is out of range; " + range);
+    return false;
+  }
+  out = *value;
+  return true;
+}
+
+bool ConfigReader::Duration(const YAML::Node& node, std::string_view key,
+                            std::chrono::milliseconds min,
+                            std::chrono::milliseconds max, bool allow_zero,
+                            std::chrono::milliseconds& out) {
+  const std::string range = std::string("allowed: ") +
+                            (allow_zero ? "0 (off) or " : "") +
+                            FormatDuration(min) + " to " + FormatDuration(max);
+  if (!Scalar(node, key, "a duration such as 30s (" + range + ")")) {
+    return false;
+  }
+  const Result<std::chrono::milliseconds> value =
+      ParseDuration(node.Scalar());
+  if (!value) {
+    Error(node, key, value.error().message);
+    return false;
+  }
+  const bool zero_ok = allow_zero && value->count() == 0;
+  if (!zero_ok && (*value < min || *value > max)) {
+    Error(node, key, node.Scalar() + " is out of range; " + range);
+    return false;
+  }
+  out = *value;
+  return true;
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,73 @@
+// Reads typed values out of a YAML tree and collects every problem with its
+// position, so that one run of --check-config reports all of them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace zcal::agent {
+
+class ConfigReader {
+ public:
+  explicit ConfigReader(std::string_view source) : source_(source) {}
+
+  /// Parses the text; nullopt (with the error recorded) on a syntax error,
+  /// an empty document or more than one document.
+  std::optional<YAML::Node> Load(std::string_view text);
+
+  /// Records "SOURCE:LINE:COLUMN: KEY: text" at the node's position.
+  void Error(const YAML::Node& node, std::string_view key,
+             std::string_view text);
+
+  /// The node must be a mapping whose keys are all in `allowed`, each at
+  /// most once. Returns key -> value, or nullopt when it is no mapping.
+  /// Unknown and repeated keys are recorded and left out.
+  std::optional<std::map<std::string, YAML::Node>> Map(
+      const YAML::Node& node, std::string_view key,
+      std::span<const std::string_view> allowed);
+
+  bool ExpectSequence(const YAML::Node& node, std::string_view key);
+
+  // Each reads a scalar into `out` and returns true, or records why not and
+  // returns false leaving `out` alone. Ranges are inclusive.
+  bool String(const YAML::Node& node, std::string_view key, std::string& out);
+  bool Bool(const YAML::Node& node, std::string_view key, bool& out);
+  bool Number(const YAML::Node& node, std::string_view key, double min,
+              double max, double& out);
+  bool Size(const YAML::Node& node, std::string_view key, std::uint64_t min,
+            std::uint64_t max, std::uint64_t& out);
+  /// `allow_zero`: 0 is allowed besides [min, max] (meaning "off").
+  bool Duration(const YAML::Node& node, std::string_view key,
+                std::chrono::milliseconds min, std::chrono::milliseconds max,
+                bool allow_zero, std::chrono::milliseconds& out);
+
+  bool ok() const { return errors_.empty(); }
+  /// Every problem, one per line, in the order of their position.
+  std::string Message() const;
+
+ private:
+  struct Problem {
+    int line = 0;    // 1-based
+    int column = 0;  // 1-based
+    std::string text;
+  };
+  void ErrorAt(int line, int column, std::string text);
+  bool Scalar(const YAML::Node& node, std::string_view key,
+              std::string_view expected);
+
+  std::string source_;
+  std::vector<Problem> errors_;
+};
+
+/// "a list", "a mapping", "nothing", or the scalar quoted: for messages.
+std::string Describe(const YAML::Node& node);
+
+}  // namespace zcal::agent

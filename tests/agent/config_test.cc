@@ -1,0 +1,261 @@
+#include "zcal/agent/config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "zcal/agent/units.h"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using std::chrono::milliseconds;
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Config, EmbeddedDefaultEqualsBuiltInDefaults) {
+  const Result<Config> parsed =
+      ParseConfig(DefaultConfigYaml(), "<embedded default>");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const Config defaults;
+  EXPECT_EQ(parsed->paths.size(), defaults.paths.size());
+  EXPECT_EQ(parsed->paths.front().name, defaults.paths.front().name);
+  EXPECT_EQ(parsed->host_default, defaults.host_default);
+  EXPECT_EQ(parsed->methods, defaults.methods);
+  EXPECT_EQ(parsed->min_size_bytes, defaults.min_size_bytes);
+  EXPECT_EQ(parsed->max_size_bytes, defaults.max_size_bytes);
+  EXPECT_EQ(parsed->decision.objective, defaults.decision.objective);
+  EXPECT_EQ(parsed->decision.tolerance, defaults.decision.tolerance);
+  EXPECT_EQ(parsed->decision.margin, defaults.decision.margin);
+  EXPECT_EQ(parsed->decision.kernel_copied_fraction,
+            defaults.decision.kernel_copied_fraction);
+  EXPECT_EQ(parsed->hysteresis.threshold_tolerance,
+            defaults.hysteresis.threshold_tolerance);
+  EXPECT_EQ(parsed->hysteresis.high_confidence,
+            defaults.hysteresis.high_confidence);
+  EXPECT_EQ(parsed->schedule.at_startup, defaults.schedule.at_startup);
+  EXPECT_EQ(parsed->schedule.interval, defaults.schedule.interval);
+  EXPECT_EQ(parsed->schedule.jitter, defaults.schedule.jitter);
+  EXPECT_EQ(parsed->schedule.retry_after_failure,
+            defaults.schedule.retry_after_failure);
+  EXPECT_EQ(parsed->schedule.fingerprint_poll,
+            defaults.schedule.fingerprint_poll);
+  EXPECT_EQ(parsed->budget.seconds_per_calibration,
+            defaults.budget.seconds_per_calibration);
+  EXPECT_EQ(parsed->budget.seconds_per_hour, defaults.budget.seconds_per_hour);
+  EXPECT_EQ(parsed->budget.bytes_per_second, defaults.budget.bytes_per_second);
+  EXPECT_EQ(parsed->segment.name, defaults.segment.name);
+  EXPECT_EQ(parsed->segment.mode, defaults.segment.mode);
+  EXPECT_EQ(parsed->segment.group, defaults.segment.group);
+  EXPECT_EQ(parsed->segment.heartbeat, defaults.segment.heartbeat);
+  EXPECT_EQ(parsed->metrics.listen, defaults.metrics.listen);
+  EXPECT_EQ(parsed->state_path, defaults.state_path);
+  EXPECT_EQ(parsed->log_level, defaults.log_level);
+  EXPECT_EQ(parsed->host_root, defaults.host_root);
+}
+
+TEST(Config, OmittedKeysKeepDefaults) {
+  const Result<Config> config =
+      ParseConfig("schedule:\n  interval: 90s\n  jitter: 5s\n", "test.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->schedule.interval, milliseconds(90'000));
+  EXPECT_EQ(config->schedule.jitter, milliseconds(5'000));
+  EXPECT_EQ(config->segment.name, "/zcal");
+  EXPECT_EQ(config->source, "test.yaml");
+}
+
+TEST(Config, ReadsEveryKey) {
+  const char* text = R"(
+paths:
+  - name: lo
+    type: loopback
+host_default: lo
+methods: [copy, msg_zerocopy]
+sizes: {min: 4KiB, max: 1MiB}
+decision: {objective: cpu, tolerance: 0.1, margin: 0.2, kernel_copied_fraction: 0.9}
+hysteresis: {threshold_tolerance: 0.5, high_confidence: 0.8}
+schedule: {at_startup: false, interval: 1d, jitter: 1h, retry_after_failure: 30s, fingerprint_poll: 0}
+budget: {seconds_per_calibration: 2.5, seconds_per_hour: 30, bytes_per_second: 100MB}
+segment: {name: /zcal-x, mode: "0640", group: "", heartbeat: 500ms}
+metrics: {listen: "[::1]:0"}
+state: {path: /tmp/zcal-state.json}
+log: {level: debug}
+host: {root: /tmp}
+)";
+  const Result<Config> config = ParseConfig(text, "all.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  ASSERT_EQ(config->paths.size(), 1u);
+  EXPECT_EQ(config->paths[0].name, "lo");
+  EXPECT_EQ(config->host_default, "lo");
+  EXPECT_EQ(config->methods,
+            (std::vector<Method>{Method::kCopy, Method::kMsgZerocopy}));
+  EXPECT_EQ(config->min_size_bytes, 4096u);
+  EXPECT_EQ(config->max_size_bytes, 1u << 20);
+  EXPECT_EQ(config->decision.objective, calibrator::Objective::kCpu);
+  EXPECT_DOUBLE_EQ(config->decision.tolerance, 0.1);
+  EXPECT_DOUBLE_EQ(config->decision.margin, 0.2);
+  EXPECT_DOUBLE_EQ(config->decision.kernel_copied_fraction, 0.9);
+  EXPECT_DOUBLE_EQ(config->hysteresis.threshold_tolerance, 0.5);
+  EXPECT_DOUBLE_EQ(config->hysteresis.high_confidence, 0.8);
+  EXPECT_FALSE(config->schedule.at_startup);
+  EXPECT_EQ(config->schedule.interval, std::chrono::hours(24));
+  EXPECT_EQ(config->schedule.jitter, std::chrono::hours(1));
+  EXPECT_EQ(config->schedule.retry_after_failure, std::chrono::seconds(30));
+  EXPECT_EQ(config->schedule.fingerprint_poll, milliseconds(0));
+  EXPECT_DOUBLE_EQ(config->budget.seconds_per_calibration, 2.5);
+  EXPECT_DOUBLE_EQ(config->budget.seconds_per_hour, 30);
+  EXPECT_EQ(config->budget.bytes_per_second, 100'000'000u);
+  EXPECT_EQ(config->segment.name, "/zcal-x");
+  EXPECT_EQ(config->segment.mode, 0640u);
+  EXPECT_EQ(config->segment.heartbeat, milliseconds(500));
+  EXPECT_EQ(config->metrics.listen, "[::1]:0");
+  EXPECT_EQ(config->state_path, "/tmp/zcal-state.json");
+  EXPECT_EQ(config->log_level, "debug");
+  EXPECT_EQ(config->host_root, "/tmp");
+}
+
+TEST(Config, EmptyListenDisablesMetrics) {
+  const Result<Config> config = ParseConfig("metrics: {listen: \"\"}\n", "t");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_TRUE(config->metrics.listen.empty());
+}
+
+TEST(Config, ReportsEveryProblemInOneMessage) {
+  const Result<Config> config = ParseConfig(
+      "schedule:\n  interval: never\nsegment:\n  name: bad\n", "many.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().code, Errc::kParse);
+  EXPECT_NE(config.error().message.find("many.yaml:2:13: schedule.interval"),
+            std::string::npos)
+      << config.error().message;
+  EXPECT_NE(config.error().message.find("many.yaml:4:9: segment.name"),
+            std::string::npos)
+      << config.error().message;
+}
+
+TEST(Config, MissingFileIsAnIoError) {
+  const Result<Config> config = LoadConfigFile("/nonexistent/zcal.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().code, Errc::kIo);
+  EXPECT_NE(config.error().message.find("/nonexistent/zcal.yaml"),
+            std::string::npos);
+  EXPECT_NE(config.error().message.find("No such file"), std::string::npos);
+}
+
+TEST(Config, BinaryFileIsRejected) {
+  const Result<Config> config =
+      ParseConfig(std::string_view("a: \0\x01\x02", 6), "bin.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error().message.find("bin.yaml:1:1: the file contains NUL"),
+            std::string::npos);
+}
+
+// Each file in tests/data/configs/bad starts with
+// "# expect: LINE:COLUMN: fragment": the file must be rejected with a
+// message that contains "FILE:LINE:COLUMN: fragment".
+TEST(ConfigCorpus, RejectsEveryMalformedFileAtItsPosition) {
+  const std::filesystem::path dir =
+      std::filesystem::path(ZCAL_TEST_DATA) / "configs" / "bad";
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string text = ReadFile(entry.path());
+    const std::string prefix = "# expect: ";
+    ASSERT_TRUE(text.starts_with(prefix)) << entry.path();
+    const std::string expected =
+        entry.path().string() + ":" +
+        text.substr(prefix.size(), text.find('\n') - prefix.size());
+    const Result<Config> config = LoadConfigFile(entry.path().string());
+    ASSERT_FALSE(config) << entry.path() << " was accepted";
+    EXPECT_EQ(config.error().code, Errc::kParse);
+    EXPECT_NE(config.error().message.find(expected), std::string::npos)
+        << "expected: " << expected << "\ngot:      "
+        << config.error().message;
+    ++checked;
+  }
+  EXPECT_GE(checked, 20u);
+}
+
+TEST(ConfigCorpus, AcceptsEveryGoodFile) {
+  const std::filesystem::path dir =
+      std::filesystem::path(ZCAL_TEST_DATA) / "configs" / "good";
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const Result<Config> config = LoadConfigFile(entry.path().string());
+    EXPECT_TRUE(config) << config.error().message;
+    ++checked;
+  }
+  EXPECT_GE(checked, 1u);
+}
+
+TEST(ListenAddress, ParsesIpv4AndIpv6) {
+  const auto v4 = ParseListenAddress("127.0.0.1:9464");
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(v4->host, "127.0.0.1");
+  EXPECT_EQ(v4->port, 9464);
+  EXPECT_FALSE(v4->ipv6);
+  const auto v6 = ParseListenAddress("[::1]:0");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 0);
+  EXPECT_TRUE(v6->ipv6);
+}
+
+TEST(ListenAddress, RejectsNamesAndBadPorts) {
+  EXPECT_FALSE(ParseListenAddress("localhost:80"));
+  EXPECT_FALSE(ParseListenAddress("127.0.0.1"));
+  EXPECT_FALSE(ParseListenAddress("127.0.0.1:"));
+  EXPECT_FALSE(ParseListenAddress("127.0.0.1:65536"));
+  EXPECT_FALSE(ParseListenAddress("::1:80"));
+  EXPECT_FALSE(ParseListenAddress("[::1]80"));
+}
+
+TEST(Units, ParsesSizesWithUnits) {
+  EXPECT_EQ(*ParseSize("4096"), 4096u);
+  EXPECT_EQ(*ParseSize("64KiB"), 65536u);
+  EXPECT_EQ(*ParseSize("64 KiB"), 65536u);
+  EXPECT_EQ(*ParseSize("1MiB"), 1u << 20);
+  EXPECT_EQ(*ParseSize("10kB"), 10000u);
+  EXPECT_EQ(*ParseSize("2GB"), 2'000'000'000u);
+  EXPECT_FALSE(ParseSize("64K"));
+  EXPECT_FALSE(ParseSize("-1"));
+  EXPECT_FALSE(ParseSize("1.5MiB"));
+  EXPECT_FALSE(ParseSize("99999999999999999999"));
+  EXPECT_FALSE(ParseSize("18446744073709551615GiB"));
+}
+
+TEST(Units, ParsesDurationsWithUnits) {
+  EXPECT_EQ(*ParseDuration("30"), milliseconds(30'000));
+  EXPECT_EQ(*ParseDuration("0.5"), milliseconds(500));
+  EXPECT_EQ(*ParseDuration("500ms"), milliseconds(500));
+  EXPECT_EQ(*ParseDuration("5m"), milliseconds(300'000));
+  EXPECT_EQ(*ParseDuration("6h"), std::chrono::hours(6));
+  EXPECT_EQ(*ParseDuration("1d"), std::chrono::hours(24));
+  EXPECT_FALSE(ParseDuration("1w"));
+  EXPECT_FALSE(ParseDuration("-5s"));
+  EXPECT_FALSE(ParseDuration("s"));
+  EXPECT_FALSE(ParseDuration("100000d"));
+}
+
+TEST(Units, FormatsDurationsAndSizesReadably) {
+  EXPECT_EQ(FormatDuration(std::chrono::hours(6)), "6h");
+  EXPECT_EQ(FormatDuration(milliseconds(90'000)), "90s");
+  EXPECT_EQ(FormatDuration(milliseconds(1500)), "1500ms");
+  EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
+  EXPECT_EQ(FormatSize(256 * 1024), "256KiB");
+  EXPECT_EQ(FormatSize(1000), "1000B");
+  EXPECT_EQ(FormatSize(0), "0B");
+}
+
+}  // namespace
+}  // namespace zcal::agent
