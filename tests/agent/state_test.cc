@@ -1,0 +1,198 @@
+#include "zcal/agent/state.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "zcal-state-XXXXXX")
+            .string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void WriteFile(const std::filesystem::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+AgentState SampleState() {
+  AgentState state;
+  state.saved_at_ns = 1'700'000'000'000'000'000;
+  state.fingerprint = 0xfedcba9876543210;
+  state.last_success_ns = 1'700'000'000'000'000'001;
+  state.host = {{"kernel_release", "6.18.0"}};
+  MethodResult threshold;
+  threshold.method = Method::kUringSendZc;
+  threshold.baseline = Method::kUringSend;
+  threshold.verdict = Verdict::kThreshold;
+  threshold.threshold_bytes = 16384;
+  threshold.confidence = 0.75;
+  threshold.detail = "wins from 16 KiB";
+  calibrator::SizeComparison size;
+  size.size_bytes = 16384;
+  size.zerocopy_wins = true;
+  size.throughput_ratio = 1.1;
+  size.cpu_ratio = 0.8;
+  size.zerocopy.throughput_bytes_per_second.median = 5e9;
+  size.zerocopy.cpu_ns_per_byte.median = 0.2;
+  size.zerocopy.copied_fraction = 0.0;
+  size.baseline.throughput_bytes_per_second.median = 4.5e9;
+  threshold.sizes.push_back(size);
+  MethodResult never;
+  never.method = Method::kMsgZerocopy;
+  never.verdict = Verdict::kNever;
+  never.reason = Reason::kKernelCopied;
+  state.paths["loopback"][Method::kUringSendZc] =
+      MethodState{threshold, 111, never};
+  state.paths["loopback"][Method::kMsgZerocopy] =
+      MethodState{never, 222, std::nullopt};
+  return state;
+}
+
+TEST(State, RoundTripsThroughTheFile) {
+  TempDir dir;
+  const std::string path = (dir.path() / "state.json").string();
+  ASSERT_TRUE(SaveState(SampleState(), path));
+  const Result<AgentState> loaded = LoadState(path);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->saved_at_ns, 1'700'000'000'000'000'000u);
+  EXPECT_EQ(loaded->fingerprint, 0xfedcba9876543210u);
+  EXPECT_EQ(loaded->last_success_ns, 1'700'000'000'000'000'001u);
+  EXPECT_EQ(loaded->host["kernel_release"], "6.18.0");
+  const MethodState& zc = loaded->paths.at("loopback").at(Method::kUringSendZc);
+  EXPECT_EQ(zc.published.verdict, Verdict::kThreshold);
+  EXPECT_EQ(zc.published.threshold_bytes, 16384u);
+  EXPECT_EQ(zc.published.baseline, Method::kUringSend);
+  EXPECT_EQ(zc.published.confidence, 0.75);
+  EXPECT_EQ(zc.published.detail, "wins from 16 KiB");
+  ASSERT_EQ(zc.published.sizes.size(), 1u);
+  EXPECT_EQ(zc.published.sizes[0].size_bytes, 16384u);
+  EXPECT_DOUBLE_EQ(zc.published.sizes[0].cpu_ratio, 0.8);
+  EXPECT_DOUBLE_EQ(
+      zc.published.sizes[0].zerocopy.throughput_bytes_per_second.median, 5e9);
+  EXPECT_EQ(zc.published.sizes[0].zerocopy.copied_fraction, 0.0);
+  EXPECT_EQ(zc.measured_at_ns, 111u);
+  ASSERT_TRUE(zc.pending);
+  EXPECT_EQ(zc.pending->verdict, Verdict::kNever);
+  EXPECT_EQ(zc.pending->reason, Reason::kKernelCopied);
+  const MethodState& msg =
+      loaded->paths.at("loopback").at(Method::kMsgZerocopy);
+  EXPECT_EQ(msg.published.reason, Reason::kKernelCopied);
+  EXPECT_FALSE(msg.published.confidence);
+  EXPECT_FALSE(msg.pending);
+}
+
+TEST(State, SaveCreatesTheDirectoryAndLeavesNoTemporaryFile) {
+  TempDir dir;
+  const std::filesystem::path path = dir.path() / "a" / "b" / "state.json";
+  ASSERT_TRUE(SaveState(SampleState(), path.string()));
+  ASSERT_TRUE(SaveState(SampleState(), path.string()));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator(path.parent_path())) {
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST(State, SaveReportsAnUnwritableDirectory) {
+  TempDir dir;
+  const std::filesystem::path blocker = dir.path() / "file";
+  WriteFile(blocker, "x");
+  const Result<void> saved =
+      SaveState(SampleState(), (blocker / "state.json").string());
+  ASSERT_FALSE(saved);
+  EXPECT_EQ(saved.error().code, Errc::kIo);
+  EXPECT_NE(saved.error().message.find(blocker.string()), std::string::npos);
+}
+
+TEST(State, MissingFileIsNotFound) {
+  TempDir dir;
+  const Result<AgentState> loaded =
+      LoadState((dir.path() / "none.json").string());
+  ASSERT_FALSE(loaded);
+  EXPECT_EQ(loaded.error().code, Errc::kNotFound);
+}
+
+TEST(State, CorruptFilesAreRejectedWithTheirName) {
+  TempDir dir;
+  const std::string good = SerializeState(SampleState());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "not JSON"},
+      {good.substr(0, good.size() / 2), "not JSON"},
+      {"[1, 2]", "not a zcal state file"},
+      {R"({"format": "other"})", "not a zcal state file"},
+      {R"({"format": "zcal-state"})", "'version' is missing"},
+      {R"({"format": "zcal-state", "version": 2})", "version 2"},
+      {R"({"format": "zcal-state", "version": 1, "saved_at_ns": 1,
+           "fingerprint": "xyz", "paths": {}})",
+       "'fingerprint'"},
+      {R"({"format": "zcal-state", "version": 1, "saved_at_ns": 1,
+           "fingerprint": "00000000000000ff"})",
+       "'paths' is missing"},
+      {R"({"format": "zcal-state", "version": 1, "saved_at_ns": 1,
+           "fingerprint": "00000000000000ff",
+           "paths": {"loopback": {"copy": {}}}})",
+       "not a zerocopy method"},
+      {R"({"format": "zcal-state", "version": 1, "saved_at_ns": 1,
+           "fingerprint": "00000000000000ff",
+           "paths": {"loopback": {"msg_zerocopy": {"measured_at_ns": 1,
+             "published": {"verdict": "maybe"}}}}})",
+       "'verdict' is missing or unknown"},
+      {R"({"format": "zcal-state", "version": 1, "saved_at_ns": 1,
+           "fingerprint": "00000000000000ff",
+           "paths": {"loopback": {"msg_zerocopy": {"measured_at_ns": 1,
+             "published": {"verdict": "threshold"}}}}})",
+       "without 'threshold_bytes'"},
+  };
+  for (const auto& [text, fragment] : cases) {
+    const std::filesystem::path path = dir.path() / "state.json";
+    WriteFile(path, text);
+    const Result<AgentState> loaded = LoadState(path.string());
+    ASSERT_FALSE(loaded) << text;
+    EXPECT_EQ(loaded.error().code, Errc::kParse);
+    EXPECT_NE(loaded.error().message.find(path.string()), std::string::npos)
+        << loaded.error().message;
+    EXPECT_NE(loaded.error().message.find(fragment), std::string::npos)
+        << "expected '" << fragment << "' in: " << loaded.error().message;
+  }
+}
+
+TEST(State, UnknownKeysAreIgnored) {
+  nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+  document["written_by"] = "a later minor release";
+  document["paths"]["loopback"]["msg_zerocopy"]["extra"] = 1;
+  const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->paths.at("loopback").size(), 2u);
+}
+
+}  // namespace
+}  // namespace zcal::agent
