@@ -2,6 +2,7 @@
 // copying send of its transport (see ../shared/design.md, "Deciding").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -96,6 +97,11 @@ struct PathResult {
 struct Analysis {
   std::map<std::string, PathResult> paths;
 };
+
+/// Index of the first size of the winning tail: every size from it on is a
+/// win. nullopt when the largest size loses (or there are no sizes).
+std::optional<std::size_t> WinningTailStart(
+    std::span<const SizeComparison> sizes);
 
 /// Judges `method` (a zerocopy method) against its baseline using the
 /// samples of one path (samples of other methods are used as baselines,

@@ -4,7 +4,9 @@
 //  1. Nothing published yet: publish the fresh result.
 //  2. The fresh result agrees with the published one: keep the published
 //     one (no change) and forget any pending candidate.
-//  3. The fresh result is inconclusive: keep the published one.
+//  3. The fresh result is inconclusive: keep the published one (and the
+//     pending candidate). A published inconclusive result is replaced by the
+//     first conclusive one.
 //  4. The fresh result agrees with the pending candidate (the previous
 //     calibration's result, which also differed from the published one):
 //     publish the fresh result. Two consecutive calibrations agree.
@@ -16,7 +18,9 @@
 //
 // Two results agree when they have the same verdict and, for thresholds,
 // the thresholds differ by at most `threshold_tolerance` of the larger one
-// (default 0.25: two bisection steps of 1/8). threshold and always are
+// (default 0.5: within a factor of two, one coarse step of the planner; on a
+// shared host with +-20 % noise per probe, successive calibrations of an
+// unchanged truth scatter over about that much). threshold and always are
 // different verdicts but agree when the always result's threshold (the
 // smallest size) is within the tolerance of the threshold.
 #pragma once
@@ -28,7 +32,7 @@
 namespace zcal::calibrator {
 
 struct HysteresisOptions {
-  double threshold_tolerance = 0.25;  ///< fraction of the larger threshold
+  double threshold_tolerance = 0.5;   ///< fraction of the larger threshold
   double high_confidence = 0.9;       ///< for an immediate change of kind
 };
 

@@ -23,8 +23,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "zcal/calibrator/decision.h"
@@ -90,6 +92,7 @@ class SweepPlanner {
   std::deque<ProbeRequest> queue_;
   std::vector<Sample> samples_;
   std::set<Method> dropped_;
+  std::map<Method, std::uint32_t> failures_;
   std::size_t issued_ = 0;
   std::size_t refinements_ = 0;
   bool coarse_planned_ = false;

@@ -20,7 +20,9 @@ double ScaledMad(std::span<const double> values);
 /// Median and robust spread of one quantity.
 struct Estimate {
   double median = 0;
-  double spread = 0;  ///< ScaledMad of the samples
+  /// Estimated standard deviation: range / d2(n) below six samples, else
+  /// the larger of the scaled MAD and half that (see stats.cc).
+  double spread = 0;
   /// Spread relative to the median (0 when the median is 0).
   double Relative() const { return median != 0 ? spread / median : 0; }
 };

@@ -1,0 +1,126 @@
+// zcal analyze: the decision rule applied to a CSV of samples.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "commands.h"
+#include "report_text.h"
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/report_json.h"
+#include "zcal/calibrator/samples_csv.h"
+
+namespace zcal::agent {
+
+namespace {
+
+namespace cal = zcal::calibrator;
+
+struct AnalyzeArgs {
+  std::string objective = "efficiency";
+  double tolerance_pct = 2;
+  double margin_pct = 3;
+  bool json = false;
+  std::string file;
+};
+
+// A sample file larger than this is not a sample file.
+constexpr std::size_t kMaxInputBytes = 256u << 20;
+
+Result<std::string> ReadInput(const std::string& file) {
+  std::ostringstream buffer;
+  if (file == "-") {
+    buffer << std::cin.rdbuf();
+    return buffer.str();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    return Fail(Errc::kIo, file + ": cannot open: " + std::strerror(errno));
+  }
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  if (size < 0) {
+    return Fail(Errc::kIo, file + ": cannot read: not a regular file");
+  }
+  if (static_cast<std::size_t>(size) > kMaxInputBytes) {
+    return Fail(Errc::kInvalidArgument,
+                file + ": " + std::to_string(size) +
+                    " bytes is larger than a sample file can be (256 MiB)");
+  }
+  in.seekg(0);
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    return Fail(Errc::kIo, file + ": cannot read: " + std::strerror(errno));
+  }
+  return buffer.str();
+}
+
+int RunAnalyze(const AnalyzeArgs& args) {
+  cal::DecisionOptions options;
+  options.objective = *cal::ParseObjective(args.objective);
+  options.tolerance = args.tolerance_pct / 100;
+  options.margin = args.margin_pct / 100;
+
+  auto text = ReadInput(args.file);
+  if (!text) {
+    std::cerr << "zcal analyze: " << text.error().message << "\n";
+    return kExitUsage;
+  }
+  auto samples = cal::ParseSamplesCsv(
+      *text, args.file == "-" ? std::string("<stdin>") : args.file);
+  if (!samples) {
+    std::cerr << "zcal analyze: " << samples.error().message << "\n";
+    return kExitUsage;
+  }
+  const cal::Analysis analysis = cal::Analyze(*samples, options);
+  if (args.json) {
+    nlohmann::json doc = cal::ToJson(analysis);
+    doc["objective"] = args.objective;
+    doc["tolerance"] = options.tolerance;
+    doc["margin"] = options.margin;
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    PrintAnalysis(std::cout, analysis, options);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddAnalyzeCommand(CLI::App& parent) {
+  auto args = std::make_shared<AnalyzeArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "analyze",
+      "Decide from a CSV of samples (e.g. pasted benchmark results, or "
+      "`zcal calibrate --samples-out`) from which size each zerocopy method "
+      "pays off.");
+  app->add_option("--objective", args->objective,
+                  "efficiency: same throughput for less CPU per byte; "
+                  "throughput: more bytes per second; cpu: less CPU per byte")
+      ->check(CLI::IsMember({"efficiency", "throughput", "cpu"}))
+      ->capture_default_str();
+  app->add_option("--tolerance", args->tolerance_pct,
+                  "Throughput loss allowed under the efficiency objective, "
+                  "in percent")
+      ->check(CLI::Range(0.0, 99.0))
+      ->capture_default_str();
+  app->add_option("--margin", args->margin_pct,
+                  "Gain required for zerocopy to win, in percent")
+      ->check(CLI::Range(0.0, 99.0))
+      ->capture_default_str();
+  app->add_flag("--json", args->json, "Print one JSON object on stdout");
+  app->add_option("FILE", args->file,
+                  "CSV with a header row and the columns method, size, "
+                  "mb_per_s, cpu_pct (optional: path, copied_pct, repeat); "
+                  "- reads standard input")
+      ->required();
+  app->footer(
+      "Exit status: 0 analysed; 2 bad arguments or bad input (the message "
+      "names file:line:column).");
+  return {app, [args] { return RunAnalyze(*args); }};
+}
+
+}  // namespace zcal::agent

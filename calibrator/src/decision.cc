@@ -1,0 +1,330 @@
+#include "zcal/calibrator/decision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace zcal::calibrator {
+
+std::string_view ObjectiveName(Objective objective) {
+  switch (objective) {
+    case Objective::kEfficiency: return "efficiency";
+    case Objective::kThroughput: return "throughput";
+    case Objective::kCpu: return "cpu";
+  }
+  return "unknown";
+}
+
+std::optional<Objective> ParseObjective(std::string_view name) {
+  for (Objective o :
+       {Objective::kEfficiency, Objective::kThroughput, Objective::kCpu}) {
+    if (ObjectiveName(o) == name) return o;
+  }
+  return std::nullopt;
+}
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kThreshold: return "threshold";
+    case Verdict::kAlways: return "always";
+    case Verdict::kNever: return "never";
+    case Verdict::kInconclusive: return "inconclusive";
+  }
+  return "unknown";
+}
+
+std::string_view ReasonName(Reason reason) {
+  switch (reason) {
+    case Reason::kNone: return "";
+    case Reason::kSlower: return "slower";
+    case Reason::kKernelCopied: return "kernel_copied";
+    case Reason::kUnsupported: return "unsupported";
+    case Reason::kFailed: return "failed";
+    case Reason::kNoisy: return "noisy";
+    case Reason::kNoBaseline: return "no_baseline";
+  }
+  return "unknown";
+}
+
+std::optional<std::size_t> WinningTailStart(
+    std::span<const SizeComparison> sizes) {
+  std::optional<std::size_t> start;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (!sizes[i].zerocopy_wins) break;
+    start = i;
+  }
+  return start;
+}
+
+namespace {
+
+using SamplesBySize = std::map<std::uint64_t, std::vector<Sample>>;
+
+SamplesBySize SamplesOf(std::span<const Sample> samples, Method method) {
+  SamplesBySize by_size;
+  for (const Sample& s : samples) {
+    if (s.method == method) by_size[s.size_bytes].push_back(s);
+  }
+  return by_size;
+}
+
+bool HasOk(const SamplesBySize& by_size) {
+  for (const auto& [size, samples] : by_size) {
+    for (const Sample& s : samples) {
+      if (s.ok()) return true;
+    }
+  }
+  return false;
+}
+
+// Standard error of the ratio of two medians, relative, from the spreads:
+// 1.2533 * sqrt(ra^2/na + rb^2/nb) (the median's standard error is
+// sqrt(pi/2) times the mean's). Zero when either side has one sample.
+double RatioNoise(const Estimate& a, std::uint32_t na, const Estimate& b,
+                  std::uint32_t nb) {
+  if (na < 2 || nb < 2) return 0;
+  const double ra = a.Relative();
+  const double rb = b.Relative();
+  return 1.2533 * std::sqrt(ra * ra / na + rb * rb / nb);
+}
+
+// One criterion: `value` compared with `bar`; `higher_wins` says which side
+// passes. Decisive when the distance to the bar exceeds the noise.
+struct Criterion {
+  bool passes;
+  bool decisive;
+};
+
+// Two standard errors: a comparison is decisive at about 95 % confidence.
+// One is not enough: the threshold needs a win at every larger size, so a
+// per-size false loss rate of 16 % would break most tails.
+constexpr double kDecisiveSigmas = 2.0;
+
+Criterion Judge(double value, double bar, bool higher_wins, double noise,
+                bool noise_known) {
+  const bool passes = higher_wins ? value >= bar : value <= bar;
+  const bool decisive =
+      !noise_known || std::fabs(value - bar) > kDecisiveSigmas * noise;
+  return {passes, decisive};
+}
+
+void JudgeSize(SizeComparison& c, const DecisionOptions& options) {
+  const SizeStats& z = c.zerocopy;
+  const SizeStats& b = c.baseline;
+  const double bt = b.throughput_bytes_per_second.median;
+  const double bc = b.cpu_ns_per_byte.median;
+  c.throughput_ratio = bt > 0 ? z.throughput_bytes_per_second.median / bt : 0;
+  c.cpu_ratio = bc > 0 ? z.cpu_ns_per_byte.median / bc : 0;
+  const bool noise_known = z.samples >= 2 && b.samples >= 2;
+  const double thr_noise =
+      RatioNoise(z.throughput_bytes_per_second, z.samples,
+                 b.throughput_bytes_per_second, b.samples);
+  const double cpu_noise =
+      RatioNoise(z.cpu_ns_per_byte, z.samples, b.cpu_ns_per_byte, b.samples);
+
+  // "Not lower by more than the tolerance" is a non-inferiority test: a
+  // throughput shortfall counts only when it exceeds the noise, otherwise
+  // equal links measured on a noisy host would lose at random sizes.
+  Criterion thr_ok = Judge(c.throughput_ratio, 1 - options.tolerance, true,
+                           thr_noise, noise_known);
+  if (!thr_ok.passes && !thr_ok.decisive) thr_ok.passes = true;
+  const Criterion thr_gain = Judge(c.throughput_ratio, 1 + options.margin,
+                                   true, thr_noise, noise_known);
+  const Criterion cpu_gain = Judge(c.cpu_ratio, 1 - options.margin, false,
+                                   cpu_noise, noise_known);
+  switch (options.objective) {
+    case Objective::kEfficiency:
+      c.zerocopy_wins = thr_ok.passes && cpu_gain.passes;
+      if (c.zerocopy_wins) {
+        // Throughput passed as "not clearly lower"; what the win rests on
+        // is the CPU saving.
+        c.decisive = cpu_gain.decisive;
+      } else {
+        // A loss is decisive when some failing criterion fails clearly.
+        c.decisive = (!thr_ok.passes && thr_ok.decisive) ||
+                     (!cpu_gain.passes && cpu_gain.decisive);
+      }
+      break;
+    case Objective::kThroughput:
+      c.zerocopy_wins = thr_gain.passes;
+      c.decisive = thr_gain.decisive;
+      break;
+    case Objective::kCpu:
+      c.zerocopy_wins = cpu_gain.passes;
+      c.decisive = cpu_gain.decisive;
+      break;
+  }
+}
+
+std::string FirstError(const SamplesBySize& by_size, SampleStatus status) {
+  for (const auto& [size, samples] : by_size) {
+    for (const Sample& s : samples) {
+      if (s.status == status && !s.error.empty()) return s.error;
+    }
+  }
+  return {};
+}
+
+std::optional<double> OverallCopiedFraction(const SamplesBySize& by_size) {
+  std::uint64_t completions = 0;
+  std::uint64_t copied = 0;
+  for (const auto& [size, samples] : by_size) {
+    for (const Sample& s : samples) {
+      if (!s.ok()) continue;
+      completions += s.zc_completions;
+      copied += s.zc_copied;
+    }
+  }
+  if (completions == 0) return std::nullopt;
+  return static_cast<double>(copied) / static_cast<double>(completions);
+}
+
+std::string Percent(double fraction) {
+  return std::to_string(static_cast<int>(std::lround(fraction * 100))) + " %";
+}
+
+// Sets verdict, threshold and reason from the per-size comparisons, and
+// marks the verdict inconclusive when the comparisons it rests on are not
+// decisive.
+void Conclude(MethodResult& r) {
+  const auto& sizes = r.sizes;
+  const std::optional<std::size_t> tail = WinningTailStart(sizes);
+  const SizeComparison& largest = sizes.back();
+  bool conclusive = true;
+  if (!tail) {
+    r.verdict = Verdict::kNever;
+    r.reason = Reason::kSlower;
+    r.detail = "zerocopy does not beat " + std::string(MethodName(r.baseline)) +
+               " at the largest probed size (" +
+               std::to_string(largest.size_bytes) + " bytes)";
+    conclusive = largest.decisive;
+  } else if (*tail == 0) {
+    r.verdict = Verdict::kAlways;
+    r.threshold_bytes = sizes.front().size_bytes;
+    r.detail = "zerocopy wins at every probed size";
+    conclusive = sizes.front().decisive || largest.decisive;
+  } else {
+    r.verdict = Verdict::kThreshold;
+    r.threshold_bytes = sizes[*tail].size_bytes;
+    r.detail = "zerocopy wins from " + std::to_string(*r.threshold_bytes) +
+               " bytes on";
+    // The threshold stands when the top is a clear win and some size below
+    // the threshold is a clear loss; where exactly it lies between them is
+    // the planner's resolution.
+    bool clear_loss_below = false;
+    for (std::size_t i = 0; i < *tail; ++i) {
+      clear_loss_below |= !sizes[i].zerocopy_wins && sizes[i].decisive;
+    }
+    conclusive = largest.decisive && clear_loss_below;
+  }
+  std::size_t decisive = 0;
+  for (const SizeComparison& c : sizes) decisive += c.decisive ? 1 : 0;
+  bool single = true;
+  for (const SizeComparison& c : sizes) {
+    single &= c.zerocopy.samples < 2 || c.baseline.samples < 2;
+  }
+  if (single) {
+    r.confidence.reset();  // one sample per size: decided on the values
+    return;
+  }
+  r.confidence = static_cast<double>(decisive) /
+                 static_cast<double>(sizes.size());
+  if (!conclusive) {
+    r.detail = "the dispersion of repeated samples at the deciding sizes "
+               "exceeds the difference being judged (would have been: " +
+               std::string(VerdictName(r.verdict)) + ")";
+    r.verdict = Verdict::kInconclusive;
+    r.threshold_bytes.reset();
+    r.reason = Reason::kNoisy;
+  }
+}
+
+}  // namespace
+
+MethodResult Decide(std::span<const Sample> path_samples, Method method,
+                    const DecisionOptions& options) {
+  MethodResult r;
+  r.method = method;
+  r.baseline = NativeBaseline(method);
+  const SamplesBySize mine = SamplesOf(path_samples, method);
+  if (!HasOk(mine)) {
+    r.verdict = Verdict::kNever;
+    const std::string unsupported = FirstError(mine, SampleStatus::kUnsupported);
+    bool any_unsupported = false;
+    for (const auto& [size, samples] : mine) {
+      for (const Sample& s : samples) {
+        any_unsupported |= s.status == SampleStatus::kUnsupported;
+      }
+    }
+    r.reason = any_unsupported ? Reason::kUnsupported : Reason::kFailed;
+    // Not a statistical judgement: the probe itself said so.
+    r.confidence = 1.0;
+    r.detail = any_unsupported ? unsupported
+                               : FirstError(mine, SampleStatus::kFailed);
+    if (r.detail.empty()) r.detail = "no successful probe";
+    return r;
+  }
+
+  SamplesBySize base = SamplesOf(path_samples, r.baseline);
+  if (!HasOk(base) && r.baseline != Method::kCopy) {
+    r.baseline = Method::kCopy;
+    r.baseline_substituted = true;
+    base = SamplesOf(path_samples, r.baseline);
+  }
+
+  for (const auto& [size, samples] : mine) {
+    const auto it = base.find(size);
+    if (it == base.end()) continue;
+    SizeComparison c;
+    c.size_bytes = size;
+    c.zerocopy = Aggregate(samples);
+    c.baseline = Aggregate(it->second);
+    if (c.zerocopy.samples == 0 || c.baseline.samples == 0) continue;
+    JudgeSize(c, options);
+    r.sizes.push_back(c);
+  }
+
+  const std::optional<double> copied = OverallCopiedFraction(mine);
+  if (copied && *copied >= options.kernel_copied_fraction) {
+    r.verdict = Verdict::kNever;
+    r.reason = Reason::kKernelCopied;
+    r.confidence = 1.0;  // the kernel's own report, not a statistic
+    r.detail = "the kernel reported " + Percent(*copied) +
+               " of zerocopy completions as copied (local delivery or a "
+               "device without scatter-gather)";
+    return r;
+  }
+  if (r.sizes.empty()) {
+    r.verdict = Verdict::kInconclusive;
+    r.reason = Reason::kNoBaseline;
+    r.detail = "no size has successful samples of both " +
+               std::string(MethodName(method)) + " and its baseline " +
+               std::string(MethodName(r.baseline));
+    return r;
+  }
+  Conclude(r);
+  return r;
+}
+
+Analysis Analyze(std::span<const Sample> samples,
+                 const DecisionOptions& options) {
+  std::map<std::string, std::vector<Sample>> by_path;
+  for (const Sample& s : samples) by_path[s.path].push_back(s);
+  Analysis analysis;
+  for (const auto& [path, path_samples] : by_path) {
+    PathResult& result = analysis.paths[path];
+    result.path = path;
+    for (Method method : kAllMethods) {
+      if (!IsZerocopy(method)) continue;
+      const bool present =
+          std::any_of(path_samples.begin(), path_samples.end(),
+                      [&](const Sample& s) { return s.method == method; });
+      if (present) {
+        result.methods[method] = Decide(path_samples, method, options);
+      }
+    }
+  }
+  return analysis;
+}
+
+}  // namespace zcal::calibrator

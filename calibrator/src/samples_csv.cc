@@ -1,0 +1,508 @@
+#include "zcal/calibrator/samples_csv.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace zcal::calibrator {
+
+namespace {
+
+constexpr std::string_view kExpectedHeader =
+    "the header must name the columns method, size, mb_per_s and cpu_pct "
+    "(optional: path, copied_pct, repeat)";
+
+struct Field {
+  std::string text;
+  std::size_t column = 1;  // 1-based, where the field starts
+  bool quoted = false;
+};
+
+struct Row {
+  std::size_t line = 1;  // 1-based, where the row starts
+  std::vector<Field> fields;
+};
+
+std::string Where(std::string_view source, std::size_t line,
+                  std::size_t column) {
+  return std::string(source) + ":" + std::to_string(line) + ":" +
+         std::to_string(column) + ": ";
+}
+
+// Length of the UTF-8 sequence starting at text[i], or 0 if invalid.
+std::size_t Utf8Length(std::string_view text, std::size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  std::size_t n = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0 && c >= 0xC2) n = 2;
+  else if ((c & 0xF0) == 0xE0) n = 3;
+  else if ((c & 0xF8) == 0xF0 && c <= 0xF4) n = 4;
+  else return 0;
+  if (i + n > text.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+// Binary data is rejected up front, with the place of the first bad byte.
+Result<void> CheckText(std::string_view text, std::string_view source) {
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    const std::size_t n = Utf8Length(text, i);
+    const bool control = c != '\n' && c != '\r' && c != '\t' &&
+                         static_cast<unsigned char>(c) < 0x20;
+    if (n == 0 || control) {
+      return Fail(Errc::kParse,
+                  Where(source, line, column) +
+                      "binary data (byte 0x" +
+                      std::string(1, "0123456789abcdef"[(c >> 4) & 0xF]) +
+                      std::string(1, "0123456789abcdef"[c & 0xF]) +
+                      "); expected CSV text with a header row");
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += n;
+  }
+  return {};
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// RFC 4180 records: commas, double-quoted fields with "" escapes, quoted
+// newlines; CRLF or LF; blank lines and lines starting with '#' skipped.
+Result<std::vector<Row>> Tokenize(std::string_view text,
+                                  std::string_view source) {
+  std::vector<Row> rows;
+  std::size_t i = 0;
+  std::size_t line = 1;
+  std::size_t line_start = 0;
+  auto column = [&](std::size_t pos) { return pos - line_start + 1; };
+  while (i < text.size()) {
+    if (text[i] == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    }
+    if (i < text.size() && (text[i] == '\n' || text[i] == '\r')) {
+      if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      ++i;
+      ++line;
+      line_start = i;
+      continue;
+    }
+    if (i >= text.size()) break;
+    Row row;
+    row.line = line;
+    bool end_of_row = false;
+    while (!end_of_row) {
+      Field field;
+      std::size_t start = i;
+      while (start < text.size() && (text[start] == ' ' || text[start] == '\t')) ++start;
+      field.column = column(start);
+      if (start < text.size() && text[start] == '"') {
+        field.quoted = true;
+        const std::size_t quote_line = line;
+        const std::size_t quote_column = column(start);
+        i = start + 1;
+        bool closed = false;
+        while (i < text.size()) {
+          if (text[i] == '"') {
+            if (i + 1 < text.size() && text[i + 1] == '"') {
+              field.text += '"';
+              i += 2;
+              continue;
+            }
+            closed = true;
+            ++i;
+            break;
+          }
+          if (text[i] == '\n') {
+            ++line;
+            line_start = i + 1;
+          }
+          field.text += text[i++];
+        }
+        if (!closed) {
+          return Fail(Errc::kParse, Where(source, quote_line, quote_column) +
+                                        "unterminated quoted field; expected "
+                                        "a closing '\"'");
+        }
+        while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+        if (i < text.size() && text[i] != ',' && text[i] != '\n' &&
+            text[i] != '\r') {
+          return Fail(Errc::kParse,
+                      Where(source, line, column(i)) +
+                          "unexpected text after a quoted field; expected "
+                          "',' or the end of the line");
+        }
+      } else {
+        i = start;
+        while (i < text.size() && text[i] != ',' && text[i] != '\n' &&
+               text[i] != '\r') {
+          ++i;
+        }
+        field.text = std::string(Trim(text.substr(start, i - start)));
+      }
+      row.fields.push_back(std::move(field));
+      if (i < text.size() && text[i] == ',') {
+        ++i;
+      } else {
+        end_of_row = true;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  return out;
+}
+
+template <typename T>
+std::optional<T> ParseNumber(std::string_view text) {
+  T value{};
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return std::nullopt;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) return std::nullopt;
+  }
+  return value;
+}
+
+// Message sizes as integers with an optional binary suffix: 4096, 4K, 4KiB,
+// 1M, 1MiB.
+std::optional<double> ParseSize(std::string_view text) {
+  std::uint64_t scale = 1;
+  const std::string lower = Lower(text);
+  std::string_view s = lower;
+  for (auto [suffix, factor] :
+       {std::pair<std::string_view, std::uint64_t>{"kib", 1024},
+        {"mib", 1024 * 1024}, {"k", 1024}, {"m", 1024 * 1024}}) {
+    if (s.size() > suffix.size() && s.ends_with(suffix)) {
+      s.remove_suffix(suffix.size());
+      scale = factor;
+      break;
+    }
+  }
+  const auto value = ParseNumber<double>(Trim(s));
+  if (!value) return std::nullopt;
+  return *value * static_cast<double>(scale);
+}
+
+std::string MethodList() {
+  std::string list;
+  for (Method m : kAllMethods) {
+    if (!list.empty()) list += ", ";
+    list += MethodName(m);
+  }
+  return list;
+}
+
+class RowReader {
+ public:
+  RowReader(std::string_view source, const Row& row,
+            const std::map<std::string, std::size_t>& columns)
+      : source_(source), row_(row), columns_(columns) {}
+
+  // The field of a column; nullopt when the column is absent or the row is
+  // short of it (short rows are rejected before).
+  const Field* Get(const std::string& name) const {
+    const auto it = columns_.find(name);
+    if (it == columns_.end() || it->second >= row_.fields.size()) return nullptr;
+    return &row_.fields[it->second];
+  }
+
+  bool Has(const std::string& name) const {
+    const Field* f = Get(name);
+    return f != nullptr && !f->text.empty();
+  }
+
+  tl::unexpected<Error> Bad(const Field& field, const std::string& what) const {
+    return Fail(Errc::kParse,
+                Where(source_, row_.line, field.column) + what);
+  }
+
+  template <typename T>
+  Result<T> Number(const std::string& name, const std::string& expected) const {
+    const Field* f = Get(name);
+    if (f == nullptr || f->text.empty()) {
+      const std::size_t col = f ? f->column : 1;
+      return Fail(Errc::kParse, Where(source_, row_.line, col) + "empty " +
+                                    name + "; expected " + expected);
+    }
+    const auto value = ParseNumber<T>(f->text);
+    if (!value) {
+      return Bad(*f, "'" + f->text + "' in column " + name +
+                         " is not a number; expected " + expected);
+    }
+    return *value;
+  }
+
+  template <typename T>
+  Result<std::optional<T>> OptionalNumber(const std::string& name,
+                                          const std::string& expected) const {
+    if (!Has(name)) return std::optional<T>();
+    auto value = Number<T>(name, expected);
+    if (!value) return tl::unexpected(value.error());
+    return std::optional<T>(*value);
+  }
+
+ private:
+  std::string_view source_;
+  const Row& row_;
+  const std::map<std::string, std::size_t>& columns_;
+};
+
+Result<Sample> ParseRow(const RowReader& r) {
+  Sample s;
+  const Field& method_field = *r.Get("method");
+  const auto method = ParseMethod(Lower(method_field.text));
+  if (!method) {
+    return r.Bad(method_field, "unknown method '" + method_field.text +
+                                   "'; expected one of " + MethodList());
+  }
+  s.method = *method;
+
+  const Field& size_field = *r.Get("size");
+  const auto size = ParseSize(size_field.text);
+  if (!size) {
+    return r.Bad(size_field, "'" + size_field.text +
+                                 "' in column size is not a number; expected "
+                                 "the message size in bytes, e.g. 16384 or 16K");
+  }
+  if (*size <= 0 || *size != std::floor(*size) || *size > 1e15) {
+    return r.Bad(size_field, "size " + size_field.text +
+                                 " must be a positive whole number of bytes");
+  }
+  s.size_bytes = static_cast<std::uint64_t>(*size);
+
+  if (r.Has("path")) s.path = r.Get("path")->text;
+  if (r.Has("status")) {
+    const Field& f = *r.Get("status");
+    const std::string status = Lower(f.text);
+    if (status == "ok") s.status = SampleStatus::kOk;
+    else if (status == "unsupported") s.status = SampleStatus::kUnsupported;
+    else if (status == "failed") s.status = SampleStatus::kFailed;
+    else return r.Bad(f, "unknown status '" + f.text +
+                             "'; expected ok, unsupported or failed");
+  }
+  if (r.Has("error")) s.error = r.Get("error")->text;
+
+  auto repeat = r.OptionalNumber<std::uint32_t>("repeat", "a whole number");
+  if (!repeat) return tl::unexpected(repeat.error());
+  s.repeat = repeat->value_or(0);
+
+  const std::string count = "a whole number of ";
+  auto host = r.OptionalNumber<std::uint64_t>("host_cpu_ns", count + "ns");
+  auto enobufs = r.OptionalNumber<std::uint64_t>("enobufs", count + "retries");
+  if (!host) return tl::unexpected(host.error());
+  if (!enobufs) return tl::unexpected(enobufs.error());
+  s.host_cpu_ns = *host;
+  s.enobufs = enobufs->value_or(0);
+
+  if (r.Has("bytes") || r.Has("wall_ns") || r.Has("cpu_ns")) {
+    auto bytes = r.Number<std::uint64_t>("bytes", count + "bytes");
+    if (!bytes) return tl::unexpected(bytes.error());
+    auto wall = r.Number<std::uint64_t>("wall_ns", count + "ns");
+    if (!wall) return tl::unexpected(wall.error());
+    auto cpu = r.Number<std::uint64_t>("cpu_ns", count + "ns");
+    if (!cpu) return tl::unexpected(cpu.error());
+    s.bytes = *bytes;
+    s.wall_ns = *wall;
+    s.cpu_ns = *cpu;
+  } else if (s.ok() || r.Has("mb_per_s") || r.Has("cpu_pct")) {
+    auto mbps = r.Number<double>(
+        "mb_per_s", "megabytes per second (10^6 bytes/s), e.g. 1234.5");
+    if (!mbps) return tl::unexpected(mbps.error());
+    if (*mbps <= 0) {
+      return r.Bad(*r.Get("mb_per_s"),
+                   "mb_per_s must be greater than 0 for a successful sample");
+    }
+    auto cpu = r.Number<double>(
+        "cpu_pct", "sender CPU in percent of one core, e.g. 87.5");
+    if (!cpu) return tl::unexpected(cpu.error());
+    if (*cpu < 0) {
+      return r.Bad(*r.Get("cpu_pct"), "cpu_pct must not be negative");
+    }
+    // A row is a rate: read it as one second of sending.
+    s.wall_ns = 1'000'000'000;
+    s.bytes = static_cast<std::uint64_t>(std::llround(*mbps * 1e6));
+    s.cpu_ns = static_cast<std::uint64_t>(std::llround(*cpu * 1e7));
+  }
+
+  if (r.Has("zc_completions") || r.Has("zc_copied")) {
+    auto completions = r.Number<std::uint64_t>("zc_completions", count + "completions");
+    if (!completions) return tl::unexpected(completions.error());
+    auto copied = r.Number<std::uint64_t>("zc_copied", count + "completions");
+    if (!copied) return tl::unexpected(copied.error());
+    if (*copied > *completions) {
+      return r.Bad(*r.Get("zc_copied"),
+                   "zc_copied exceeds zc_completions");
+    }
+    s.zc_completions = *completions;
+    s.zc_copied = *copied;
+  } else if (r.Has("copied_pct")) {
+    auto pct = r.Number<double>("copied_pct", "a percentage from 0 to 100");
+    if (!pct) return tl::unexpected(pct.error());
+    if (*pct < 0 || *pct > 100) {
+      return r.Bad(*r.Get("copied_pct"),
+                   "copied_pct must be a percentage from 0 to 100");
+    }
+    // A share without counts: stand for it with a million completions.
+    s.zc_completions = 1'000'000;
+    s.zc_copied = static_cast<std::uint64_t>(std::llround(*pct * 1e4));
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<Sample>> ParseSamplesCsv(std::string_view text,
+                                           std::string_view source) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  if (auto ok = CheckText(text, source); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  auto rows = Tokenize(text, source);
+  if (!rows) return tl::unexpected(rows.error());
+  if (rows->empty()) {
+    return Fail(Errc::kParse, Where(source, 1, 1) + "empty file; " +
+                                  std::string(kExpectedHeader));
+  }
+
+  const Row& header = rows->front();
+  std::map<std::string, std::size_t> columns;
+  for (std::size_t i = 0; i < header.fields.size(); ++i) {
+    const Field& f = header.fields[i];
+    const std::string name = Lower(Trim(f.text));
+    if (name.empty()) continue;
+    if (!columns.emplace(name, i).second) {
+      return Fail(Errc::kParse, Where(source, header.line, f.column) +
+                                    "duplicate column '" + name + "'");
+    }
+  }
+  for (const char* required : {"method", "size", "mb_per_s", "cpu_pct"}) {
+    if (!columns.contains(required)) {
+      std::string found;
+      for (const Field& f : header.fields) {
+        found += (found.empty() ? "" : ",") + f.text;
+      }
+      return Fail(Errc::kParse,
+                  Where(source, header.line, 1) + "missing column '" +
+                      required + "'; " + std::string(kExpectedHeader) +
+                      " (found: " + found + ")");
+    }
+  }
+
+  std::vector<Sample> samples;
+  for (std::size_t k = 1; k < rows->size(); ++k) {
+    const Row& row = (*rows)[k];
+    if (row.fields.size() < header.fields.size()) {
+      const Field& last = row.fields.back();
+      return Fail(Errc::kParse,
+                  Where(source, row.line, last.column + last.text.size()) +
+                      "expected " + std::to_string(header.fields.size()) +
+                      " fields as in the header, found " +
+                      std::to_string(row.fields.size()));
+    }
+    auto sample = ParseRow(RowReader(source, row, columns));
+    if (!sample) return tl::unexpected(sample.error());
+    samples.push_back(std::move(*sample));
+  }
+
+  const bool has_baseline =
+      std::any_of(samples.begin(), samples.end(), [](const Sample& s) {
+        return s.ok() && !IsZerocopy(s.method);
+      });
+  if (!has_baseline) {
+    const Field& method = header.fields[columns["method"]];
+    return Fail(Errc::kParse,
+                Where(source, header.line, method.column) +
+                    (samples.empty() ? std::string("no data rows")
+                                     : std::string("no baseline rows")) +
+                    "; expected successful rows of method copy or "
+                    "uring_send, against which zerocopy is judged");
+  }
+  return samples;
+}
+
+namespace {
+
+std::string Quote(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos &&
+      (s.empty() || (s.front() != ' ' && s.front() != '#'))) {
+    return std::string(s);
+  }
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Shortest(double value) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return ec == std::errc() ? std::string(buffer, end) : std::string("0");
+}
+
+std::string_view StatusName(SampleStatus status) {
+  switch (status) {
+    case SampleStatus::kOk: return "ok";
+    case SampleStatus::kUnsupported: return "unsupported";
+    case SampleStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+}  // namespace
+
+std::string WriteSamplesCsv(std::span<const Sample> samples) {
+  std::string out =
+      "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct,bytes,wall_ns,"
+      "cpu_ns,host_cpu_ns,zc_completions,zc_copied,enobufs,status,error\n";
+  for (const Sample& s : samples) {
+    const double seconds = static_cast<double>(s.wall_ns) / 1e9;
+    const std::optional<double> copied = s.CopiedFraction();
+    out += Quote(s.path) + ',' + std::string(MethodName(s.method)) + ',' +
+           std::to_string(s.size_bytes) + ',' + std::to_string(s.repeat) + ',';
+    if (s.wall_ns > 0) {
+      out += Shortest(s.ThroughputBytesPerSecond() / 1e6) + ',' +
+             Shortest(static_cast<double>(s.cpu_ns) / 1e7 / seconds);
+    } else {
+      out += ',';
+    }
+    out += ',' + (copied ? Shortest(*copied * 100) : std::string()) + ',' +
+           std::to_string(s.bytes) + ',' + std::to_string(s.wall_ns) + ',' +
+           std::to_string(s.cpu_ns) + ',' +
+           (s.host_cpu_ns ? std::to_string(*s.host_cpu_ns) : std::string()) +
+           ',' + std::to_string(s.zc_completions) + ',' +
+           std::to_string(s.zc_copied) + ',' + std::to_string(s.enobufs) +
+           ',' + std::string(StatusName(s.status)) + ',' + Quote(s.error) +
+           '\n';
+  }
+  return out;
+}
+
+}  // namespace zcal::calibrator

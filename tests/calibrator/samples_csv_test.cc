@@ -1,0 +1,178 @@
+#include "zcal/calibrator/samples_csv.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace zcal::calibrator {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string ErrorOf(std::string_view text) {
+  auto r = ParseSamplesCsv(text, "in.csv");
+  EXPECT_FALSE(r.has_value()) << "parsed: " << text;
+  return r ? std::string() : r.error().message;
+}
+
+TEST(ParseSamplesCsv, ReadsRequiredColumnsInAnyOrder) {
+  auto r = ParseSamplesCsv(
+      "cpu_pct,size,comment,method,mb_per_s\n"
+      "50,4096,warm,copy,1000\n"
+      "25,4K,,msg_zerocopy,2000.5\n",
+      "in.csv");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].method, Method::kCopy);
+  EXPECT_EQ((*r)[0].size_bytes, 4096u);
+  EXPECT_EQ((*r)[0].path, "default");
+  EXPECT_DOUBLE_EQ((*r)[1].ThroughputBytesPerSecond(), 2000.5e6);
+  EXPECT_EQ((*r)[1].size_bytes, 4096u);
+  EXPECT_NEAR((*r)[1].CpuNsPerByte(), 0.25e9 / 2000.5e6, 1e-12);
+}
+
+TEST(ParseSamplesCsv, ReadsOptionalColumns) {
+  auto r = ParseSamplesCsv(
+      "path,method,size,mb_per_s,cpu_pct,copied_pct,repeat\n"
+      "\"peer, rack 2\",msg_zerocopy,65536,9000,40,100,3\n"
+      "\"peer, rack 2\",copy,65536,9000,100,,0\n",
+      "in.csv");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ((*r)[0].path, "peer, rack 2");
+  EXPECT_EQ((*r)[0].repeat, 3u);
+  EXPECT_DOUBLE_EQ((*r)[0].CopiedFraction().value_or(-1), 1.0);
+  EXPECT_FALSE((*r)[1].CopiedFraction().has_value());
+}
+
+TEST(ParseSamplesCsv, SkipsBlankAndCommentLinesAndHandlesCrlf) {
+  auto r = ParseSamplesCsv(
+      "# from a benchmark run\r\nmethod,size,mb_per_s,cpu_pct\r\n\r\n"
+      "copy,1024,100,10\r\n",
+      "in.csv");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->size(), 1u);
+}
+
+TEST(ParseSamplesCsv, RejectsEmptyFile) {
+  EXPECT_THAT(ErrorOf(""), StartsWith("in.csv:1:1: empty file"));
+  EXPECT_THAT(ErrorOf("\n\n# only a comment\n"), HasSubstr("empty file"));
+}
+
+TEST(ParseSamplesCsv, RejectsMissingColumnNamingIt) {
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s\ncopy,1,2\n"),
+              AllOf(StartsWith("in.csv:1:1: missing column 'cpu_pct'"),
+                    HasSubstr("found: method,size,mb_per_s")));
+}
+
+TEST(ParseSamplesCsv, RejectsDataWithoutHeader) {
+  EXPECT_THAT(ErrorOf("copy,4096,1000,50\n"), HasSubstr("missing column"));
+}
+
+TEST(ParseSamplesCsv, RejectsNonNumberWithLineAndColumn) {
+  EXPECT_EQ(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,4096,fast,50\n"),
+            "in.csv:2:11: 'fast' in column mb_per_s is not a number; expected "
+            "megabytes per second (10^6 bytes/s), e.g. 1234.5");
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,4096,10,nan\n"),
+              StartsWith("in.csv:2:14: 'nan' in column cpu_pct is not a number"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,4096,,50\n"),
+              StartsWith("in.csv:2:11: empty mb_per_s"));
+}
+
+TEST(ParseSamplesCsv, RejectsZeroOrNegativeSize) {
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,0,10,5\n"),
+              StartsWith("in.csv:2:6: size 0 must be a positive whole number"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,-4096,10,5\n"),
+              HasSubstr("must be a positive whole number"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,1.5,10,5\n"),
+              HasSubstr("must be a positive whole number"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,big,10,5\n"),
+              StartsWith("in.csv:2:6: 'big' in column size is not a number"));
+}
+
+TEST(ParseSamplesCsv, RejectsUnknownMethodListingTheKnownOnes) {
+  EXPECT_EQ(ErrorOf("method,size,mb_per_s,cpu_pct\nsendfile,4096,10,5\n"),
+            "in.csv:2:1: unknown method 'sendfile'; expected one of copy, "
+            "msg_zerocopy, uring_send, uring_send_zc, uring_send_zc_fixed");
+}
+
+TEST(ParseSamplesCsv, RejectsTablesWithoutBaseline) {
+  EXPECT_THAT(
+      ErrorOf("size,method,mb_per_s,cpu_pct\n4096,msg_zerocopy,10,5\n"),
+      StartsWith("in.csv:1:6: no baseline rows; expected successful rows of "
+                 "method copy or uring_send"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\n"),
+              HasSubstr("no data rows"));
+}
+
+TEST(ParseSamplesCsv, RejectsBinaryData) {
+  const std::string with_nul("method,size\0,mb_per_s", 21);
+  EXPECT_THAT(ErrorOf(with_nul),
+              StartsWith("in.csv:1:12: binary data (byte 0x00)"));
+  EXPECT_THAT(ErrorOf("\x7f" "ELF\x02\x01\x01\xff\xfe"),
+              HasSubstr("binary data"));
+}
+
+TEST(ParseSamplesCsv, RejectsShortRowsAndBadQuotes) {
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,4096,10\n"),
+              StartsWith("in.csv:2:13: expected 4 fields as in the header, "
+                         "found 3"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\n\"copy,4096,10,5\n"),
+              StartsWith("in.csv:2:1: unterminated quoted field"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\n\"copy\"x,4096,10,5\n"),
+              StartsWith("in.csv:2:7: unexpected text after a quoted field"));
+}
+
+TEST(ParseSamplesCsv, RejectsOutOfRangeCopiedShare) {
+  EXPECT_THAT(
+      ErrorOf("method,size,mb_per_s,cpu_pct,copied_pct\ncopy,1,10,5,150\n"),
+      HasSubstr("copied_pct must be a percentage from 0 to 100"));
+}
+
+TEST(WriteSamplesCsv, RoundTripsEverySampleField) {
+  Sample ok;
+  ok.path = "peer \"a\", rack 2";
+  ok.method = Method::kUringSendZcFixed;
+  ok.size_bytes = 12288;
+  ok.repeat = 4;
+  ok.bytes = 123456789;
+  ok.wall_ns = 100000007;
+  ok.cpu_ns = 55555555;
+  ok.host_cpu_ns = 99999999;
+  ok.zc_completions = 1000;
+  ok.zc_copied = 999;
+  ok.enobufs = 12;
+  Sample unsupported;
+  unsupported.method = Method::kUringSendZc;
+  unsupported.size_bytes = 1024;
+  unsupported.status = SampleStatus::kUnsupported;
+  unsupported.error = "io_uring_setup: Operation not permitted, seccomp";
+  Sample base = ok;
+  base.method = Method::kUringSend;
+  base.host_cpu_ns.reset();
+  base.zc_completions = base.zc_copied = 0;
+
+  const std::vector<Sample> samples = {ok, unsupported, base};
+  auto parsed = ParseSamplesCsv(WriteSamplesCsv(samples), "out.csv");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_EQ(parsed->size(), samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const Sample& a = samples[i];
+    const Sample& b = (*parsed)[i];
+    EXPECT_EQ(a.path, b.path);
+    EXPECT_EQ(a.method, b.method);
+    EXPECT_EQ(a.size_bytes, b.size_bytes);
+    EXPECT_EQ(a.repeat, b.repeat);
+    EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.wall_ns, b.wall_ns);
+    EXPECT_EQ(a.cpu_ns, b.cpu_ns);
+    EXPECT_EQ(a.host_cpu_ns, b.host_cpu_ns);
+    EXPECT_EQ(a.zc_completions, b.zc_completions);
+    EXPECT_EQ(a.zc_copied, b.zc_copied);
+    EXPECT_EQ(a.enobufs, b.enobufs);
+    EXPECT_EQ(a.status, b.status);
+    EXPECT_EQ(a.error, b.error);
+  }
+}
+
+}  // namespace
+}  // namespace zcal::calibrator
