@@ -20,5 +20,6 @@ struct Command {
 };
 
 Command AddAnalyzeCommand(CLI::App& parent);
+Command AddShowCommand(CLI::App& parent);
 
 }  // namespace zcal::agent

@@ -1,0 +1,243 @@
+/*
+ * zc_sender - a small TCP sender that decides per send, as a storage target
+ * would, whether to use MSG_ZEROCOPY, from the threshold zcal publishes for
+ * its connection.
+ *
+ *   zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...]
+ *             [--fallback copy|zerocopy] [--max-age-s S] ADDRESS PORT
+ *
+ * Sends N messages cycling through the sizes, from a pool of buffers; a
+ * buffer sent with MSG_ZEROCOPY is reused only after the kernel reported
+ * its completion. Without an agent (no segment), or when the agent's
+ * heartbeat is older than --max-age-s, it uses the fallback. Prints one
+ * summary line; exit status 0, or 1 on a failure (connect, send).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/errqueue.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <zcal/zcal.h>
+
+#define POOL 8
+#define MAX_SIZES 16
+#define ID_RING 4096u
+
+struct buffer {
+  unsigned char *data;
+  uint32_t first_id, end_id; /* zerocopy completion ids [first, end) */
+};
+
+struct sender {
+  int fd;
+  uint32_t next_id;                /* id of the next MSG_ZEROCOPY send */
+  unsigned char done[ID_RING];     /* completion seen, by id % ID_RING */
+  uint32_t outstanding;
+  unsigned long long completions, copied;
+};
+
+static int reap(struct sender *s, int block) {
+  for (;;) {
+    char control[128];
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (recvmsg(s->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN || !block) return errno == EAGAIN ? 0 : -errno;
+      struct pollfd p = {.fd = s->fd, .events = 0, .revents = 0};
+      if (poll(&p, 1, 5000) == 0) return -ETIMEDOUT;
+      continue;
+    }
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (!((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+            (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)))
+        continue;
+      struct sock_extended_err err;
+      memcpy(&err, CMSG_DATA(c), sizeof err);
+      if (err.ee_origin != SO_EE_ORIGIN_ZEROCOPY || err.ee_errno != 0) continue;
+      for (uint32_t id = err.ee_info; id - err.ee_info <= err.ee_data - err.ee_info; ++id) {
+        s->done[id % ID_RING] = 1;
+        if (s->outstanding > 0) s->outstanding--;
+        s->completions++;
+        if (err.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) s->copied++;
+        if (id == err.ee_data) break;
+      }
+    }
+    return 1;
+  }
+}
+
+static int buffer_free(const struct sender *s, const struct buffer *b) {
+  for (uint32_t id = b->first_id; id != b->end_id; ++id)
+    if (!s->done[id % ID_RING]) return 0;
+  return 1;
+}
+
+/* Sends all of buf; zerocopy sends register completion ids on `b`. */
+static int send_all(struct sender *s, struct buffer *b, size_t len,
+                    int zerocopy, unsigned long long *calls) {
+  size_t off = 0;
+  b->first_id = b->end_id = s->next_id;
+  while (off < len) {
+    if (zerocopy && s->outstanding >= ID_RING - 64 && reap(s, 1) < 0) zerocopy = 0;
+    ssize_t n = send(s->fd, b->data + off, len - off, zerocopy ? MSG_ZEROCOPY : 0);
+    if (n < 0 && errno == ENOBUFS && zerocopy) {
+      /* Option memory for completions is exhausted: reap, then copy. */
+      if (reap(s, s->outstanding > 0) < 0 || s->outstanding == 0) zerocopy = 0;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    if (zerocopy) {
+      s->done[s->next_id % ID_RING] = 0;
+      s->next_id++;
+      s->outstanding++;
+      b->end_id = s->next_id;
+    }
+    (*calls)++;
+    off += (size_t)n;
+  }
+  return 0;
+}
+
+static int parse_sizes(char *text, size_t *sizes) {
+  int n = 0;
+  for (char *tok = strtok(text, ","); tok && n < MAX_SIZES; tok = strtok(NULL, ",")) {
+    char *end;
+    unsigned long long v = strtoull(tok, &end, 10);
+    if (*end || v == 0 || v > (64u << 20)) return -1;
+    sizes[n++] = (size_t)v;
+  }
+  return n;
+}
+
+static int connect_to(const char *address, const char *port) {
+  struct addrinfo hints, *res;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  int rc = getaddrinfo(address, port, &hints, &res);
+  if (rc != 0) {
+    fprintf(stderr, "zc_sender: bad address %s port %s: %s\n", address, port,
+            gai_strerror(rc));
+    return -1;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    fprintf(stderr, "zc_sender: cannot connect to %s port %s: %s\n", address,
+            port, strerror(errno));
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+int main(int argc, char **argv) {
+  const char *segment = NULL;
+  long count = 1000;
+  size_t sizes[MAX_SIZES] = {4096, 65536};
+  int nsizes = 2, fallback = 0;
+  unsigned long long max_age_ns = 60ull * 1000000000ull;
+  int i = 1;
+  for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+    if (strcmp(argv[i], "--segment") == 0) segment = argv[i + 1];
+    else if (strcmp(argv[i], "--count") == 0) count = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--sizes") == 0) nsizes = parse_sizes(argv[i + 1], sizes);
+    else if (strcmp(argv[i], "--max-age-s") == 0)
+      max_age_ns = strtoull(argv[i + 1], NULL, 10) * 1000000000ull;
+    else if (strcmp(argv[i], "--fallback") == 0) fallback = strcmp(argv[i + 1], "zerocopy") == 0;
+    else break;
+  }
+  if (argc - i != 2 || count <= 0 || nsizes <= 0) {
+    fprintf(stderr, "usage: zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...] "
+                    "[--fallback copy|zerocopy] [--max-age-s S] ADDRESS PORT\n");
+    return 2;
+  }
+
+  zcal_handle *zcal = NULL;
+  int rc = zcal_open(segment, &zcal);
+  if (rc != 0)
+    fprintf(stderr, "zc_sender: no zcal data (%s): falling back to %s\n",
+            zcal_error_detail(), fallback ? "zerocopy" : "copy");
+
+  struct sender s;
+  memset(&s, 0, sizeof s);
+  s.fd = connect_to(argv[i], argv[i + 1]);
+  if (s.fd < 0) return 1;
+  int one = 1;
+  setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int can_zerocopy = setsockopt(s.fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) == 0;
+
+  size_t max_size = 0;
+  for (int k = 0; k < nsizes; ++k) max_size = sizes[k] > max_size ? sizes[k] : max_size;
+  struct buffer pool[POOL];
+  for (int k = 0; k < POOL; ++k) {
+    pool[k].data = malloc(max_size);
+    pool[k].first_id = pool[k].end_id = 0;
+    if (!pool[k].data) return 1;
+  }
+
+  /* The per-connection cache: look up again only after a publish. */
+  struct zcal_result cached;
+  int have_cached = 0;
+  uint64_t cached_generation = 0;
+  unsigned long long bytes = 0, zc_messages = 0, calls = 0, checksum = 1469598103934665603ull;
+  for (long m = 0; m < count; ++m) {
+    size_t size = sizes[m % nsizes];
+    struct buffer *b = &pool[m % POOL];
+    while (!buffer_free(&s, b)) {
+      if (reap(&s, 1) < 0) {
+        fprintf(stderr, "zc_sender: no zerocopy completion within 5 s\n");
+        return 1;
+      }
+    }
+    for (size_t k = 0; k < size; ++k) {
+      b->data[k] = (unsigned char)(m * 131 + (long)k);
+      checksum = (checksum ^ b->data[k]) * 1099511628211ull;
+    }
+    if (zcal && zcal_generation(zcal) != cached_generation) {
+      have_cached = zcal_lookup_fd(zcal, s.fd, ZCAL_METHOD_MSG_ZEROCOPY, &cached) == 0 &&
+                    cached.heartbeat_age_ns <= max_age_ns;
+      cached_generation = have_cached ? cached.generation : zcal_generation(zcal);
+    }
+    int zerocopy = have_cached ? zcal_result_should_zerocopy(&cached, size, fallback) : fallback;
+    zerocopy = zerocopy && can_zerocopy;
+    if (send_all(&s, b, size, zerocopy, &calls) != 0) {
+      fprintf(stderr, "zc_sender: send of %zu bytes failed: %s\n", size, strerror(errno));
+      return 1;
+    }
+    zc_messages += (unsigned long long)zerocopy;
+    bytes += size;
+  }
+  while (s.outstanding > 0) {
+    if (reap(&s, 1) < 0) {
+      fprintf(stderr, "zc_sender: %u zerocopy completions missing after 5 s\n", s.outstanding);
+      return 1;
+    }
+  }
+  shutdown(s.fd, SHUT_WR);
+  char sink[256];
+  while (read(s.fd, sink, sizeof sink) > 0) {
+  }
+  close(s.fd);
+  printf("zc_sender: messages=%ld bytes=%llu zerocopy_messages=%llu copy_messages=%llu "
+         "send_calls=%llu completions=%llu copied=%llu decision=%s checksum=%016llx\n",
+         count, bytes, zc_messages, (unsigned long long)count - zc_messages, calls,
+         s.completions, s.copied, have_cached ? "agent" : "fallback", checksum);
+  for (int k = 0; k < POOL; ++k) free(pool[k].data);
+  zcal_close(zcal);
+  return 0;
+}

@@ -1,0 +1,102 @@
+/* Private to the client library: the handle and what its files share. */
+#ifndef ZCAL_CLIENT_HANDLE_H
+#define ZCAL_CLIENT_HANDLE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zcal/zcal.h"
+
+#define ZCAL_NAME_MAX 251 /* "/" + 250 bytes + NUL */
+#define ZCAL_METHOD_CODES 256
+
+/* A peer entry in the open-addressing table, keyed by masked address. */
+struct zcal_peer_slot {
+  uint64_t hi, lo;   /* masked address, big-endian words */
+  uint32_t entry;    /* index into entries, +1; 0 = empty */
+  uint8_t method;
+  uint8_t family;
+  uint8_t prefix_len;
+  uint8_t pad;
+};
+
+struct zcal_interface_ref {
+  char name[ZCAL_IFNAME_SIZE];
+  uint32_t entry;
+  uint8_t method;
+  uint8_t pad[3];
+};
+
+struct zcal_handle {
+  /* Where the segment's generation word is read: in the mapping, or
+   * dead_generation once the mapping can no longer be trusted. */
+  const uint64_t *generation_word;
+  uint64_t dead_generation;
+  int broken; /* the mapping changed size under us: never touch it again */
+
+  /* The mapping. fd < 0: memory attached by zcal_internal_attach. */
+  int fd;
+  int owns_mapping;
+  const unsigned char *base;
+  size_t mapped_bytes;
+  dev_t dev;
+  ino_t ino;
+  char name[ZCAL_NAME_MAX];
+
+  /* Geometry, validated once when mapped; never re-read. */
+  uint32_t header_size;
+  uint32_t entry_size;
+  uint32_t capacity;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  uint32_t agent_pid;
+  uint64_t created_ns;
+
+  /* The private, consistent copy of the table and its header fields. */
+  uint64_t generation;
+  uint64_t publish_time_ns;
+  uint32_t count;
+  uint32_t flags;
+  struct zcal_shm_entry *entries;
+  struct zcal_shm_entry *scratch;
+
+  /* Where the last copy attempt gave up: retried only once seq moves. */
+  uint64_t busy_seq;
+  int busy;
+
+  uint64_t last_recheck_ns;
+
+  /* Index over `entries`, rebuilt with every copy. */
+  int32_t default_entry[ZCAL_METHOD_CODES];
+  int32_t loopback_entry[ZCAL_METHOD_CODES];
+  uint64_t v4_prefixes[ZCAL_METHOD_CODES];    /* bit L: a /L peer entry */
+  uint64_t v6_prefixes[ZCAL_METHOD_CODES][3]; /* bits 0..128 */
+  struct zcal_peer_slot *slots;
+  uint32_t slot_mask;
+  struct zcal_interface_ref *interfaces;
+  uint32_t interface_count;
+};
+
+/* segment.c */
+int zcal_internal_sync(zcal_handle *h);
+uint64_t zcal_internal_now_ns(void);
+void zcal_internal_maybe_recheck(zcal_handle *h, uint64_t now_ns,
+                                 uint64_t heartbeat_ns);
+uint64_t zcal_internal_heartbeat(const zcal_handle *h);
+
+/* Attaches a handle to a segment image already in memory (tests, fuzzing):
+ * validated like a mapped file, never unmapped or re-checked by name.
+ * `base` must be 8-byte aligned and stay valid until zcal_close. */
+int zcal_internal_attach(const void *base, size_t bytes, zcal_handle **out);
+
+/* lookup.c */
+void zcal_internal_build_index(zcal_handle *h);
+void zcal_internal_split(const uint8_t address[16], uint64_t *hi,
+                         uint64_t *lo);
+void zcal_internal_mask(uint64_t *hi, uint64_t *lo, unsigned prefix_len);
+
+/* names.c */
+void zcal_internal_set_detail(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+
+#endif /* ZCAL_CLIENT_HANDLE_H */

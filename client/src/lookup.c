@@ -1,0 +1,353 @@
+/* Keys, the index over the table copy, and lookups. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "handle.h"
+
+static uint64_t load_be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+void zcal_internal_split(const uint8_t address[16], uint64_t *hi,
+                         uint64_t *lo) {
+  *hi = load_be64(address);
+  *lo = load_be64(address + 8);
+}
+
+void zcal_internal_mask(uint64_t *hi, uint64_t *lo, unsigned prefix_len) {
+  if (prefix_len == 0) {
+    *hi = 0;
+    *lo = 0;
+  } else if (prefix_len <= 64) {
+    *hi &= ~UINT64_C(0) << (64 - prefix_len);
+    *lo = 0;
+  } else if (prefix_len < 128) {
+    *lo &= ~UINT64_C(0) << (128 - prefix_len);
+  }
+}
+
+static uint32_t slot_of(uint64_t hi, uint64_t lo, uint8_t method,
+                        uint8_t family, uint8_t prefix_len, uint32_t mask) {
+  uint64_t x = hi ^ (lo * UINT64_C(0xc2b2ae3d27d4eb4f)) ^
+               ((uint64_t)method << 16 | (uint64_t)family << 8 | prefix_len);
+  x *= UINT64_C(0x9e3779b97f4a7c15);
+  return (uint32_t)(x >> 32) & mask;
+}
+
+static void insert_peer(zcal_handle *h, uint32_t index,
+                        const struct zcal_shm_entry *e) {
+  uint64_t hi, lo;
+  zcal_internal_split(e->address, &hi, &lo);
+  /* IPv4 lives in the top 32 bits of hi; the rest must not take part. */
+  if (e->family == ZCAL_FAMILY_IPV4) {
+    hi &= ~UINT64_C(0) << 32;
+    lo = 0;
+  }
+  zcal_internal_mask(&hi, &lo, e->prefix_len);
+  uint32_t s = slot_of(hi, lo, e->method, e->family, e->prefix_len, h->slot_mask);
+  for (;;) {
+    struct zcal_peer_slot *slot = &h->slots[s];
+    if (slot->entry == 0) break;
+    if (slot->hi == hi && slot->lo == lo && slot->method == e->method &&
+        slot->family == e->family && slot->prefix_len == e->prefix_len)
+      return; /* a duplicate: the first entry wins */
+    s = (s + 1) & h->slot_mask;
+  }
+  struct zcal_peer_slot *slot = &h->slots[s];
+  slot->hi = hi;
+  slot->lo = lo;
+  slot->entry = index + 1;
+  slot->method = e->method;
+  slot->family = e->family;
+  slot->prefix_len = e->prefix_len;
+  if (e->family == ZCAL_FAMILY_IPV4)
+    h->v4_prefixes[e->method] |= UINT64_C(1) << e->prefix_len;
+  else
+    h->v6_prefixes[e->method][e->prefix_len / 64] |= UINT64_C(1)
+                                                     << (e->prefix_len % 64);
+}
+
+void zcal_internal_build_index(zcal_handle *h) {
+  for (int m = 0; m < ZCAL_METHOD_CODES; ++m) {
+    h->default_entry[m] = -1;
+    h->loopback_entry[m] = -1;
+  }
+  memset(h->v4_prefixes, 0, sizeof h->v4_prefixes);
+  memset(h->v6_prefixes, 0, sizeof h->v6_prefixes);
+  memset(h->slots, 0, ((size_t)h->slot_mask + 1) * sizeof *h->slots);
+  h->interface_count = 0;
+  for (uint32_t i = 0; i < h->count; ++i) {
+    const struct zcal_shm_entry *e = &h->entries[i];
+    switch (e->scope) {
+      case ZCAL_SCOPE_HOST_DEFAULT:
+        if (h->default_entry[e->method] < 0) h->default_entry[e->method] = (int32_t)i;
+        break;
+      case ZCAL_SCOPE_LOOPBACK:
+        if (h->loopback_entry[e->method] < 0) h->loopback_entry[e->method] = (int32_t)i;
+        break;
+      case ZCAL_SCOPE_PEER:
+        insert_peer(h, i, e);
+        break;
+      case ZCAL_SCOPE_INTERFACE: {
+        struct zcal_interface_ref *ref = &h->interfaces[h->interface_count++];
+        memcpy(ref->name, e->interface, sizeof ref->name);
+        ref->method = e->method;
+        ref->entry = i;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+static int find_peer(const zcal_handle *h, const struct zcal_key *key,
+                     uint8_t method, uint64_t bits, unsigned base) {
+  uint64_t key_hi, key_lo;
+  zcal_internal_split(key->address, &key_hi, &key_lo);
+  if (key->family == ZCAL_FAMILY_IPV4) {
+    key_hi &= ~UINT64_C(0) << 32;
+    key_lo = 0;
+  }
+  while (bits) {
+    unsigned bit = 63u - (unsigned)__builtin_clzll(bits);
+    bits &= ~(UINT64_C(1) << bit);
+    unsigned prefix_len = base + bit;
+    uint64_t hi = key_hi, lo = key_lo;
+    zcal_internal_mask(&hi, &lo, prefix_len);
+    uint32_t s = slot_of(hi, lo, method, key->family, (uint8_t)prefix_len,
+                         h->slot_mask);
+    for (;;) {
+      const struct zcal_peer_slot *slot = &h->slots[s];
+      if (slot->entry == 0) break;
+      if (slot->hi == hi && slot->lo == lo && slot->method == method &&
+          slot->family == key->family && slot->prefix_len == prefix_len)
+        return (int)slot->entry - 1;
+      s = (s + 1) & h->slot_mask;
+    }
+  }
+  return -1;
+}
+
+static int is_loopback(const struct zcal_key *key) {
+  if (key->family == ZCAL_FAMILY_IPV4) return key->address[0] == 127;
+  if (key->family == ZCAL_FAMILY_IPV6) {
+    static const uint8_t kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0, 0, 0, 1};
+    return memcmp(key->address, kLoopback6, 16) == 0;
+  }
+  return strcmp(key->interface, "lo") == 0;
+}
+
+/* Returns the entry index and the scope that matched, or -1. */
+static int find_entry(const zcal_handle *h, const struct zcal_key *key,
+                      uint8_t method, uint8_t *scope) {
+  int found = -1;
+  if (key->family == ZCAL_FAMILY_IPV4) {
+    found = find_peer(h, key, method, h->v4_prefixes[method], 0);
+  } else if (key->family == ZCAL_FAMILY_IPV6) {
+    for (int word = 2; word >= 0 && found < 0; --word)
+      found = find_peer(h, key, method, h->v6_prefixes[method][word],
+                        (unsigned)word * 64u);
+  }
+  if (found >= 0) {
+    *scope = ZCAL_SCOPE_PEER;
+    return found;
+  }
+  if (h->loopback_entry[method] >= 0 && is_loopback(key)) {
+    *scope = ZCAL_SCOPE_LOOPBACK;
+    return h->loopback_entry[method];
+  }
+  if (key->interface[0] != '\0') {
+    for (uint32_t i = 0; i < h->interface_count; ++i) {
+      const struct zcal_interface_ref *ref = &h->interfaces[i];
+      if (ref->method == method &&
+          strncmp(ref->name, key->interface, ZCAL_IFNAME_SIZE) == 0) {
+        *scope = ZCAL_SCOPE_INTERFACE;
+        return (int)ref->entry;
+      }
+    }
+  }
+  if (h->default_entry[method] >= 0) {
+    *scope = ZCAL_SCOPE_HOST_DEFAULT;
+    return h->default_entry[method];
+  }
+  return -1;
+}
+
+static uint64_t age(uint64_t now_ns, uint64_t then_ns) {
+  return now_ns > then_ns ? now_ns - then_ns : 0;
+}
+
+int zcal_lookup(zcal_handle *h, const struct zcal_key *key, uint8_t method,
+                struct zcal_result *out) {
+  if (!h || !key || !out) return -EINVAL;
+  if (zcal_generation(h) != h->generation || h->broken) {
+    int rc = zcal_internal_sync(h);
+    if (rc != 0) return rc;
+  }
+  uint64_t now_ns = zcal_internal_now_ns();
+  uint64_t heartbeat_ns = zcal_internal_heartbeat(h);
+  if ((h->flags & ZCAL_FLAG_RETIRED) ||
+      (now_ns > heartbeat_ns && now_ns - heartbeat_ns > ZCAL_RECHECK_AFTER_NS)) {
+    zcal_internal_maybe_recheck(h, now_ns, heartbeat_ns);
+    heartbeat_ns = zcal_internal_heartbeat(h);
+  }
+
+  uint8_t scope = 0;
+  int index = find_entry(h, key, method, &scope);
+  if (index < 0) return -ENODATA;
+  const struct zcal_shm_entry *e = &h->entries[index];
+  memset(out, 0, sizeof *out);
+  out->has_threshold = (e->entry_flags & ZCAL_ENTRY_HAS_THRESHOLD) != 0;
+  out->threshold_bytes = out->has_threshold ? e->threshold_bytes : 0;
+  switch (e->verdict) {
+    case ZCAL_VERDICT_THRESHOLD:
+      out->zerocopy_from_bytes = e->threshold_bytes;
+      break;
+    case ZCAL_VERDICT_ALWAYS:
+      out->zerocopy_from_bytes = 0;
+      break;
+    default:
+      out->zerocopy_from_bytes = UINT64_MAX;
+      break;
+  }
+  out->generation = h->generation;
+  out->measured_at_ns = e->measured_at_ns;
+  out->age_ns = age(now_ns, e->measured_at_ns);
+  out->heartbeat_age_ns = age(now_ns, heartbeat_ns);
+  out->fingerprint = e->fingerprint;
+  out->confidence_ppm = e->confidence_ppm;
+  out->verdict = e->verdict;
+  out->reason = e->reason;
+  out->method = e->method;
+  out->scope = scope;
+  out->prefix_len = scope == ZCAL_SCOPE_PEER ? e->prefix_len : 0;
+  out->stale = (h->flags & ZCAL_FLAG_STALE) != 0;
+  return 0;
+}
+
+int zcal_key_from_sockaddr(const struct sockaddr *addr, socklen_t len,
+                           struct zcal_key *key) {
+  if (!addr || !key || len < (socklen_t)sizeof(sa_family_t)) return -EINVAL;
+  memset(key, 0, sizeof *key);
+  if (addr->sa_family == AF_INET) {
+    if (len < (socklen_t)sizeof(struct sockaddr_in)) return -EINVAL;
+    struct sockaddr_in in;
+    memcpy(&in, addr, sizeof in);
+    key->family = ZCAL_FAMILY_IPV4;
+    memcpy(key->address, &in.sin_addr, 4);
+    return 0;
+  }
+  if (addr->sa_family == AF_INET6) {
+    if (len < (socklen_t)sizeof(struct sockaddr_in6)) return -EINVAL;
+    struct sockaddr_in6 in6;
+    memcpy(&in6, addr, sizeof in6);
+    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+      key->family = ZCAL_FAMILY_IPV4;
+      memcpy(key->address, &in6.sin6_addr.s6_addr[12], 4);
+    } else {
+      key->family = ZCAL_FAMILY_IPV6;
+      memcpy(key->address, &in6.sin6_addr, 16);
+    }
+    return 0;
+  }
+  return -EAFNOSUPPORT;
+}
+
+int zcal_key_from_string(const char *address, const char *interface,
+                         struct zcal_key *key) {
+  if (!key || (!address && !interface)) return -EINVAL;
+  memset(key, 0, sizeof *key);
+  if (interface) {
+    size_t len = strlen(interface);
+    if (len == 0 || len >= ZCAL_IFNAME_SIZE) return -EINVAL;
+    memcpy(key->interface, interface, len);
+  }
+  if (address) {
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+    memset(&in, 0, sizeof in);
+    memset(&in6, 0, sizeof in6);
+    if (inet_pton(AF_INET, address, &in.sin_addr) == 1) {
+      in.sin_family = AF_INET;
+      struct zcal_key parsed;
+      zcal_key_from_sockaddr((const struct sockaddr *)&in, sizeof in, &parsed);
+      key->family = parsed.family;
+      memcpy(key->address, parsed.address, 16);
+    } else if (inet_pton(AF_INET6, address, &in6.sin6_addr) == 1) {
+      in6.sin6_family = AF_INET6;
+      struct zcal_key parsed;
+      zcal_key_from_sockaddr((const struct sockaddr *)&in6, sizeof in6, &parsed);
+      key->family = parsed.family;
+      memcpy(key->address, parsed.address, 16);
+    } else {
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
+int zcal_lookup_fd(zcal_handle *h, int fd, uint8_t method,
+                   struct zcal_result *out) {
+  if (!h || !out) return -EINVAL;
+  struct sockaddr_storage peer;
+  socklen_t len = sizeof peer;
+  if (getpeername(fd, (struct sockaddr *)&peer, &len) != 0) {
+    int err = errno;
+    zcal_internal_set_detail("getpeername(%d) failed: %s", fd, strerror(err));
+    return -err;
+  }
+  struct zcal_key key;
+  int rc = zcal_key_from_sockaddr((const struct sockaddr *)&peer, len, &key);
+  if (rc != 0) {
+    zcal_internal_set_detail("socket %d is not an IPv4 or IPv6 socket", fd);
+    return rc;
+  }
+  return zcal_lookup(h, &key, method, out);
+}
+
+int zcal_should_zerocopy(zcal_handle *h, const struct zcal_key *key,
+                         uint8_t method, uint64_t size_bytes,
+                         uint64_t max_age_ns, int fallback) {
+  struct zcal_result r;
+  if (!h || !key || zcal_lookup(h, key, method, &r) != 0) return fallback != 0;
+  if (max_age_ns != 0 && r.heartbeat_age_ns > max_age_ns) return fallback != 0;
+  return zcal_result_should_zerocopy(&r, size_bytes, fallback);
+}
+
+int zcal_read_info(zcal_handle *h, struct zcal_info *out) {
+  if (!h || !out) return -EINVAL;
+  if (zcal_generation(h) != h->generation || h->broken) {
+    int rc = zcal_internal_sync(h);
+    if (rc != 0) return rc;
+  }
+  memset(out, 0, sizeof *out);
+  out->segment_bytes = h->mapped_bytes;
+  out->generation = h->generation;
+  out->publish_time_ns = h->publish_time_ns;
+  out->heartbeat_ns = zcal_internal_heartbeat(h);
+  out->created_ns = h->created_ns;
+  out->capacity = h->capacity;
+  out->count = h->count;
+  out->flags = h->flags;
+  out->agent_pid = h->agent_pid;
+  out->header_size = h->header_size;
+  out->entry_size = h->entry_size;
+  out->abi_major = h->abi_major;
+  out->abi_minor = h->abi_minor;
+  return 0;
+}
+
+int zcal_read_entry(const zcal_handle *h, uint32_t index,
+                    struct zcal_shm_entry *out) {
+  if (!h || !out || index >= h->count) return -EINVAL;
+  *out = h->entries[index];
+  return 0;
+}
