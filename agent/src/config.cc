@@ -372,7 +372,16 @@ void ReadMetrics(ConfigReader& reader, const YAML::Node& node,
     if (it->second.IsNull()) {
       config.metrics.listen.clear();
     } else if (reader.String(it->second, "metrics.listen", listen)) {
-      if (!listen.empty() && !ParseListenAddress(listen)) {
+      const auto address = ParseListenAddress(listen);
+      if (address && address->ipv6) {
+        // Debian's civetweb, under prometheus-cpp's exposer, is built
+        // without IPv6: binding [::1] fails with no reason given.
+        reader.Error(it->second, "metrics.listen",
+                     "'" + listen +
+                         "': IPv6 addresses are not supported by the "
+                         "metrics HTTP server; use an IPv4 address such as "
+                         "127.0.0.1:9464");
+      } else if (!listen.empty() && !address) {
         reader.Error(it->second, "metrics.listen",
                      "'" + listen +
                          "' is not an address to listen on; write IPv4:PORT "

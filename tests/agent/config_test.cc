@@ -86,7 +86,7 @@ hysteresis: {threshold_tolerance: 0.5, high_confidence: 0.8}
 schedule: {at_startup: false, interval: 1d, jitter: 1h, retry_after_failure: 30s, fingerprint_poll: 0}
 budget: {seconds_per_calibration: 2.5, seconds_per_hour: 30, bytes_per_second: 100MB}
 segment: {name: /zcal-x, mode: "0640", group: "", heartbeat: 500ms}
-metrics: {listen: "[::1]:0"}
+metrics: {listen: "127.0.0.1:0"}
 state: {path: /tmp/zcal-state.json}
 log: {level: debug}
 host: {root: /tmp}
@@ -117,7 +117,7 @@ host: {root: /tmp}
   EXPECT_EQ(config->segment.name, "/zcal-x");
   EXPECT_EQ(config->segment.mode, 0640u);
   EXPECT_EQ(config->segment.heartbeat, milliseconds(500));
-  EXPECT_EQ(config->metrics.listen, "[::1]:0");
+  EXPECT_EQ(config->metrics.listen, "127.0.0.1:0");
   EXPECT_EQ(config->state_path, "/tmp/zcal-state.json");
   EXPECT_EQ(config->log_level, "debug");
   EXPECT_EQ(config->host_root, "/tmp");
