@@ -17,6 +17,7 @@ int RunCli(int argc, char** argv) {
 
   std::vector<Command> commands = {
       AddAnalyzeCommand(app),
+      AddCalibrateCommand(app),
       AddShowCommand(app),
   };
 

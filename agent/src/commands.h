@@ -20,6 +20,7 @@ struct Command {
 };
 
 Command AddAnalyzeCommand(CLI::App& parent);
+Command AddCalibrateCommand(CLI::App& parent);
 Command AddShowCommand(CLI::App& parent);
 
 }  // namespace zcal::agent

@@ -1,0 +1,283 @@
+// zcal calibrate: real probes on one path, driven by the sweep planner.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "report_text.h"
+#include "zcal/calibrator/report_json.h"
+#include "zcal/calibrator/samples_csv.h"
+#include "zcal/probes/calibration.h"
+
+namespace zcal::agent {
+
+namespace {
+
+namespace cal = zcal::calibrator;
+namespace probes = zcal::probes;
+
+struct CalibrateArgs {
+  std::string path = "loopback";
+  std::vector<std::string> methods;
+  std::string min_size = "1KiB";
+  std::string max_size = "256KiB";
+  std::string objective = "efficiency";
+  double tolerance_pct = 2;
+  double margin_pct = 3;
+  double budget_seconds = 8;
+  std::string max_rate = "0";
+  bool json = false;
+  std::string samples_out;
+  std::string root = "/";
+};
+
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free,
+              "set from a signal handler");
+
+extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
+
+// "4096", "4K", "4KiB", "2M", "2MiB" (powers of 1024).
+Result<std::uint64_t> ParseSize(const std::string& option, const std::string& text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string unit(end, text.data() + text.size());
+  std::uint64_t scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB") scale = 1024;
+  if (unit == "M" || unit == "MiB") scale = 1024 * 1024;
+  if (unit == "G" || unit == "GiB") scale = 1024 * 1024 * 1024;
+  if (ec != std::errc() || end == text.data() || scale == 0 ||
+      value > UINT64_MAX / scale) {
+    return Fail(Errc::kInvalidArgument,
+                option + " \"" + text +
+                    "\": expected a byte count such as 4096, 64K or 2MiB");
+  }
+  return value * scale;
+}
+
+Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
+  probes::CalibrationOptions options;
+  options.path = args.path;
+  for (const std::string& name : args.methods) {
+    const auto method = cal::ParseMethod(name);
+    if (!method) {
+      return Fail(Errc::kInvalidArgument,
+                  "--methods: unknown method \"" + name +
+                      "\"; choose from copy, msg_zerocopy, uring_send, "
+                      "uring_send_zc, uring_send_zc_fixed");
+    }
+    options.methods.push_back(*method);
+  }
+  auto min = ParseSize("--min", args.min_size);
+  if (!min) return tl::unexpected(min.error());
+  auto max = ParseSize("--max", args.max_size);
+  if (!max) return tl::unexpected(max.error());
+  auto rate = ParseSize("--max-rate", args.max_rate);
+  if (!rate) return tl::unexpected(rate.error());
+  options.min_size = *min;
+  options.max_size = *max;
+  options.max_bytes_per_second = *rate;
+  options.decision.objective = *cal::ParseObjective(args.objective);
+  options.decision.tolerance = args.tolerance_pct / 100;
+  options.decision.margin = args.margin_pct / 100;
+  options.budget_seconds = args.budget_seconds;
+  options.cancel = &g_interrupted;
+  options.root = args.root;
+  if (std::string why = probes::ValidateCalibrationOptions(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, why);
+  }
+  return options;
+}
+
+std::string Known(const std::string& value) { return value.empty() ? "-" : value; }
+
+template <typename T>
+std::string Known(const std::optional<T>& value, const char* unit = "") {
+  return value ? fmt::format("{}{}", *value, unit) : std::string("unknown");
+}
+
+std::string OnOff(const std::optional<bool>& value) {
+  return value ? (*value ? "on" : "off") : "unknown";
+}
+
+void PrintHost(std::ostream& out, const probes::HostFacts& host) {
+  const probes::InterfaceFacts& i = host.interface;
+  std::string cmdline;
+  for (const std::string& flag : host.iommu_cmdline) cmdline += (cmdline.empty() ? "" : " ") + flag;
+  out << "\nhost (fingerprint " << fmt::format("{:016x}", host.Fingerprint()) << ")\n"
+      << "  kernel       " << Known(host.kernel_release) << "\n"
+      << "  cpu          " << Known(host.cpu_model) << "\n"
+      << "  iommu flags  " << (cmdline.empty() ? "none on the kernel command line" : cmdline)
+      << "\n"
+      << "  interface    " << Known(i.name) << ": driver " << Known(i.driver) << ", pci "
+      << Known(i.pci_device) << ", speed " << Known(i.speed_mbps, " Mbit/s") << ", mtu "
+      << Known(i.mtu) << ", sg " << OnOff(i.sg) << ", tso " << OnOff(i.tso) << "\n"
+      << "  iommu        "
+      << (i.iommu_group.empty() ? std::string("none (no IOMMU group)")
+                                : "group " + i.iommu_group + ", type " + Known(i.iommu_type))
+      << "\n";
+  for (const std::string& note : host.notes) out << "  note: " << note << "\n";
+}
+
+class ProgressLine {
+ public:
+  ProgressLine() : enabled_(::isatty(STDERR_FILENO) == 1) {}
+  ~ProgressLine() { Clear(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  void Show(const probes::CalibrationProgress& p) {
+    if (!enabled_) return;
+    std::cerr << fmt::format("\r\033[Kcalibrating: probe {} of ~{}: {} at {} bytes",
+                             p.done + 1, p.total, cal::MethodName(p.method), p.size_bytes)
+              << std::flush;
+    shown_ = true;
+  }
+  void Clear() {
+    if (!shown_) return;
+    std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+int RunCalibrate(const CalibrateArgs& args) {
+  auto options = ToOptions(args);
+  if (!options) {
+    std::cerr << "zcal calibrate: " << options.error().message << "\n";
+    return kExitUsage;
+  }
+  // Opened before measuring, so that a bad path costs no calibration.
+  std::ofstream samples_out;
+  if (!args.samples_out.empty()) {
+    samples_out.open(args.samples_out, std::ios::binary | std::ios::trunc);
+    if (!samples_out) {
+      std::cerr << "zcal calibrate: --samples-out " << args.samples_out
+                << ": cannot open for writing: " << std::strerror(errno) << "\n";
+      return kExitUsage;
+    }
+  }
+
+  g_interrupted.store(false);
+  struct sigaction action{};
+  action.sa_handler = OnInterrupt;
+  action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends it at once
+  struct sigaction previous{};
+  ::sigaction(SIGINT, &action, &previous);
+  Result<probes::CalibrationReport> report;
+  {
+    ProgressLine progress;
+    report = probes::RunCalibration(
+        *options, [&](const probes::CalibrationProgress& p) { progress.Show(p); });
+  }
+  ::sigaction(SIGINT, &previous, nullptr);
+
+  if (!report) {
+    std::cerr << "zcal calibrate: " << report.error().message << "\n";
+    return report.error().code == Errc::kInvalidArgument ? kExitUsage : kExitNoProbe;
+  }
+  if (samples_out.is_open()) {
+    samples_out << cal::WriteSamplesCsv(report->samples);
+    samples_out.close();
+    if (!samples_out) {
+      std::cerr << "zcal calibrate: --samples-out " << args.samples_out
+                << ": write failed: " << std::strerror(errno) << "\n";
+      return kExitFailure;
+    }
+  }
+  if (args.json) {
+    nlohmann::json doc = cal::ToJson(report->analysis);
+    doc["objective"] = args.objective;
+    doc["tolerance"] = options->decision.tolerance;
+    doc["margin"] = options->decision.margin;
+    doc["host"] = probes::ToJson(report->host);
+    doc["timings"] = {
+        {"duration_seconds", report->duration_seconds},
+        {"budget_seconds", options->budget_seconds},
+        {"probes_run", report->probes_run},
+        {"samples", report->samples.size()},
+        {"cancelled", report->cancelled},
+    };
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    PrintAnalysis(std::cout, report->analysis, options->decision);
+    PrintHost(std::cout, report->host);
+    std::cout << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
+                             report->probes_run, report->samples.size(),
+                             report->duration_seconds, options->budget_seconds);
+  }
+  if (report->cancelled) {
+    std::cerr << "zcal calibrate: interrupted; the results are partial\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddCalibrateCommand(CLI::App& parent) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "calibrate",
+      "Measure on this host, with real sends, from which message size each "
+      "zerocopy method pays off, and print the verdicts.");
+  app->add_option("--path", args->path,
+                  "loopback (an in-process sink) or ADDRESS:PORT of a peer's sink")
+      ->capture_default_str();
+  app->add_option("--methods", args->methods,
+                  "Comma-separated methods (default: all): copy, msg_zerocopy, "
+                  "uring_send, uring_send_zc, uring_send_zc_fixed")
+      ->delimiter(',');
+  app->add_option("--min", args->min_size, "Smallest message size (4096, 4K, 4KiB, 1M)")
+      ->capture_default_str();
+  app->add_option("--max", args->max_size, "Largest message size")->capture_default_str();
+  app->add_option("--objective", args->objective,
+                  "efficiency: same throughput for less CPU per byte; "
+                  "throughput: more bytes per second; cpu: less CPU per byte")
+      ->check(CLI::IsMember({"efficiency", "throughput", "cpu"}))
+      ->capture_default_str();
+  app->add_option("--tolerance", args->tolerance_pct,
+                  "Throughput loss allowed under the efficiency objective, in percent")
+      ->check(CLI::Range(0.0, 99.0))
+      ->capture_default_str();
+  app->add_option("--margin", args->margin_pct, "Gain required for zerocopy to win, in percent")
+      ->check(CLI::Range(0.0, 99.0))
+      ->capture_default_str();
+  app->add_option("--budget", args->budget_seconds,
+                  "Seconds for the whole calibration; probes are shortened to fit")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app->add_option("--max-rate", args->max_rate,
+                  "Average bytes per second the probes may send (e.g. 100M); 0 = unlimited")
+      ->capture_default_str();
+  app->add_flag("--json", args->json,
+                "Print one JSON object: the `zcal analyze --json` document plus "
+                "\"host\" and \"timings\"");
+  app->add_option("--samples-out", args->samples_out,
+                  "Write the raw samples as CSV (what `zcal analyze` reads)");
+  app->add_option("--root", args->root,
+                  "Read sysfs and procfs under this directory instead of / (tests)")
+      ->capture_default_str();
+  app->footer(
+      "Exit status: 0 calibration completed (whatever the verdicts); 1 "
+      "interrupted or the samples file could not be written; 2 bad arguments; "
+      "3 no probe could run (the message says why per method).");
+  return {app, [args] { return RunCalibrate(*args); }};
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,78 @@
+// One probe from the command line, for bench/fidelity.py: prints the sample
+// as one JSON line. Sends to a sink in this process unless --sink is given.
+//
+//   fidelity_probe METHOD SIZE_BYTES SECONDS [--sink ADDR:PORT]
+//                  [--in-flight BYTES]
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "zcal/calibrator/method.h"
+#include "zcal/probes/probe.h"
+#include "zcal/probes/sink.h"
+
+int main(int argc, char** argv) {
+  namespace probes = zcal::probes;
+  if (argc < 4) {
+    std::cerr << "usage: fidelity_probe METHOD SIZE_BYTES SECONDS [--sink ADDR:PORT] "
+                 "[--in-flight BYTES]\n";
+    return 2;
+  }
+  const auto method = zcal::calibrator::ParseMethod(argv[1]);
+  if (!method) {
+    std::cerr << "fidelity_probe: unknown method " << argv[1] << "\n";
+    return 2;
+  }
+  probes::ProbeOptions options;
+  options.method = *method;
+  options.size_bytes = std::strtoull(argv[2], nullptr, 10);
+  options.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(std::strtod(argv[3], nullptr)));
+  std::unique_ptr<probes::Sink> sink;
+  for (int i = 4; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--sink") {
+      auto endpoint = probes::ParseEndpoint(argv[i + 1]);
+      if (!endpoint) {
+        std::cerr << "fidelity_probe: " << endpoint.error().message << "\n";
+        return 2;
+      }
+      options.sink = *endpoint;
+    } else if (flag == "--in-flight") {
+      options.in_flight_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    } else {
+      std::cerr << "fidelity_probe: unknown option " << flag << "\n";
+      return 2;
+    }
+  }
+  if (options.sink.port == 0) {
+    auto started = probes::Sink::Start({});
+    if (!started) {
+      std::cerr << "fidelity_probe: " << started.error().message << "\n";
+      return 1;
+    }
+    sink = std::move(*started);
+    options.sink = sink->endpoint();
+  }
+  const zcal::calibrator::Sample s = probes::RunProbe(options);
+  nlohmann::json out = {
+      {"method", argv[1]},
+      {"size", s.size_bytes},
+      {"ok", s.ok()},
+      {"error", s.error},
+      {"bytes", s.bytes},
+      {"wall_ns", s.wall_ns},
+      {"cpu_ns", s.cpu_ns},
+      {"host_cpu_ns", s.host_cpu_ns ? nlohmann::json(*s.host_cpu_ns) : nlohmann::json()},
+      {"zc_completions", s.zc_completions},
+      {"zc_copied", s.zc_copied},
+      {"enobufs", s.enobufs},
+      {"mb_per_s", s.ThroughputBytesPerSecond() / 1e6},
+      {"cpu_ns_per_byte", s.CpuNsPerByte()},
+  };
+  std::cout << out.dump() << "\n";
+  return s.ok() ? 0 : 1;
+}

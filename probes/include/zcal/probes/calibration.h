@@ -1,0 +1,70 @@
+// The calibration runner: drives the calibrator's sweep planner with real
+// probes on one path, within a time budget.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/method.h"
+#include "zcal/calibrator/result.h"
+#include "zcal/calibrator/sample.h"
+#include "zcal/probes/host_facts.h"
+
+namespace zcal::probes {
+
+struct CalibrationOptions {
+  /// "loopback" (an in-process sink on 127.0.0.1) or "ADDR:PORT" of a peer's
+  /// sink (numeric address).
+  std::string path = "loopback";
+  std::vector<calibrator::Method> methods;  ///< empty = all five
+  std::uint64_t min_size = 1024;            ///< bytes, >= 1
+  std::uint64_t max_size = 256 * 1024;      ///< bytes, >= min_size
+  calibrator::DecisionOptions decision;
+  /// Seconds for the whole calibration, > 0. Probe durations are cut to fit
+  /// the planner's estimate of the probes left; when the budget is spent the
+  /// calibration ends with what was measured.
+  double budget_seconds = 8;
+  /// Average byte rate the probes may send, bytes per second; 0 = unlimited.
+  /// Each probe sends at most this times its duration.
+  std::uint64_t max_bytes_per_second = 0;
+  /// When set to true by another thread (or a signal handler), the
+  /// calibration stops within ~1 s and returns what was measured.
+  const std::atomic<bool>* cancel = nullptr;
+  std::string root = "/";  ///< sysfs/procfs root for host facts
+};
+
+struct CalibrationProgress {
+  std::size_t done = 0;   ///< probes finished
+  std::size_t total = 0;  ///< planner's estimate of all probes, >= done + 1
+  calibrator::Method method = calibrator::Method::kCopy;  ///< probe starting
+  std::uint64_t size_bytes = 0;
+};
+
+struct CalibrationReport {
+  calibrator::Analysis analysis;
+  std::vector<calibrator::Sample> samples;
+  HostFacts host;
+  double duration_seconds = 0;
+  std::size_t probes_run = 0;  ///< probes that sent (unsupported excluded)
+  bool cancelled = false;
+};
+
+/// Checks the options; a sentence naming the bad field, or empty if valid.
+std::string ValidateCalibrationOptions(const CalibrationOptions& options);
+
+/// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
+/// sentence of ValidateCalibrationOptions); Errc::kUnsupported when no probe
+/// could run at all (every method unsupported, the peer unreachable, the
+/// sink unable to start), with the reasons. Otherwise the report, whatever
+/// the verdicts. `on_progress` is called on the calling thread before each
+/// probe.
+Result<CalibrationReport> RunCalibration(
+    const CalibrationOptions& options,
+    const std::function<void(const CalibrationProgress&)>& on_progress = {});
+
+}  // namespace zcal::probes

@@ -1,0 +1,196 @@
+#include "zcal/probes/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "zcal/calibrator/planner.h"
+#include "zcal/probes/capabilities.h"
+#include "zcal/probes/endpoint.h"
+#include "zcal/probes/probe.h"
+#include "zcal/probes/sink.h"
+
+namespace zcal::probes {
+
+namespace {
+
+using calibrator::Method;
+using calibrator::Sample;
+using calibrator::SampleStatus;
+using Clock = std::chrono::steady_clock;
+using Seconds = std::chrono::duration<double>;
+using namespace std::chrono_literals;
+
+// Probe durations: shorter ones are dominated by connection setup and the
+// TCP ramp; longer ones would let a handful of probes eat the budget.
+constexpr Seconds kMinProbe{0.02};
+constexpr Seconds kMaxProbe{0.25};
+// Share of the budget left for what is not sending (setup, drain, analysis).
+constexpr double kBudgetShareForProbes = 0.85;
+
+std::vector<Method> MethodsOf(const CalibrationOptions& options) {
+  std::vector<Method> methods;
+  const auto& wanted = options.methods.empty()
+                           ? std::vector<Method>(calibrator::kAllMethods.begin(),
+                                                 calibrator::kAllMethods.end())
+                           : options.methods;
+  for (Method m : wanted) {
+    if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+  }
+  return methods;
+}
+
+calibrator::PlannerOptions PlannerOptionsOf(const CalibrationOptions& options) {
+  calibrator::PlannerOptions planner;
+  planner.path = options.path;
+  planner.methods = MethodsOf(options);
+  planner.min_size = options.min_size;
+  planner.max_size = options.max_size;
+  planner.decision = options.decision;
+  return planner;
+}
+
+std::string NoProbeMessage(const CalibrationOptions& options,
+                           const std::vector<Sample>& samples) {
+  std::string text = "no probe could run on path " + options.path + ":";
+  std::set<std::string> seen;
+  for (const Sample& s : samples) {
+    if (s.ok() || !seen.insert(s.error).second) continue;
+    text += "\n  " + std::string(calibrator::MethodName(s.method)) + ": " + s.error;
+  }
+  if (samples.empty()) text += " the budget ended before the first probe";
+  return text;
+}
+
+}  // namespace
+
+std::string ValidateCalibrationOptions(const CalibrationOptions& options) {
+  if (options.path != "loopback") {
+    if (auto endpoint = ParseEndpoint(options.path); !endpoint) {
+      return "path: \"loopback\" or ADDRESS:PORT of a peer's sink (" +
+             endpoint.error().message + ")";
+    }
+  }
+  if (!(options.budget_seconds > 0) || !std::isfinite(options.budget_seconds) ||
+      options.budget_seconds > 86400) {
+    return "budget: must be more than 0 and at most 86400 seconds";
+  }
+  if (options.max_size > (1ULL << 30)) return "max_size: at most 1 GiB";
+  return calibrator::ValidatePlannerOptions(PlannerOptionsOf(options));
+}
+
+Result<CalibrationReport> RunCalibration(
+    const CalibrationOptions& options,
+    const std::function<void(const CalibrationProgress&)>& on_progress) {
+  if (std::string why = ValidateCalibrationOptions(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, why);
+  }
+  const auto start = Clock::now();
+  const auto budget_end = start + std::chrono::duration_cast<Clock::duration>(
+                                      Seconds(options.budget_seconds));
+  CalibrationReport report;
+  report.host = CollectHostFacts({options.root, "", options.path});
+
+  std::unique_ptr<Sink> sink;
+  Endpoint target;
+  if (options.path == "loopback") {
+    auto started = Sink::Start(SinkOptions{});
+    if (!started) {
+      return Fail(Errc::kUnsupported,
+                  "no probe could run on path loopback: " + started.error().message);
+    }
+    sink = std::move(*started);
+    target = sink->endpoint();
+  } else {
+    target = *ParseEndpoint(options.path);
+  }
+
+  calibrator::SweepPlanner planner(PlannerOptionsOf(options));
+  std::map<Method, Support> support;
+  for (Method m : planner.options().methods) {
+    support[m] = CheckSupport(m, CapabilityOptions{options.root});
+  }
+  auto cancelled = [&] {
+    return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+  };
+
+  while (auto request = planner.Next()) {
+    if (cancelled()) {
+      report.cancelled = true;
+      break;
+    }
+    const auto now = Clock::now();
+    const Seconds remaining = budget_end - now;
+    const std::size_t total = std::max(planner.EstimatedTotal(), planner.issued());
+    const std::size_t left = total - planner.issued() + 1;
+    const Seconds duration = std::clamp(
+        remaining * kBudgetShareForProbes / static_cast<double>(left), kMinProbe, kMaxProbe);
+    if (remaining < duration * 2) break;  // the budget is spent
+    if (on_progress) {
+      on_progress({planner.issued() - 1, total, request->method, request->size_bytes});
+    }
+
+    Sample sample;
+    bool sent = false;
+    const Support& supported = support[request->method];
+    if (!supported.supported) {
+      sample.path = options.path;
+      sample.method = request->method;
+      sample.size_bytes = request->size_bytes;
+      sample.repeat = request->repeat;
+      sample.status = SampleStatus::kUnsupported;
+      sample.error = supported.reason;
+    } else {
+      ProbeOptions probe;
+      probe.method = request->method;
+      probe.size_bytes = request->size_bytes;
+      probe.repeat = request->repeat;
+      probe.path = options.path;
+      probe.sink = target;
+      probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
+      probe.max_bytes = static_cast<std::uint64_t>(
+          static_cast<double>(options.max_bytes_per_second) * duration.count());
+      if (options.max_bytes_per_second != 0) {
+        probe.max_bytes = std::max<std::uint64_t>(probe.max_bytes, request->size_bytes);
+      }
+      probe.cancel = options.cancel;
+      probe.root = options.root;
+      const auto probe_start = Clock::now();
+      sample = RunProbe(probe);
+      sent = sample.status != SampleStatus::kUnsupported;
+      if (options.max_bytes_per_second != 0) {
+        // A probe that hit its byte cap early rests until its bytes fit the
+        // average rate.
+        const Seconds earliest_next(static_cast<double>(sample.bytes) /
+                                    static_cast<double>(options.max_bytes_per_second));
+        const auto resume = probe_start + std::chrono::duration_cast<Clock::duration>(earliest_next);
+        while (Clock::now() < resume && !cancelled()) {
+          std::this_thread::sleep_for(std::min<Clock::duration>(resume - Clock::now(), 50ms));
+        }
+      }
+    }
+    if (!sample.ok() && cancelled()) {
+      // The probe was cut short: its numbers mean nothing.
+      report.cancelled = true;
+      break;
+    }
+    if (sent) ++report.probes_run;
+    planner.Record(sample);
+  }
+
+  report.samples = planner.samples();
+  report.analysis = planner.Result();
+  report.duration_seconds = Seconds(Clock::now() - start).count();
+  const bool any_ok = std::any_of(report.samples.begin(), report.samples.end(),
+                                  [](const Sample& s) { return s.ok(); });
+  if (!any_ok && !report.cancelled) {
+    return Fail(Errc::kUnsupported, NoProbeMessage(options, report.samples));
+  }
+  return report;
+}
+
+}  // namespace zcal::probes

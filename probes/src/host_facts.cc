@@ -1,0 +1,324 @@
+#include "zcal/probes/host_facts.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+#include <system_error>
+
+#include "ethtool.h"
+#include "sysfs.h"
+#include "zcal/probes/endpoint.h"
+
+namespace zcal::probes {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename T>
+std::optional<T> ParseInteger(std::string_view text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> ParseHex(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string ReadCpuModel(const std::string& root, std::vector<std::string>& notes) {
+  const auto text = ReadSmallFile(UnderRoot(root, "proc/cpuinfo"));
+  if (!text) {
+    notes.push_back("cpu model unknown: " + text.error().message);
+    return {};
+  }
+  std::istringstream lines(*text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    if (Trim(std::string_view(line).substr(0, colon)) == "model name") {
+      return Trim(std::string_view(line).substr(colon + 1));
+    }
+  }
+  notes.push_back("cpu model unknown: no \"model name\" line in " +
+                  UnderRoot(root, "proc/cpuinfo").string());
+  return {};
+}
+
+std::vector<std::string> ReadIommuCmdline(const std::string& root,
+                                          std::vector<std::string>& notes) {
+  std::vector<std::string> flags;
+  const auto text = ReadFirstLine(UnderRoot(root, "proc/cmdline"));
+  if (!text) {
+    notes.push_back("kernel command line unknown: " + text.error().message);
+    return flags;
+  }
+  std::istringstream words(*text);
+  std::string word;
+  while (words >> word) {
+    if (word.substr(0, word.find('=')).find("iommu") != std::string::npos) {
+      flags.push_back(word);
+    }
+  }
+  return flags;
+}
+
+// Longest-prefix match in /proc/net/route; fields are hex in network byte
+// order as stored, so the raw s_addr compares directly.
+std::optional<std::string> RouteV4(const std::string& root, const in_addr& address,
+                                   std::string& why) {
+  const auto text = ReadSmallFile(UnderRoot(root, "proc/net/route"));
+  if (!text) {
+    why = text.error().message;
+    return std::nullopt;
+  }
+  std::istringstream lines(*text);
+  std::string line;
+  std::getline(lines, line);  // header
+  std::optional<std::string> best;
+  int best_length = -1;
+  std::uint64_t best_metric = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string name, dest, gateway, flags, refcnt, use, metric, mask;
+    if (!(fields >> name >> dest >> gateway >> flags >> refcnt >> use >> metric >> mask)) continue;
+    const auto d = ParseHex(dest), f = ParseHex(flags), m = ParseHex(mask);
+    const auto metric_value = ParseInteger<std::uint64_t>(metric);
+    if (!d || !f || !m || !metric_value || (*f & 0x1) == 0) continue;  // RTF_UP
+    const auto dest_raw = static_cast<std::uint32_t>(*d);
+    const auto mask_raw = static_cast<std::uint32_t>(*m);
+    if ((address.s_addr & mask_raw) != (dest_raw & mask_raw)) continue;
+    const int length = std::popcount(mask_raw);
+    if (length > best_length || (length == best_length && *metric_value < best_metric)) {
+      best = name;
+      best_length = length;
+      best_metric = *metric_value;
+    }
+  }
+  if (!best) why = "no route matches in " + UnderRoot(root, "proc/net/route").string();
+  return best;
+}
+
+std::optional<std::string> RouteV6(const std::string& root, const in6_addr& address,
+                                   std::string& why) {
+  const auto text = ReadSmallFile(UnderRoot(root, "proc/net/ipv6_route"));
+  if (!text) {
+    why = text.error().message;
+    return std::nullopt;
+  }
+  std::istringstream lines(*text);
+  std::string line;
+  std::optional<std::string> best;
+  int best_length = -1;
+  std::uint64_t best_metric = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string dest, plen, src, src_plen, next_hop, metric, refcnt, use, flags, name;
+    if (!(fields >> dest >> plen >> src >> src_plen >> next_hop >> metric >> refcnt >>
+          use >> flags >> name) ||
+        dest.size() != 32) {
+      continue;
+    }
+    const auto length = ParseHex(plen), f = ParseHex(flags), m = ParseHex(metric);
+    // RTF_UP set, RTF_REJECT (unreachable placeholders) clear.
+    if (!length || *length > 128 || !f || !m || (*f & 0x1) == 0 || (*f & 0x200) != 0) {
+      continue;
+    }
+    bool match = true;
+    for (std::uint64_t bit = 0; bit < *length && match; ++bit) {
+      const std::size_t byte = bit / 8;
+      const auto value = ParseHex(std::string_view(dest).substr(byte * 2, 2));
+      if (!value) {
+        match = false;
+        break;
+      }
+      const unsigned shift = 7 - static_cast<unsigned>(bit % 8);
+      match = ((address.s6_addr[byte] >> shift) & 1) == ((*value >> shift) & 1);
+    }
+    if (!match) continue;
+    const int len = static_cast<int>(*length);
+    if (len > best_length || (len == best_length && *m < best_metric)) {
+      best = name;
+      best_length = len;
+      best_metric = *m;
+    }
+  }
+  if (!best) why = "no route matches in " + UnderRoot(root, "proc/net/ipv6_route").string();
+  return best;
+}
+
+std::optional<std::string> EgressInterface(const HostFactsOptions& options,
+                                           std::vector<std::string>& notes) {
+  if (options.path == "loopback") return "lo";
+  const auto endpoint = ParseEndpoint(options.path);
+  if (!endpoint) {
+    notes.push_back("egress interface unknown: " + endpoint.error().message);
+    return std::nullopt;
+  }
+  std::string why;
+  std::optional<std::string> name;
+  in_addr v4{};
+  in6_addr v6{};
+  if (::inet_pton(AF_INET, endpoint->host.c_str(), &v4) == 1) {
+    name = RouteV4(options.root, v4, why);
+  } else if (::inet_pton(AF_INET6, endpoint->host.c_str(), &v6) == 1) {
+    name = RouteV6(options.root, v6, why);
+  }
+  if (!name) notes.push_back("egress interface of " + options.path + " unknown: " + why);
+  return name;
+}
+
+// The basename of a symlink's target ("../../bus/pci" -> "pci"), or "".
+std::string LinkName(const fs::path& link) {
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(link, ec);
+  return ec ? std::string() : target.filename().string();
+}
+
+void DescribeDevice(const std::string& root, const fs::path& interface_dir,
+                    InterfaceFacts& facts, std::vector<std::string>& notes) {
+  std::error_code ec;
+  const fs::path device = fs::canonical(interface_dir / "device", ec);
+  if (ec) return;  // virtual interface (lo, veth, bridge): no device
+  facts.driver = LinkName(device / "driver");
+  // Walk up to the PCI device: a virtio NIC's device is virtioN, whose
+  // parent is the PCI function that carries the IOMMU group.
+  const fs::path devices = fs::weakly_canonical(UnderRoot(root, "sys/devices"), ec);
+  fs::path pci;
+  for (fs::path p = device; !p.empty() && p != devices && p != p.parent_path();
+       p = p.parent_path()) {
+    if (LinkName(p / "subsystem") == "pci") {
+      pci = p;
+      break;
+    }
+  }
+  if (pci.empty()) {
+    notes.push_back("no PCI device above " + device.string());
+    pci = device;
+  } else {
+    facts.pci_device = pci.filename().string();
+  }
+  facts.iommu_group = LinkName(pci / "iommu_group");
+  if (facts.iommu_group.empty()) return;  // no IOMMU translates this device
+  const auto type = ReadFirstLine(
+      UnderRoot(root, "sys/kernel/iommu_groups/" + facts.iommu_group + "/type"));
+  if (type) {
+    facts.iommu_type = *type;
+  } else {
+    notes.push_back("IOMMU type of group " + facts.iommu_group +
+                    " unknown: " + type.error().message);
+  }
+}
+
+void DescribeInterface(const HostFactsOptions& options, const std::string& name,
+                       InterfaceFacts& facts, std::vector<std::string>& notes) {
+  facts.name = name;
+  const fs::path dir = UnderRoot(options.root, "sys/class/net/" + name);
+  std::error_code ec;
+  if (name.find('/') != std::string::npos || !fs::exists(dir, ec)) {
+    notes.push_back("interface " + name + " not found: no " + dir.string());
+    return;
+  }
+  if (const auto mtu = ReadFirstLine(dir / "mtu"); mtu) {
+    facts.mtu = ParseInteger<std::uint32_t>(*mtu);
+    if (!facts.mtu) notes.push_back(dir.string() + "/mtu: not a number: \"" + *mtu + "\"");
+  } else {
+    notes.push_back("mtu unknown: " + mtu.error().message);
+  }
+  DescribeDevice(options.root, dir, facts, notes);
+  if (!facts.driver.empty() || fs::exists(dir / "speed", ec)) {
+    // Virtual interfaces have no speed (reading it fails with EINVAL);
+    // only a device's missing speed is worth a note.
+    const auto speed = ReadFirstLine(dir / "speed");
+    if (speed) {
+      const auto value = ParseInteger<std::int64_t>(*speed);
+      if (value && *value > 0) facts.speed_mbps = value;
+    } else if (!facts.driver.empty()) {
+      notes.push_back("link speed unknown: " + speed.error().message);
+    }
+  }
+  if (options.root == "/") {
+    const OffloadFeatures features = QueryOffloads(name);
+    facts.sg = features.sg;
+    facts.tso = features.tso;
+    if (!features.error.empty()) notes.push_back(features.error);
+  }
+}
+
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+nlohmann::json OrNull(const std::string& value) {
+  return value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+nlohmann::json FactsJson(const HostFacts& facts) {
+  const InterfaceFacts& i = facts.interface;
+  return {
+      {"kernel_release", OrNull(facts.kernel_release)},
+      {"cpu_model", OrNull(facts.cpu_model)},
+      {"iommu_cmdline", facts.iommu_cmdline},
+      {"interface",
+       {{"name", OrNull(i.name)},
+        {"driver", OrNull(i.driver)},
+        {"pci_device", OrNull(i.pci_device)},
+        {"speed_mbps", OrNull(i.speed_mbps)},
+        {"mtu", OrNull(i.mtu)},
+        {"sg", OrNull(i.sg)},
+        {"tso", OrNull(i.tso)},
+        {"iommu_group", OrNull(i.iommu_group)},
+        {"iommu_type", i.iommu_type}}},
+  };
+}
+
+}  // namespace
+
+std::uint64_t HostFacts::Fingerprint() const {
+  const std::string text = FactsJson(*this).dump();
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+HostFacts CollectHostFacts(const HostFactsOptions& options) {
+  HostFacts facts;
+  if (auto release = ReadFirstLine(UnderRoot(options.root, "proc/sys/kernel/osrelease"))) {
+    facts.kernel_release = *release;
+  } else {
+    facts.notes.push_back("kernel release unknown: " + release.error().message);
+  }
+  facts.cpu_model = ReadCpuModel(options.root, facts.notes);
+  facts.iommu_cmdline = ReadIommuCmdline(options.root, facts.notes);
+  std::optional<std::string> name =
+      options.interface.empty() ? EgressInterface(options, facts.notes) : options.interface;
+  if (name) DescribeInterface(options, *name, facts.interface, facts.notes);
+  return facts;
+}
+
+nlohmann::json ToJson(const HostFacts& facts) {
+  nlohmann::json json = FactsJson(facts);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(facts.Fingerprint()));
+  json["fingerprint"] = hex;
+  json["notes"] = facts.notes;
+  return json;
+}
+
+}  // namespace zcal::probes

@@ -1,0 +1,122 @@
+#include "zcal/probes/probe.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "buffer_pool.h"
+#include "sender.h"
+#include "zcal/probes/cpu_accounting.h"
+
+namespace zcal::probes {
+
+namespace {
+
+using calibrator::Method;
+using calibrator::Sample;
+using calibrator::SampleStatus;
+
+Result<std::unique_ptr<Sender>> MakeSender(Method method, int fd,
+                                           const BufferPool& pool) {
+  switch (method) {
+    case Method::kCopy: return MakeCopySender(fd, pool);
+    case Method::kMsgZerocopy: return MakeMsgZerocopySender(fd, pool);
+    case Method::kUringSend: return MakeUringSendSender(fd, pool);
+    case Method::kUringSendZc: return MakeUringSendZcSender(fd, pool);
+    case Method::kUringSendZcFixed: return MakeUringSendZcFixedSender(fd, pool);
+  }
+  return Fail(Errc::kInvalidArgument, "unknown method");
+}
+
+Sample Failed(Sample sample, const Error& error) {
+  sample.status = error.code == Errc::kUnsupported ? SampleStatus::kUnsupported
+                                                   : SampleStatus::kFailed;
+  sample.error = error.message;
+  return sample;
+}
+
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() { ::close(fd_); }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string ErrnoText(int err) {
+  const char* name = strerrorname_np(err);
+  return std::string(name != nullptr ? name : "errno " + std::to_string(err)) +
+         " (" + std::strerror(err) + ")";
+}
+
+std::string MemlockLimitText() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_MEMLOCK, &limit) != 0) return "unknown";
+  if (limit.rlim_cur == RLIM_INFINITY) return "unlimited";
+  return std::to_string(limit.rlim_cur / 1024) + " KiB";
+}
+
+std::uint32_t PoolBuffers(std::uint64_t size_bytes, std::uint64_t in_flight_bytes) {
+  const std::uint64_t wanted = in_flight_bytes / std::max<std::uint64_t>(size_bytes, 1);
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(wanted, kMinPoolBuffers, kMaxPoolBuffers));
+}
+
+Sample RunProbe(const ProbeOptions& options) {
+  Sample sample;
+  sample.path = options.path;
+  sample.method = options.method;
+  sample.size_bytes = options.size_bytes;
+  sample.repeat = options.repeat;
+  const std::string where = std::string(calibrator::MethodName(options.method)) +
+                            " at " + std::to_string(options.size_bytes) + " bytes";
+  if (options.size_bytes == 0 || options.size_bytes > (1ULL << 30)) {
+    return Failed(sample, {Errc::kInvalidArgument,
+                           where + ": message size must be 1 byte to 1 GiB"});
+  }
+  auto pool = BufferPool::Allocate(PoolBuffers(options.size_bytes, options.in_flight_bytes),
+                                   options.size_bytes);
+  if (!pool) return Failed(sample, pool.error());
+  auto fd = ConnectTcp(options.sink);
+  if (!fd) return Failed(sample, fd.error());
+  Socket socket(*fd);
+  auto sender = MakeSender(options.method, socket.get(), **pool);
+  if (!sender) return Failed(sample, sender.error());
+
+  const CpuSnapshot cpu_before = CpuSnapshot::Take(options.root);
+  const auto start = std::chrono::steady_clock::now();
+  const StopCondition stop(start + options.duration, options.max_bytes, options.cancel);
+  auto counters = (*sender)->Run(stop);
+  const auto end = std::chrono::steady_clock::now();
+  const CpuSnapshot cpu_after = CpuSnapshot::Take(options.root);
+  if (!counters) return Failed(sample, counters.error());
+
+  sample.bytes = counters->bytes;
+  sample.wall_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+  sample.cpu_ns = cpu_after.thread_ns - cpu_before.thread_ns;
+  if (cpu_before.host_busy_ns && cpu_after.host_busy_ns &&
+      *cpu_after.host_busy_ns >= *cpu_before.host_busy_ns) {
+    sample.host_cpu_ns = *cpu_after.host_busy_ns - *cpu_before.host_busy_ns;
+  }
+  sample.zc_completions = counters->zc_completions;
+  sample.zc_copied = counters->zc_copied;
+  sample.enobufs = counters->enobufs;
+  if (sample.bytes == 0) {
+    return Failed(sample, {Errc::kFailed, where + ": no byte was sent in " +
+                                              std::to_string(sample.wall_ns / 1000000) +
+                                              " ms"});
+  }
+  return sample;
+}
+
+}  // namespace zcal::probes

@@ -1,0 +1,84 @@
+// The contract every sender method implements (one file per method).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "buffer_pool.h"
+#include "zcal/calibrator/result.h"
+
+namespace zcal::probes {
+
+/// After a probe's deadline, how long a sender waits for what is in flight
+/// before it gives up on the peer.
+inline constexpr std::chrono::milliseconds kDrainTimeout{1000};
+
+/// Longest a sender blocks in one call, so that cancel and deadlines are
+/// noticed in time.
+inline constexpr std::chrono::milliseconds kWaitSlice{200};
+
+/// When a sender stops issuing sends.
+class StopCondition {
+ public:
+  StopCondition(std::chrono::steady_clock::time_point deadline,
+                std::uint64_t max_bytes, const std::atomic<bool>* cancel)
+      : deadline_(deadline), max_bytes_(max_bytes), cancel_(cancel) {}
+
+  bool Cancelled() const {
+    return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
+  }
+  /// True once the deadline passed, `issued_bytes` reached the cap, or the
+  /// probe was cancelled.
+  bool Reached(std::uint64_t issued_bytes) const {
+    if (max_bytes_ != 0 && issued_bytes >= max_bytes_) return true;
+    return Cancelled() || std::chrono::steady_clock::now() >= deadline_;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point deadline_;
+  std::uint64_t max_bytes_;
+  const std::atomic<bool>* cancel_;
+};
+
+struct SendCounters {
+  std::uint64_t bytes = 0;           ///< accepted by the kernel
+  std::uint64_t zc_completions = 0;  ///< per send call
+  std::uint64_t zc_copied = 0;
+  std::uint64_t enobufs = 0;
+};
+
+/// A sender bound to one connected TCP socket and one buffer pool (both
+/// owned by the caller and outliving the sender). Setup happens in the
+/// Make* factory, outside the measured window.
+class Sender {
+ public:
+  virtual ~Sender() = default;
+  /// Sends messages of the pool's buffer size until `stop` is reached, then
+  /// waits for every send in flight (and, for zerocopy, its completion).
+  /// Errors: Errc::kUnsupported when the kernel refuses the method at the
+  /// first send, Errc::kFailed otherwise ("cancelled" when cancelled).
+  virtual Result<SendCounters> Run(const StopCondition& stop) = 0;
+};
+
+/// Every factory fails with Errc::kUnsupported when the method cannot run
+/// here (with the reason) or Errc::kFailed.
+Result<std::unique_ptr<Sender>> MakeCopySender(int fd, const BufferPool& pool);
+Result<std::unique_ptr<Sender>> MakeMsgZerocopySender(int fd,
+                                                      const BufferPool& pool);
+Result<std::unique_ptr<Sender>> MakeUringSendSender(int fd,
+                                                    const BufferPool& pool);
+Result<std::unique_ptr<Sender>> MakeUringSendZcSender(int fd,
+                                                      const BufferPool& pool);
+Result<std::unique_ptr<Sender>> MakeUringSendZcFixedSender(
+    int fd, const BufferPool& pool);
+
+/// "EPERM (Operation not permitted)".
+std::string ErrnoText(int err);
+
+/// The soft RLIMIT_MEMLOCK: "64 KiB", "unlimited".
+std::string MemlockLimitText();
+
+}  // namespace zcal::probes

@@ -1,0 +1,34 @@
+#include "uring_ring.h"
+
+namespace zcal::probes {
+
+namespace {
+
+class UringSendZcSender final : public Sender {
+ public:
+  UringSendZcSender(int fd, const BufferPool& pool, std::unique_ptr<Ring> ring)
+      : fd_(fd), pool_(pool), ring_(std::move(ring)) {}
+
+  Result<SendCounters> Run(const StopCondition& stop) override {
+    return RunUringSendLoop(*ring_, fd_, pool_, UringOp::kSendZc, "uring_send_zc",
+                            stop);
+  }
+
+ private:
+  int fd_;
+  const BufferPool& pool_;
+  std::unique_ptr<Ring> ring_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Sender>> MakeUringSendZcSender(int fd,
+                                                      const BufferPool& pool) {
+  auto ring = Ring::Create(pool.count());
+  if (!ring) {
+    return Fail(ring.error().code, "uring_send_zc: " + ring.error().message);
+  }
+  return std::make_unique<UringSendZcSender>(fd, pool, std::move(*ring));
+}
+
+}  // namespace zcal::probes

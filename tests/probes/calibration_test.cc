@@ -1,0 +1,191 @@
+#include "zcal/probes/calibration.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "zcal/probes/capabilities.h"
+#include "zcal/probes/sink.h"
+
+namespace zcal::probes {
+namespace {
+
+using namespace std::chrono_literals;
+using calibrator::Method;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+std::string FakeRoot() {
+  const char* data = std::getenv("ZCAL_TEST_DATA");
+  return std::string(data != nullptr ? data : "tests/data") + "/sysfs/pci-host";
+}
+
+TEST(Calibration, LoopbackYieldsKernelCopiedForEveryZerocopyMethod) {
+  CalibrationOptions options;
+  options.min_size = 4096;
+  options.max_size = 65536;
+  options.budget_seconds = 4;
+  std::vector<CalibrationProgress> progress;
+  auto report = RunCalibration(options, [&](const CalibrationProgress& p) {
+    progress.push_back(p);
+  });
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(report->cancelled);
+  EXPECT_LT(report->duration_seconds, options.budget_seconds + 1.5);
+  EXPECT_EQ(report->host.interface.name, "lo");
+  ASSERT_EQ(report->analysis.paths.size(), 1u);
+  const auto& methods = report->analysis.paths.at("loopback").methods;
+  ASSERT_EQ(methods.size(), 3u);
+  for (const auto& [method, result] : methods) {
+    EXPECT_EQ(result.verdict, Verdict::kNever) << calibrator::MethodName(method);
+    if (result.reason == Reason::kUnsupported) {
+      EXPECT_FALSE(result.detail.empty());
+    } else {
+      EXPECT_EQ(result.reason, Reason::kKernelCopied) << result.detail;
+    }
+  }
+  bool saw_copy = false, saw_uring_send = false;
+  for (const calibrator::Sample& s : report->samples) {
+    saw_copy |= s.method == Method::kCopy && s.ok();
+    saw_uring_send |= s.method == Method::kUringSend && s.ok();
+    EXPECT_EQ(s.path, "loopback");
+  }
+  EXPECT_TRUE(saw_copy);
+  EXPECT_TRUE(saw_uring_send || !CheckSupport(Method::kUringSend).supported);
+  ASSERT_EQ(progress.size(), report->samples.size());
+  for (std::size_t i = 0; i < progress.size(); ++i) {
+    EXPECT_EQ(progress[i].done, i);
+    EXPECT_GT(progress[i].total, progress[i].done);
+    EXPECT_EQ(progress[i].method, report->samples[i].method);
+    EXPECT_EQ(progress[i].size_bytes, report->samples[i].size_bytes);
+  }
+}
+
+TEST(Calibration, StopsWithinASecondOfCancelAndKeepsWhatWasMeasured) {
+  std::atomic<bool> cancel{false};
+  CalibrationOptions options;
+  options.methods = {Method::kCopy};  // baselines alone: a long sweep
+  options.budget_seconds = 60;
+  options.cancel = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(700ms);
+    cancel.store(true);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto report = RunCalibration(options);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  canceller.join();
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->cancelled);
+  EXPECT_LT(elapsed, 2s);
+  EXPECT_FALSE(report->samples.empty());
+  for (const calibrator::Sample& s : report->samples) EXPECT_TRUE(s.ok()) << s.error;
+  EXPECT_EQ(report->probes_run, report->samples.size());
+}
+
+TEST(Calibration, EndsWhenTheBudgetIsSpent) {
+  CalibrationOptions options;
+  options.methods = {Method::kCopy};
+  options.budget_seconds = 1;
+  auto report = RunCalibration(options);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(report->cancelled);
+  EXPECT_LT(report->duration_seconds, 1.5);
+  EXPECT_GE(report->samples.size(), 5u);
+}
+
+TEST(Calibration, KeepsEachProbeUnderTheByteRate) {
+  CalibrationOptions options;
+  options.methods = {Method::kCopy};
+  options.min_size = options.max_size = 65536;
+  options.budget_seconds = 1;
+  options.max_bytes_per_second = 10'000'000;
+  auto report = RunCalibration(options);
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_FALSE(report->samples.empty());
+  std::uint64_t bytes = 0;
+  for (const calibrator::Sample& s : report->samples) {
+    ASSERT_TRUE(s.ok()) << s.error;
+    EXPECT_LE(s.bytes, 10'000'000u * 250 / 1000 + 65536) << "probes last at most 250 ms";
+    bytes += s.bytes;
+  }
+  EXPECT_LE(bytes, static_cast<std::uint64_t>(10'000'000 * report->duration_seconds) + 65536);
+}
+
+TEST(Calibration, ReportsUnsupportedMethodsAsVerdictsWithTheReason) {
+  CalibrationOptions options;
+  options.methods = {Method::kCopy, Method::kMsgZerocopy, Method::kUringSend,
+                     Method::kUringSendZc};
+  options.min_size = options.max_size = 16384;
+  options.budget_seconds = 2;
+  options.root = FakeRoot();  // kernel.io_uring_disabled = 2
+  auto report = RunCalibration(options);
+  ASSERT_TRUE(report) << report.error().message;
+  const auto& result = report->analysis.paths.at("loopback").methods.at(Method::kUringSendZc);
+  EXPECT_EQ(result.verdict, Verdict::kNever);
+  EXPECT_EQ(result.reason, Reason::kUnsupported);
+  EXPECT_NE(result.detail.find("kernel.io_uring_disabled = 2"), std::string::npos)
+      << result.detail;
+  EXPECT_EQ(report->host.kernel_release, "6.1.0-27-amd64");
+  EXPECT_EQ(report->analysis.paths.at("loopback").methods.at(Method::kMsgZerocopy).reason,
+            Reason::kKernelCopied);
+}
+
+TEST(Calibration, FailsWhenEveryZerocopyMethodIsUnsupported) {
+  CalibrationOptions options;
+  options.methods = {Method::kCopy, Method::kUringSend, Method::kUringSendZc};
+  options.budget_seconds = 2;
+  options.root = FakeRoot();  // kernel.io_uring_disabled = 2
+  auto report = RunCalibration(options);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kUnsupported);
+  EXPECT_NE(report.error().message.find("uring_send_zc: io_uring is disabled"),
+            std::string::npos)
+      << report.error().message;
+}
+
+TEST(Calibration, FailsWhenNoProbeCanRunAndSaysWhyPerMethod) {
+  Endpoint closed;
+  {
+    auto sink = Sink::Start({});
+    ASSERT_TRUE(sink) << sink.error().message;
+    closed = (*sink)->endpoint();
+  }
+  CalibrationOptions options;
+  options.path = ToString(closed);
+  options.methods = {Method::kCopy, Method::kMsgZerocopy};
+  options.budget_seconds = 2;
+  auto report = RunCalibration(options);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kUnsupported);
+  EXPECT_NE(report.error().message.find("no probe could run on path " + ToString(closed)),
+            std::string::npos)
+      << report.error().message;
+  EXPECT_NE(report.error().message.find("copy: connect"), std::string::npos)
+      << report.error().message;
+  EXPECT_NE(report.error().message.find("ECONNREFUSED"), std::string::npos);
+}
+
+TEST(Calibration, RejectsBadOptionsNamingTheField) {
+  CalibrationOptions options;
+  options.min_size = 8192;
+  options.max_size = 4096;
+  auto report = RunCalibration(options);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(report.error().message.find("max_size"), std::string::npos);
+
+  options = {};
+  options.path = "somewhere";
+  EXPECT_NE(ValidateCalibrationOptions(options).find("path"), std::string::npos);
+  options = {};
+  options.budget_seconds = 0;
+  EXPECT_NE(ValidateCalibrationOptions(options).find("budget"), std::string::npos);
+  EXPECT_EQ(ValidateCalibrationOptions({}), "");
+}
+
+}  // namespace
+}  // namespace zcal::probes

@@ -1,0 +1,228 @@
+#include "zcal/probes/host_facts.h"
+
+#include <sys/utsname.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace zcal::probes {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FakeRoot() {
+  const char* data = std::getenv("ZCAL_TEST_DATA");
+  return std::string(data != nullptr ? data : "tests/data") + "/sysfs/pci-host";
+}
+
+HostFacts Collect(const std::string& interface, const std::string& path = "loopback") {
+  return CollectHostFacts({FakeRoot(), interface, path});
+}
+
+bool NoteMentions(const HostFacts& facts, const std::string& text) {
+  for (const std::string& note : facts.notes) {
+    if (note.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(HostFacts, ReadsKernelCpuAndIommuFlags) {
+  const HostFacts facts = Collect("eth0");
+  EXPECT_EQ(facts.kernel_release, "6.1.0-27-amd64");
+  EXPECT_EQ(facts.cpu_model, "AMD EPYC 7763 64-Core Processor");
+  EXPECT_EQ(facts.iommu_cmdline,
+            (std::vector<std::string>{"amd_iommu=on", "iommu.strict=1"}));
+}
+
+TEST(HostFacts, DescribesAPciNicInALazyDmaIommuGroup) {
+  const HostFacts facts = Collect("eth0");
+  const InterfaceFacts& i = facts.interface;
+  EXPECT_EQ(i.name, "eth0");
+  EXPECT_EQ(i.driver, "mlx5_core");
+  EXPECT_EQ(i.pci_device, "0000:3b:00.0");
+  EXPECT_EQ(i.speed_mbps, 100000);
+  EXPECT_EQ(i.mtu, 9000u);
+  EXPECT_EQ(i.iommu_group, "20");
+  EXPECT_EQ(i.iommu_type, "DMA-FQ");
+  // A fake tree has no live interface to ask ethtool about.
+  EXPECT_FALSE(i.sg.has_value());
+  EXPECT_FALSE(i.tso.has_value());
+  EXPECT_TRUE(facts.notes.empty()) << facts.notes.front();
+}
+
+TEST(HostFacts, DescribesAStrictDmaIommuGroup) {
+  const InterfaceFacts i = Collect("eth1").interface;
+  EXPECT_EQ(i.pci_device, "0000:3b:00.1");
+  EXPECT_EQ(i.iommu_group, "21");
+  EXPECT_EQ(i.iommu_type, "DMA");
+  EXPECT_EQ(i.speed_mbps, 25000);
+  EXPECT_EQ(i.mtu, 1500u);
+}
+
+TEST(HostFacts, DescribesAPassthroughIommuGroup) {
+  const InterfaceFacts i = Collect("eth2").interface;
+  EXPECT_EQ(i.driver, "ice");
+  EXPECT_EQ(i.iommu_group, "30");
+  EXPECT_EQ(i.iommu_type, "identity");
+}
+
+TEST(HostFacts, FollowsAVirtioNicUpToItsPciDeviceWithoutIommu) {
+  const HostFacts facts = Collect("eth3");
+  const InterfaceFacts& i = facts.interface;
+  EXPECT_EQ(i.driver, "virtio_net");
+  EXPECT_EQ(i.pci_device, "0000:00:03.0");
+  EXPECT_EQ(i.iommu_group, "");
+  EXPECT_EQ(i.iommu_type, "");
+  EXPECT_FALSE(i.speed_mbps.has_value());  // virtio reports -1
+  EXPECT_EQ(i.mtu, 1500u);
+  EXPECT_TRUE(facts.notes.empty()) << facts.notes.front();
+}
+
+TEST(HostFacts, LeavesMissingAndUnreadableFilesUnknownWithANote) {
+  const HostFacts facts = Collect("eth4");
+  const InterfaceFacts& i = facts.interface;
+  EXPECT_EQ(i.driver, "ixgbe");
+  EXPECT_FALSE(i.mtu.has_value());
+  EXPECT_FALSE(i.speed_mbps.has_value());
+  EXPECT_EQ(i.iommu_group, "40");
+  EXPECT_EQ(i.iommu_type, "");
+  EXPECT_TRUE(NoteMentions(facts, "eth4/mtu")) << ToJson(facts).dump();
+  EXPECT_TRUE(NoteMentions(facts, "eth4/speed: cannot read (Is a directory)"))
+      << ToJson(facts).dump();
+  EXPECT_TRUE(NoteMentions(facts, "iommu_groups/40/type")) << ToJson(facts).dump();
+}
+
+TEST(HostFacts, NotesAnUnknownInterface) {
+  const HostFacts facts = Collect("eth9");
+  EXPECT_EQ(facts.interface.name, "eth9");
+  EXPECT_TRUE(NoteMentions(facts, "interface eth9 not found")) << ToJson(facts).dump();
+  EXPECT_EQ(facts.kernel_release, "6.1.0-27-amd64");
+}
+
+TEST(HostFacts, FindsTheEgressInterfaceByLongestPrefix) {
+  EXPECT_EQ(Collect("", "loopback").interface.name, "lo");
+  EXPECT_EQ(Collect("", "10.1.0.7:7070").interface.name, "eth1");   // /24
+  EXPECT_EQ(Collect("", "10.0.9.9:7070").interface.name, "eth0");   // /16
+  EXPECT_EQ(Collect("", "8.8.8.8:7070").interface.name, "eth0");    // default
+  EXPECT_EQ(Collect("", "192.168.5.20:1").interface.name, "eth2");
+  EXPECT_EQ(Collect("", "[2001:db8::5]:1").interface.name, "eth3");
+  EXPECT_EQ(Collect("", "[::1]:1").interface.name, "lo");
+}
+
+TEST(HostFacts, NotesAPeerWithoutRoute) {
+  // eth3's 172.16/12 route is down, IPv6 has only a reject default.
+  const HostFacts v6 = Collect("", "[2001:dead::1]:1");
+  EXPECT_EQ(v6.interface.name, "");
+  EXPECT_TRUE(NoteMentions(v6, "no route matches")) << ToJson(v6).dump();
+}
+
+TEST(HostFacts, LoopbackHasNoDevice) {
+  const HostFacts facts = Collect("", "loopback");
+  EXPECT_EQ(facts.interface.mtu, 65536u);
+  EXPECT_EQ(facts.interface.driver, "");
+  EXPECT_EQ(facts.interface.pci_device, "");
+  EXPECT_TRUE(facts.notes.empty()) << facts.notes.front();
+}
+
+TEST(HostFacts, NotesEverythingWhenTheRootIsEmpty) {
+  const fs::path empty = fs::temp_directory_path() / "zcal-empty-root";
+  fs::create_directories(empty);
+  const HostFacts facts = CollectHostFacts({empty.string(), "", "loopback"});
+  EXPECT_EQ(facts.kernel_release, "");
+  EXPECT_EQ(facts.cpu_model, "");
+  EXPECT_TRUE(NoteMentions(facts, "kernel release unknown"));
+  EXPECT_TRUE(NoteMentions(facts, "cpu model unknown"));
+  EXPECT_TRUE(NoteMentions(facts, "interface lo not found"));
+  fs::remove_all(empty);
+}
+
+class FingerprintOfACopy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("zcal-facts-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::copy(FakeRoot(), root_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    before_ = Now();
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::uint64_t Now() const {
+    return CollectHostFacts({root_.string(), "eth0", "loopback"}).Fingerprint();
+  }
+  void Write(const std::string& relative, const std::string& text) {
+    fs::remove(root_ / relative);
+    std::ofstream(root_ / relative) << text;
+  }
+
+  fs::path root_;
+  std::uint64_t before_ = 0;
+};
+
+TEST_F(FingerprintOfACopy, IsStableWhenNothingChanges) { EXPECT_EQ(Now(), before_); }
+
+TEST_F(FingerprintOfACopy, ChangesWithTheKernel) {
+  Write("proc/sys/kernel/osrelease", "6.2.0\n");
+  EXPECT_NE(Now(), before_);
+}
+
+TEST_F(FingerprintOfACopy, ChangesWithTheIommuMode) {
+  Write("sys/kernel/iommu_groups/20/type", "identity\n");
+  EXPECT_NE(Now(), before_);
+}
+
+TEST_F(FingerprintOfACopy, ChangesWithTheCommandLine) {
+  Write("proc/cmdline", "ro iommu=pt\n");
+  EXPECT_NE(Now(), before_);
+}
+
+TEST_F(FingerprintOfACopy, ChangesWithTheMtuAndSpeed) {
+  const std::string nic = "sys/devices/pci0000:00/0000:3b:00.0/net/eth0/";
+  Write(nic + "mtu", "1500\n");
+  const std::uint64_t after_mtu = Now();
+  EXPECT_NE(after_mtu, before_);
+  Write(nic + "speed", "25000\n");
+  EXPECT_NE(Now(), after_mtu);
+}
+
+TEST_F(FingerprintOfACopy, ChangesWithTheDriver) {
+  const fs::path link = root_ / "sys/devices/pci0000:00/0000:3b:00.0/driver";
+  fs::remove(link);
+  fs::create_directory_symlink("../../../bus/pci/drivers/ice", link);
+  EXPECT_NE(Now(), before_);
+}
+
+TEST(HostFacts, ToJsonHasEveryFieldAndTheFingerprint) {
+  const HostFacts facts = Collect("eth3");
+  const nlohmann::json json = ToJson(facts);
+  EXPECT_EQ(json["kernel_release"], "6.1.0-27-amd64");
+  EXPECT_EQ(json["interface"]["driver"], "virtio_net");
+  EXPECT_TRUE(json["interface"]["speed_mbps"].is_null());
+  EXPECT_TRUE(json["interface"]["iommu_group"].is_null());
+  EXPECT_EQ(json["interface"]["iommu_type"], "");
+  EXPECT_EQ(json["interface"]["mtu"], 1500);
+  EXPECT_EQ(json["fingerprint"].get<std::string>().size(), 16u);
+  EXPECT_TRUE(json["notes"].is_array());
+}
+
+TEST(HostFacts, DescribesThisMachine) {
+  utsname name{};
+  ASSERT_EQ(::uname(&name), 0);
+  const HostFacts facts = CollectHostFacts({});
+  EXPECT_EQ(facts.kernel_release, name.release);
+  EXPECT_FALSE(facts.cpu_model.empty());
+  EXPECT_EQ(facts.interface.name, "lo");
+  EXPECT_EQ(facts.interface.mtu, 65536u);
+  // The live ethtool ioctl answers for lo.
+  EXPECT_TRUE(facts.interface.sg.has_value());
+  EXPECT_TRUE(facts.interface.tso.has_value());
+  EXPECT_EQ(facts.interface.iommu_group, "");
+  EXPECT_EQ(facts.Fingerprint(), CollectHostFacts({}).Fingerprint());
+}
+
+}  // namespace
+}  // namespace zcal::probes

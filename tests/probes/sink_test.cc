@@ -1,0 +1,117 @@
+#include "zcal/probes/sink.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "zcal/probes/endpoint.h"
+
+namespace zcal::probes {
+namespace {
+
+using namespace std::chrono_literals;
+
+void SendAll(int fd, std::size_t bytes) {
+  std::vector<char> data(64 * 1024, 'x');
+  while (bytes > 0) {
+    const ssize_t n = ::send(fd, data.data(), std::min(bytes, data.size()), MSG_NOSIGNAL);
+    ASSERT_GT(n, 0);
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+TEST(Sink, ReceivesEveryByteAndCountsConnections) {
+  auto sink = Sink::Start({});
+  ASSERT_TRUE(sink) << sink.error().message;
+  EXPECT_NE((*sink)->endpoint().port, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto fd = ConnectTcp((*sink)->endpoint());
+    ASSERT_TRUE(fd) << fd.error().message;
+    SendAll(*fd, 3'000'000 + static_cast<std::size_t>(i));
+    ::close(*fd);
+  }
+  ASSERT_TRUE((*sink)->WaitIdle(3, 5s));
+  const SinkStats stats = (*sink)->Stats();
+  EXPECT_EQ(stats.bytes_received, 9'000'003u);
+  EXPECT_EQ(stats.connections_accepted, 3u);
+  EXPECT_EQ(stats.connections_open, 0u);
+  EXPECT_EQ(stats.connections_refused, 0u);
+}
+
+TEST(Sink, RefusesConnectionsBeyondItsLimit) {
+  SinkOptions options;
+  options.max_connections = 2;
+  auto sink = Sink::Start(options);
+  ASSERT_TRUE(sink) << sink.error().message;
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) {
+    auto fd = ConnectTcp((*sink)->endpoint());
+    ASSERT_TRUE(fd) << fd.error().message;
+    fds.push_back(*fd);
+  }
+  for (int i = 0; i < 100 && (*sink)->Stats().connections_refused == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const SinkStats stats = (*sink)->Stats();
+  EXPECT_EQ(stats.connections_accepted, 2u);
+  EXPECT_EQ(stats.connections_refused, 1u);
+  // The refused one sees the connection closed.
+  char byte = 0;
+  EXPECT_EQ(::recv(fds[2], &byte, 1, 0), 0);
+  for (int fd : fds) ::close(fd);
+}
+
+TEST(Sink, ClosesIdleConnections) {
+  SinkOptions options;
+  options.idle_timeout = 100ms;
+  auto sink = Sink::Start(options);
+  ASSERT_TRUE(sink) << sink.error().message;
+  auto fd = ConnectTcp((*sink)->endpoint());
+  ASSERT_TRUE(fd) << fd.error().message;
+  ASSERT_TRUE((*sink)->WaitIdle(1, 5s));
+  EXPECT_EQ((*sink)->Stats().connections_timed_out, 1u);
+  ::close(*fd);
+}
+
+TEST(Sink, StopClosesOpenConnections) {
+  auto sink = Sink::Start({});
+  ASSERT_TRUE(sink) << sink.error().message;
+  auto fd = ConnectTcp((*sink)->endpoint());
+  ASSERT_TRUE(fd) << fd.error().message;
+  for (int i = 0; i < 100 && (*sink)->Stats().connections_open == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  (*sink)->Stop();
+  EXPECT_EQ((*sink)->Stats().connections_open, 0u);
+  char byte = 0;
+  EXPECT_EQ(::recv(*fd, &byte, 1, 0), 0);
+  ::close(*fd);
+}
+
+TEST(Sink, RejectsABadAddressWithItInTheMessage) {
+  SinkOptions options;
+  options.address = "localhost";
+  auto sink = Sink::Start(options);
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(sink.error().message.find("localhost"), std::string::npos);
+}
+
+TEST(Sink, ReportsAnAddressInUse) {
+  auto first = Sink::Start({});
+  ASSERT_TRUE(first) << first.error().message;
+  SinkOptions options;
+  options.port = (*first)->endpoint().port;
+  auto second = Sink::Start(options);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, Errc::kIo);
+  EXPECT_NE(second.error().message.find("EADDRINUSE"), std::string::npos)
+      << second.error().message;
+}
+
+}  // namespace
+}  // namespace zcal::probes
