@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,21 +37,21 @@ Result<std::string> ReadInput(const std::string& file) {
     buffer << std::cin.rdbuf();
     return buffer.str();
   }
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (std::filesystem::is_directory(status)) {
+    return Fail(Errc::kIo, file + ": cannot read: is a directory, not a "
+                                  "regular file; give a CSV file");
+  }
+  if (std::filesystem::is_regular_file(status) &&
+      std::filesystem::file_size(file, ec) > kMaxInputBytes) {
+    return Fail(Errc::kInvalidArgument,
+                file + ": larger than a sample file can be (256 MiB)");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     return Fail(Errc::kIo, file + ": cannot open: " + std::strerror(errno));
   }
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) {
-    return Fail(Errc::kIo, file + ": cannot read: not a regular file");
-  }
-  if (static_cast<std::size_t>(size) > kMaxInputBytes) {
-    return Fail(Errc::kInvalidArgument,
-                file + ": " + std::to_string(size) +
-                    " bytes is larger than a sample file can be (256 MiB)");
-  }
-  in.seekg(0);
   buffer << in.rdbuf();
   if (in.bad()) {
     return Fail(Errc::kIo, file + ": cannot read: " + std::strerror(errno));
