@@ -19,6 +19,7 @@ int RunCli(int argc, char** argv) {
       AddAnalyzeCommand(app),
       AddCalibrateCommand(app),
       AddShowCommand(app),
+      AddAgentCommand(app),
   };
 
   try {

@@ -22,5 +22,6 @@ struct Command {
 Command AddAnalyzeCommand(CLI::App& parent);
 Command AddCalibrateCommand(CLI::App& parent);
 Command AddShowCommand(CLI::App& parent);
+Command AddAgentCommand(CLI::App& parent);
 
 }  // namespace zcal::agent

@@ -1,0 +1,40 @@
+// From calibrations to what is published: hysteresis per (path, method)
+// and the table of segment entries.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zcal/agent/config.h"
+#include "zcal/agent/shm_writer.h"
+#include "zcal/agent/state.h"
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/hysteresis.h"
+
+namespace zcal::agent {
+
+/// Merges the fresh results of one path into `state` through
+/// calibrator::ApplyHysteresis, method by method. A published result that
+/// a fresh one agrees with gets `now_ns` as its measurement time (it was
+/// just confirmed). Returns one sentence per method for the log, e.g.
+/// "loopback/msg_zerocopy: never (kernel_copied), unchanged".
+std::vector<std::string> MergeCalibration(
+    AgentState& state, const std::string& path,
+    const calibrator::PathResult& fresh, std::uint64_t now_ns,
+    const calibrator::HysteresisOptions& options);
+
+/// Drops the paths and methods that `config` no longer calibrates.
+void PruneState(AgentState& state, const Config& config);
+
+/// The segment's table: per configured path and zerocopy method one entry
+/// (scope loopback for the loopback path), then the same results of the
+/// path named by config.host_default with scope host_default.
+std::vector<PublishedEntry> BuildEntries(const AgentState& state,
+                                         const Config& config);
+
+/// "threshold 16KiB", "always from 1KiB", "never (kernel_copied)",
+/// "inconclusive (noisy)".
+std::string DescribeResult(const calibrator::MethodResult& result);
+
+}  // namespace zcal::agent

@@ -1,0 +1,62 @@
+// The long-running agent (`zcal agent`): schedules calibrations, publishes
+// their results to the shared-memory segment and to Prometheus, persists
+// them, and reacts to signals.
+//
+// Threads: one event loop (Boost.Asio) owns all state: timers, signals,
+// the segment writer, the state file. A calibration runs on a worker
+// thread of its own and hands its report back to the loop, so heartbeats
+// and metric scrapes (on the HTTP server's threads) go on during probing.
+//
+// Signals: SIGHUP reloads the configuration file, SIGUSR1 calibrates now,
+// SIGTERM and SIGINT stop (probing ends within about a second, the state
+// is saved, the segment keeps its last heartbeat).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "zcal/agent/config.h"
+#include "zcal/agent/host_snapshot.h"
+#include "zcal/calibrator/result.h"
+#include "zcal/probes/calibration.h"
+
+namespace zcal::agent {
+
+/// The pieces a test may replace.
+struct ServiceHooks {
+  using CalibrateFn = std::function<Result<probes::CalibrationReport>(
+      const probes::CalibrationOptions&,
+      const std::function<void(const probes::CalibrationProgress&)>&)>;
+  CalibrateFn calibrate;                                   ///< default: probes
+  std::function<HostSnapshot(const Config&)> collect_host;  ///< default: sysfs
+  /// Directory of the single-instance lock files (default /dev/shm).
+  std::string lock_dir = "/dev/shm";
+};
+
+class Service {
+ public:
+  /// `config_path` is the file SIGHUP re-reads; empty for the embedded
+  /// default (a reload then keeps the configuration).
+  Service(Config config, std::string config_path, ServiceHooks hooks = {});
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  /// Runs until stopped by SIGTERM/SIGINT or Stop(). Returns the exit
+  /// status: 0 after a clean stop, 1 when the agent could not start (lock
+  /// held, segment or metrics address unusable), with the reason logged.
+  int Run();
+
+  /// Thread-safe equivalents of the signals.
+  void Stop();
+  void Reload();
+  void CalibrateNow();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zcal::agent
