@@ -86,7 +86,8 @@ class Service::Impl {
         heartbeat_timer_(io_),
         poll_timer_(io_),
         stop_timer_(io_),
-        metrics_(std::make_shared<Metrics>(ZCAL_VERSION)),
+        metrics_(hooks_.metrics ? hooks_.metrics
+                                : std::make_shared<Metrics>(ZCAL_VERSION)),
         random_(std::random_device{}()) {
     if (!hooks_.calibrate) hooks_.calibrate = probes::RunCalibration;
     if (!hooks_.collect_host) hooks_.collect_host = CollectHostSnapshot;

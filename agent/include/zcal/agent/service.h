@@ -19,6 +19,7 @@
 
 #include "zcal/agent/config.h"
 #include "zcal/agent/host_snapshot.h"
+#include "zcal/agent/metrics.h"
 #include "zcal/calibrator/result.h"
 #include "zcal/probes/calibration.h"
 
@@ -33,6 +34,9 @@ struct ServiceHooks {
   std::function<HostSnapshot(const Config&)> collect_host;  ///< default: sysfs
   /// Directory of the single-instance lock files (default /dev/shm).
   std::string lock_dir = "/dev/shm";
+  /// The metrics the service updates; default: its own. Tests pass one to
+  /// read it without HTTP.
+  std::shared_ptr<Metrics> metrics;
 };
 
 class Service {

@@ -1,0 +1,151 @@
+#include "zcal/agent/results.h"
+
+#include <gtest/gtest.h>
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+MethodResult Threshold(Method method, std::uint64_t bytes, double confidence) {
+  MethodResult r;
+  r.method = method;
+  r.verdict = Verdict::kThreshold;
+  r.threshold_bytes = bytes;
+  r.confidence = confidence;
+  return r;
+}
+
+MethodResult Never(Method method, Reason reason) {
+  MethodResult r;
+  r.method = method;
+  r.verdict = Verdict::kNever;
+  r.reason = reason;
+  r.confidence = 1.0;
+  return r;
+}
+
+calibrator::PathResult Fresh(std::initializer_list<MethodResult> results) {
+  calibrator::PathResult path;
+  path.path = "loopback";
+  for (const MethodResult& r : results) path.methods[r.method] = r;
+  return path;
+}
+
+TEST(MergeCalibration, PublishesTheFirstResult) {
+  AgentState state;
+  const auto log = MergeCalibration(
+      state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}),
+      100, {});
+  const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
+  EXPECT_EQ(s.published.threshold_bytes, 16384u);
+  EXPECT_EQ(s.measured_at_ns, 100u);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], "loopback/msg_zerocopy: threshold 16KiB, published");
+}
+
+TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
+  AgentState state;
+  MergeCalibration(state, "loopback",
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
+                   {});
+  auto log = MergeCalibration(
+      state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
+      200, {});
+  const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
+  EXPECT_EQ(s.published.threshold_bytes, 16384u);
+  EXPECT_EQ(s.measured_at_ns, 100u);
+  ASSERT_TRUE(s.pending);
+  EXPECT_EQ(log[0],
+            "loopback/msg_zerocopy: measured threshold 128KiB, keeping "
+            "threshold 16KiB until a calibration agrees");
+  log = MergeCalibration(
+      state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
+      300, {});
+  EXPECT_EQ(s.published.threshold_bytes, 131072u);
+  EXPECT_EQ(s.measured_at_ns, 300u);
+  EXPECT_EQ(log[0],
+            "loopback/msg_zerocopy: threshold 128KiB, published (was "
+            "threshold 16KiB)");
+}
+
+TEST(MergeCalibration, AnAgreeingResultRefreshesTheMeasurementTime) {
+  AgentState state;
+  MergeCalibration(state, "loopback",
+                   Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}),
+                   100, {});
+  const auto log = MergeCalibration(
+      state, "loopback",
+      Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 500, {});
+  EXPECT_EQ(state.paths.at("loopback").at(Method::kUringSendZc).measured_at_ns,
+            500u);
+  EXPECT_EQ(log[0], "loopback/uring_send_zc: never (kernel_copied), confirmed");
+}
+
+TEST(BuildEntries, PublishesEachMethodForThePathAndTheHostDefault) {
+  AgentState state;
+  state.fingerprint = 42;
+  MergeCalibration(state, "loopback",
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
+                          Never(Method::kUringSendZc, Reason::kKernelCopied)}),
+                   100, {});
+  const Config config;
+  const std::vector<PublishedEntry> entries = BuildEntries(state, config);
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0].scope, ScopeKind::kLoopback);
+  EXPECT_EQ(entries[0].method, Method::kMsgZerocopy);
+  EXPECT_EQ(entries[0].threshold_bytes, 16384u);
+  EXPECT_EQ(entries[0].fingerprint, 42u);
+  EXPECT_EQ(entries[0].measured_at_ns, 100u);
+  EXPECT_EQ(entries[1].scope, ScopeKind::kLoopback);
+  EXPECT_EQ(entries[1].reason, Reason::kKernelCopied);
+  EXPECT_EQ(entries[2].scope, ScopeKind::kHostDefault);
+  EXPECT_EQ(entries[3].scope, ScopeKind::kHostDefault);
+  EXPECT_EQ(entries[3].verdict, Verdict::kNever);
+}
+
+TEST(BuildEntries, OmitsTheHostDefaultWhenNoneIsConfigured) {
+  AgentState state;
+  MergeCalibration(state, "loopback",
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
+                   {});
+  Config config;
+  config.host_default.clear();
+  const std::vector<PublishedEntry> entries = BuildEntries(state, config);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].scope, ScopeKind::kLoopback);
+}
+
+TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {
+  AgentState state;
+  MergeCalibration(state, "loopback",
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
+                          Never(Method::kUringSendZc, Reason::kKernelCopied)}),
+                   100, {});
+  MergeCalibration(state, "gone",
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
+                   {});
+  Config config;
+  config.methods = {Method::kCopy, Method::kMsgZerocopy};
+  PruneState(state, config);
+  ASSERT_EQ(state.paths.size(), 1u);
+  ASSERT_EQ(state.paths.at("loopback").size(), 1u);
+  EXPECT_TRUE(state.paths.at("loopback").contains(Method::kMsgZerocopy));
+}
+
+TEST(DescribeResult, NamesVerdictSizeAndReason) {
+  EXPECT_EQ(DescribeResult(Threshold(Method::kMsgZerocopy, 12288, 1)),
+            "threshold 12KiB");
+  EXPECT_EQ(DescribeResult(Never(Method::kMsgZerocopy, Reason::kSlower)),
+            "never (slower)");
+  MethodResult always;
+  always.verdict = Verdict::kAlways;
+  always.threshold_bytes = 1024;
+  EXPECT_EQ(DescribeResult(always), "always from 1KiB");
+}
+
+}  // namespace
+}  // namespace zcal::agent
