@@ -1,0 +1,133 @@
+#include "agent_harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include "test_util.h"
+
+namespace zcal::agent::testing {
+
+std::string ZcalBinary() {
+  const char* path = std::getenv("ZCAL");
+  return path != nullptr ? path : "zcal";
+}
+
+std::string UniqueSegment() {
+  static std::atomic<int> counter{0};
+  return "/zcal-it-" + std::to_string(getpid()) + "-" +
+         std::to_string(counter++);
+}
+
+std::size_t CountOf(const std::string& text, const std::string& fragment) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(fragment); at != std::string::npos;
+       at = text.find(fragment, at + fragment.size())) {
+    ++count;
+  }
+  return count;
+}
+
+std::string AgentConfig(const AgentSettings& s) {
+  std::ostringstream out;
+  out << "sizes: {min: 4KiB, max: 64KiB}\n"
+      << "schedule:\n"
+      << "  at_startup: " << (s.at_startup ? "true" : "false") << "\n"
+      << "  interval: 1h\n"
+      << "  jitter: 0\n"
+      << "  retry_after_failure: 1s\n"
+      << "  fingerprint_poll: " << s.fingerprint_poll << "\n"
+      << "budget:\n"
+      << "  seconds_per_calibration: " << s.budget_seconds << "\n"
+      << "  seconds_per_hour: 3600\n"
+      << "segment:\n"
+      << "  name: " << s.segment << "\n"
+      << "  heartbeat: " << s.heartbeat << "\n"
+      << "metrics:\n"
+      << "  listen: \"" << s.metrics << "\"\n"
+      << "state:\n"
+      << "  path: " << s.state.string() << "\n"
+      << "log:\n"
+      << "  level: debug\n"
+      << "host:\n"
+      << "  root: " << s.host_root << "\n";
+  return out.str();
+}
+
+SegmentCleanup::~SegmentCleanup() {
+  shm_unlink(name_.c_str());
+  unlink(("/dev/shm" + name_ + ".lock").c_str());
+}
+
+std::unique_ptr<AgentProcess> AgentProcess::Start(
+    const std::filesystem::path& config, const std::filesystem::path& log) {
+  return StartProgram({ZcalBinary(), "agent", "--config", config.string()},
+                      log);
+}
+
+std::unique_ptr<AgentProcess> AgentProcess::StartProgram(
+    const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return std::unique_ptr<AgentProcess>(new AgentProcess(pid, log));
+}
+
+AgentProcess::~AgentProcess() {
+  if (!reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string AgentProcess::Log() const { return ReadFile(log_); }
+
+bool AgentProcess::WaitForLog(const std::string& fragment,
+                              std::chrono::milliseconds timeout,
+                              std::size_t count) const {
+  return WaitFor([&] { return CountOf(Log(), fragment) >= count; }, timeout);
+}
+
+int AgentProcess::MetricsPort() const {
+  const std::string marker = "serving metrics at http://127.0.0.1:";
+  const std::string log = Log();
+  const std::size_t at = log.rfind(marker);
+  if (at == std::string::npos) return 0;
+  return std::atoi(log.c_str() + at + marker.size());
+}
+
+void AgentProcess::Signal(int signal) const { kill(pid_, signal); }
+
+std::optional<int> AgentProcess::WaitExit(std::chrono::milliseconds timeout) {
+  if (reaped_) return std::nullopt;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace zcal::agent::testing

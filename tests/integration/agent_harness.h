@@ -1,0 +1,84 @@
+// Starts the real `zcal agent` for integration tests, with a temporary
+// segment, state file and an ephemeral metrics port.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zcal::agent::testing {
+
+/// The settings the tests vary; everything else is short and local.
+struct AgentSettings {
+  std::string segment;            ///< "/zcal-it-..."
+  std::filesystem::path state;    ///< state file
+  std::string metrics = "127.0.0.1:0";
+  bool at_startup = true;
+  std::string fingerprint_poll = "0";
+  std::string host_root = "/";
+  std::string heartbeat = "200ms";
+  double budget_seconds = 2;
+};
+
+/// The YAML of a configuration with these settings.
+std::string AgentConfig(const AgentSettings& settings);
+
+/// A unique segment name for this process: "/zcal-it-PID-N".
+std::string UniqueSegment();
+
+/// Removes the segment and its lock file when destroyed.
+class SegmentCleanup {
+ public:
+  explicit SegmentCleanup(std::string name) : name_(std::move(name)) {}
+  ~SegmentCleanup();
+  SegmentCleanup(const SegmentCleanup&) = delete;
+  SegmentCleanup& operator=(const SegmentCleanup&) = delete;
+
+ private:
+  std::string name_;
+};
+
+class AgentProcess {
+ public:
+  /// Starts `$ZCAL agent --config CONFIG` with stderr to LOG.
+  static std::unique_ptr<AgentProcess> Start(
+      const std::filesystem::path& config, const std::filesystem::path& log);
+  /// Starts any program (argv[0] a path) the same way.
+  static std::unique_ptr<AgentProcess> StartProgram(
+      const std::vector<std::string>& argv, const std::filesystem::path& log);
+  ~AgentProcess();  ///< SIGKILLs and reaps it if still running
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::string Log() const;
+  /// Waits until the log holds `fragment` at least `count` times.
+  bool WaitForLog(const std::string& fragment, std::chrono::milliseconds timeout,
+                  std::size_t count = 1) const;
+  /// The port from "serving metrics at http://127.0.0.1:PORT/metrics"
+  /// (the last one logged); 0 when there is none yet.
+  int MetricsPort() const;
+  void Signal(int signal) const;
+  /// The exit status (or 128 + signal) once it exits within `timeout`.
+  std::optional<int> WaitExit(std::chrono::milliseconds timeout);
+
+ private:
+  AgentProcess(pid_t pid, std::filesystem::path log)
+      : pid_(pid), log_(std::move(log)) {}
+  pid_t pid_;
+  std::filesystem::path log_;
+  bool reaped_ = false;
+};
+
+/// $ZCAL, the binary under test.
+std::string ZcalBinary();
+
+/// Counts occurrences of `fragment` in `text`.
+std::size_t CountOf(const std::string& text, const std::string& fragment);
+
+}  // namespace zcal::agent::testing

@@ -1,0 +1,312 @@
+// The real `zcal agent` on loopback: segment, `zcal show`, /metrics,
+// signals, restarts and the host-fact fingerprint.
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent_harness.h"
+#include "test_util.h"
+#include "zcal/zcal.hpp"
+
+namespace zcal::agent::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kStartTimeout{30'000};
+constexpr const char* kFinished = "calibration finished";
+const std::vector<std::string> kZerocopyMethods = {
+    "msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed"};
+
+bool Contains(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+std::optional<zcal_info> ReadInfo(const std::string& segment) {
+  auto opened = client::Segment::Open(segment.c_str());
+  if (!opened) return std::nullopt;
+  auto info = opened->Info();
+  if (!info) return std::nullopt;
+  return *info;
+}
+
+std::string Scrape(int port) {
+  const auto response = HttpGet(port, "/metrics");
+  return response && response->status == 200 ? response->body : "";
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  AgentTest() : cleanup_(settings_.segment = UniqueSegment()) {
+    settings_.state = dir_.path() / "state" / "state.json";
+  }
+
+  std::unique_ptr<AgentProcess> StartAgent(const std::string& name = "agent") {
+    const std::filesystem::path config = dir_.path() / (name + ".yaml");
+    WriteFile(config, AgentConfig(settings_));
+    return AgentProcess::Start(config, dir_.path() / (name + ".log"));
+  }
+
+  TempDir dir_;
+  AgentSettings settings_;
+  SegmentCleanup cleanup_;
+};
+
+TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+
+  const auto info = ReadInfo(settings_.segment);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->agent_pid, static_cast<std::uint32_t>(agent->pid()));
+  EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
+  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+
+  const CommandResult show = RunCommand(
+      {ZcalBinary(), "show", "--segment", settings_.segment, "--json"});
+  ASSERT_EQ(show.status, 0) << show.err;
+  const nlohmann::json document = nlohmann::json::parse(show.out);
+  for (const std::string scope : {"loopback", "host_default"}) {
+    for (const std::string& method : kZerocopyMethods) {
+      const auto& entries = document["entries"];
+      const auto found =
+          std::find_if(entries.begin(), entries.end(), [&](const auto& e) {
+            return e["scope"] == scope && e["method"] == method;
+          });
+      ASSERT_NE(found, entries.end()) << scope << " " << method;
+      // This kernel copies zerocopy sends delivered locally, or the method
+      // cannot run here: either way, never zerocopy on loopback.
+      EXPECT_EQ((*found)["verdict"], "never") << found->dump();
+      EXPECT_TRUE((*found)["reason"] == "kernel_copied" ||
+                  (*found)["reason"] == "unsupported")
+          << found->dump();
+    }
+  }
+
+  const std::string metrics = Scrape(agent->MetricsPort());
+  for (const std::string& method : kZerocopyMethods) {
+    EXPECT_TRUE(Contains(metrics, "zcal_threshold_bytes{path=\"loopback\",method=\"" +
+                                      method + "\"} +Inf"))
+        << metrics;
+    EXPECT_TRUE(Contains(metrics, "zcal_verdict{path=\"loopback\",method=\"" +
+                                      method + "\",verdict=\"never\"} 1"));
+  }
+  EXPECT_TRUE(Contains(metrics, "zcal_calibrations_total{result=\"success\"} 1"));
+  EXPECT_TRUE(Contains(metrics, "zcal_throughput_bytes_per_second{path=\"loopback\","
+                                "method=\"copy\""));
+  EXPECT_TRUE(Contains(metrics, "zcal_interface_info{path=\"loopback\","
+                                "interface=\"lo\""));
+
+  if (access("/usr/bin/promtool", X_OK) == 0) {
+    const std::filesystem::path scrape = dir_.path() / "scrape.txt";
+    WriteFile(scrape, metrics);
+    const CommandResult lint = RunCommand(
+        {"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + scrape.string()});
+    EXPECT_EQ(lint.status, 0) << lint.out << lint.err;
+    EXPECT_EQ(lint.out + lint.err, "") << "promtool check metrics complains";
+  }
+}
+
+TEST_F(AgentTest, StopsOnSigtermSavingStateAndLeavingAHeartbeat) {
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  const std::uint64_t before = static_cast<std::uint64_t>(
+      std::chrono::system_clock::now().time_since_epoch().count());
+  agent->Signal(SIGTERM);
+  // The requirement is one second; the margin absorbs a loaded test host.
+  EXPECT_EQ(agent->WaitExit(milliseconds(3000)), 0) << agent->Log();
+  EXPECT_TRUE(Contains(agent->Log(), "SIGTERM: stopping"));
+
+  const auto info = ReadInfo(settings_.segment);
+  ASSERT_TRUE(info) << "the segment stays for its readers";
+  EXPECT_GE(info->heartbeat_ns, before) << "a last heartbeat at exit";
+  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+
+  const std::string state = ReadFile(settings_.state);
+  const nlohmann::json document = nlohmann::json::parse(state);
+  EXPECT_EQ(document["format"], "zcal-state");
+  EXPECT_EQ(document["version"], 1);
+  EXPECT_EQ(document["paths"]["loopback"].size(), kZerocopyMethods.size());
+}
+
+TEST_F(AgentTest, SigintStopsTheAgent) {
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  agent->Signal(SIGUSR1);
+  ASSERT_TRUE(agent->WaitForLog("calibration started (signal)", kStartTimeout));
+  agent->Signal(SIGINT);
+  EXPECT_EQ(agent->WaitExit(milliseconds(3000)), 0) << agent->Log();
+  EXPECT_TRUE(Contains(agent->Log(), "SIGINT: stopping"));
+}
+
+TEST_F(AgentTest, RefusesASecondAgentOnTheSameSegment) {
+  auto first = StartAgent("first");
+  ASSERT_TRUE(first->WaitForLog("publishing thresholds", kStartTimeout))
+      << first->Log();
+  settings_.state = dir_.path() / "second.json";
+  auto second = StartAgent("second");
+  EXPECT_EQ(second->WaitExit(milliseconds(10'000)), 1) << second->Log();
+  EXPECT_TRUE(Contains(second->Log(),
+                       "another zcal agent (pid " + std::to_string(first->pid()) +
+                           ") already publishes segment " + settings_.segment))
+      << second->Log();
+  const auto info = ReadInfo(settings_.segment);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->agent_pid, static_cast<std::uint32_t>(first->pid()));
+}
+
+TEST_F(AgentTest, RestartAfterKillRepublishesTheSavedStateAsStaleFirst) {
+  auto first = StartAgent("first");
+  ASSERT_TRUE(first->WaitForLog(kFinished, kStartTimeout)) << first->Log();
+  // Kill it while it probes. A loopback calibration takes about 0.1 s, so
+  // kill as soon as the log says one started, and again if it finished
+  // first.
+  bool killed_mid_calibration = false;
+  for (int attempt = 0; attempt < 20 && !killed_mid_calibration; ++attempt) {
+    const std::size_t started = CountOf(first->Log(), "calibration started");
+    const std::size_t finished = CountOf(first->Log(), kFinished);
+    first->Signal(SIGUSR1);
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    while (CountOf(first->Log(), "calibration started") == started &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    first->Signal(SIGKILL);
+    ASSERT_EQ(first->WaitExit(milliseconds(5000)), 128 + SIGKILL);
+    killed_mid_calibration = CountOf(first->Log(), "calibration started") > started &&
+                             CountOf(first->Log(), kFinished) == finished;
+    if (!killed_mid_calibration) {
+      first = StartAgent("first");
+      ASSERT_TRUE(first->WaitForLog(kFinished, kStartTimeout)) << first->Log();
+    }
+  }
+  ASSERT_TRUE(killed_mid_calibration);
+
+  auto second = StartAgent("second");
+  // Watch the segment closely: the first table the new agent publishes must
+  // be the saved one, marked stale, before its calibration completes.
+  std::optional<zcal_info> first_seen;
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (!first_seen && std::chrono::steady_clock::now() < deadline) {
+    const auto info = ReadInfo(settings_.segment);
+    // publish_time_ns is 0 between the segment's creation and its first
+    // table.
+    if (info && info->agent_pid == static_cast<std::uint32_t>(second->pid()) &&
+        info->publish_time_ns != 0) {
+      first_seen = info;
+    }
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_TRUE(first_seen) << second->Log();
+  EXPECT_TRUE(first_seen->flags & ZCAL_FLAG_STALE);
+  EXPECT_EQ(first_seen->count, 2 * kZerocopyMethods.size());
+  EXPECT_TRUE(Contains(second->Log(), "republishing 3 saved results"))
+      << second->Log();
+  ASSERT_TRUE(second->WaitForLog(kFinished, kStartTimeout)) << second->Log();
+  const auto info = ReadInfo(settings_.segment);
+  ASSERT_TRUE(info);
+  EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
+  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+}
+
+TEST_F(AgentTest, ReloadAppliesAValidChangeAndRejectsAnInvalidOne) {
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  const int old_port = agent->MetricsPort();
+
+  const std::string old_segment = settings_.segment;
+  const std::string new_segment = UniqueSegment();
+  SegmentCleanup new_cleanup(new_segment);
+  settings_.segment = new_segment;
+  const int new_port = FreePort();
+  settings_.metrics = "127.0.0.1:" + std::to_string(new_port);
+  WriteFile(dir_.path() / "agent.yaml", AgentConfig(settings_));
+  agent->Signal(SIGHUP);
+  ASSERT_TRUE(agent->WaitForLog("configuration reloaded", kStartTimeout))
+      << agent->Log();
+  EXPECT_TRUE(Contains(agent->Log(), "changed: segment, metrics")) << agent->Log();
+  const auto info = ReadInfo(new_segment);
+  ASSERT_TRUE(info) << agent->Log();
+  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+  EXPECT_FALSE(ReadInfo(old_segment)) << "the old segment is removed";
+  EXPECT_EQ(agent->MetricsPort(), new_port);
+  EXPECT_TRUE(WaitFor([&] { return Scrape(old_port).empty(); },
+                      milliseconds(5000)));
+
+  const std::string good = AgentConfig(settings_);
+  const std::size_t typo_line = CountOf(good, "\n") + 1;
+  WriteFile(dir_.path() / "agent.yaml", good + "schedule_typo: 1\n");
+  agent->Signal(SIGHUP);
+  ASSERT_TRUE(agent->WaitForLog("configuration reload rejected", kStartTimeout));
+  EXPECT_TRUE(Contains(agent->Log(), (dir_.path() / "agent.yaml").string() +
+                                         ":" + std::to_string(typo_line) +
+                                         ":1: schedule_typo: unknown key"))
+      << agent->Log();
+  const std::string metrics = Scrape(new_port);
+  EXPECT_TRUE(Contains(metrics, "zcal_config_reloads_total{result=\"success\"} 1"))
+      << metrics;
+  EXPECT_TRUE(Contains(metrics, "zcal_config_reloads_total{result=\"failure\"} 1"));
+
+  // Still alive and publishing on the segment of the last good configuration.
+  const auto before = ReadInfo(new_segment);
+  ASSERT_TRUE(before);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const auto now = ReadInfo(new_segment);
+        return now && now->heartbeat_ns > before->heartbeat_ns;
+      },
+      milliseconds(5000)));
+  agent->Signal(SIGTERM);
+  EXPECT_EQ(agent->WaitExit(milliseconds(3000)), 0);
+}
+
+// A fake sysfs/procfs tree that the test edits: the host facts of the
+// loopback path come from it.
+void MakeFakeRoot(const std::filesystem::path& root) {
+  std::filesystem::create_directories(root / "proc/sys/kernel");
+  std::filesystem::create_directories(root / "sys/class/net/lo");
+  WriteFile(root / "proc/sys/kernel/osrelease", "6.18.0-test\n");
+  WriteFile(root / "proc/cpuinfo", "model name\t: Test CPU\n");
+  WriteFile(root / "proc/cmdline", "ro quiet\n");
+  WriteFile(root / "sys/class/net/lo/mtu", "65536\n");
+}
+
+TEST_F(AgentTest, RecalibratesWhenTheFingerprintChanges) {
+  const std::filesystem::path root = dir_.path() / "root";
+  MakeFakeRoot(root);
+  settings_.host_root = root.string();
+  settings_.fingerprint_poll = "300ms";
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  // Unchanged facts across several polls: no recalibration.
+  std::this_thread::sleep_for(milliseconds(1000));
+  EXPECT_EQ(CountOf(agent->Log(), kFinished), 1u);
+
+  WriteFile(root / "sys/class/net/lo/mtu", "9000\n");
+  ASSERT_TRUE(agent->WaitForLog("host facts changed", kStartTimeout))
+      << agent->Log();
+  ASSERT_TRUE(agent->WaitForLog("calibration started (fingerprint)", kStartTimeout));
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout, 2));
+
+  std::filesystem::create_directories(root / "sys/class/net/eth9");
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout, 3)) << agent->Log();
+
+  const std::string metrics = Scrape(agent->MetricsPort());
+  EXPECT_TRUE(Contains(metrics, "zcal_fingerprint_changes_total 2")) << metrics;
+  EXPECT_TRUE(Contains(metrics,
+                       "zcal_calibration_triggers_total{trigger=\"fingerprint\"} 2"));
+  EXPECT_TRUE(Contains(metrics, "mtu_bytes=\"9000\""));
+  EXPECT_TRUE(Contains(metrics, "kernel_release=\"6.18.0-test\""));
+  const nlohmann::json state = nlohmann::json::parse(ReadFile(settings_.state));
+  EXPECT_EQ(state["host"]["interfaces"],
+            nlohmann::json::array({"eth9", "lo"}));
+}
+
+}  // namespace
+}  // namespace zcal::agent::testing
