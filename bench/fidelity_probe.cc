@@ -3,10 +3,12 @@
 //
 //   fidelity_probe METHOD SIZE_BYTES SECONDS [--sink ADDR:PORT]
 //                  [--in-flight BYTES]
+//   fidelity_probe sink PORT     (a sink on 127.0.0.1:PORT until killed)
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,17 @@
 
 int main(int argc, char** argv) {
   namespace probes = zcal::probes;
+  if (argc == 3 && std::string(argv[1]) == "sink") {
+    probes::SinkOptions options;
+    options.port = static_cast<std::uint16_t>(std::atoi(argv[2]));
+    auto sink = probes::Sink::Start(options);
+    if (!sink) {
+      std::cerr << "fidelity_probe: " << sink.error().message << "\n";
+      return 1;
+    }
+    std::cout << probes::ToString((*sink)->endpoint()) << std::endl;
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   if (argc < 4) {
     std::cerr << "usage: fidelity_probe METHOD SIZE_BYTES SECONDS [--sink ADDR:PORT] "
                  "[--in-flight BYTES]\n";

@@ -101,6 +101,35 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
   return options;
 }
 
+// What was probed per requested method, baselines included: the analysis
+// lists only the zerocopy methods.
+nlohmann::json ProbesJson(const probes::CalibrationOptions& options,
+                          const std::vector<cal::Sample>& samples) {
+  nlohmann::json doc = nlohmann::json::object();
+  const std::vector<cal::Method> methods =
+      options.methods.empty()
+          ? std::vector<cal::Method>(cal::kAllMethods.begin(), cal::kAllMethods.end())
+          : options.methods;
+  for (cal::Method m : methods) {
+    std::uint64_t ok = 0, unsupported = 0, failed = 0;
+    std::string error;
+    for (const cal::Sample& s : samples) {
+      if (s.method != m) continue;
+      ok += s.ok() ? 1 : 0;
+      unsupported += s.status == cal::SampleStatus::kUnsupported ? 1 : 0;
+      failed += s.status == cal::SampleStatus::kFailed ? 1 : 0;
+      if (error.empty()) error = s.error;
+    }
+    doc[std::string(cal::MethodName(m))] = {
+        {"ok", ok},
+        {"unsupported", unsupported},
+        {"failed", failed},
+        {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)},
+    };
+  }
+  return doc;
+}
+
 std::string Known(const std::string& value) { return value.empty() ? "-" : value; }
 
 template <typename T>
@@ -206,6 +235,7 @@ int RunCalibrate(const CalibrateArgs& args) {
     doc["tolerance"] = options->decision.tolerance;
     doc["margin"] = options->decision.margin;
     doc["host"] = probes::ToJson(report->host);
+    doc["probes"] = ProbesJson(*options, report->samples);
     doc["timings"] = {
         {"duration_seconds", report->duration_seconds},
         {"budget_seconds", options->budget_seconds},

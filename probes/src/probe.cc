@@ -65,7 +65,12 @@ std::string MemlockLimitText() {
   return std::to_string(limit.rlim_cur / 1024) + " KiB";
 }
 
-std::uint32_t PoolBuffers(std::uint64_t size_bytes, std::uint64_t in_flight_bytes) {
+std::uint32_t PoolBuffers(Method method, std::uint64_t size_bytes,
+                          std::uint64_t in_flight_bytes) {
+  if (in_flight_bytes == 0) {
+    in_flight_bytes =
+        calibrator::IsZerocopy(method) ? kZerocopyInFlightBytes : kCopyingInFlightBytes;
+  }
   const std::uint64_t wanted = in_flight_bytes / std::max<std::uint64_t>(size_bytes, 1);
   return static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(wanted, kMinPoolBuffers, kMaxPoolBuffers));
@@ -83,8 +88,9 @@ Sample RunProbe(const ProbeOptions& options) {
     return Failed(sample, {Errc::kInvalidArgument,
                            where + ": message size must be 1 byte to 1 GiB"});
   }
-  auto pool = BufferPool::Allocate(PoolBuffers(options.size_bytes, options.in_flight_bytes),
-                                   options.size_bytes);
+  auto pool = BufferPool::Allocate(
+      PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes),
+      options.size_bytes);
   if (!pool) return Failed(sample, pool.error());
   auto fd = ConnectTcp(options.sink);
   if (!fd) return Failed(sample, fd.error());

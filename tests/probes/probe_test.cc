@@ -130,9 +130,11 @@ TEST(Probe, RejectsAZeroSize) {
 }
 
 TEST(PoolBuffers, KeepsTheInFlightBytesWithinBounds) {
-  EXPECT_EQ(PoolBuffers(1024, kDefaultInFlightBytes), kMaxPoolBuffers);
-  EXPECT_EQ(PoolBuffers(1024 * 1024, kDefaultInFlightBytes), kMinPoolBuffers);
-  EXPECT_EQ(PoolBuffers(64 * 1024, 2 * 1024 * 1024), 32u);
+  EXPECT_EQ(PoolBuffers(Method::kMsgZerocopy, 1024), kMaxPoolBuffers);
+  EXPECT_EQ(PoolBuffers(Method::kCopy, 1024 * 1024), kMinPoolBuffers);
+  EXPECT_EQ(PoolBuffers(Method::kUringSendZc, 64 * 1024), 32u);
+  EXPECT_EQ(PoolBuffers(Method::kUringSend, 64 * 1024), 16u);
+  EXPECT_EQ(PoolBuffers(Method::kUringSend, 64 * 1024, 4 * 64 * 1024), kMinPoolBuffers);
 }
 
 }  // namespace

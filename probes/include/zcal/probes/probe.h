@@ -13,11 +13,15 @@
 
 namespace zcal::probes {
 
-/// Bytes of message buffers a probe keeps in flight by default: enough that
-/// completions, not the pool, limit the rate, and small enough that the
-/// registered buffers of uring_send_zc_fixed fit the default 8 MiB
-/// locked-memory limit of an unprivileged user.
-inline constexpr std::uint64_t kDefaultInFlightBytes = 2 * 1024 * 1024;
+/// Bytes of message buffers a zerocopy probe keeps in flight by default:
+/// enough that completions, not the pool, limit the rate, and small enough
+/// that the pinned pages fit the default 8 MiB locked-memory limit of an
+/// unprivileged user.
+inline constexpr std::uint64_t kZerocopyInFlightBytes = 2 * 1024 * 1024;
+/// The same for the copying methods, whose buffers are free again as soon as
+/// the kernel copied them: 16 requests of 64 KiB, as batched io_uring
+/// senders keep.
+inline constexpr std::uint64_t kCopyingInFlightBytes = 1024 * 1024;
 
 /// Bounds on the number of buffers in the pool, whatever the message size.
 inline constexpr std::uint32_t kMinPoolBuffers = 8;
@@ -33,16 +37,18 @@ struct ProbeOptions {
   /// most ~1 s more) for the completions of what is in flight.
   std::chrono::nanoseconds duration = std::chrono::milliseconds(100);
   std::uint64_t max_bytes = 0;  ///< stop after this many bytes; 0 = no cap
-  std::uint64_t in_flight_bytes = kDefaultInFlightBytes;
+  /// Bytes of buffers in flight; 0 = the method's default (above).
+  std::uint64_t in_flight_bytes = 0;
   /// When set to true by another thread, the probe stops within ~1 s and
   /// returns kFailed with the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
   std::string root = "/";  ///< procfs root for host CPU time (/proc/stat)
 };
 
-/// Number of buffers of `size_bytes` a probe keeps in flight.
-std::uint32_t PoolBuffers(std::uint64_t size_bytes,
-                          std::uint64_t in_flight_bytes);
+/// Number of buffers of `size_bytes` a probe of `method` keeps in flight
+/// (`in_flight_bytes` 0 = the method's default), within the bounds above.
+std::uint32_t PoolBuffers(calibrator::Method method, std::uint64_t size_bytes,
+                          std::uint64_t in_flight_bytes = 0);
 
 /// Runs one probe. Never throws and never returns an error: a method that
 /// cannot run here yields status kUnsupported, a probe that ran and failed

@@ -1,0 +1,194 @@
+// `zcal calibrate` as a user runs it: the real binary, real probes on
+// loopback, files on disk.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+namespace zcal::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kZerocopyMethods[] = {"msg_zerocopy", "uring_send_zc",
+                                            "uring_send_zc_fixed"};
+
+class CalibrateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("zcal-calibrate-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static CommandResult Calibrate(std::vector<std::string> args) {
+    args.insert(args.begin(), {ZcalPath(), "calibrate"});
+    return RunCommand(args);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(CalibrateCli, DefaultLoopbackJsonHasAllFiveMethodsAndVerdictsWithReasons) {
+  const auto r = Calibrate({"--json"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  // Not a terminal: no progress line.
+  EXPECT_EQ(r.err, "");
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& methods = doc.at("paths").at("loopback").at("methods");
+  ASSERT_EQ(methods.size(), 3u) << r.out;
+  for (const char* name : kZerocopyMethods) {
+    const auto& m = methods.at(name);
+    EXPECT_EQ(m.at("verdict"), "never") << name;
+    const std::string reason = m.at("reason");
+    EXPECT_TRUE(reason == "kernel_copied" || reason == "unsupported") << name << ": " << reason;
+    EXPECT_FALSE(m.at("detail").get<std::string>().empty()) << name;
+    if (reason == "kernel_copied") {
+      ASSERT_FALSE(m.at("sizes").empty()) << name;
+      EXPECT_GE(m.at("sizes")[0].at("zerocopy").at("copied_fraction").get<double>(), 0.5)
+          << m.dump();
+    }
+  }
+  const auto& probes = doc.at("probes");
+  ASSERT_EQ(probes.size(), 5u) << probes.dump();
+  for (const char* name : {"copy", "msg_zerocopy", "uring_send", "uring_send_zc",
+                           "uring_send_zc_fixed"}) {
+    const auto& p = probes.at(name);
+    EXPECT_GT(p.at("ok").get<int>() + p.at("unsupported").get<int>(), 0) << name;
+  }
+  EXPECT_GT(probes.at("copy").at("ok").get<int>(), 0);
+  EXPECT_EQ(doc.at("host").at("interface").at("name"), "lo");
+  EXPECT_FALSE(doc.at("host").at("kernel_release").get<std::string>().empty());
+  EXPECT_EQ(doc.at("host").at("fingerprint").get<std::string>().size(), 16u);
+  const auto& timings = doc.at("timings");
+  EXPECT_LT(timings.at("duration_seconds").get<double>(), 10.0);
+  EXPECT_GT(timings.at("probes_run").get<int>(), 0);
+  EXPECT_EQ(timings.at("cancelled"), false);
+  EXPECT_EQ(doc.at("objective"), "efficiency");
+}
+
+TEST_F(CalibrateCli, TextOutputHasVerdictsSizeTableAndHostFacts) {
+  const auto r = Calibrate({"--min", "4K", "--max", "16K", "--budget", "3"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("path loopback"));
+  EXPECT_THAT(r.out, HasSubstr("msg_zerocopy vs copy:"));
+  EXPECT_THAT(r.out, HasSubstr("zc MB/s"));
+  EXPECT_THAT(r.out, HasSubstr("host (fingerprint "));
+  EXPECT_THAT(r.out, HasSubstr("interface    lo:"));
+  EXPECT_THAT(r.out, HasSubstr(" s of a 3 s budget"));
+}
+
+TEST_F(CalibrateCli, SamplesOutIsTheCsvThatAnalyzeReadsToTheSameVerdicts) {
+  const std::string csv = (dir_ / "samples.csv").string();
+  const auto r = Calibrate({"--json", "--min", "4K", "--max", "16K", "--budget", "3",
+                            "--samples-out", csv});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  for (const char* column : {"method", "size", "mb_per_s", "cpu_pct", "path", "bytes",
+                             "wall_ns", "cpu_ns", "zc_completions", "zc_copied", "status"}) {
+    EXPECT_THAT(header, HasSubstr(column));
+  }
+  const auto again = RunCommand({ZcalPath(), "analyze", "--json", csv});
+  ASSERT_EQ(again.exit_status, 0) << again.err;
+  const auto live = nlohmann::json::parse(r.out).at("paths");
+  const auto offline = nlohmann::json::parse(again.out).at("paths");
+  for (const char* name : kZerocopyMethods) {
+    EXPECT_EQ(live.at("loopback").at("methods").at(name).at("verdict"),
+              offline.at("loopback").at("methods").at(name).at("verdict"));
+    EXPECT_EQ(live.at("loopback").at("methods").at(name).at("reason"),
+              offline.at("loopback").at("methods").at(name).at("reason"));
+  }
+}
+
+TEST_F(CalibrateCli, MethodsSelectsWhatIsProbed) {
+  const auto r = Calibrate({"--json", "--methods", "copy,msg_zerocopy", "--max", "8K",
+                            "--budget", "2"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("probes").size(), 2u);
+  const auto& methods = doc.at("paths").at("loopback").at("methods");
+  EXPECT_EQ(methods.size(), 1u);
+  EXPECT_EQ(methods.at("msg_zerocopy").at("reason"), "kernel_copied");
+}
+
+TEST_F(CalibrateCli, BadArgumentsExitTwoWithAMessageNamingThem) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--methods", "copy,bogus"}, "unknown method \"bogus\""},
+      {{"--min", "12X"}, "--min \"12X\""},
+      {{"--min", "0"}, "min_size"},
+      {{"--min", "64K", "--max", "4K"}, "max_size"},
+      {{"--path", "nowhere"}, "path"},
+      {{"--budget", "0"}, "--budget"},
+      {{"--objective", "speed"}, "--objective"},
+      {{"--max-rate", "fast"}, "--max-rate"},
+      {{"--samples-out", "/nonexistent-dir/x.csv"}, "/nonexistent-dir/x.csv"},
+      {{"--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = Calibrate(args);
+    EXPECT_EQ(r.exit_status, 2) << args[0] << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(message)) << args[0];
+    EXPECT_EQ(r.out, "") << args[0];
+  }
+}
+
+TEST_F(CalibrateCli, ExitsThreeWhenNoProbeCanRun) {
+  // A port nothing listens on: every probe is refused.
+  const auto r = Calibrate({"--path", "127.0.0.1:1", "--budget", "2"});
+  EXPECT_EQ(r.exit_status, 3) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no probe could run on path 127.0.0.1:1"));
+  EXPECT_THAT(r.err, HasSubstr("ECONNREFUSED"));
+}
+
+// Runs zcal with its stdin, stdout and stderr on a pseudo-terminal.
+std::pair<int, std::string> RunOnTerminal(const std::vector<std::string>& args) {
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(master, buffer, sizeof buffer);
+    if (n <= 0) break;  // EIO once the child closed the terminal
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(master);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+TEST_F(CalibrateCli, ShowsProgressOnlyOnATerminal) {
+  const std::vector<std::string> args = {ZcalPath(), "calibrate", "--methods", "copy",
+                                         "--max", "8K", "--budget", "1"};
+  const auto [status, text] = RunOnTerminal(args);
+  if (status == -1) GTEST_SKIP() << "no pseudo-terminal here";
+  EXPECT_EQ(status, 0) << text;
+  EXPECT_THAT(text, HasSubstr("calibrating: probe 1 of ~"));
+  EXPECT_THAT(text, HasSubstr("copy at 1024 bytes"));
+  const auto piped = RunCommand(args);
+  EXPECT_EQ(piped.exit_status, 0);
+  EXPECT_THAT(piped.err + piped.out, Not(HasSubstr("calibrating: probe")));
+}
+
+}  // namespace
+}  // namespace zcal::testing
