@@ -8,12 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
-#include <map>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -106,8 +108,11 @@ Result<gid_t> ResolveGroup(const std::string& group) {
   return found->gr_gid;
 }
 
-// Encodes one entry; `where` names it in messages ("entry 3").
-Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& where) {
+// Encodes entry `index` of segment `name`.
+Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
+                              std::size_t index) {
+  // Built only on failure: publishing is on the agent's hot path in tests.
+  auto where = [&] { return "segment " + name + ": entry " + std::to_string(index); };
   zcal_shm_entry out{};
   out.scope = static_cast<std::uint8_t>(in.scope);
   out.method = static_cast<std::uint8_t>(in.method);
@@ -126,12 +131,12 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& where
         max_prefix = 128;
       } else {
         return Fail(Errc::kInvalidArgument,
-                    where + ": peer address \"" + in.address +
+                    where() + ": peer address \"" + in.address +
                         "\" is not a numeric IPv4 or IPv6 address");
       }
       if (in.prefix_len > max_prefix) {
         return Fail(Errc::kInvalidArgument,
-                    where + ": prefix length " + std::to_string(in.prefix_len) +
+                    where() + ": prefix length " + std::to_string(in.prefix_len) +
                         " exceeds " + std::to_string(max_prefix) + " for " +
                         in.address);
       }
@@ -144,7 +149,7 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& where
     case ScopeKind::kInterface:
       if (in.interface.empty() || in.interface.size() >= ZCAL_IFNAME_SIZE) {
         return Fail(Errc::kInvalidArgument,
-                    where + ": interface name \"" + in.interface +
+                    where() + ": interface name \"" + in.interface +
                         "\" must be 1 to 15 bytes");
       }
       std::memcpy(out.interface, in.interface.data(), in.interface.size());
@@ -155,7 +160,7 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& where
   }
   if (in.verdict == Verdict::kThreshold && !in.threshold_bytes) {
     return Fail(Errc::kInvalidArgument,
-                where + ": verdict threshold without threshold_bytes");
+                where() + ": verdict threshold without threshold_bytes");
   }
   if (in.threshold_bytes) {
     out.entry_flags |= ZCAL_ENTRY_HAS_THRESHOLD;
@@ -166,7 +171,7 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& where
     const double c = *in.confidence;
     if (!(c >= 0.0 && c <= 1.0)) {
       return Fail(Errc::kInvalidArgument,
-                  where + ": confidence " + std::to_string(c) +
+                  where() + ": confidence " + std::to_string(c) +
                       " is outside [0,1]");
     }
     out.confidence_ppm = static_cast<std::uint32_t>(std::lround(c * 1e6));
@@ -174,13 +179,22 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& where
   return out;
 }
 
-// What makes two entries the same for a reader.
-using EntryKey = std::tuple<std::uint8_t, std::uint8_t, std::uint8_t,
-                            std::uint8_t, std::string, std::string>;
-EntryKey KeyOf(const zcal_shm_entry& e) {
-  return {e.scope, e.method, e.family, e.prefix_len,
-          std::string(reinterpret_cast<const char*>(e.address), sizeof e.address),
-          std::string(e.interface, strnlen(e.interface, sizeof e.interface))};
+// What makes two entries the same for a reader: every byte before the
+// threshold (scope, method, family, prefix, address, interface), with the
+// verdict, reason and flags masked out.
+struct EntryKey {
+  std::array<std::uint8_t, offsetof(zcal_shm_entry, threshold_bytes)> bytes;
+  std::size_t index;
+};
+EntryKey KeyOf(const zcal_shm_entry& e, std::size_t index) {
+  EntryKey key{};
+  std::memcpy(key.bytes.data(), &e, key.bytes.size());
+  key.bytes[offsetof(zcal_shm_entry, verdict)] = 0;
+  key.bytes[offsetof(zcal_shm_entry, reason)] = 0;
+  key.bytes[offsetof(zcal_shm_entry, entry_flags)] = 0;
+  key.bytes[offsetof(zcal_shm_entry, entry_flags) + 1] = 0;
+  key.index = index;
+  return key;
 }
 
 // Marks a segment this agent's user owns as replaced, so that its readers
@@ -388,21 +402,34 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
   }
   std::vector<zcal_shm_entry> encoded;
   encoded.reserve(entries.size());
-  std::map<EntryKey, std::size_t> seen;
+  std::vector<EntryKey> keys;
+  keys.reserve(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    auto entry = Encode(entries[i], "segment " + name_ + ": entry " + std::to_string(i));
+    auto entry = Encode(entries[i], name_, i);
     if (!entry) return tl::unexpected(entry.error());
-    auto [it, inserted] = seen.emplace(KeyOf(*entry), i);
-    if (!inserted) {
+    encoded.push_back(*entry);
+    keys.push_back(KeyOf(*entry, i));
+  }
+  std::sort(keys.begin(), keys.end(), [](const EntryKey& a, const EntryKey& b) {
+    return std::tie(a.bytes, a.index) < std::tie(b.bytes, b.index);
+  });
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i].bytes == keys[i - 1].bytes) {
       return Fail(Errc::kInvalidArgument,
-                  "segment " + name_ + ": entries " + std::to_string(it->second) +
-                      " and " + std::to_string(i) +
+                  "segment " + name_ + ": entries " + std::to_string(keys[i - 1].index) +
+                      " and " + std::to_string(keys[i].index) +
                       " have the same scope and method; publish one of them");
     }
-    encoded.push_back(*entry);
   }
 
   auto* hdr = static_cast<zcal_shm_header*>(base_);
+  if (__atomic_load_n(&hdr->flags, __ATOMIC_ACQUIRE) & ZCAL_FLAG_RETIRED) {
+    return Fail(Errc::kBusy,
+                "segment " + name_ +
+                    " was replaced by another agent's segment: this agent's "
+                    "publications no longer reach readers. Run one agent per "
+                    "segment name");
+  }
   auto* slots = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base_) +
                                                  sizeof(zcal_shm_header));
   const std::uint64_t now = NowNs();

@@ -7,6 +7,10 @@
 
 #include "zcal/zcal.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZCAL_NAME_MAX 251 /* "/" + 250 bytes + NUL */
 #define ZCAL_METHOD_CODES 256
 
@@ -66,7 +70,12 @@ struct zcal_handle {
 
   uint64_t last_recheck_ns;
 
-  /* Index over `entries`, rebuilt with every copy. */
+  /* Index over `entries`, rebuilt with every copy. Only the methods the
+   * last table used are reset, so that a rebuild costs O(count). */
+  int index_ready;
+  uint32_t touched_count;
+  uint8_t touched[ZCAL_METHOD_CODES];
+  uint8_t is_touched[ZCAL_METHOD_CODES];
   int32_t default_entry[ZCAL_METHOD_CODES];
   int32_t loopback_entry[ZCAL_METHOD_CODES];
   uint64_t v4_prefixes[ZCAL_METHOD_CODES];    /* bit L: a /L peer entry */
@@ -98,5 +107,9 @@ void zcal_internal_mask(uint64_t *hi, uint64_t *lo, unsigned prefix_len);
 /* names.c */
 void zcal_internal_set_detail(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* ZCAL_CLIENT_HANDLE_H */

@@ -1,6 +1,7 @@
 /* Keys, the index over the table copy, and lookups. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -9,9 +10,15 @@
 #include "handle.h"
 
 static uint64_t load_be64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return be64toh(v);
+}
+
+static uint32_t load_be32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return be32toh(v);
 }
 
 void zcal_internal_split(const uint8_t address[16], uint64_t *hi,
@@ -73,17 +80,30 @@ static void insert_peer(zcal_handle *h, uint32_t index,
                                                      << (e->prefix_len % 64);
 }
 
+static void reset_method(zcal_handle *h, uint8_t m) {
+  h->default_entry[m] = -1;
+  h->loopback_entry[m] = -1;
+  h->v4_prefixes[m] = 0;
+  memset(h->v6_prefixes[m], 0, sizeof h->v6_prefixes[m]);
+  h->is_touched[m] = 0;
+}
+
 void zcal_internal_build_index(zcal_handle *h) {
-  for (int m = 0; m < ZCAL_METHOD_CODES; ++m) {
-    h->default_entry[m] = -1;
-    h->loopback_entry[m] = -1;
+  if (!h->index_ready) {
+    for (int m = 0; m < ZCAL_METHOD_CODES; ++m) reset_method(h, (uint8_t)m);
+    h->index_ready = 1;
+  } else {
+    for (uint32_t i = 0; i < h->touched_count; ++i) reset_method(h, h->touched[i]);
   }
-  memset(h->v4_prefixes, 0, sizeof h->v4_prefixes);
-  memset(h->v6_prefixes, 0, sizeof h->v6_prefixes);
+  h->touched_count = 0;
   memset(h->slots, 0, ((size_t)h->slot_mask + 1) * sizeof *h->slots);
   h->interface_count = 0;
   for (uint32_t i = 0; i < h->count; ++i) {
     const struct zcal_shm_entry *e = &h->entries[i];
+    if (!h->is_touched[e->method]) {
+      h->is_touched[e->method] = 1;
+      h->touched[h->touched_count++] = e->method;
+    }
     switch (e->scope) {
       case ZCAL_SCOPE_HOST_DEFAULT:
         if (h->default_entry[e->method] < 0) h->default_entry[e->method] = (int32_t)i;
@@ -108,13 +128,8 @@ void zcal_internal_build_index(zcal_handle *h) {
 }
 
 static int find_peer(const zcal_handle *h, const struct zcal_key *key,
-                     uint8_t method, uint64_t bits, unsigned base) {
-  uint64_t key_hi, key_lo;
-  zcal_internal_split(key->address, &key_hi, &key_lo);
-  if (key->family == ZCAL_FAMILY_IPV4) {
-    key_hi &= ~UINT64_C(0) << 32;
-    key_lo = 0;
-  }
+                     uint64_t key_hi, uint64_t key_lo, uint8_t method,
+                     uint64_t bits, unsigned base) {
   while (bits) {
     unsigned bit = 63u - (unsigned)__builtin_clzll(bits);
     bits &= ~(UINT64_C(1) << bit);
@@ -150,11 +165,18 @@ static int find_entry(const zcal_handle *h, const struct zcal_key *key,
                       uint8_t method, uint8_t *scope) {
   int found = -1;
   if (key->family == ZCAL_FAMILY_IPV4) {
-    found = find_peer(h, key, method, h->v4_prefixes[method], 0);
+    if (h->v4_prefixes[method]) {
+      uint64_t hi = (uint64_t)load_be32(key->address) << 32;
+      found = find_peer(h, key, hi, 0, method, h->v4_prefixes[method], 0);
+    }
   } else if (key->family == ZCAL_FAMILY_IPV6) {
-    for (int word = 2; word >= 0 && found < 0; --word)
-      found = find_peer(h, key, method, h->v6_prefixes[method][word],
-                        (unsigned)word * 64u);
+    const uint64_t *bits = h->v6_prefixes[method];
+    if (bits[0] | bits[1] | bits[2]) {
+      uint64_t hi, lo;
+      zcal_internal_split(key->address, &hi, &lo);
+      for (int word = 2; word >= 0 && found < 0; --word)
+        found = find_peer(h, key, hi, lo, method, bits[word], (unsigned)word * 64u);
+    }
   }
   if (found >= 0) {
     *scope = ZCAL_SCOPE_PEER;

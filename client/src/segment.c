@@ -33,7 +33,10 @@ static void cpu_relax(unsigned attempt) {
 
 uint64_t zcal_internal_now_ns(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  /* Ages are judged in seconds; the coarse clock (a tick, 1-4 ms) costs a
+   * fraction of CLOCK_REALTIME on the lookup path (measured 20 vs 90 ns in
+   * a KVM guest). */
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
   return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 

@@ -225,6 +225,7 @@ struct zcal_result {
   uint64_t measured_at_ns;   /**< CLOCK_REALTIME of the measurement */
   uint64_t age_ns;           /**< now - measured_at_ns (0 if in the future) */
   uint64_t heartbeat_age_ns; /**< now - last heartbeat: is the agent alive */
+                             /* (ages use CLOCK_REALTIME_COARSE: +-4 ms) */
   uint64_t fingerprint;
   uint32_t confidence_ppm;   /**< or ZCAL_CONFIDENCE_UNKNOWN */
   uint8_t verdict;           /**< ZCAL_VERDICT_* */

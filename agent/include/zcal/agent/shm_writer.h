@@ -64,7 +64,8 @@ class ShmWriter {
   /// with Errc::kInvalidArgument (table unchanged) for more entries than
   /// the capacity, an unparsable address, a prefix or interface name out
   /// of range, a threshold verdict without bytes, a confidence outside
-  /// [0,1], or two entries with the same scope and method.
+  /// [0,1], or two entries with the same scope and method; with
+  /// Errc::kBusy once another writer replaced (retired) this segment.
   Result<void> Publish(std::span<const PublishedEntry> entries, bool stale);
 
   /// Refreshes the heartbeat only (readers use it to tell a live agent).

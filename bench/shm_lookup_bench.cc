@@ -1,0 +1,221 @@
+// Cost of the client's lookups while a writer publishes from another
+// thread, beside one getsockopt(2) for scale. Targets on the reference
+// machine: cached decision <= 10 ns, full lookup among 256 entries
+// <= 100 ns (median). Prints the medians and their ratios.
+//
+//   shm_lookup_bench [--benchmark_* options]
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "zcal/agent/shm_writer.h"
+#include "zcal/zcal.h"
+
+namespace {
+
+using zcal::agent::PublishedEntry;
+using zcal::agent::ScopeKind;
+namespace cal = zcal::calibrator;
+
+constexpr std::uint32_t kEntries = 256;
+// The agent publishes once per calibration (minutes) and heartbeats about
+// once a second; the writer here publishes every millisecond and
+// heartbeats every 100 us, so that lookups pay for fresh copies too.
+constexpr auto kPublishEvery = std::chrono::milliseconds(1);
+constexpr auto kHeartbeatEvery = std::chrono::microseconds(100);
+
+zcal_handle* g_handle = nullptr;
+std::vector<zcal_key> g_keys;
+
+std::vector<PublishedEntry> Table(std::uint64_t round) {
+  std::vector<PublishedEntry> table;
+  auto add = [&](ScopeKind scope, cal::Method method, std::uint64_t threshold) -> PublishedEntry& {
+    PublishedEntry e;
+    e.scope = scope;
+    e.method = method;
+    e.verdict = cal::Verdict::kThreshold;
+    e.threshold_bytes = threshold + round % 7;
+    e.confidence = 0.9;
+    table.push_back(e);
+    return table.back();
+  };
+  const cal::Method methods[] = {cal::Method::kMsgZerocopy, cal::Method::kUringSendZc};
+  for (cal::Method m : methods) {
+    add(ScopeKind::kHostDefault, m, 16384);
+    add(ScopeKind::kLoopback, m, 1u << 30);
+    add(ScopeKind::kInterface, m, 12288).interface = "eth0";
+  }
+  // Peers: /16, /24 and /32 networks (IPv4) and /48, /64 (IPv6).
+  for (std::uint32_t i = 0; table.size() < kEntries; ++i) {
+    const cal::Method m = methods[i % 2];
+    PublishedEntry& e = add(ScopeKind::kPeer, m, 4096 + i);
+    switch (i % 5) {
+      case 0: e.address = "10." + std::to_string(i / 5 % 250) + ".0.0"; e.prefix_len = 16; break;
+      case 1: e.address = "10.200." + std::to_string(i / 5 % 250) + ".0"; e.prefix_len = 24; break;
+      case 2: e.address = "10.201.0." + std::to_string(i / 5 % 250); e.prefix_len = 32; break;
+      case 3: e.address = "2001:db8:" + std::to_string(i / 5 % 250) + "::"; e.prefix_len = 48; break;
+      default: e.address = "2001:db9:0:" + std::to_string(i / 5 % 250) + "::"; e.prefix_len = 64; break;
+    }
+  }
+  return table;
+}
+
+// Cached per-connection result, revalidated by the generation only.
+void BM_CachedDecision(benchmark::State& state) {
+  zcal_result cached{};
+  zcal_lookup(g_handle, &g_keys[0], ZCAL_METHOD_MSG_ZEROCOPY, &cached);
+  std::uint64_t size = 1000, lookups = 0;
+  for (auto _ : state) {
+    if (zcal_generation(g_handle) != cached.generation) {
+      zcal_lookup(g_handle, &g_keys[0], ZCAL_METHOD_MSG_ZEROCOPY, &cached);
+      ++lookups;
+    }
+    benchmark::DoNotOptimize(zcal_result_should_zerocopy(&cached, size, 0));
+    size += 4096;
+  }
+  state.counters["relookups"] = static_cast<double>(lookups);
+}
+
+// Full lookup: longest-prefix match among 256 entries, cycling over keys
+// that hit /32, /24, /16, IPv6 /48 and /64 peers, and miss to the default.
+void BM_FullLookup(benchmark::State& state) {
+  std::size_t i = 0;
+  zcal_result r;
+  for (auto _ : state) {
+    const zcal_key& key = g_keys[i++ % g_keys.size()];
+    benchmark::DoNotOptimize(zcal_lookup(g_handle, &key, ZCAL_METHOD_MSG_ZEROCOPY, &r));
+  }
+}
+
+void BM_ShouldZerocopy(benchmark::State& state) {
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const zcal_key& key = g_keys[i++ % g_keys.size()];
+    benchmark::DoNotOptimize(zcal_should_zerocopy(g_handle, &key, ZCAL_METHOD_MSG_ZEROCOPY,
+                                                  65536, 5000000000u, 0));
+  }
+}
+
+void BM_Getsockopt(benchmark::State& state) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int value = 0;
+  socklen_t len = sizeof value;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, &len));
+  }
+  close(fd);
+}
+
+BENCHMARK(BM_CachedDecision);
+BENCHMARK(BM_FullLookup);
+BENCHMARK(BM_ShouldZerocopy);
+BENCHMARK(BM_Getsockopt);
+
+// Keeps the median of every benchmark, in ns.
+class MedianReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.aggregate_name == "median")
+        medians_[run.run_name.function_name] = run.GetAdjustedRealTime();
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  double median(const std::string& name) const {
+    auto it = medians_.find(name);
+    return it == medians_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> medians_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  std::string reps = "--benchmark_repetitions=9";
+  std::string aggregates = "--benchmark_report_aggregates_only=true";
+  bool has_reps = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).rfind("--benchmark_repetitions", 0) == 0) has_reps = true;
+  if (!has_reps) {
+    args.push_back(reps.data());
+    args.push_back(aggregates.data());
+  }
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+
+  const std::string name = "/zcal-bench-" + std::to_string(getpid());
+  zcal::agent::ShmWriterOptions options;
+  options.name = name;
+  options.capacity = kEntries;
+  auto writer = zcal::agent::ShmWriter::Create(options);
+  if (!writer) {
+    std::fprintf(stderr, "shm_lookup_bench: %s\n", writer.error().message.c_str());
+    return 1;
+  }
+  if (auto ok = (*writer)->Publish(Table(0), false); !ok) {
+    std::fprintf(stderr, "shm_lookup_bench: %s\n", ok.error().message.c_str());
+    return 1;
+  }
+  if (zcal_open(name.c_str(), &g_handle) != 0) {
+    std::fprintf(stderr, "shm_lookup_bench: %s\n", zcal_error_detail());
+    return 1;
+  }
+  for (const char* address : {"10.201.0.7", "10.200.9.1", "10.3.4.5", "2001:db8:4::1",
+                              "2001:db9:0:8::1", "192.0.2.1"}) {
+    zcal_key key;
+    zcal_key_from_string(address, nullptr, &key);
+    g_keys.push_back(key);
+  }
+
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> publishes{0};
+  std::thread publisher([&] {
+    auto next_publish = std::chrono::steady_clock::now();
+    for (std::uint64_t round = 1; !stop.load(); ++round) {
+      std::this_thread::sleep_for(kHeartbeatEvery);
+      (*writer)->Heartbeat();
+      if (std::chrono::steady_clock::now() >= next_publish) {
+        (void)(*writer)->Publish(Table(round), false);
+        publishes.fetch_add(1);
+        next_publish += kPublishEvery;
+      }
+    }
+  });
+
+  MedianReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  stop = true;
+  publisher.join();
+  zcal_close(g_handle);
+  shm_unlink(name.c_str());
+
+  const double cached = reporter.median("BM_CachedDecision");
+  const double full = reporter.median("BM_FullLookup");
+  const double should = reporter.median("BM_ShouldZerocopy");
+  const double syscall = reporter.median("BM_Getsockopt");
+  std::printf("\nmedians (writer published %llu times meanwhile, 256 entries):\n",
+              static_cast<unsigned long long>(publishes.load()));
+  std::printf("  cached decision   %7.2f ns  (target <= 10 ns)\n", cached);
+  std::printf("  full lookup       %7.2f ns  (target <= 100 ns)\n", full);
+  std::printf("  should_zerocopy   %7.2f ns\n", should);
+  std::printf("  getsockopt(2)     %7.2f ns\n", syscall);
+  if (cached > 0 && full > 0) {
+    std::printf("  getsockopt / cached decision = %.1f\n", syscall / cached);
+    std::printf("  getsockopt / full lookup     = %.1f\n", syscall / full);
+  }
+  return 0;
+}

@@ -1,0 +1,133 @@
+// `zcal show`, run as a user would: the table, the JSON, and exit status 1
+// with a clear message when there is no usable segment.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "shm_test_util.h"
+
+namespace {
+
+using zcal::agent::PublishedEntry;
+using zcal::agent::ScopeKind;
+using zcal::test::Entry;
+using zcal::test::MakeWriter;
+using zcal::test::PeerEntry;
+using zcal::test::Run;
+using zcal::test::ScopedName;
+using zcal::test::SegmentImage;
+
+class ZcalShow : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* path = std::getenv("ZCAL_BINARY");
+    if (path == nullptr) GTEST_SKIP() << "ZCAL_BINARY is not set (run through meson test)";
+    binary_ = path;
+  }
+  zcal::test::ProcessResult Show(std::vector<std::string> args,
+                                 std::vector<std::string> env = {}) {
+    args.insert(args.begin(), {binary_, "show"});
+    return zcal::test::Run(args, env);
+  }
+  std::string binary_;
+};
+
+std::vector<PublishedEntry> SampleTable() {
+  PublishedEntry eth = Entry(ScopeKind::kInterface, 32768);
+  eth.interface = "eth0";
+  eth.confidence = 0.5;
+  PublishedEntry never = Entry(ScopeKind::kLoopback, 0);
+  never.verdict = zcal::calibrator::Verdict::kNever;
+  never.threshold_bytes.reset();
+  never.reason = zcal::calibrator::Reason::kKernelCopied;
+  PublishedEntry peer = PeerEntry("10.1.0.0", 16, 16384);
+  peer.fingerprint = 0xabcdef;
+  return {peer, PeerEntry("2001:db8::", 32, 65536), eth, never,
+          Entry(ScopeKind::kHostDefault, 12288, zcal::calibrator::Method::kUringSendZc)};
+}
+
+TEST_F(ZcalShow, MissingSegmentExitsOneWithAHint) {
+  ScopedName name("show-missing");
+  auto r = Show({"--segment", name.str()});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("no segment " + name.str()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("zcal agent"), std::string::npos) << r.err;
+}
+
+TEST_F(ZcalShow, IncompatibleSegmentExitsOne) {
+  ScopedName name("show-future");
+  SegmentImage image(2);
+  image.header().abi_major = 2;
+  image.WriteTo(name);
+  auto r = Show({"--segment", name.str()});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("ABI major version 2"), std::string::npos) << r.err;
+}
+
+TEST_F(ZcalShow, CorruptSegmentExitsOne) {
+  ScopedName name("show-corrupt");
+  std::vector<char> junk(4096, '\x5a');
+  SegmentImage::WriteBytes(name, junk.data(), junk.size());
+  auto r = Show({"--segment", name.str(), "--json"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("not a zcal segment"), std::string::npos) << r.err;
+}
+
+TEST_F(ZcalShow, InvalidNameIsAUsageError) {
+  auto r = Show({"--segment", "no-slash"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("is invalid"), std::string::npos) << r.err;
+}
+
+TEST_F(ZcalShow, PrintsHeaderAndEveryEntry) {
+  ScopedName name("show-table");
+  auto writer = MakeWriter(name, 8);
+  ASSERT_TRUE(writer->Publish(SampleTable(), true));
+  auto r = Show({}, {"ZCAL_SEGMENT=" + name.str()});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  for (const char* expected :
+       {"stale       yes", "entries     5 of 8", "ABI 1.0", "SCOPE", "peer 10.1.0.0/16",
+        "peer 2001:db8::/32", "interface eth0", "loopback", "host_default",
+        "kernel_copied", "uring_send_zc", "16384", "0.50", "unknown", "0x0000000000abcdef",
+        "s ago"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
+  }
+}
+
+TEST_F(ZcalShow, PrintsJson) {
+  ScopedName name("show-json");
+  auto writer = MakeWriter(name, 8);
+  ASSERT_TRUE(writer->Publish(SampleTable(), false));
+  auto r = Show({"--segment", name.str(), "--json"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["segment"], name.str());
+  EXPECT_EQ(doc["abi"]["major"], 1);
+  EXPECT_EQ(doc["capacity"], 8);
+  EXPECT_EQ(doc["count"], 5);
+  EXPECT_EQ(doc["stale"], false);
+  EXPECT_EQ(doc["generation"], writer->generation());
+  EXPECT_GE(doc["heartbeat_age_seconds"].get<double>(), 0.0);
+  const auto& entries = doc["entries"];
+  ASSERT_EQ(entries.size(), 5u);
+  EXPECT_EQ(entries[0]["scope"], "peer");
+  EXPECT_EQ(entries[0]["address"], "10.1.0.0");
+  EXPECT_EQ(entries[0]["prefix_len"], 16);
+  EXPECT_EQ(entries[0]["threshold_bytes"], 16384);
+  EXPECT_TRUE(entries[0]["confidence"].is_null());
+  EXPECT_TRUE(entries[0]["reason"].is_null());
+  EXPECT_EQ(entries[0]["fingerprint"], "0x0000000000abcdef");
+  EXPECT_EQ(entries[2]["interface"], "eth0");
+  EXPECT_DOUBLE_EQ(entries[2]["confidence"].get<double>(), 0.5);
+  EXPECT_EQ(entries[3]["verdict"], "never");
+  EXPECT_TRUE(entries[3]["threshold_bytes"].is_null());
+  EXPECT_EQ(entries[3]["reason"], "kernel_copied");
+  EXPECT_EQ(entries[4]["method"], "uring_send_zc");
+  EXPECT_GE(entries[4]["age_seconds"].get<double>(), 0.0);
+}
+
+}  // namespace
