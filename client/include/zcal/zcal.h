@@ -24,8 +24,9 @@
  *   -EINVAL   a bad argument (NULL pointer, malformed name or address)
  *   -ENOMEM   out of memory
  *   -ENODATA  (lookups) no entry matches the key and method
- * After a failing zcal_open, zcal_refresh, zcal_lookup or zcal_lookup_fd,
- * zcal_error_detail() gives a sentence saying what was wrong, for people.
+ * After a failing zcal_open, zcal_refresh, zcal_lookup or zcal_lookup_fd
+ * (other than -ENODATA, which is common and cheap), zcal_error_detail()
+ * gives a sentence saying what was wrong, for people.
  */
 #ifndef ZCAL_ZCAL_H
 #define ZCAL_ZCAL_H
