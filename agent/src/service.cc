@@ -59,6 +59,13 @@ void LogLines(spdlog::level::level_enum level, const std::string& text) {
   while (std::getline(lines, line)) spdlog::log(level, "{}", line);
 }
 
+// Servers left running for the process exit (see FinishStop); never
+// destroyed, and reachable from here.
+std::vector<std::unique_ptr<MetricsServer>>& ServersLeftToExit() {
+  static auto* servers = new std::vector<std::unique_ptr<MetricsServer>>();
+  return *servers;
+}
+
 struct PathReport {
   std::string path;
   Result<probes::CalibrationReport> report;
@@ -510,8 +517,10 @@ void Service::Impl::OnCalibrationDone(Outcome outcome) {
     spdlog::warn("calibration failed; still serving what was published "
                  "before; retrying in {}",
                  FormatDuration(config_.schedule.retry_after_failure));
-    ScheduleNext(config_.schedule.retry_after_failure,
-                 CalibrationTrigger::kRetry);
+    if (!stopping_) {
+      ScheduleNext(config_.schedule.retry_after_failure,
+                   CalibrationTrigger::kRetry);
+    }
   } else {
     metrics_->RecordCalibration(CalibrationResult::kSuccess,
                                 outcome.duration_seconds, now_ns);
@@ -527,7 +536,13 @@ void Service::Impl::OnCalibrationDone(Outcome outcome) {
       metrics_->RecordStateError("save");
     }
     spdlog::info("calibration finished in {:.1f} s", outcome.duration_seconds);
-    ScheduleRegular();
+    if (!stopping_) ScheduleRegular();
+  }
+  // A stop requested after the worker had finished probing: its results
+  // were kept above, now finish the stop.
+  if (stopping_) {
+    FinishStop();
+    return;
   }
   if (rerun_) {
     rerun_ = false;
@@ -696,8 +711,9 @@ void Service::Impl::FinishStop() {
   stop_timer_.cancel();
   signals_.cancel();
   // civetweb takes 1.5 s to stop its threads; the process is about to exit
-  // and takes them along, so the server is left to the exit.
-  [[maybe_unused]] MetricsServer* leaked = metrics_server_.release();
+  // and takes them along, so the server is left to the exit. A global keeps
+  // it reachable, which is what it is (LeakSanitizer agrees).
+  if (metrics_server_) ServersLeftToExit().push_back(std::move(metrics_server_));
   spdlog::info("stopped; segment {} keeps its last table and heartbeat",
                config_.segment.name);
   io_.stop();
