@@ -297,7 +297,7 @@ Command AddCalibrateCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("--json", args->json,
                 "Print one JSON object: the `zcal analyze --json` document plus "
-                "\"host\" and \"timings\"");
+                "\"host\", \"probes\" (per method) and \"timings\"");
   app->add_option("--samples-out", args->samples_out,
                   "Write the raw samples as CSV (what `zcal analyze` reads)");
   app->add_option("--root", args->root,
