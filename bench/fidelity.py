@@ -72,7 +72,11 @@ class Runner:
         doc = run_json(["iperf3", "-c", "127.0.0.1", "-p", str(self.iperf_port), "-l", "64K",
                         "-t", str(self.seconds), "-J"], timeout=self.seconds + 30)
         sent = doc["end"]["sum_sent"]
-        return {"mb_per_s": sent["bits_per_second"] / 8e6, "cpu_ns_per_byte": None}
+        # The sending process's user + system time, in percent of the run.
+        cpu_pct = doc["end"]["cpu_utilization_percent"]["host_total"]
+        cpu_ns = cpu_pct / 100 * sent["seconds"] * 1e9
+        return {"mb_per_s": sent["bits_per_second"] / 8e6,
+                "cpu_ns_per_byte": cpu_ns / sent["bytes"] if sent["bytes"] else None}
 
     def probe_run(self, method, size):
         doc = run_json([self.probe, method, str(size), str(self.seconds),
@@ -130,6 +134,8 @@ def main():
     print(f"  copy probe 64K        {median('copy@64K'):9.1f} MB/s")
     print(f"  ref batched uring 64K {median('ref_uring_send@64K'):9.1f} MB/s")
     print(f"  uring_send probe 64K  {median('uring_send@64K'):9.1f} MB/s")
+    print(f"  CPU per byte, copy probe / iperf3 sender: "
+          f"{ratio('copy@64K', 'iperf3', 'cpu_ns_per_byte'):.3f}")
     checks = [
         ("copy / iperf3", ratio("copy@64K", "iperf3"), 0.95),
         ("uring_send / iperf3", ratio("uring_send@64K", "iperf3"), 1.6),
