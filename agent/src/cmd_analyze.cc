@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands.h"
+#include "decision_args.h"
 #include "report_text.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
@@ -21,9 +22,7 @@ namespace {
 namespace cal = zcal::calibrator;
 
 struct AnalyzeArgs {
-  std::string objective = "efficiency";
-  double tolerance_pct = 2;
-  double margin_pct = 3;
+  DecisionArgs decision;
   bool json = false;
   std::string file;
 };
@@ -60,10 +59,7 @@ Result<std::string> ReadInput(const std::string& file) {
 }
 
 int RunAnalyze(const AnalyzeArgs& args) {
-  cal::DecisionOptions options;
-  options.objective = *cal::ParseObjective(args.objective);
-  options.tolerance = args.tolerance_pct / 100;
-  options.margin = args.margin_pct / 100;
+  const cal::DecisionOptions options = args.decision.ToOptions();
 
   auto text = ReadInput(args.file);
   if (!text) {
@@ -79,7 +75,7 @@ int RunAnalyze(const AnalyzeArgs& args) {
   const cal::Analysis analysis = cal::Analyze(*samples, options);
   if (args.json) {
     nlohmann::json doc = cal::ToJson(analysis);
-    doc["objective"] = args.objective;
+    doc["objective"] = args.decision.objective;
     doc["tolerance"] = options.tolerance;
     doc["margin"] = options.margin;
     std::cout << doc.dump(2) << "\n";
@@ -98,20 +94,7 @@ Command AddAnalyzeCommand(CLI::App& parent) {
       "Decide from a CSV of samples (e.g. pasted benchmark results, or "
       "`zcal calibrate --samples-out`) from which size each zerocopy method "
       "pays off.");
-  app->add_option("--objective", args->objective,
-                  "efficiency: same throughput for less CPU per byte; "
-                  "throughput: more bytes per second; cpu: less CPU per byte")
-      ->check(CLI::IsMember({"efficiency", "throughput", "cpu"}))
-      ->capture_default_str();
-  app->add_option("--tolerance", args->tolerance_pct,
-                  "Throughput loss allowed under the efficiency objective, "
-                  "in percent")
-      ->check(CLI::Range(0.0, 99.0))
-      ->capture_default_str();
-  app->add_option("--margin", args->margin_pct,
-                  "Gain required for zerocopy to win, in percent")
-      ->check(CLI::Range(0.0, 99.0))
-      ->capture_default_str();
+  AddDecisionOptions(*app, args->decision);
   app->add_flag("--json", args->json, "Print one JSON object on stdout");
   app->add_option("FILE", args->file,
                   "CSV with a header row and the columns method, size, "

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "decision_args.h"
 #include "report_text.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
@@ -32,9 +33,7 @@ struct CalibrateArgs {
   std::vector<std::string> methods;
   std::string min_size = "1KiB";
   std::string max_size = "256KiB";
-  std::string objective = "efficiency";
-  double tolerance_pct = 2;
-  double margin_pct = 3;
+  DecisionArgs decision;
   double budget_seconds = 8;
   std::string max_rate = "0";
   bool json = false;
@@ -89,9 +88,7 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
   options.min_size = *min;
   options.max_size = *max;
   options.max_bytes_per_second = *rate;
-  options.decision.objective = *cal::ParseObjective(args.objective);
-  options.decision.tolerance = args.tolerance_pct / 100;
-  options.decision.margin = args.margin_pct / 100;
+  options.decision = args.decision.ToOptions();
   options.budget_seconds = args.budget_seconds;
   options.cancel = &g_interrupted;
   options.root = args.root;
@@ -231,7 +228,7 @@ int RunCalibrate(const CalibrateArgs& args) {
   }
   if (args.json) {
     nlohmann::json doc = cal::ToJson(report->analysis);
-    doc["objective"] = args.objective;
+    doc["objective"] = args.decision.objective;
     doc["tolerance"] = options->decision.tolerance;
     doc["margin"] = options->decision.margin;
     doc["host"] = probes::ToJson(report->host);
@@ -276,18 +273,7 @@ Command AddCalibrateCommand(CLI::App& parent) {
   app->add_option("--min", args->min_size, "Smallest message size (4096, 4K, 4KiB, 1M)")
       ->capture_default_str();
   app->add_option("--max", args->max_size, "Largest message size")->capture_default_str();
-  app->add_option("--objective", args->objective,
-                  "efficiency: same throughput for less CPU per byte; "
-                  "throughput: more bytes per second; cpu: less CPU per byte")
-      ->check(CLI::IsMember({"efficiency", "throughput", "cpu"}))
-      ->capture_default_str();
-  app->add_option("--tolerance", args->tolerance_pct,
-                  "Throughput loss allowed under the efficiency objective, in percent")
-      ->check(CLI::Range(0.0, 99.0))
-      ->capture_default_str();
-  app->add_option("--margin", args->margin_pct, "Gain required for zerocopy to win, in percent")
-      ->check(CLI::Range(0.0, 99.0))
-      ->capture_default_str();
+  AddDecisionOptions(*app, args->decision);
   app->add_option("--budget", args->budget_seconds,
                   "Seconds for the whole calibration; probes are shortened to fit")
       ->check(CLI::Range(0.1, 86400.0))
