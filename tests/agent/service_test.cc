@@ -152,6 +152,31 @@ TEST_F(ServiceTest, PublishesSavedStateAsStaleBeforeTheFirstProbe) {
   EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
 }
 
+TEST_F(ServiceTest, HeartbeatsContinueWhileProbing) {
+  std::atomic<std::uint64_t> before{0};
+  std::atomic<std::uint64_t> during{0};
+  hooks_.calibrate = [&](const probes::CalibrationOptions&,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    const auto heartbeat = [&]() -> std::uint64_t {
+      auto segment = client::Segment::Open(config_.segment.name.c_str());
+      if (!segment) return 0;
+      auto info = segment->Info();
+      return info ? info->heartbeat_ns : 0;
+    };
+    before = heartbeat();
+    // Six heartbeat periods of probing.
+    std::this_thread::sleep_for(milliseconds(600));
+    during = heartbeat();
+    ++calls_;
+    return Report({Method::kMsgZerocopy});
+  };
+  RunningService running(config_, hooks_);
+  ASSERT_TRUE(WaitFor([&] { return calls() == 1; }, milliseconds(10'000)));
+  EXPECT_NE(before.load(), 0u);
+  EXPECT_GT(during.load(), before.load())
+      << "the event loop kept the heartbeat going during the probe";
+}
+
 TEST_F(ServiceTest, StopCancelsARunningCalibrationAndSavesTheState) {
   AgentState saved;
   saved.saved_at_ns = 1;
