@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "buffer_pool.h"
+#include "probe_runner.h"
 #include "sender.h"
 #include "zcal/probes/cpu_accounting.h"
 
@@ -77,6 +78,10 @@ std::uint32_t PoolBuffers(Method method, std::uint64_t size_bytes,
 }
 
 Sample RunProbe(const ProbeOptions& options) {
+  return RunProbeOn(options, [&options] { return ConnectTcp(options.sink); });
+}
+
+Sample RunProbeOn(const ProbeOptions& options, const std::function<Result<int>()>& connect) {
   Sample sample;
   sample.path = options.path;
   sample.method = options.method;
@@ -92,7 +97,7 @@ Sample RunProbe(const ProbeOptions& options) {
       PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes),
       options.size_bytes);
   if (!pool) return Failed(sample, pool.error());
-  auto fd = ConnectTcp(options.sink);
+  auto fd = connect();
   if (!fd) return Failed(sample, fd.error());
   Socket socket(*fd);
   auto sender = MakeSender(options.method, socket.get(), **pool);
