@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "buffer_pool.h"
+#include "probe_runner.h"
 #include "sender.h"
 #include "zcal/probes/cpu_accounting.h"
 #include "zcal/probes/target.h"
@@ -60,6 +61,11 @@ std::uint32_t PoolBuffers(Method method, std::uint64_t size_bytes,
 }
 
 Sample RunProbe(const ProbeOptions& options) {
+  return RunProbeOn(options, [&options] { return ConnectTcp(options.sink); });
+}
+
+Sample RunProbeOn(const ProbeOptions& options,
+                  const std::function<Result<common::UniqueFd>()>& connect) {
   Sample sample;
   sample.path = options.path;
   sample.method = options.method;
@@ -75,7 +81,7 @@ Sample RunProbe(const ProbeOptions& options) {
       PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes),
       options.size_bytes);
   if (!pool) return Failed(sample, pool.error());
-  auto socket = ConnectTcp(options.sink);
+  auto socket = connect();
   if (!socket) return Failed(sample, socket.error());
   auto sender = MakeSender(options.method, socket->get(), **pool);
   if (!sender) return Failed(sample, sender.error());
