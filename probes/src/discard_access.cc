@@ -120,9 +120,9 @@ Error NamespaceFailure(const NamespaceAttempt& attempt, const AccessFacts& facts
   std::string text =
       "the discard path needs a private network namespace, and none could be "
       "created: unshare(CLONE_NEWNET) failed with " +
-      ErrnoText(attempt.new_net_err) + net.cause +
+      common::ErrnoText(attempt.new_net_err) + net.cause +
       ", and unshare(CLONE_NEWUSER | CLONE_NEWNET) failed with " +
-      ErrnoText(attempt.new_user_err) + user.cause;
+      common::ErrnoText(attempt.new_user_err) + user.cause;
   std::vector<std::string> fixes;
   for (const std::string& fix : {net.fix, user.fix}) {
     if (!fix.empty() && (fixes.empty() || fixes.front() != fix)) fixes.push_back(fix);
@@ -140,18 +140,18 @@ Error SetupFailure(SetupStep step, int err, const std::string& detail,
   switch (step) {
     case SetupStep::kLoopbackIndex:
       return {Errc::kFailed, "the discard path's namespace has no lo: if_nametoindex "
-                             "failed with " + ErrnoText(err)};
+                             "failed with " + common::ErrnoText(err)};
     case SetupStep::kNetlinkSocket:
       return {Errc::kFailed, "the discard path's namespace: " + detail + " with " +
-                                 ErrnoText(err)};
+                                 common::ErrnoText(err)};
     case SetupStep::kLinkUp:
       return {Errc::kFailed, "bringing lo up in the discard path's namespace "
-                             "(RTM_NEWLINK) failed with " + ErrnoText(err) + said};
+                             "(RTM_NEWLINK) failed with " + common::ErrnoText(err) + said};
     case SetupStep::kQdisc:
       break;
   }
   const std::string request = "installing the root qdisc \"" + qdisc_kind +
-                              "\" on lo (RTM_NEWQDISC) failed with " + ErrnoText(err) + said;
+                              "\" on lo (RTM_NEWQDISC) failed with " + common::ErrnoText(err) + said;
   if (err == ENOENT) {
     return {Errc::kUnsupported,
             "the discard path needs the kernel's \"" + qdisc_kind + "\" qdisc: " + request +

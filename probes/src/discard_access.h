@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::probes {
 

@@ -162,7 +162,7 @@ Result<std::unique_ptr<DiscardNamespace>> DiscardNamespace::Create(
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     return Fail(Errc::kFailed, "the discard path's namespace: socketpair failed with " +
-                                   ErrnoText(errno));
+                                   common::ErrnoText(errno));
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -171,7 +171,7 @@ Result<std::unique_ptr<DiscardNamespace>> DiscardNamespace::Create(
     ::close(pair[0]);
     ::close(pair[1]);
     return Fail(Errc::kFailed, "the discard path's namespace: fork failed with " +
-                                   ErrnoText(err));
+                                   common::ErrnoText(err));
   }
   if (pid == 0) HelperMain(pair[1], options.qdisc.c_str(), parent);
   ::close(pair[1]);
@@ -188,7 +188,7 @@ Result<std::unique_ptr<DiscardNamespace>> DiscardNamespace::Create(
     Reap(pid);
     return Fail(Errc::kFailed,
                 "the discard path's namespace helper sent no setup report (" +
-                    (n < 0 ? ErrnoText(-n) : std::to_string(n) + " bytes") +
+                    (n < 0 ? common::ErrnoText(-n) : std::to_string(n) + " bytes") +
                     "); it may have been killed");
   }
   if (report.step != 0) {
@@ -220,7 +220,7 @@ Result<int> DiscardNamespace::ConnectUdp() {
                             std::to_string(kDiscardPort) + ")";
   if (::send(control_, &kSocketRequest, 1, MSG_NOSIGNAL) != 1) {
     return Fail(Errc::kFailed, where + ": the namespace helper is gone (" +
-                                   ErrnoText(errno) + ")");
+                                   common::ErrnoText(errno) + ")");
   }
   SocketReply reply;
   iovec data{&reply, sizeof reply};
@@ -241,10 +241,10 @@ Result<int> DiscardNamespace::ConnectUdp() {
     if (fd >= 0) ::close(fd);
     if (n == static_cast<int>(sizeof reply) && reply.err != 0) {
       return Fail(Errc::kFailed, where + ": socket(AF_INET, SOCK_DGRAM) in the namespace "
-                                         "failed with " + ErrnoText(reply.err));
+                                         "failed with " + common::ErrnoText(reply.err));
     }
     return Fail(Errc::kFailed, where + ": the namespace helper did not answer (" +
-                                   (n < 0 ? ErrnoText(-n) : "no socket") + ")");
+                                   (n < 0 ? common::ErrnoText(-n) : "no socket") + ")");
   }
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -253,7 +253,7 @@ Result<int> DiscardNamespace::ConnectUdp() {
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     const int err = errno;
     ::close(fd);
-    return Fail(Errc::kFailed, where + ": connect failed with " + ErrnoText(err));
+    return Fail(Errc::kFailed, where + ": connect failed with " + common::ErrnoText(err));
   }
   return fd;
 }

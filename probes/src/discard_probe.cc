@@ -17,7 +17,11 @@ calibrator::Sample RunDiscardProbe(DiscardNamespace& discard, const ProbeOptions
                    std::to_string(kMaxUdpPayloadBytes) + " bytes";
     return sample;
   }
-  return RunProbeOn(options, [&discard] { return discard.ConnectUdp(); });
+  return RunProbeOn(options, [&discard]() -> Result<common::UniqueFd> {
+    Result<int> fd = discard.ConnectUdp();
+    if (!fd) return tl::unexpected(fd.error());
+    return common::UniqueFd(*fd);
+  });
 }
 
 }  // namespace zcal::probes

@@ -4,7 +4,8 @@
 
 #include <functional>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/probes/probe.h"
 
@@ -14,6 +15,6 @@ namespace zcal::probes {
 /// are allocated and before the sender is set up; the probe closes the
 /// socket). options.sink is not used.
 calibrator::Sample RunProbeOn(const ProbeOptions& options,
-                              const std::function<Result<int>()>& connect);
+                              const std::function<Result<common::UniqueFd>()>& connect);
 
 }  // namespace zcal::probes

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/probes/probe.h"
 
