@@ -20,13 +20,13 @@ int main(int argc, char** argv) {
   namespace probes = zcal::probes;
   if (argc == 3 && std::string(argv[1]) == "sink") {
     probes::SinkOptions options;
-    options.port = static_cast<std::uint16_t>(std::atoi(argv[2]));
+    options.listen.port = static_cast<std::uint16_t>(std::atoi(argv[2]));
     auto sink = probes::Sink::Start(options);
     if (!sink) {
       std::cerr << "fidelity_probe: " << sink.error().message << "\n";
       return 1;
     }
-    std::cout << probes::ToString((*sink)->endpoint()) << std::endl;
+    std::cout << zcal::common::ToString((*sink)->endpoint()) << std::endl;
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   if (argc < 4) {
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   for (int i = 4; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--sink") {
-      auto endpoint = probes::ParseEndpoint(argv[i + 1]);
+      auto endpoint = zcal::common::ParseHostPort(argv[i + 1]);
       if (!endpoint) {
         std::cerr << "fidelity_probe: " << endpoint.error().message << "\n";
         return 2;

@@ -46,7 +46,7 @@ class CopySender final : public Sender {
         }
         continue;
       }
-      return Fail(Errc::kFailed, "copy: send(2) failed with " + ErrnoText(errno));
+      return Fail(Errc::kFailed, "copy: send(2) failed with " + common::ErrnoText(errno));
     }
     if (stop.Cancelled()) return Fail(Errc::kFailed, "cancelled");
     return counters;
@@ -63,7 +63,7 @@ Result<std::unique_ptr<Sender>> MakeCopySender(int fd, const BufferPool& pool) {
   const timeval timeout{0, static_cast<suseconds_t>(kWaitSlice.count() * 1000)};
   if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) != 0) {
     return Fail(Errc::kFailed, "copy: setsockopt(SO_SNDTIMEO) failed with " +
-                                   ErrnoText(errno));
+                                   common::ErrnoText(errno));
   }
   return std::make_unique<CopySender>(fd, pool);
 }

@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/agent/units.h"
 
 namespace zcal::agent {
 namespace {
@@ -196,65 +195,6 @@ TEST(ConfigCorpus, AcceptsEveryGoodFile) {
     ++checked;
   }
   EXPECT_GE(checked, 1u);
-}
-
-TEST(ListenAddress, ParsesIpv4AndIpv6) {
-  const auto v4 = ParseListenAddress("127.0.0.1:9464");
-  ASSERT_TRUE(v4);
-  EXPECT_EQ(v4->host, "127.0.0.1");
-  EXPECT_EQ(v4->port, 9464);
-  EXPECT_FALSE(v4->ipv6);
-  const auto v6 = ParseListenAddress("[::1]:0");
-  ASSERT_TRUE(v6);
-  EXPECT_EQ(v6->host, "::1");
-  EXPECT_EQ(v6->port, 0);
-  EXPECT_TRUE(v6->ipv6);
-}
-
-TEST(ListenAddress, RejectsNamesAndBadPorts) {
-  EXPECT_FALSE(ParseListenAddress("localhost:80"));
-  EXPECT_FALSE(ParseListenAddress("127.0.0.1"));
-  EXPECT_FALSE(ParseListenAddress("127.0.0.1:"));
-  EXPECT_FALSE(ParseListenAddress("127.0.0.1:65536"));
-  EXPECT_FALSE(ParseListenAddress("::1:80"));
-  EXPECT_FALSE(ParseListenAddress("[::1]80"));
-}
-
-TEST(Units, ParsesSizesWithUnits) {
-  EXPECT_EQ(*ParseSize("4096"), 4096u);
-  EXPECT_EQ(*ParseSize("64KiB"), 65536u);
-  EXPECT_EQ(*ParseSize("64 KiB"), 65536u);
-  EXPECT_EQ(*ParseSize("1MiB"), 1u << 20);
-  EXPECT_EQ(*ParseSize("10kB"), 10000u);
-  EXPECT_EQ(*ParseSize("2GB"), 2'000'000'000u);
-  EXPECT_FALSE(ParseSize("64K"));
-  EXPECT_FALSE(ParseSize("-1"));
-  EXPECT_FALSE(ParseSize("1.5MiB"));
-  EXPECT_FALSE(ParseSize("99999999999999999999"));
-  EXPECT_FALSE(ParseSize("18446744073709551615GiB"));
-}
-
-TEST(Units, ParsesDurationsWithUnits) {
-  EXPECT_EQ(*ParseDuration("30"), milliseconds(30'000));
-  EXPECT_EQ(*ParseDuration("0.5"), milliseconds(500));
-  EXPECT_EQ(*ParseDuration("500ms"), milliseconds(500));
-  EXPECT_EQ(*ParseDuration("5m"), milliseconds(300'000));
-  EXPECT_EQ(*ParseDuration("6h"), std::chrono::hours(6));
-  EXPECT_EQ(*ParseDuration("1d"), std::chrono::hours(24));
-  EXPECT_FALSE(ParseDuration("1w"));
-  EXPECT_FALSE(ParseDuration("-5s"));
-  EXPECT_FALSE(ParseDuration("s"));
-  EXPECT_FALSE(ParseDuration("100000d"));
-}
-
-TEST(Units, FormatsDurationsAndSizesReadably) {
-  EXPECT_EQ(FormatDuration(std::chrono::hours(6)), "6h");
-  EXPECT_EQ(FormatDuration(milliseconds(90'000)), "90s");
-  EXPECT_EQ(FormatDuration(milliseconds(1500)), "1500ms");
-  EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
-  EXPECT_EQ(FormatSize(256 * 1024), "256KiB");
-  EXPECT_EQ(FormatSize(1000), "1000B");
-  EXPECT_EQ(FormatSize(0), "0B");
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/hysteresis.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::agent {
 
@@ -88,15 +88,5 @@ Result<Config> LoadConfigFile(const std::string& path);
 
 /// The embedded default, parsed. Never fails in a correct build.
 Config DefaultConfig();
-
-/// An address to listen on: "127.0.0.1:9464" or "[::1]:9464".
-struct ListenAddress {
-  std::string host;  ///< numeric, without brackets
-  std::uint16_t port = 0;  ///< 0: any free port
-  bool ipv6 = false;
-};
-
-/// nullopt unless the text is IPv4:PORT or [IPv6]:PORT with numeric hosts.
-std::optional<ListenAddress> ParseListenAddress(std::string_view text);
 
 }  // namespace zcal::agent
