@@ -20,6 +20,7 @@ class CopySender final : public Sender {
     std::uint64_t offset = 0;
     auto stalled_since = std::chrono::steady_clock::time_point::max();
     while (!stop.Reached(counters.bytes)) {
+      // A TCP send may be partial; a UDP datagram goes whole or fails.
       const ssize_t n = ::send(fd_, pool_.buffer(slot) + offset, size - offset,
                                MSG_NOSIGNAL);
       if (n > 0) {
@@ -34,15 +35,17 @@ class CopySender final : public Sender {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        // SO_SNDTIMEO expired: the peer reads nothing. Keep waiting until
+        // SO_SNDTIMEO expired: the peer reads nothing (TCP), or the device
+        // frees nothing (UDP). Keep waiting until
         // the deadline plus the drain time, then give up.
         const auto now = std::chrono::steady_clock::now();
         if (stalled_since == std::chrono::steady_clock::time_point::max()) {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
           return Fail(Errc::kFailed,
-                      "copy: the sink accepted no data for over 1 s; is it "
-                      "still reading?");
+                      "copy: the socket accepted no data for over 1 s; is "
+                      "the sink still reading (TCP), or the send buffer "
+                      "draining (UDP)?");
         }
         continue;
       }

@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 // Each successful send(MSG_ZEROCOPY) call gets the next 32-bit id; the kernel
 // reports completions as ranges of ids [ee_info, ee_data], possibly merged.
+// TCP and UDP alike: the notifications arrive on the error queue as
+// IP_RECVERR / IPV6_RECVERR control messages whether or not the socket set
+// IP_RECVERR (which, on UDP, would add ICMP errors to the queue: nothing
+// this path expects, and reported as an error if it came).
 class MsgZerocopySender final : public Sender {
  public:
   MsgZerocopySender(int fd, const BufferPool& pool)
@@ -73,8 +77,9 @@ class MsgZerocopySender final : public Sender {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
           return Fail(Errc::kFailed,
-                      "msg_zerocopy: the sink accepted no data for over 1 s; "
-                      "is it still reading?");
+                      "msg_zerocopy: the socket accepted no data for over "
+                      "1 s; is the sink still reading (TCP), or the send "
+                      "buffer draining (UDP)?");
         }
         if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
         continue;

@@ -107,8 +107,9 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
       const std::uint32_t slot = free_slots.back();
       free_slots.pop_back();
       void* data = pool.buffer(slot);
-      // MSG_WAITALL: the kernel retries a short send itself, as a stream
-      // transport needs, instead of completing it partially.
+      // MSG_WAITALL: on TCP the kernel retries a short send itself, as a
+      // stream transport needs, instead of completing it partially; a UDP
+      // datagram is sent whole or fails, so there it changes nothing.
       switch (op) {
         case UringOp::kSend:
           io_uring_prep_send(sqe, fd, data, size, MSG_WAITALL | MSG_NOSIGNAL);
@@ -193,7 +194,8 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
       shut_down = true;
       fail(Errc::kFailed, std::string(name) + ": " + std::to_string(in_flight) +
                               " sends still in flight 1 s after the probe ended; "
-                              "is the sink still reading?");
+                              "is the sink still reading (TCP), or the send buffer "
+                              "draining (UDP)?");
       give_up = Clock::now() + kDrainTimeout;
     }
   }
