@@ -6,6 +6,7 @@
 // default fails here until agent.yaml and the page have it too.
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 
@@ -49,47 +50,44 @@ std::set<std::string> Keys(const std::string& yaml_text) {
 
 std::string InstalledText() { return ReadFile(SourceRoot() / "configs/agent.yaml"); }
 
-// Field by field until Config has a defaulted operator== (then: a == b with
-// `source` equalized). Every member of Config is compared.
-void ExpectSameEffect(const Config& a, const Config& b) {
-  ASSERT_EQ(a.paths.size(), b.paths.size());
-  for (std::size_t i = 0; i < a.paths.size(); ++i) {
-    EXPECT_EQ(a.paths[i].name, b.paths[i].name) << "paths[" << i << "]";
-    EXPECT_EQ(a.paths[i].type, b.paths[i].type) << "paths[" << i << "]";
+// The scalar text of every key, for a message that names what differs.
+void CollectValues(const YAML::Node& node, const std::string& prefix,
+                   std::map<std::string, std::string>& values) {
+  if (node.IsMap()) {
+    for (const auto& item : node) {
+      CollectValues(item.second,
+                    (prefix.empty() ? "" : prefix + ".") + item.first.as<std::string>(),
+                    values);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      CollectValues(node[i], prefix + "[" + std::to_string(i) + "]", values);
+    }
+  } else if (node.IsScalar()) {
+    values[prefix] = node.Scalar();
   }
-  EXPECT_EQ(a.host_default, b.host_default);
-  EXPECT_EQ(a.methods, b.methods);
-  EXPECT_EQ(a.min_size_bytes, b.min_size_bytes);
-  EXPECT_EQ(a.max_size_bytes, b.max_size_bytes);
-  EXPECT_EQ(a.decision.objective, b.decision.objective);
-  EXPECT_EQ(a.decision.tolerance, b.decision.tolerance);
-  EXPECT_EQ(a.decision.margin, b.decision.margin);
-  EXPECT_EQ(a.decision.kernel_copied_fraction, b.decision.kernel_copied_fraction);
-  EXPECT_EQ(a.hysteresis.threshold_tolerance, b.hysteresis.threshold_tolerance);
-  EXPECT_EQ(a.hysteresis.high_confidence, b.hysteresis.high_confidence);
-  EXPECT_EQ(a.schedule.at_startup, b.schedule.at_startup);
-  EXPECT_EQ(a.schedule.interval, b.schedule.interval);
-  EXPECT_EQ(a.schedule.jitter, b.schedule.jitter);
-  EXPECT_EQ(a.schedule.retry_after_failure, b.schedule.retry_after_failure);
-  EXPECT_EQ(a.schedule.fingerprint_poll, b.schedule.fingerprint_poll);
-  EXPECT_EQ(a.budget.seconds_per_calibration, b.budget.seconds_per_calibration);
-  EXPECT_EQ(a.budget.seconds_per_hour, b.budget.seconds_per_hour);
-  EXPECT_EQ(a.budget.bytes_per_second, b.budget.bytes_per_second);
-  EXPECT_EQ(a.segment.name, b.segment.name);
-  EXPECT_EQ(a.segment.mode, b.segment.mode);
-  EXPECT_EQ(a.segment.group, b.segment.group);
-  EXPECT_EQ(a.segment.heartbeat, b.segment.heartbeat);
-  EXPECT_EQ(a.metrics.listen, b.metrics.listen);
-  EXPECT_EQ(a.state_path, b.state_path);
-  EXPECT_EQ(a.log_level, b.log_level);
-  EXPECT_EQ(a.host_root, b.host_root);
+}
+
+std::string DifferingValues(const std::string& a_text, const std::string& b_text) {
+  std::map<std::string, std::string> a, b;
+  CollectValues(YAML::Load(a_text), "", a);
+  CollectValues(YAML::Load(b_text), "", b);
+  std::string out;
+  for (const auto& [key, value] : a) {
+    const auto it = b.find(key);
+    const std::string other = it != b.end() ? it->second : "(absent)";
+    if (other != value) out += "\n  " + key + ": default " + value + ", agent.yaml " + other;
+  }
+  return out;
 }
 
 TEST(InstalledConfig, HasTheEffectOfTheEmbeddedDefault) {
   const Result<Config> installed = ParseConfig(InstalledText(), "configs/agent.yaml");
   ASSERT_TRUE(installed) << installed.error().message;
-  SCOPED_TRACE("configs/agent.yaml must have the effect of configs/default.yaml");
-  ExpectSameEffect(*installed, DefaultConfig());
+  EXPECT_TRUE(EqualInEffect(*installed, DefaultConfig()))
+      << "configs/agent.yaml (/etc/zcal/agent.yaml) must have the effect of "
+         "configs/default.yaml; values written differently:"
+      << DifferingValues(std::string(DefaultConfigYaml()), InstalledText());
 }
 
 TEST(InstalledConfig, SetsEveryKeyOfTheEmbeddedDefault) {
