@@ -73,7 +73,7 @@ TEST(DiscardNamespace, HandsOutSocketsOfAPrivateNamespaceAndLeavesNothingBehind)
     for (int i = 0; i < 3; ++i) {
       auto fd = (*discard)->ConnectUdp();
       ASSERT_TRUE(fd) << fd.error().message;
-      const ino_t inode = NamespaceOfSocket(*fd);
+      const ino_t inode = NamespaceOfSocket(fd->get());
       EXPECT_NE(inode, 0u);
       EXPECT_NE(inode, host_namespace);
       if (namespace_inode != 0) {
@@ -82,8 +82,7 @@ TEST(DiscardNamespace, HandsOutSocketsOfAPrivateNamespaceAndLeavesNothingBehind)
       namespace_inode = inode;
       // The qdisc drops the datagram; the send succeeds.
       const char datagram[1000] = {};
-      EXPECT_EQ(::send(*fd, datagram, sizeof datagram, 0), 1000) << std::strerror(errno);
-      ::close(*fd);
+      EXPECT_EQ(::send(fd->get(), datagram, sizeof datagram, 0), 1000) << std::strerror(errno);
     }
     EXPECT_TRUE(SomeProcessIsIn(namespace_inode)) << "the helper holds it";
   }
@@ -160,8 +159,7 @@ TEST(DiscardNamespace, ANonRootProcessGetsAUserNamespaceOrIsToldWhy) {
     if (discard) {
       auto fd = (*discard)->ConnectUdp();
       const char datagram[100] = {};
-      text += fd && ::send(*fd, datagram, sizeof datagram, 0) == 100 ? " sent" : " not sent";
-      if (fd) ::close(*fd);
+      text += fd && ::send(fd->get(), datagram, sizeof datagram, 0) == 100 ? " sent" : " not sent";
     }
     return text;
   });

@@ -119,14 +119,14 @@ TEST(MsgZerocopyEnobufs, UdpDatagramsCompleteAndCountThemWithTinyOptmem) {
       options.method = Method::kMsgZerocopy;
       options.size_bytes = size;
       options.duration = 100ms;
-      const calibrator::Sample sample = RunProbeOn(options, []() -> Result<int> {
-        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      const calibrator::Sample sample = RunProbeOn(options, []() -> Result<common::UniqueFd> {
+        common::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_port = htons(kDiscardPort);
         ::inet_pton(AF_INET, kDiscardAddress, &address.sin_addr);
-        if (fd < 0 ||
-            ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address),
+                             sizeof address) != 0) {
           return Fail(Errc::kFailed, std::string("udp socket: ") + std::strerror(errno));
         }
         return fd;
