@@ -436,6 +436,12 @@ void ReadHost(ConfigReader& reader, const YAML::Node& node, Config& config) {
 
 }  // namespace
 
+bool EqualInEffect(const Config& a, const Config& b) {
+  Config same_source = b;
+  same_source.source = a.source;
+  return a == same_source;
+}
+
 std::string_view DefaultConfigYaml() { return kDefaultConfigYaml; }
 
 Result<Config> ParseConfig(std::string_view yaml_text,

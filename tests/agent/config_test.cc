@@ -25,41 +25,19 @@ TEST(Config, EmbeddedDefaultEqualsBuiltInDefaults) {
   const Result<Config> parsed =
       ParseConfig(DefaultConfigYaml(), "<embedded default>");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const Config defaults;
-  EXPECT_EQ(parsed->paths.size(), defaults.paths.size());
-  EXPECT_EQ(parsed->paths.front().name, defaults.paths.front().name);
-  EXPECT_EQ(parsed->host_default, defaults.host_default);
-  EXPECT_EQ(parsed->methods, defaults.methods);
-  EXPECT_EQ(parsed->min_size_bytes, defaults.min_size_bytes);
-  EXPECT_EQ(parsed->max_size_bytes, defaults.max_size_bytes);
-  EXPECT_EQ(parsed->decision.objective, defaults.decision.objective);
-  EXPECT_EQ(parsed->decision.tolerance, defaults.decision.tolerance);
-  EXPECT_EQ(parsed->decision.margin, defaults.decision.margin);
-  EXPECT_EQ(parsed->decision.kernel_copied_fraction,
-            defaults.decision.kernel_copied_fraction);
-  EXPECT_EQ(parsed->hysteresis.threshold_tolerance,
-            defaults.hysteresis.threshold_tolerance);
-  EXPECT_EQ(parsed->hysteresis.high_confidence,
-            defaults.hysteresis.high_confidence);
-  EXPECT_EQ(parsed->schedule.at_startup, defaults.schedule.at_startup);
-  EXPECT_EQ(parsed->schedule.interval, defaults.schedule.interval);
-  EXPECT_EQ(parsed->schedule.jitter, defaults.schedule.jitter);
-  EXPECT_EQ(parsed->schedule.retry_after_failure,
-            defaults.schedule.retry_after_failure);
-  EXPECT_EQ(parsed->schedule.fingerprint_poll,
-            defaults.schedule.fingerprint_poll);
-  EXPECT_EQ(parsed->budget.seconds_per_calibration,
-            defaults.budget.seconds_per_calibration);
-  EXPECT_EQ(parsed->budget.seconds_per_hour, defaults.budget.seconds_per_hour);
-  EXPECT_EQ(parsed->budget.bytes_per_second, defaults.budget.bytes_per_second);
-  EXPECT_EQ(parsed->segment.name, defaults.segment.name);
-  EXPECT_EQ(parsed->segment.mode, defaults.segment.mode);
-  EXPECT_EQ(parsed->segment.group, defaults.segment.group);
-  EXPECT_EQ(parsed->segment.heartbeat, defaults.segment.heartbeat);
-  EXPECT_EQ(parsed->metrics.listen, defaults.metrics.listen);
-  EXPECT_EQ(parsed->state_path, defaults.state_path);
-  EXPECT_EQ(parsed->log_level, defaults.log_level);
-  EXPECT_EQ(parsed->host_root, defaults.host_root);
+  // Every field, including ones added later (operator== is defaulted).
+  EXPECT_EQ(*parsed, Config{});
+  EXPECT_TRUE(EqualInEffect(*parsed, Config{}));
+}
+
+TEST(Config, EqualInEffectIgnoresOnlyWhereItCameFrom) {
+  Config a;
+  Config b;
+  b.source = "/etc/zcal/agent.yaml";
+  EXPECT_FALSE(a == b);
+  EXPECT_TRUE(EqualInEffect(a, b));
+  b.segment.heartbeat = std::chrono::seconds(3);
+  EXPECT_FALSE(EqualInEffect(a, b));
 }
 
 TEST(Config, OmittedKeysKeepDefaults) {

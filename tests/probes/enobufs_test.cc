@@ -125,8 +125,8 @@ TEST(MsgZerocopyEnobufs, UdpDatagramsCompleteAndCountThemWithTinyOptmem) {
         address.sin_family = AF_INET;
         address.sin_port = htons(kDiscardPort);
         ::inet_pton(AF_INET, kDiscardAddress, &address.sin_addr);
-        if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address),
-                             sizeof address) != 0) {
+        if (!fd ||
+            ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
           return Fail(Errc::kFailed, std::string("udp socket: ") + std::strerror(errno));
         }
         return fd;

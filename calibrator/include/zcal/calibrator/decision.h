@@ -38,6 +38,8 @@ struct DecisionOptions {
   /// A method whose completions were reported copied for at least this
   /// share is "never / kernel_copied".
   double kernel_copied_fraction = 0.5;
+
+  bool operator==(const DecisionOptions&) const = default;
 };
 
 enum class Verdict : std::uint8_t {
