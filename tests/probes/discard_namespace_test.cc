@@ -108,10 +108,12 @@ TEST(DiscardNamespace, SocketsOutliveNothingOnceTheHelperIsGone) {
 std::string RefuseUnshare(std::uint64_t mask) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) return "seccomp_init failed";
+  // Spelled out: SCMP_A0() is a C compound literal, which clang rejects in C++.
+  const scmp_arg_cmp flags_match{0, SCMP_CMP_MASKED_EQ, mask, mask};
   int rc = mask == 0
                ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0)
-               : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-                                  SCMP_A0(SCMP_CMP_MASKED_EQ, mask, mask));
+               : seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                                        &flags_match);
   if (rc == 0) rc = seccomp_load(ctx);
   seccomp_release(ctx);
   return rc == 0 ? "filtered" : "seccomp rule/load failed: " + std::to_string(rc);
