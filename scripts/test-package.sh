@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # the checks are functions that step() runs
 # The Debian packages, built and tried as an operator would (issue 13):
-#   1. dpkg-buildpackage -us -uc -b on a copy of the tree, in build-deb/;
-#      the build log has no compiler or linker warning
+#   1. dpkg-buildpackage -us -uc -b on a copy of the tree (in
+#      /var/tmp/zcal-package-build, removed at the end; packages and logs in
+#      build-deb/); the build log has no compiler or linker warning
 #   2. lintian: no error, no warning (debian/*.lintian-overrides say why)
 #   3. dpkg -i of zcal, libzcal1, libzcal-dev on this machine; the files and
 #      the system user are where the packages say
@@ -37,6 +38,7 @@ skipped() {  # skipped NAME WHY
   echo "skip  $1 ($2)"
 }
 finish() {
+  echo "      (package stage: $((SECONDS - ${started:-0})) s)"
   echo "package: $pass passed, $fail failed, $skip skipped"
   ((fail == 0))
   exit
@@ -45,15 +47,33 @@ finish() {
 packages=(zcal libzcal1 libzcal-dev)
 version=$(dpkg-parsechangelog -S Version 2>/dev/null || echo unknown)
 upstream=${version%-*}
-top=$PWD/build-deb
-src=$top/zcal-$upstream
 arch=$(dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null || echo unknown)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo unknown)
+# The packages, logs and lists end up in build-deb/. They are built in a
+# path that is the same for every checkout (CI's clone included): the flags
+# carry it (-ffile-prefix-map), and ccache finds an object only under the
+# flags it was compiled with.
+top=$PWD/build-deb
+work=/var/tmp/zcal-package-build
+src=$work/zcal-$upstream
 
 if ! command -v dpkg-buildpackage >/dev/null; then
   skipped "build the packages" "not a Debian system: no dpkg-buildpackage"
   finish
 fi
+
+# One package stage at a time on this machine: the build path is shared,
+# and so are dpkg and its lock (engineers may run scripts/test at once).
+exec 9>/run/lock/zcal-test-package.lock
+flock 9
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+cleanup() {
+  rm -rf "$work"
+  ((created_policy == 0)) || rm -f "$policy"
+}
+trap cleanup EXIT
+started=$SECONDS
 
 # --- 1. build ---------------------------------------------------------------
 same_version() {
@@ -65,11 +85,9 @@ same_version() {
 step "debian/changelog matches the version in meson.build" same_version
 
 # A copy of the tree (tracked and new files, not ignored ones): the build
-# writes debian/ and obj-*/ into its tree and the .debs next to it. The
-# path stays the same from run to run, so that ccache finds the objects
-# (the flags carry it in -ffile-prefix-map).
+# writes debian/ and obj-*/ into its tree and the .debs next to it.
 copy_tree() {
-  rm -rf "$top" && mkdir -p "$src" || return 1
+  rm -rf "$top" "$work" && mkdir -p "$top" "$src" || return 1
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard |
       while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
@@ -81,6 +99,7 @@ copy_tree() {
 build() {
   (cd "$src" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$top/build.log" 2>&1 ||
     { tail -40 "$top/build.log"; return 1; }
+  cp "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo "$top/"
 }
 # debhelper points HOME and XDG_CONFIG_HOME into the build tree, where
 # ccache would find neither its configuration nor its cache: name both.
@@ -96,8 +115,7 @@ no_warnings() {
     grep -vE '^dpkg-(source|buildpackage|genchanges): warning: ' |
     grep . || { echo "(see $top/build.log)"; return 1; }
 }
-started=$SECONDS
-step "copy the tree to build-deb/" copy_tree
+step "copy the tree to $src" copy_tree
 step "dpkg-buildpackage -us -uc -b" build
 echo "      (built in $((SECONDS - started)) s)"
 step "the package build has no compiler or linker warning" no_warnings
@@ -124,18 +142,11 @@ if ((EUID != 0)); then
 fi
 
 # --- 3. install ---------------------------------------------------------------
-# One package test at a time on this machine (dpkg holds one lock; two
-# engineers may run scripts/test at once).
-exec 9>/run/lock/zcal-test-package.lock
-flock 9
-
 # On a host whose init is systemd, the package would start the agent, which
 # would take the segment /zcal and port 9464 from whatever uses them here:
 # policy-rc.d tells deb-systemd-invoke not to start or stop services.
-policy=/usr/sbin/policy-rc.d
 if [[ ! -e $policy ]]; then
-  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
-  trap 'rm -f "$policy"' EXIT
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created_policy=1
 fi
 
 purge() { dpkg --purge "${packages[@]}" >/dev/null; }
