@@ -82,6 +82,43 @@ std::string ScopeText(const zcal_shm_entry& e) {
   }
 }
 
+bool Estimated(const zcal_shm_entry& e) {
+  return (e.entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
+}
+
+// Where the host default comes from, or why there is none (ABI minor 1).
+struct HostDefaultText {
+  const char* source;  // "peers", "estimated", "none", "unknown"
+  const char* reason;  // why none; nullptr otherwise
+  const char* sentence;
+};
+HostDefaultText DescribeHostDefault(std::uint32_t code) {
+  switch (code) {
+    case ZCAL_HOST_DEFAULT_PEERS:
+      return {"peers", nullptr, "from peers reached through the NIC"};
+    case ZCAL_HOST_DEFAULT_ESTIMATED:
+      return {"estimated", nullptr,
+              "estimated from the discard path (the NIC's IOMMU does not "
+              "translate; no NIC, IOMMU or receiver cost is in it)"};
+    case ZCAL_HOST_DEFAULT_NONE_NO_PATH:
+      return {"none", "no_path",
+              "none: no peer or discard-path result (loopback is never a "
+              "source); transports use their own default"};
+    case ZCAL_HOST_DEFAULT_NONE_IOMMU:
+      return {"none", "iommu_translates",
+              "none: the NIC's IOMMU translates, which the discard path cannot "
+              "see; measure a peer; transports use their own default"};
+    case ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN:
+      return {"none", "iommu_unknown",
+              "none: the NIC's IOMMU mode is unknown; measure a peer or name "
+              "the NIC (host_default.interface); transports use their own default"};
+    case ZCAL_HOST_DEFAULT_NONE_DISABLED:
+      return {"none", "disabled", "none: turned off in the configuration"};
+    default:
+      return {"unknown", nullptr, "not said by this agent (ABI minor 0)"};
+  }
+}
+
 std::optional<double> Confidence(const zcal_shm_entry& e) {
   if (e.confidence_ppm == ZCAL_CONFIDENCE_UNKNOWN) return std::nullopt;
   return e.confidence_ppm / 1e6;
@@ -108,6 +145,12 @@ nlohmann::json ToJson(const std::string& name, const zcal_info& info,
   doc["heartbeat_age_seconds"] = optional(AgeSeconds(now_ns, info.heartbeat_ns));
   doc["stale"] = (info.flags & ZCAL_FLAG_STALE) != 0;
   doc["retired"] = (info.flags & ZCAL_FLAG_RETIRED) != 0;
+  const HostDefaultText host_default = DescribeHostDefault(info.host_default_source);
+  doc["host_default"] = {
+      {"source", host_default.source},
+      {"reason", host_default.reason ? nlohmann::json(host_default.reason)
+                                     : nlohmann::json(nullptr)},
+      {"text", host_default.sentence}};
   doc["entries"] = nlohmann::json::array();
   for (const zcal_shm_entry& e : entries) {
     nlohmann::json j;
@@ -130,6 +173,7 @@ nlohmann::json ToJson(const std::string& name, const zcal_info& info,
     j["measured_at_ns"] = e.measured_at_ns;
     j["age_seconds"] = optional(AgeSeconds(now_ns, e.measured_at_ns));
     j["fingerprint"] = common::Hex64(e.fingerprint);
+    j["estimated"] = Estimated(e);
     doc["entries"].push_back(std::move(j));
   }
   return doc;
@@ -152,6 +196,7 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
       << "\n";
   if (info.flags & ZCAL_FLAG_RETIRED)
     out << "retired     yes (a newer segment replaced this one)\n";
+  out << "host default " << DescribeHostDefault(info.host_default_source).sentence << "\n";
   out << "entries     " << info.count << " of " << info.capacity << "\n";
   if (entries.empty()) return;
 
@@ -166,7 +211,8 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
     if (auto c = Confidence(e)) confidence << std::fixed << std::setprecision(2) << *c;
     else confidence << "unknown";
     const char* reason = zcal_reason_name(e.reason);
-    rows.push_back({{ScopeText(e), zcal_method_name(e.method),
+    rows.push_back({{ScopeText(e) + (Estimated(e) ? " (estimated)" : ""),
+                     zcal_method_name(e.method),
                      zcal_verdict_name(e.verdict),
                      (e.entry_flags & ZCAL_ENTRY_HAS_THRESHOLD)
                          ? std::to_string(e.threshold_bytes)

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <sstream>
 
@@ -74,29 +75,73 @@ void ReadPaths(ConfigReader& reader, const YAML::Node& node, Config& config) {
     const auto type = fields->find("type");
     std::string type_name;
     if (type == fields->end()) {
-      reader.Error(node[i], key, "missing 'type'; allowed: loopback");
+      reader.Error(node[i], key, "missing 'type'; allowed: loopback, discard");
     } else if (reader.String(type->second, key + ".type", type_name)) {
-      if (type_name == "loopback") {
-        path.type = PathType::kLoopback;
-        if (std::any_of(paths.begin(), paths.end(), [](const PathConfig& p) {
-              return p.type == PathType::kLoopback;
+      std::optional<PathType> parsed;
+      if (type_name == "loopback") parsed = PathType::kLoopback;
+      if (type_name == "discard") parsed = PathType::kDiscard;
+      if (parsed) {
+        path.type = *parsed;
+        if (std::any_of(paths.begin(), paths.end(), [&](const PathConfig& p) {
+              return p.type == *parsed;
             })) {
           reader.Error(type->second, key + ".type",
-                       "a second loopback path; loopback can be calibrated "
-                       "only once");
+                       "a second " + type_name + " path; each of loopback "
+                       "and discard can be calibrated only once");
         }
       } else if (type_name == "peer") {
         reader.Error(type->second, key + ".type",
-                     "peer paths are not supported yet; allowed: loopback");
+                     "peer paths are not supported yet; allowed: loopback, "
+                     "discard");
       } else {
         reader.Error(type->second, key + ".type",
                      "unknown path type '" + type_name +
-                         "'; allowed: loopback");
+                         "'; allowed: loopback, discard");
       }
     }
     paths.push_back(path);
   }
   config.paths = std::move(paths);
+}
+
+void ReadHostDefault(ConfigReader& reader, const YAML::Node& node,
+                     Config& config) {
+  HostDefaultConfig& h = config.host_default;
+  if (node.IsNull() || (node.IsScalar() && node.Scalar().empty())) {
+    h.enabled = false;  // `host_default: ""`: no host default
+    return;
+  }
+  if (node.IsScalar()) {
+    // Before 0.2 the key named a path whose results were copied.
+    reader.Error(node, "host_default",
+                 "'" + node.Scalar() +
+                     "' names a path, but the host default is no longer "
+                     "copied from a path (loopback's result says nothing of "
+                     "traffic through a NIC); write a mapping such as "
+                     "{interface: \"\", estimate: true} or \"\" for none "
+                     "(docs/config.md)");
+    return;
+  }
+  static constexpr std::array<std::string_view, 3> kKeys = {"enabled", "interface",
+                                                            "estimate"};
+  const auto fields = reader.Map(node, "host_default", kKeys);
+  if (!fields) return;
+  if (const auto it = fields->find("enabled"); it != fields->end()) {
+    reader.Bool(it->second, "host_default.enabled", h.enabled);
+  }
+  if (const auto it = fields->find("interface"); it != fields->end()) {
+    if (reader.String(it->second, "host_default.interface", h.interface) &&
+        (h.interface.size() > 15 || h.interface.find('/') != std::string::npos ||
+         h.interface == "." || h.interface == "..")) {
+      reader.Error(it->second, "host_default.interface",
+                   "'" + h.interface +
+                       "' is not an interface name (1 to 15 bytes, no '/'); "
+                       "\"\" is the interface of the default route");
+    }
+  }
+  if (const auto it = fields->find("estimate"); it != fields->end()) {
+    reader.Bool(it->second, "host_default.estimate", h.estimate);
+  }
 }
 
 void ReadMethods(ConfigReader& reader, const YAML::Node& node,
@@ -480,29 +525,7 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   read("host", ReadHost);
 
   if (const auto it = fields->find("host_default"); it != fields->end()) {
-    if (it->second.IsNull()) {
-      config.host_default.clear();
-    } else if (reader.String(it->second, "host_default",
-                             config.host_default) &&
-               !config.host_default.empty() &&
-               std::none_of(config.paths.begin(), config.paths.end(),
-                            [&](const PathConfig& p) {
-                              return p.name == config.host_default;
-                            })) {
-      std::string names;
-      for (const PathConfig& p : config.paths) names += p.name + ", ";
-      reader.Error(it->second, "host_default",
-                   "'" + config.host_default +
-                       "' names no configured path; allowed: " + names +
-                       "or \"\" for no host default");
-    }
-  } else if (std::none_of(config.paths.begin(), config.paths.end(),
-                          [&](const PathConfig& p) {
-                            return p.name == config.host_default;
-                          })) {
-    // The default names "loopback"; a file that renames the path without
-    // saying which one is the host default gets the first path.
-    config.host_default = config.paths.front().name;
+    ReadHostDefault(reader, it->second, config);
   }
 
   if (!reader.ok()) return Fail(Errc::kParse, reader.Message());

@@ -11,12 +11,40 @@ std::string OrEmpty(const std::optional<T>& value) {
   return value ? std::to_string(*value) : std::string();
 }
 
+HostDefaultNic FindHostDefaultNic(const Config& config) {
+  HostDefaultNic nic;
+  std::string name = config.host_default.interface;
+  if (name.empty()) {
+    std::string why;
+    const std::optional<std::string> route =
+        probes::DefaultRouteInterface(config.host_root, why);
+    if (!route) {
+      nic.why_unknown = why;
+      return nic;
+    }
+    name = *route;
+  }
+  probes::HostFactsOptions options;
+  options.root = config.host_root;
+  options.interface = name;
+  const probes::HostFacts facts = probes::CollectHostFacts(options);
+  if (facts.interface.mtu || !facts.interface.driver.empty()) {
+    nic.facts = facts.interface;
+  } else {
+    nic.why_unknown = "interface " + name + " not found";
+    for (const std::string& note : facts.notes) nic.why_unknown += "; " + note;
+  }
+  return nic;
+}
+
 }  // namespace
 
 probes::Target ProbeTarget(const PathConfig& path) {
   switch (path.type) {
     case PathType::kLoopback:
       return probes::Target::Loopback();
+    case PathType::kDiscard:
+      return probes::Target::Discard();
   }
   return probes::Target::Loopback();
 }
@@ -51,6 +79,7 @@ HostSnapshot CollectHostSnapshot(const Config& config) {
     snapshot.info.interfaces.push_back(std::move(info));
   }
   snapshot.info.fingerprint = snapshot.fingerprint;
+  snapshot.host_default_nic = FindHostDefaultNic(config);
   snapshot.facts = {{"fingerprint", common::Hex64(snapshot.fingerprint)},
                     {"paths", std::move(paths)}};
   return snapshot;

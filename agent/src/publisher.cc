@@ -80,9 +80,19 @@ void Publisher::LoadSaved() {
                results, config_.state_path);
 }
 
+void Publisher::SetHost(const HostSnapshot& host) {
+  host_default_nic_ = host.host_default_nic;
+}
+
 void Publisher::Publish() {
-  const std::vector<PublishedEntry> entries = BuildEntries(state_, config_);
-  const Result<void> published = writer_->Publish(entries, stale_);
+  const PublishedTable table = BuildEntries(state_, config_, host_default_nic_);
+  const std::vector<PublishedEntry>& entries = table.entries;
+  if (table.host_default_explanation != host_default_explanation_) {
+    // Logged when it changes, not on every publish.
+    spdlog::info("{}", table.host_default_explanation);
+    host_default_explanation_ = table.host_default_explanation;
+  }
+  const Result<void> published = writer_->Publish(entries, stale_, table.host_default);
   if (!published) {
     spdlog::error("segment {}: publishing {} entries failed: {}",
                   config_.segment.name, entries.size(),
@@ -146,6 +156,7 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
   if (!any) return false;
   state_.fingerprint = host.fingerprint;
   state_.host = host.facts;
+  SetHost(host);
   state_.last_success_ns = now_ns;
   state_.saved_at_ns = now_ns;
   stale_ = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "zcal/agent/host_default.h"
 #include "zcal/common/units.h"
 
 namespace zcal::agent {
@@ -79,11 +80,11 @@ void PruneState(AgentState& state, const Config& config) {
   std::erase_if(state.paths, [](const auto& item) { return item.second.empty(); });
 }
 
-std::vector<PublishedEntry> BuildEntries(const AgentState& state,
-                                         const Config& config) {
-  std::vector<PublishedEntry> entries;
+PublishedTable BuildEntries(const AgentState& state, const Config& config,
+                            const HostDefaultNic& nic) {
+  PublishedTable table;
   const auto add = [&](const std::map<Method, MethodState>& methods,
-                       ScopeKind scope) {
+                       ScopeKind scope, bool estimated) {
     for (const auto& [method, s] : methods) {
       PublishedEntry e;
       e.scope = scope;
@@ -94,25 +95,28 @@ std::vector<PublishedEntry> BuildEntries(const AgentState& state,
       e.reason = s.published.reason;
       e.measured_at_ns = s.measured_at_ns;
       e.fingerprint = state.fingerprint;
-      entries.push_back(std::move(e));
+      e.estimated = estimated;
+      table.entries.push_back(std::move(e));
     }
   };
+  // Each path's result under a scope of its own: it says what it measured.
   for (const PathConfig& path : config.paths) {
     const auto it = state.paths.find(path.name);
     if (it == state.paths.end()) continue;
     switch (path.type) {
       case PathType::kLoopback:
-        add(it->second, ScopeKind::kLoopback);
+        add(it->second, ScopeKind::kLoopback, false);
+        break;
+      case PathType::kDiscard:
+        add(it->second, ScopeKind::kDiscard, false);
         break;
     }
   }
-  if (!config.host_default.empty()) {
-    if (const auto it = state.paths.find(config.host_default);
-        it != state.paths.end()) {
-      add(it->second, ScopeKind::kHostDefault);
-    }
-  }
-  return entries;
+  HostDefaultChoice choice = ChooseHostDefault(state, config, nic);
+  add(choice.methods, ScopeKind::kHostDefault, choice.estimated);
+  table.host_default = choice.source;
+  table.host_default_explanation = std::move(choice.explanation);
+  return table;
 }
 
 }  // namespace zcal::agent

@@ -136,6 +136,7 @@ bool Service::Impl::Start() {
     return false;
   }
   host_ = hooks_.collect_host(config_);
+  publisher_->SetHost(host_);
   metrics_->SetHost(host_.info);
   publisher_->LoadSaved();
   publisher_->Publish();
@@ -228,6 +229,7 @@ void Service::Impl::ArmCalibrationTimer(const TimerRequest& timer) {
 
 void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
   host_ = hooks_.collect_host(config_);
+  publisher_->SetHost(host_);
   metrics_->SetHost(host_.info);
   round_host_ = host_;
   metrics_->RecordTrigger(trigger);
@@ -342,6 +344,7 @@ void Service::Impl::PollHost() {
                   common::Hex64(now.fingerprint));
   }
   host_ = std::move(now);
+  publisher_->SetHost(host_);
   metrics_->SetHost(host_.info);
   if (changed) Handle(FingerprintChangedEvent{});
 }
@@ -395,6 +398,7 @@ void Service::Impl::ApplyReload(Config next) {
   publisher_->Reconfigure(config_);
   if (change.host_root || change.paths_or_methods) {
     host_ = hooks_.collect_host(config_);
+    publisher_->SetHost(host_);
     metrics_->SetHost(host_.info);
   }
   if (change.fingerprint_poll) ArmFingerprintPoll();

@@ -37,6 +37,16 @@ static_assert(static_cast<int>(ScopeKind::kHostDefault) == ZCAL_SCOPE_HOST_DEFAU
 static_assert(static_cast<int>(ScopeKind::kLoopback) == ZCAL_SCOPE_LOOPBACK);
 static_assert(static_cast<int>(ScopeKind::kPeer) == ZCAL_SCOPE_PEER);
 static_assert(static_cast<int>(ScopeKind::kInterface) == ZCAL_SCOPE_INTERFACE);
+static_assert(static_cast<int>(ScopeKind::kDiscard) == ZCAL_SCOPE_DISCARD);
+static_assert(static_cast<int>(HostDefaultSource::kPeers) == ZCAL_HOST_DEFAULT_PEERS);
+static_assert(static_cast<int>(HostDefaultSource::kEstimated) == ZCAL_HOST_DEFAULT_ESTIMATED);
+static_assert(static_cast<int>(HostDefaultSource::kNoPath) == ZCAL_HOST_DEFAULT_NONE_NO_PATH);
+static_assert(static_cast<int>(HostDefaultSource::kIommuTranslates) ==
+              ZCAL_HOST_DEFAULT_NONE_IOMMU);
+static_assert(static_cast<int>(HostDefaultSource::kIommuUnknown) ==
+              ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN);
+static_assert(static_cast<int>(HostDefaultSource::kDisabled) ==
+              ZCAL_HOST_DEFAULT_NONE_DISABLED);
 static_assert(static_cast<int>(Method::kCopy) == ZCAL_METHOD_COPY);
 static_assert(static_cast<int>(Method::kMsgZerocopy) == ZCAL_METHOD_MSG_ZEROCOPY);
 static_assert(static_cast<int>(Method::kUringSend) == ZCAL_METHOD_URING_SEND);
@@ -114,8 +124,10 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
       break;
     case ScopeKind::kHostDefault:
     case ScopeKind::kLoopback:
+    case ScopeKind::kDiscard:
       break;
   }
+  if (in.estimated) out.entry_flags |= ZCAL_ENTRY_ESTIMATED;
   if (in.verdict == Verdict::kThreshold && !in.threshold_bytes) {
     return Fail(Errc::kInvalidArgument,
                 where() + ": verdict threshold without threshold_bytes");
@@ -363,7 +375,8 @@ ShmWriter::~ShmWriter() {
   close(fd_);
 }
 
-Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool stale) {
+Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool stale,
+                                HostDefaultSource host_default) {
   if (entries.size() > capacity_) {
     return Fail(Errc::kInvalidArgument,
                 std::to_string(entries.size()) + " entries exceed the capacity " +
@@ -414,6 +427,7 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
   }
   StoreRelease(&hdr->count, static_cast<std::uint32_t>(encoded.size()));
   StoreRelease(&hdr->flags, stale ? ZCAL_FLAG_STALE : std::uint32_t{0});
+  StoreRelease(&hdr->host_default_source, static_cast<std::uint32_t>(host_default));
   StoreRelease(&hdr->publish_time_ns, now);
   ++generation_;
   StoreRelease(&hdr->generation, generation_);

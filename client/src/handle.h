@@ -61,6 +61,7 @@ struct zcal_handle {
   uint64_t publish_time_ns;
   uint32_t count;
   uint32_t flags;
+  uint32_t host_default_source;
   struct zcal_shm_entry *entries;
   struct zcal_shm_entry *scratch;
 

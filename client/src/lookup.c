@@ -252,6 +252,7 @@ int zcal_lookup(zcal_handle *h, const struct zcal_key *key, uint8_t method,
   out->scope = scope;
   out->prefix_len = scope == ZCAL_SCOPE_PEER ? e->prefix_len : 0;
   out->stale = (h->flags & ZCAL_FLAG_STALE) != 0;
+  out->estimated = (e->entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
   return 0;
 }
 
@@ -364,6 +365,7 @@ int zcal_read_info(zcal_handle *h, struct zcal_info *out) {
   out->entry_size = h->entry_size;
   out->abi_major = h->abi_major;
   out->abi_minor = h->abi_minor;
+  out->host_default_source = h->host_default_source;
   return 0;
 }
 

@@ -55,6 +55,7 @@ const char *zcal_scope_name(uint8_t scope) {
     case ZCAL_SCOPE_LOOPBACK: return "loopback";
     case ZCAL_SCOPE_PEER: return "peer";
     case ZCAL_SCOPE_INTERFACE: return "interface";
+    case ZCAL_SCOPE_DISCARD: return "discard";
     default: return "unknown";
   }
 }

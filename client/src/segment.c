@@ -115,8 +115,9 @@ static int validate_entry(const zcal_handle *h, uint32_t index,
       return -EPROTO;
     }
   }
-  /* Other scopes may be appended by a later minor version: the index
-   * skips them. */
+  /* ZCAL_SCOPE_DISCARD and scopes a later minor version appends carry no
+   * traffic this reader routes: the index skips them, and tools read them
+   * with zcal_read_entry. */
   return 0;
 }
 
@@ -138,6 +139,7 @@ static int take_copy(zcal_handle *h) {
     uint64_t publish_time_ns = LOAD_ACQ(&hdr->publish_time_ns);
     uint32_t count = LOAD_ACQ(&hdr->count);
     uint32_t flags = LOAD_ACQ(&hdr->flags);
+    uint32_t host_default_source = LOAD_ACQ(&hdr->host_default_source);
     if (count > h->capacity) {
       if (LOAD_RELAXED(seq_word) != s1) continue;
       zcal_internal_set_detail("segment %s: entry count %" PRIu32
@@ -169,6 +171,7 @@ static int take_copy(zcal_handle *h) {
     h->publish_time_ns = publish_time_ns;
     h->count = count;
     h->flags = flags;
+    h->host_default_source = host_default_source;
     h->busy = 0;
     zcal_internal_build_index(h);
     return 0;

@@ -155,6 +155,18 @@ std::optional<std::string> RouteV6(const std::string& root, const in6_addr& addr
   return best;
 }
 
+std::optional<std::string> RouteOf(const std::string& root, const common::IpAddress& address,
+                                   std::string& why) {
+  if (address.IsIpv6()) {
+    in6_addr v6{};
+    std::memcpy(&v6, address.bytes.data(), sizeof v6);
+    return RouteV6(root, v6, why);
+  }
+  in_addr v4{};
+  std::memcpy(&v4, address.bytes.data(), sizeof v4);
+  return RouteV4(root, v4, why);
+}
+
 std::optional<std::string> EgressInterface(const HostFactsOptions& options,
                                            std::vector<std::string>& notes) {
   if (options.target.kind == TargetKind::kLoopback) return "lo";
@@ -163,18 +175,8 @@ std::optional<std::string> EgressInterface(const HostFactsOptions& options,
                     "private namespace; no NIC, IOMMU or receiver is measured");
     return "lo";
   }
-  const common::IpAddress& address = options.target.peer.address;
   std::string why;
-  std::optional<std::string> name;
-  if (address.IsIpv6()) {
-    in6_addr v6{};
-    std::memcpy(&v6, address.bytes.data(), sizeof v6);
-    name = RouteV6(options.root, v6, why);
-  } else {
-    in_addr v4{};
-    std::memcpy(&v4, address.bytes.data(), sizeof v4);
-    name = RouteV4(options.root, v4, why);
-  }
+  std::optional<std::string> name = RouteOf(options.root, options.target.peer.address, why);
   if (!name) {
     notes.push_back("egress interface of " + ToString(options.target) +
                     " unknown: " + why);
@@ -321,6 +323,18 @@ std::vector<InterfaceFacts> DescribeDevices(const HostFactsOptions& options,
 }
 
 }  // namespace
+
+std::optional<std::string> DefaultRouteInterface(const std::string& root,
+                                                 std::string& why) {
+  // The route traffic to an arbitrary remote address takes: the default
+  // route, or the more specific half-default routes some VPNs install.
+  std::string why_v4;
+  if (auto v4 = RouteOf(root, *common::ParseIpAddress("0.0.0.0"), why_v4)) return v4;
+  std::string why_v6;
+  if (auto v6 = RouteOf(root, *common::ParseIpAddress("::"), why_v6)) return v6;
+  why = "no default route: IPv4: " + why_v4 + "; IPv6: " + why_v6;
+  return std::nullopt;
+}
 
 std::uint64_t HostFacts::Fingerprint() const {
   return common::Fnv1a(FingerprintJson(*this).dump());

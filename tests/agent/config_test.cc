@@ -55,7 +55,9 @@ TEST(Config, ReadsEveryKey) {
 paths:
   - name: lo
     type: loopback
-host_default: lo
+  - name: sender
+    type: discard
+host_default: {enabled: true, interface: eth1, estimate: false}
 methods: [copy, msg_zerocopy]
 sizes: {min: 4KiB, max: 1MiB}
 decision: {objective: cpu, tolerance: 0.1, margin: 0.2, kernel_copied_fraction: 0.9}
@@ -70,9 +72,12 @@ host: {root: /tmp}
 )";
   const Result<Config> config = ParseConfig(text, "all.yaml");
   ASSERT_TRUE(config) << config.error().message;
-  ASSERT_EQ(config->paths.size(), 1u);
+  ASSERT_EQ(config->paths.size(), 2u);
   EXPECT_EQ(config->paths[0].name, "lo");
-  EXPECT_EQ(config->host_default, "lo");
+  EXPECT_EQ(config->paths[1].type, PathType::kDiscard);
+  EXPECT_EQ(config->host_default.interface, "eth1");
+  EXPECT_FALSE(config->host_default.estimate);
+  EXPECT_TRUE(config->host_default.enabled);
   EXPECT_EQ(config->methods,
             (std::vector<Method>{Method::kCopy, Method::kMsgZerocopy}));
   EXPECT_EQ(config->min_size_bytes, 4096u);

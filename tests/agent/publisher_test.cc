@@ -132,7 +132,8 @@ TEST_F(PublisherTest, RepublishesTheSavedStateAsStale) {
   const auto info = ReadInfo(config_.segment.name);
   ASSERT_TRUE(info);
   EXPECT_TRUE(info->flags & ZCAL_FLAG_STALE);
-  EXPECT_EQ(info->count, 2u) << "loopback and host default";
+  EXPECT_EQ(info->count, 1u) << "loopback only: never a host default from it";
+  EXPECT_EQ(info->host_default_source, static_cast<std::uint32_t>(ZCAL_HOST_DEFAULT_NONE_NO_PATH));
   EXPECT_TRUE(Contains(metrics_->Text(), "zcal_published_stale 1"));
 }
 
@@ -172,7 +173,7 @@ TEST_F(PublisherTest, ASuccessfulRoundIsPublishedFreshAndSaved) {
   const auto info = ReadInfo(config_.segment.name);
   ASSERT_TRUE(info);
   EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
-  EXPECT_EQ(info->count, 4u);
+  EXPECT_EQ(info->count, 2u);
   const Result<AgentState> saved = LoadState(config_.state_path);
   ASSERT_TRUE(saved) << saved.error().message;
   EXPECT_EQ(saved->fingerprint, 42u) << "the host as when the round started";
@@ -227,7 +228,7 @@ TEST_F(PublisherTest, AStateFileThatCannotBeWrittenIsCountedAndTheTableStillPubl
                                 Host(1), 1000));
   const auto info = ReadInfo(config_.segment.name);
   ASSERT_TRUE(info);
-  EXPECT_EQ(info->count, 2u);
+  EXPECT_EQ(info->count, 1u);
   EXPECT_TRUE(Contains(metrics_->Text(),
                        "zcal_state_errors_total{operation=\"save\"} 1"))
       << metrics_->Text();
@@ -256,7 +257,7 @@ TEST_F(PublisherTest, ReconfigureDropsWhatIsNoLongerConfiguredAndMovesTheStateFi
       Host(1), 1000));
   Config next = config_;
   next.methods = {Method::kCopy, Method::kMsgZerocopy};
-  next.host_default.clear();
+  next.host_default.enabled = false;
   next.state_path = (dir_.path() / "moved" / "state.json").string();
   publisher->Reconfigure(next);
   const auto info = ReadInfo(config_.segment.name);
@@ -281,7 +282,7 @@ TEST_F(PublisherTest, ANewSegmentNameTakesItsLockAndRemovesTheOldSegment) {
   EXPECT_FALSE(ReadInfo(segments_[0]));
   const auto info = ReadInfo(segments_[1]);
   ASSERT_TRUE(info);
-  EXPECT_EQ(info->count, 2u);
+  EXPECT_EQ(info->count, 1u);
   EXPECT_EQ(publisher->segment_name(), segments_[1]);
   // The old name's lock is free again, the new one held.
   Config other = config_;

@@ -85,7 +85,7 @@ TEST(MergeCalibration, AnAgreeingResultRefreshesTheMeasurementTime) {
   EXPECT_EQ(log[0], "loopback/uring_send_zc: never (kernel_copied), confirmed");
 }
 
-TEST(BuildEntries, PublishesEachMethodForThePathAndTheHostDefault) {
+TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault) {
   AgentState state;
   state.fingerprint = 42;
   MergeCalibration(state, "loopback",
@@ -93,30 +93,33 @@ TEST(BuildEntries, PublishesEachMethodForThePathAndTheHostDefault) {
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
                    100, {});
   const Config config;
-  const std::vector<PublishedEntry> entries = BuildEntries(state, config);
-  ASSERT_EQ(entries.size(), 4u);
-  EXPECT_EQ(entries[0].scope, ScopeKind::kLoopback);
-  EXPECT_EQ(entries[0].method, Method::kMsgZerocopy);
-  EXPECT_EQ(entries[0].threshold_bytes, 16384u);
-  EXPECT_EQ(entries[0].fingerprint, 42u);
-  EXPECT_EQ(entries[0].measured_at_ns, 100u);
-  EXPECT_EQ(entries[1].scope, ScopeKind::kLoopback);
-  EXPECT_EQ(entries[1].reason, Reason::kKernelCopied);
-  EXPECT_EQ(entries[2].scope, ScopeKind::kHostDefault);
-  EXPECT_EQ(entries[3].scope, ScopeKind::kHostDefault);
-  EXPECT_EQ(entries[3].verdict, Verdict::kNever);
+  const PublishedTable table = BuildEntries(state, config, HostDefaultNic{});
+  ASSERT_EQ(table.entries.size(), 2u);
+  EXPECT_EQ(table.entries[0].scope, ScopeKind::kLoopback);
+  EXPECT_EQ(table.entries[0].method, Method::kMsgZerocopy);
+  EXPECT_EQ(table.entries[0].threshold_bytes, 16384u);
+  EXPECT_EQ(table.entries[0].fingerprint, 42u);
+  EXPECT_EQ(table.entries[0].measured_at_ns, 100u);
+  EXPECT_FALSE(table.entries[0].estimated);
+  EXPECT_EQ(table.entries[1].scope, ScopeKind::kLoopback);
+  EXPECT_EQ(table.entries[1].reason, Reason::kKernelCopied);
+  // Loopback measured the kernel's local copy: no host default from it.
+  EXPECT_EQ(table.host_default, HostDefaultSource::kNoPath);
+  EXPECT_NE(table.host_default_explanation.find("loopback is never a source"),
+            std::string::npos)
+      << table.host_default_explanation;
 }
 
-TEST(BuildEntries, OmitsTheHostDefaultWhenNoneIsConfigured) {
+TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
   AgentState state;
-  MergeCalibration(state, "loopback",
-                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   {});
+  MergeCalibration(state, "discard",
+                   Fresh({Threshold(Method::kUringSendZc, 24576, 0.8)}), 100, {});
   Config config;
-  config.host_default.clear();
-  const std::vector<PublishedEntry> entries = BuildEntries(state, config);
-  ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0].scope, ScopeKind::kLoopback);
+  config.host_default.enabled = false;
+  const PublishedTable table = BuildEntries(state, config, HostDefaultNic{});
+  ASSERT_EQ(table.entries.size(), 1u);
+  EXPECT_EQ(table.entries[0].scope, ScopeKind::kDiscard);
+  EXPECT_EQ(table.host_default, HostDefaultSource::kDisabled);
 }
 
 TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {

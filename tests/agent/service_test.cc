@@ -118,6 +118,8 @@ class RunningService {
 class ServiceTest : public ::testing::Test {
  protected:
   ServiceTest() {
+    // One path: the fake calibration counts one call per path.
+    config_.paths = {PathConfig{}};
     config_.segment.name = UniqueSegment();
     config_.segment.heartbeat = milliseconds(100);
     config_.metrics.listen.clear();
@@ -200,7 +202,7 @@ TEST_F(ServiceTest, PublishesSavedStateAsStaleBeforeTheFirstProbe) {
     std::lock_guard lock(mutex);
     ASSERT_TRUE(seen) << "the segment did not exist when the probe ran";
     EXPECT_TRUE(seen->flags & ZCAL_FLAG_STALE);
-    EXPECT_EQ(seen->count, 2u) << "loopback and host default";
+    EXPECT_EQ(seen->count, 1u) << "loopback only: never a host default from it";
     EXPECT_EQ(seen->agent_pid, static_cast<std::uint32_t>(getpid()));
   }
   ASSERT_TRUE(WaitFor(
@@ -297,7 +299,7 @@ TEST_F(ServiceTest, KeepsServingAfterAFailedCalibrationAndRetries) {
   EXPECT_TRUE(Contains(text, "zcal_calibration_triggers_total{trigger=\"retry\"} 1"));
   auto segment = client::Segment::Open(config_.segment.name.c_str());
   ASSERT_TRUE(segment);
-  EXPECT_EQ(segment->Info()->count, 4u);
+  EXPECT_EQ(segment->Info()->count, 2u);
 }
 
 TEST_F(ServiceTest, RecalibratesWhenTheFingerprintChanges) {
@@ -470,7 +472,8 @@ TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
   ASSERT_TRUE(holder);
   const std::filesystem::path file = dir_.path() / "agent.yaml";
   const auto write_config = [&](const std::string& segment) {
-    std::ofstream(file) << "segment:\n  name: " << segment
+    std::ofstream(file) << "paths: [{name: loopback, type: loopback}]\n"
+                        << "segment:\n  name: " << segment
                         << "\n  heartbeat: 100ms\nmetrics:\n  listen: \"\"\n"
                         << "state:\n  path: " << config_.state_path << "\n"
                         << "schedule:\n  jitter: 0\n  fingerprint_poll: 0\n";
@@ -500,7 +503,7 @@ TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
       << "the old segment is removed";
   auto moved = client::Segment::Open(other.c_str());
   ASSERT_TRUE(moved);
-  EXPECT_EQ(moved->Info()->count, 2u);
+  EXPECT_EQ(moved->Info()->count, 1u);
   shm_unlink(other.c_str());
 }
 

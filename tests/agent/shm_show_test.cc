@@ -11,6 +11,7 @@
 
 namespace {
 
+using zcal::agent::HostDefaultSource;
 using zcal::agent::PublishedEntry;
 using zcal::agent::ScopeKind;
 using zcal::test::Entry;
@@ -45,8 +46,10 @@ std::vector<PublishedEntry> SampleTable() {
   never.reason = zcal::calibrator::Reason::kKernelCopied;
   PublishedEntry peer = PeerEntry("10.1.0.0", 16, 16384);
   peer.fingerprint = 0xabcdef;
-  return {peer, PeerEntry("2001:db8::", 32, 65536), eth, never,
-          Entry(ScopeKind::kHostDefault, 12288, zcal::calibrator::Method::kUringSendZc)};
+  PublishedEntry estimated =
+      Entry(ScopeKind::kHostDefault, 12288, zcal::calibrator::Method::kUringSendZc);
+  estimated.estimated = true;
+  return {peer, PeerEntry("2001:db8::", 32, 65536), eth, never, estimated};
 }
 
 TEST_F(ZcalShow, MissingSegmentExitsOneWithAHint) {
@@ -86,12 +89,13 @@ TEST_F(ZcalShow, InvalidNameIsAUsageError) {
 TEST_F(ZcalShow, PrintsHeaderAndEveryEntry) {
   ScopedName name("show-table");
   auto writer = MakeWriter(name, 8);
-  ASSERT_TRUE(writer->Publish(SampleTable(), true));
+  ASSERT_TRUE(writer->Publish(SampleTable(), true, HostDefaultSource::kEstimated));
   auto r = Show({}, {"ZCAL_SEGMENT=" + name.str()});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   for (const char* expected :
-       {"stale       yes", "entries     5 of 8", "ABI 1.0", "SCOPE", "peer 10.1.0.0/16",
-        "peer 2001:db8::/32", "interface eth0", "loopback", "host_default",
+       {"stale       yes", "entries     5 of 8", "ABI 1.1", "SCOPE", "peer 10.1.0.0/16",
+        "peer 2001:db8::/32", "interface eth0", "loopback", "host_default (estimated)",
+        "host default estimated from the discard path",
         "kernel_copied", "uring_send_zc", "16384", "0.50", "unknown", "0000000000abcdef",
         "s ago"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
@@ -128,6 +132,24 @@ TEST_F(ZcalShow, PrintsJson) {
   EXPECT_EQ(entries[3]["reason"], "kernel_copied");
   EXPECT_EQ(entries[4]["method"], "uring_send_zc");
   EXPECT_GE(entries[4]["age_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(entries[4]["estimated"], true);
+  EXPECT_EQ(entries[3]["estimated"], false);
+  EXPECT_EQ(doc["host_default"]["source"], "unknown") << "published without saying";
+}
+
+TEST_F(ZcalShow, SaysWhyThereIsNoHostDefault) {
+  ScopedName name("show-no-default");
+  auto writer = MakeWriter(name, 8);
+  ASSERT_TRUE(writer->Publish(std::vector<PublishedEntry>{}, false,
+                              HostDefaultSource::kIommuTranslates));
+  auto text = Show({"--segment", name.str()});
+  ASSERT_EQ(text.exit_status, 0) << text.err;
+  EXPECT_NE(text.out.find("host default none: the NIC's IOMMU translates"), std::string::npos)
+      << text.out;
+  auto json = Show({"--segment", name.str(), "--json"});
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["host_default"]["source"], "none");
+  EXPECT_EQ(doc["host_default"]["reason"], "iommu_translates");
 }
 
 }  // namespace

@@ -180,6 +180,63 @@ TEST(Lookup, UnknownScopesAreSkipped) {
   EXPECT_EQ(h.Threshold("10.0.0.1"), 5);
 }
 
+TEST(Lookup, AMinorOneSegmentReadsLikeAMinorZeroOneWhereItMust) {
+  // Written by a minor-1 agent: a discard entry (no traffic's scope), an
+  // estimated host default, the host-default source in the header, and an
+  // entry of a scope a later minor may add. Minor-0 reader code paths skip
+  // what they do not know; this reader answers every lookup from the
+  // routed scopes only, and still lists every entry for tools.
+  SegmentImage image(4);
+  image.header().abi_minor = 1;
+  image.header().host_default_source = ZCAL_HOST_DEFAULT_ESTIMATED;
+  image.Add(MakeEntry(ZCAL_SCOPE_DISCARD, kZc, ZCAL_VERDICT_THRESHOLD, 1));
+  zcal_shm_entry later = MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_ALWAYS, std::nullopt);
+  later.scope = 200;
+  image.Add(later);
+  zcal_shm_entry estimate = MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 24576);
+  estimate.entry_flags |= ZCAL_ENTRY_ESTIMATED;
+  image.Add(estimate);
+  Attached h(image);
+  ASSERT_EQ(h.rc(), 0);
+  zcal_key key;
+  zcal_key_from_string("198.18.0.9", nullptr, &key);
+  zcal_result r;
+  ASSERT_EQ(zcal_lookup(h.get(), &key, kZc, &r), 0);
+  EXPECT_EQ(r.scope, ZCAL_SCOPE_HOST_DEFAULT);
+  EXPECT_EQ(r.threshold_bytes, 24576u);
+  EXPECT_EQ(r.estimated, 1);
+  // A loopback peer has no loopback entry: the discard entry is not one.
+  zcal_key_from_string("127.0.0.1", nullptr, &key);
+  ASSERT_EQ(zcal_lookup(h.get(), &key, kZc, &r), 0);
+  EXPECT_EQ(r.scope, ZCAL_SCOPE_HOST_DEFAULT);
+  zcal_info info;
+  ASSERT_EQ(zcal_read_info(h.get(), &info), 0);
+  EXPECT_EQ(info.abi_minor, 1);
+  EXPECT_EQ(info.host_default_source, static_cast<std::uint32_t>(ZCAL_HOST_DEFAULT_ESTIMATED));
+  EXPECT_EQ(info.count, 3u);
+  zcal_shm_entry e;
+  ASSERT_EQ(zcal_read_entry(h.get(), 0, &e), 0);
+  EXPECT_EQ(e.scope, ZCAL_SCOPE_DISCARD);
+  EXPECT_STREQ(zcal_scope_name(e.scope), "discard");
+  EXPECT_STREQ(zcal_scope_name(200), "unknown");
+}
+
+TEST(Lookup, AMinorZeroSegmentHasNoHostDefaultSource) {
+  SegmentImage image(2);
+  image.header().abi_minor = 0;
+  image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 4096));
+  Attached h(image);
+  ASSERT_EQ(h.rc(), 0);
+  zcal_info info;
+  ASSERT_EQ(zcal_read_info(h.get(), &info), 0);
+  EXPECT_EQ(info.host_default_source, static_cast<std::uint32_t>(ZCAL_HOST_DEFAULT_UNKNOWN));
+  zcal_key key;
+  zcal_key_from_string("10.0.0.1", nullptr, &key);
+  zcal_result r;
+  ASSERT_EQ(zcal_lookup(h.get(), &key, kZc, &r), 0);
+  EXPECT_EQ(r.estimated, 0);
+}
+
 TEST(Lookup, ResultCarriesVerdictAgesConfidenceAndStaleFlag) {
   SegmentImage image(2);
   const std::uint64_t now = NowNs();
@@ -472,6 +529,17 @@ TEST(Wrapper, CachedDecisionFollowsPublishesAndFallsBack) {
   hdr->generation += 1;
   hdr->seq = 2;
   EXPECT_FALSE(decision.ShouldZerocopy(&*segment, 1 << 20));
+  EXPECT_FALSE(decision.estimated());
+  // The host default becomes an estimate: the wrapper says so.
+  hdr->seq = 3;
+  entry->verdict = ZCAL_VERDICT_THRESHOLD;
+  entry->entry_flags |= ZCAL_ENTRY_ESTIMATED;
+  hdr->generation += 1;
+  hdr->seq = 4;
+  EXPECT_TRUE(decision.ShouldZerocopy(&*segment, 1000));
+  EXPECT_TRUE(decision.estimated());
+  ASSERT_TRUE(decision.answer());
+  EXPECT_EQ(decision.answer()->scope, ZCAL_SCOPE_HOST_DEFAULT);
   munmap(map, image.size());
 }
 

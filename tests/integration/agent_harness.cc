@@ -37,6 +37,9 @@ std::size_t CountOf(const std::string& text, const std::string& fragment) {
 
 std::string AgentConfig(const AgentSettings& s) {
   std::ostringstream out;
+  out << "paths:\n"
+      << "  - {name: loopback, type: loopback}\n";
+  if (s.discard) out << "  - {name: discard, type: discard}\n";
   out << "sizes: {min: 4KiB, max: 64KiB}\n"
       << "schedule:\n"
       << "  at_startup: " << (s.at_startup ? "true" : "false") << "\n"

@@ -23,6 +23,8 @@ struct AgentSettings {
   std::string host_root = "/";
   std::string heartbeat = "200ms";
   double budget_seconds = 2;
+  /// Calibrate the discard path too (slower; most tests need loopback only).
+  bool discard = false;
 };
 
 /// The YAML of a configuration with these settings.

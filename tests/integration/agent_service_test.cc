@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -66,13 +67,18 @@ TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
   ASSERT_TRUE(info);
   EXPECT_EQ(info->agent_pid, static_cast<std::uint32_t>(agent->pid()));
   EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
-  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+  // Loopback's results, for loopback only: never a host default from them.
+  EXPECT_EQ(info->count, kZerocopyMethods.size());
+  EXPECT_EQ(info->host_default_source,
+            static_cast<std::uint32_t>(ZCAL_HOST_DEFAULT_NONE_NO_PATH));
 
   const CommandResult show = RunCommand(
       {ZcalBinary(), "show", "--segment", settings_.segment, "--json"});
   ASSERT_EQ(show.status, 0) << show.err;
   const nlohmann::json document = nlohmann::json::parse(show.out);
-  for (const std::string scope : {"loopback", "host_default"}) {
+  EXPECT_EQ(document["host_default"]["source"], "none");
+  EXPECT_EQ(document["host_default"]["reason"], "no_path");
+  for (const std::string scope : {"loopback"}) {
     for (const std::string& method : kZerocopyMethods) {
       const auto& entries = document["entries"];
       const auto found =
@@ -126,7 +132,7 @@ TEST_F(AgentTest, StopsOnSigtermSavingStateAndLeavingAHeartbeat) {
   const auto info = ReadInfo(settings_.segment);
   ASSERT_TRUE(info) << "the segment stays for its readers";
   EXPECT_GE(info->heartbeat_ns, before) << "a last heartbeat at exit";
-  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+  EXPECT_EQ(info->count, kZerocopyMethods.size());
 
   const std::string state = ReadFile(settings_.state);
   const nlohmann::json document = nlohmann::json::parse(state);
@@ -205,14 +211,14 @@ TEST_F(AgentTest, RestartAfterKillRepublishesTheSavedStateAsStaleFirst) {
   }
   ASSERT_TRUE(first_seen) << second->Log();
   EXPECT_TRUE(first_seen->flags & ZCAL_FLAG_STALE);
-  EXPECT_EQ(first_seen->count, 2 * kZerocopyMethods.size());
+  EXPECT_EQ(first_seen->count, kZerocopyMethods.size());
   EXPECT_TRUE(Contains(second->Log(), "republishing 3 saved results"))
       << second->Log();
   ASSERT_TRUE(second->WaitForLog(kFinished, kStartTimeout)) << second->Log();
   const auto info = ReadInfo(settings_.segment);
   ASSERT_TRUE(info);
   EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
-  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+  EXPECT_EQ(info->count, kZerocopyMethods.size());
 }
 
 TEST_F(AgentTest, ReloadAppliesAValidChangeAndRejectsAnInvalidOne) {
@@ -233,7 +239,7 @@ TEST_F(AgentTest, ReloadAppliesAValidChangeAndRejectsAnInvalidOne) {
   EXPECT_TRUE(Contains(agent->Log(), "changed: segment, metrics")) << agent->Log();
   const auto info = ReadInfo(new_segment);
   ASSERT_TRUE(info) << agent->Log();
-  EXPECT_EQ(info->count, 2 * kZerocopyMethods.size());
+  EXPECT_EQ(info->count, kZerocopyMethods.size());
   EXPECT_FALSE(ReadInfo(old_segment)) << "the old segment is removed";
   EXPECT_EQ(agent->MetricsPort(), new_port);
   EXPECT_TRUE(WaitFor([&] { return Scrape(old_port).empty(); },
@@ -320,6 +326,95 @@ TEST_F(AgentTest, RecalibratesWhenTheFingerprintChanges) {
   ASSERT_EQ(devices.size(), 2u) << state.dump();
   EXPECT_EQ(devices[0]["name"], "eth9");
   EXPECT_EQ(devices[1]["name"], "lo");
+}
+
+// A fake host whose default route leaves through eth0, a PCI virtio NIC;
+// `iommu_type` "" puts it in no IOMMU group, else in group 7 of that type.
+void MakeFakeNic(const std::filesystem::path& root, const std::string& iommu_type) {
+  MakeFakeRoot(root);
+  namespace fs = std::filesystem;
+  const fs::path pci = root / "sys/devices/pci0000:00/0000:00:03.0";
+  fs::create_directories(pci / "net/eth0");
+  fs::create_directories(root / "sys/bus/pci/drivers/virtio-pci");
+  fs::create_directory_symlink("../../../bus/pci/drivers/virtio-pci", pci / "driver");
+  fs::create_directory_symlink("../../../bus/pci", pci / "subsystem");
+  fs::create_directory_symlink("../../../0000:00:03.0", pci / "net/eth0/device");
+  WriteFile(pci / "net/eth0/mtu", "1500\n");
+  fs::create_directory_symlink("../../devices/pci0000:00/0000:00:03.0/net/eth0",
+                               root / "sys/class/net/eth0");
+  fs::create_directories(root / "proc/net");
+  WriteFile(root / "proc/net/route",
+            "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+            "eth0\t00000000\t0101000A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n");
+  if (!iommu_type.empty()) {
+    fs::create_directories(root / "sys/kernel/iommu_groups/7");
+    WriteFile(root / "sys/kernel/iommu_groups/7/type", iommu_type + "\n");
+    fs::create_directory_symlink("../../../kernel/iommu_groups/7", pci / "iommu_group");
+  }
+}
+
+TEST_F(AgentTest, DiscardPathGivesAnEstimatedHostDefaultWhereNoIommuTranslates) {
+  const std::filesystem::path root = dir_.path() / "root";
+  MakeFakeNic(root, "");
+  settings_.host_root = root.string();
+  settings_.discard = true;
+  settings_.budget_seconds = 12;
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  const CommandResult show = RunCommand(
+      {ZcalBinary(), "show", "--segment", settings_.segment, "--json"});
+  ASSERT_EQ(show.status, 0) << show.err;
+  const nlohmann::json doc = nlohmann::json::parse(show.out);
+  if (Contains(agent->Log(), "discard: no probe could run")) {
+    GTEST_SKIP() << "the discard path cannot run here: " << agent->Log();
+  }
+  std::map<std::string, nlohmann::json> discard, host_default;
+  for (const auto& e : doc["entries"]) {
+    if (e["scope"] == "discard") discard[e["method"]] = e;
+    if (e["scope"] == "host_default") host_default[e["method"]] = e;
+  }
+  ASSERT_EQ(discard.size(), kZerocopyMethods.size()) << show.out;
+  std::size_t usable = 0;
+  for (const std::string& method : kZerocopyMethods) {
+    const nlohmann::json& d = discard[method];
+    // Real zerocopy: the kernel copied nothing on this path.
+    EXPECT_NE(d["reason"], "kernel_copied") << d.dump();
+    EXPECT_FALSE(d["estimated"].get<bool>());
+    const bool is_usable = d["verdict"] == "threshold" || d["verdict"] == "always" ||
+                           (d["verdict"] == "never" && d["reason"] == "slower");
+    // The host default takes exactly the usable discard results, flagged.
+    ASSERT_EQ(host_default.count(method), is_usable ? 1u : 0u) << method << "\n" << show.out;
+    if (!is_usable) continue;
+    ++usable;
+    const nlohmann::json& h = host_default[method];
+    EXPECT_TRUE(h["estimated"].get<bool>()) << h.dump();
+    EXPECT_EQ(h["verdict"], d["verdict"]);
+    EXPECT_EQ(h["threshold_bytes"], d["threshold_bytes"]);
+    if (d["confidence"].is_number()) {
+      // Both stored in ppm: equal within the rounding.
+      EXPECT_NEAR(h["confidence"].get<double>(), d["confidence"].get<double>() / 2, 1e-6);
+    }
+  }
+  ASSERT_GE(usable, 1u) << "no discard result was decisive in 12 s:\n" << show.out;
+  EXPECT_EQ(doc["host_default"]["source"], "estimated");
+  EXPECT_TRUE(Contains(agent->Log(), "host default estimated from the discard path: eth0"))
+      << agent->Log();
+}
+
+TEST_F(AgentTest, NoHostDefaultWhereTheIommuTranslatesAndShowSaysWhy) {
+  const std::filesystem::path root = dir_.path() / "root";
+  MakeFakeNic(root, "DMA-FQ");
+  settings_.host_root = root.string();
+  settings_.discard = true;
+  settings_.budget_seconds = 12;
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  const CommandResult show =
+      RunCommand({ZcalBinary(), "show", "--segment", settings_.segment});
+  ASSERT_EQ(show.status, 0) << show.err;
+  EXPECT_TRUE(Contains(show.out, "host default none: the NIC's IOMMU translates")) << show.out;
+  EXPECT_FALSE(Contains(show.out, "host_default ")) << show.out;
+  EXPECT_TRUE(Contains(agent->Log(), "eth0 is in IOMMU group 7 of type DMA-FQ")) << agent->Log();
 }
 
 TEST_F(AgentTest, OneFingerprintInCalibrateShowMetricsAndState) {

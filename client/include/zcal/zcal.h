@@ -47,7 +47,8 @@ extern "C" {
 #define ZCAL_MAGIC UINT64_C(0x004d48534c41435a)
 /** Readers accept any minor of their major (fields are only appended). */
 #define ZCAL_ABI_MAJOR 1
-#define ZCAL_ABI_MINOR 0
+/* Minor 1: ZCAL_SCOPE_DISCARD, ZCAL_ENTRY_ESTIMATED, host_default_source. */
+#define ZCAL_ABI_MINOR 1
 
 #define ZCAL_DEFAULT_SEGMENT "/zcal"
 /** Environment variable naming the segment when zcal_open gets NULL. */
@@ -69,6 +70,10 @@ extern "C" {
 #define ZCAL_SCOPE_LOOPBACK 1     /**< peers at 127.0.0.0/8, ::1 */
 #define ZCAL_SCOPE_PEER 2         /**< peers within address/prefix_len */
 #define ZCAL_SCOPE_INTERFACE 3    /**< traffic leaving `interface` */
+/** (minor 1) The discard path: the sender's own costs with real zerocopy
+ *  completions, measured in a private namespace. For people and tools;
+ *  zcal_lookup never answers with it (it is no traffic's path). */
+#define ZCAL_SCOPE_DISCARD 4
 
 /* zcal_shm_entry.family, and zcal_key.family */
 #define ZCAL_FAMILY_NONE 0
@@ -100,6 +105,20 @@ extern "C" {
 /* zcal_shm_entry.entry_flags */
 /** threshold_bytes is meaningful (required with ZCAL_VERDICT_THRESHOLD). */
 #define ZCAL_ENTRY_HAS_THRESHOLD 0x1
+/** (minor 1) An estimate, not a measurement of this scope: a host default
+ *  taken from the discard path (which sees neither NIC nor IOMMU), only
+ *  where the egress NIC's IOMMU does not translate. Lower confidence. */
+#define ZCAL_ENTRY_ESTIMATED 0x2
+
+/* zcal_shm_header.host_default_source (minor 1): where the host-default
+ * entries come from, or why there are none. 0 from a minor-0 writer. */
+#define ZCAL_HOST_DEFAULT_UNKNOWN 0          /**< not said (minor-0 writer) */
+#define ZCAL_HOST_DEFAULT_PEERS 1            /**< peer paths through the NIC */
+#define ZCAL_HOST_DEFAULT_ESTIMATED 2        /**< the discard path, estimated */
+#define ZCAL_HOST_DEFAULT_NONE_NO_PATH 3     /**< none: no path crossing a NIC measured */
+#define ZCAL_HOST_DEFAULT_NONE_IOMMU 4       /**< none: the NIC's IOMMU translates */
+#define ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN 5 /**< none: the NIC's IOMMU mode is unknown */
+#define ZCAL_HOST_DEFAULT_NONE_DISABLED 6    /**< none: the configuration asks for none */
 
 /** confidence_ppm when the agent does not know its confidence. */
 #define ZCAL_CONFIDENCE_UNKNOWN UINT32_C(0xffffffff)
@@ -136,7 +155,7 @@ struct zcal_shm_header {
   uint32_t count;           /**< entries in use, <= capacity */
   uint32_t flags;           /**< ZCAL_FLAG_* */
   uint32_t agent_pid;       /**< process id of the writer */
-  uint32_t reserved0;
+  uint32_t host_default_source; /**< (minor 1) ZCAL_HOST_DEFAULT_*, seqlock */
   uint64_t created_ns;      /**< CLOCK_REALTIME when the segment was made */
   uint8_t reserved[48];     /**< zero; future fields are carved from here */
 };
@@ -236,7 +255,8 @@ struct zcal_result {
   uint8_t prefix_len;        /**< of the matching peer entry */
   uint8_t stale;             /**< 1: republished state, not yet confirmed */
   uint8_t has_threshold;
-  uint8_t reserved[5];
+  uint8_t estimated;         /**< 1: ZCAL_ENTRY_ESTIMATED (see there) */
+  uint8_t reserved[4];
 };
 
 /** Header fields and segment facts, for tools such as `zcal show`. */
@@ -254,7 +274,7 @@ struct zcal_info {
   uint32_t entry_size;
   uint16_t abi_major;
   uint16_t abi_minor;
-  uint32_t reserved;
+  uint32_t host_default_source; /**< ZCAL_HOST_DEFAULT_* (0 from minor 0) */
 };
 
 /**
@@ -370,7 +390,7 @@ int zcal_read_entry(const zcal_handle *handle, uint32_t index,
 const char *zcal_method_name(uint8_t method);
 const char *zcal_verdict_name(uint8_t verdict);
 const char *zcal_reason_name(uint8_t reason); /* "" for ZCAL_REASON_NONE */
-const char *zcal_scope_name(uint8_t scope);
+const char *zcal_scope_name(uint8_t scope); /* "discard" from minor 1 */
 
 /**
  * A sentence about the last failure of zcal_open, zcal_refresh, zcal_lookup

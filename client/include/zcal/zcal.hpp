@@ -159,6 +159,15 @@ class CachedDecision {
     return zcal_result_should_zerocopy(&result_, size_bytes, fallback_) != 0;
   }
 
+  /// Whether the answer in use is an estimate rather than a measurement of
+  /// this connection's scope (ZCAL_ENTRY_ESTIMATED: a host default taken
+  /// from the discard path). False while there is no answer.
+  bool estimated() const { return valid_ && result_.estimated != 0; }
+  /// The answer in use, if any (scope, verdict, confidence, ages...).
+  std::optional<zcal_result> answer() const {
+    return valid_ ? std::optional<zcal_result>(result_) : std::nullopt;
+  }
+
  private:
   zcal_key key_;
   Method method_;

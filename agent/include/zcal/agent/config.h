@@ -18,14 +18,32 @@
 
 namespace zcal::agent {
 
-/// Where probes send. Only loopback exists; peers come later.
-enum class PathType : std::uint8_t { kLoopback = 0 };
+/// Where probes send.
+enum class PathType : std::uint8_t {
+  kLoopback = 0,  ///< TCP to an in-process sink; kernel-copied by design
+  kDiscard = 1,   ///< UDP into a blackhole qdisc in a private namespace
+};
 
 struct PathConfig {
   std::string name = "loopback";  ///< metric label and calibration path
   PathType type = PathType::kLoopback;
 
   bool operator==(const PathConfig&) const = default;
+};
+
+/// Which results become the host default, the entry a transport falls back
+/// to for destinations without an entry of their own (docs/config.md).
+struct HostDefaultConfig {
+  /// false: publish no host default.
+  bool enabled = true;
+  /// The NIC whose results become the host default; "" = the interface of
+  /// the default route.
+  std::string interface;
+  /// Without a peer result, publish an estimate from the discard path, but
+  /// only where that NIC's IOMMU does not translate.
+  bool estimate = true;
+
+  bool operator==(const HostDefaultConfig&) const = default;
 };
 
 struct ScheduleConfig {
@@ -40,7 +58,7 @@ struct ScheduleConfig {
 };
 
 struct BudgetConfig {
-  double seconds_per_calibration = 8;
+  double seconds_per_calibration = 12;
   double seconds_per_hour = 60;
   std::uint64_t bytes_per_second = 0;  ///< 0 = unlimited
 
@@ -65,8 +83,9 @@ struct MetricsConfig {
 /// A validated configuration. The member defaults equal
 /// configs/default.yaml (a test checks that they agree).
 struct Config {
-  std::vector<PathConfig> paths = {PathConfig{}};
-  std::string host_default = "loopback";  ///< a path name, or empty
+  std::vector<PathConfig> paths = {PathConfig{},
+                                   PathConfig{"discard", PathType::kDiscard}};
+  HostDefaultConfig host_default;
   std::vector<calibrator::Method> methods = {calibrator::kAllMethods.begin(),
                                              calibrator::kAllMethods.end()};
   std::uint64_t min_size_bytes = 1024;

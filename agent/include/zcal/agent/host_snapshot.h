@@ -5,15 +5,24 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "zcal/agent/config.h"
 #include "zcal/agent/metrics.h"
+#include "zcal/probes/host_facts.h"
 #include "zcal/probes/target.h"
 
 namespace zcal::agent {
+
+/// The NIC whose results become the host default: the interface of the
+/// default route, or the one the configuration names.
+struct HostDefaultNic {
+  std::optional<probes::InterfaceFacts> facts;  ///< nullopt: not found
+  std::string why_unknown;  ///< when facts is nullopt
+};
 
 struct HostSnapshot {
   /// probes::HostFacts::Fingerprint: changes with the kernel, the CPU, the
@@ -23,6 +32,7 @@ struct HostSnapshot {
   std::uint64_t fingerprint = 0;
   HostInfo info;        ///< for the metrics
   nlohmann::json facts;  ///< for the state file: {"fingerprint", "paths": {...}}
+  HostDefaultNic host_default_nic;
 };
 
 /// Reads the facts below config.host_root. Never fails: what cannot be read

@@ -56,6 +56,10 @@ class Publisher {
   /// (zcal_state_errors_total{operation="load"}) and ignored.
   void LoadSaved();
 
+  /// The host facts the table depends on (the host-default NIC); call it
+  /// whenever they are read anew. Publish uses the last ones given.
+  void SetHost(const HostSnapshot& host);
+
   /// Publishes the table of the current state (BuildEntries) with the stale
   /// flag, and the snapshot in the metrics. A failure is logged; the
   /// segment then keeps its previous table.
@@ -110,6 +114,8 @@ class Publisher {
   std::string lock_dir_;
   AgentState state_;
   bool stale_ = false;
+  HostDefaultNic host_default_nic_;
+  std::string host_default_explanation_;
 };
 
 }  // namespace zcal::agent

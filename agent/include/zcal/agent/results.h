@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zcal/agent/config.h"
+#include "zcal/agent/host_snapshot.h"
 #include "zcal/agent/shm_writer.h"
 #include "zcal/agent/state.h"
 #include "zcal/calibrator/decision.h"
@@ -27,11 +28,19 @@ std::vector<std::string> MergeCalibration(
 /// Drops the paths and methods that `config` no longer calibrates.
 void PruneState(AgentState& state, const Config& config);
 
+/// What the segment holds, and where its host default comes from.
+struct PublishedTable {
+  std::vector<PublishedEntry> entries;
+  HostDefaultSource host_default = HostDefaultSource::kNoPath;
+  std::string host_default_explanation;  ///< a sentence (host_default.h)
+};
+
 /// The segment's table: per configured path and zerocopy method one entry
-/// (scope loopback for the loopback path), then the same results of the
-/// path named by config.host_default with scope host_default.
-std::vector<PublishedEntry> BuildEntries(const AgentState& state,
-                                         const Config& config);
+/// under the path's own scope (loopback, discard), then the host default as
+/// ChooseHostDefault (host_default.h) decides, with `nic` the NIC whose
+/// results it stands for.
+PublishedTable BuildEntries(const AgentState& state, const Config& config,
+                            const HostDefaultNic& nic);
 
 /// "threshold 16KiB", "always from 1KiB", "never (kernel_copied)",
 /// "inconclusive (noisy)".

@@ -18,7 +18,25 @@
 namespace zcal::agent {
 
 /// Which traffic an entry applies to (ZCAL_SCOPE_* in the ABI).
-enum class ScopeKind : std::uint8_t { kHostDefault, kLoopback, kPeer, kInterface };
+enum class ScopeKind : std::uint8_t {
+  kHostDefault,
+  kLoopback,
+  kPeer,
+  kInterface,
+  kDiscard,  ///< ABI minor 1: the discard path's own result
+};
+
+/// Where the host-default entries come from, or why there are none
+/// (ZCAL_HOST_DEFAULT_* in the ABI).
+enum class HostDefaultSource : std::uint8_t {
+  kUnknown = 0,
+  kPeers = 1,
+  kEstimated = 2,
+  kNoPath = 3,
+  kIommuTranslates = 4,
+  kIommuUnknown = 5,
+  kDisabled = 6,
+};
 
 /// One decision to publish.
 struct PublishedEntry {
@@ -33,6 +51,8 @@ struct PublishedEntry {
   calibrator::Reason reason = calibrator::Reason::kNone;
   std::uint64_t measured_at_ns = 0;  ///< CLOCK_REALTIME
   std::uint64_t fingerprint = 0;     ///< host-fact fingerprint
+  /// An estimate, not a measurement of this scope (ZCAL_ENTRY_ESTIMATED).
+  bool estimated = false;
 };
 
 /// Bytes a segment name may have after its leading '/' (the reader's limit,
@@ -74,7 +94,10 @@ class ShmWriter {
   /// of range, a threshold verdict without bytes, a confidence outside
   /// [0,1], or two entries with the same scope and method; with
   /// Errc::kBusy once another writer replaced (retired) this segment.
-  Result<void> Publish(std::span<const PublishedEntry> entries, bool stale);
+  /// `host_default` says where the host-default entries come from, or why
+  /// there are none.
+  Result<void> Publish(std::span<const PublishedEntry> entries, bool stale,
+                       HostDefaultSource host_default = HostDefaultSource::kUnknown);
 
   /// Refreshes the heartbeat only (readers use it to tell a live agent).
   void Heartbeat();

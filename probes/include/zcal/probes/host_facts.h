@@ -64,6 +64,12 @@ struct HostFacts {
   std::uint64_t Fingerprint() const;
 };
 
+/// The interface of the default route in ROOT/proc/net/route (IPv4), else
+/// ROOT/proc/net/ipv6_route: where traffic to other hosts leaves. nullopt,
+/// with the reason in `why`, when there is none.
+std::optional<std::string> DefaultRouteInterface(const std::string& root,
+                                                 std::string& why);
+
 /// Never fails: what cannot be read is left unknown and named in `notes`.
 HostFacts CollectHostFacts(const HostFactsOptions& options);
 

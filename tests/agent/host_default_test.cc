@@ -1,0 +1,158 @@
+// The host-default rule against the fake sysfs trees of the host-facts
+// tests: an estimate from the discard path only where the NIC's IOMMU does
+// not translate; otherwise none, with the reason.
+#include "zcal/agent/host_default.h"
+
+#include <gtest/gtest.h>
+
+#include "zcal/agent/host_snapshot.h"
+#include "zcal/agent/results.h"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+std::string FakeRoot() { return std::string(ZCAL_TEST_DATA) + "/sysfs/pci-host"; }
+
+MethodState Published(Verdict verdict, std::optional<std::uint64_t> threshold,
+                      Reason reason = Reason::kNone, double confidence = 0.8) {
+  MethodState s;
+  s.published.verdict = verdict;
+  s.published.threshold_bytes = threshold;
+  s.published.reason = reason;
+  s.published.confidence = confidence;
+  s.measured_at_ns = 7;
+  return s;
+}
+
+// A state with loopback (kernel-copied) and discard (a real crossover).
+AgentState LoopbackAndDiscard() {
+  AgentState state;
+  state.paths["loopback"][Method::kMsgZerocopy] =
+      Published(Verdict::kNever, std::nullopt, Reason::kKernelCopied);
+  state.paths["discard"][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 24576);
+  state.paths["discard"][Method::kUringSendZcFixed] = Published(Verdict::kThreshold, 8192);
+  state.paths["discard"][Method::kUringSendZc] =
+      Published(Verdict::kInconclusive, std::nullopt, Reason::kNoisy);
+  return state;
+}
+
+// The snapshot of the fake host with the host-default NIC named.
+HostSnapshot On(const std::string& interface, Config& config) {
+  config.host_root = FakeRoot();
+  config.host_default.interface = interface;
+  return CollectHostSnapshot(config);
+}
+
+TEST(HostDefault, TheDefaultRouteNamesTheNic) {
+  Config config;
+  const HostSnapshot host = On("", config);  // 0.0.0.0/0 via eth0
+  ASSERT_TRUE(host.host_default_nic.facts) << host.host_default_nic.why_unknown;
+  EXPECT_EQ(host.host_default_nic.facts->name, "eth0");
+}
+
+TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {
+  for (const char* nic : {"eth3", "eth2"}) {  // virtio without group; identity
+    Config config;
+    const HostSnapshot host = On(nic, config);
+    const HostDefaultChoice choice =
+        ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic);
+    EXPECT_EQ(choice.source, HostDefaultSource::kEstimated) << nic << ": " << choice.explanation;
+    EXPECT_TRUE(choice.estimated);
+    // Usable results only: the inconclusive uring_send_zc is left out.
+    ASSERT_EQ(choice.methods.size(), 2u) << nic;
+    const MethodState& zc = choice.methods.at(Method::kMsgZerocopy);
+    EXPECT_EQ(zc.published.threshold_bytes, 24576u);
+    EXPECT_DOUBLE_EQ(*zc.published.confidence, 0.4) << "half the discard confidence";
+    EXPECT_NE(choice.explanation.find(nic), std::string::npos) << choice.explanation;
+  }
+}
+
+TEST(HostDefault, NoneWhereTheIommuTranslates) {
+  for (const char* nic : {"eth0", "eth1"}) {  // DMA-FQ, DMA
+    Config config;
+    const HostSnapshot host = On(nic, config);
+    const HostDefaultChoice choice =
+        ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic);
+    EXPECT_EQ(choice.source, HostDefaultSource::kIommuTranslates) << nic;
+    EXPECT_TRUE(choice.methods.empty());
+    EXPECT_NE(choice.explanation.find("translates"), std::string::npos) << choice.explanation;
+    EXPECT_NE(choice.explanation.find("peer"), std::string::npos) << choice.explanation;
+  }
+}
+
+TEST(HostDefault, NoneWhereTheIommuModeIsUnknown) {
+  Config config;
+  // eth4's group type cannot be read; eth9 does not exist; lo is virtual.
+  for (const char* nic : {"eth4", "eth9", "lo"}) {
+    const HostSnapshot host = On(nic, config);
+    const HostDefaultChoice choice =
+        ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic);
+    EXPECT_EQ(choice.source, HostDefaultSource::kIommuUnknown) << nic << ": " << choice.explanation;
+    EXPECT_TRUE(choice.methods.empty());
+  }
+}
+
+TEST(HostDefault, PeerResultsReplaceTheEstimate) {
+  Config config;
+  const HostSnapshot host = On("eth0", config);  // translating: no estimate
+  std::map<Method, MethodState> peers;
+  peers[Method::kMsgZerocopy] = Published(Verdict::kThreshold, 12288);
+  peers[Method::kUringSendZc] = Published(Verdict::kNever, std::nullopt, Reason::kSlower);
+  peers[Method::kUringSendZcFixed] =
+      Published(Verdict::kNever, std::nullopt, Reason::kKernelCopied);
+  const HostDefaultChoice choice =
+      ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic, peers);
+  EXPECT_EQ(choice.source, HostDefaultSource::kPeers);
+  EXPECT_FALSE(choice.estimated);
+  // A measured loss counts; a kernel-copied result never does.
+  ASSERT_EQ(choice.methods.size(), 2u);
+  EXPECT_EQ(choice.methods.at(Method::kMsgZerocopy).published.threshold_bytes, 12288u);
+  EXPECT_DOUBLE_EQ(*choice.methods.at(Method::kMsgZerocopy).published.confidence, 0.8);
+}
+
+TEST(HostDefault, LoopbackAloneIsNeverTheSource) {
+  AgentState state;
+  state.paths["loopback"][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 4096);
+  Config config;
+  config.paths = {PathConfig{}};  // loopback only
+  const HostSnapshot host = On("eth3", config);
+  const HostDefaultChoice choice = ChooseHostDefault(state, config, host.host_default_nic);
+  EXPECT_EQ(choice.source, HostDefaultSource::kNoPath);
+  EXPECT_TRUE(choice.methods.empty());
+}
+
+TEST(HostDefault, TheConfigurationCanTurnItOffOrForbidTheEstimate) {
+  Config config;
+  const HostSnapshot host = On("eth3", config);
+  config.host_default.estimate = false;
+  EXPECT_EQ(ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic).source,
+            HostDefaultSource::kNoPath);
+  config.host_default.enabled = false;
+  EXPECT_EQ(ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic).source,
+            HostDefaultSource::kDisabled);
+}
+
+TEST(HostDefault, EntriesCarryTheEstimatedFlag) {
+  Config config;
+  const HostSnapshot host = On("eth3", config);
+  const PublishedTable table = BuildEntries(LoopbackAndDiscard(), config, host.host_default_nic);
+  EXPECT_EQ(table.host_default, HostDefaultSource::kEstimated);
+  std::size_t defaults = 0;
+  for (const PublishedEntry& e : table.entries) {
+    if (e.scope == ScopeKind::kHostDefault) {
+      ++defaults;
+      EXPECT_TRUE(e.estimated);
+    } else {
+      EXPECT_FALSE(e.estimated);
+    }
+  }
+  EXPECT_EQ(defaults, 2u);
+}
+
+}  // namespace
+}  // namespace zcal::agent
