@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cassert>
 #include <list>
-#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -145,8 +144,7 @@ class HttpServer::Impl::Connection
  public:
   Connection(Impl& server, tcp::socket socket, asio::ip::address client)
       : server_(server), stream_(std::move(socket)), client_(client) {
-    parser_.emplace();
-    parser_->header_limit(server_.limits_.max_header_bytes);
+    parser_.header_limit(server_.limits_.max_header_bytes);
   }
 
   const asio::ip::address& client() const { return client_; }
@@ -154,7 +152,7 @@ class HttpServer::Impl::Connection
 
   void Read() {
     stream_.expires_after(server_.limits_.request_timeout);
-    http::async_read(stream_, buffer_, *parser_,
+    http::async_read(stream_, buffer_, parser_,
                      [self = shared_from_this()](beast::error_code ec,
                                                  std::size_t) {
                        self->OnRead(ec);
@@ -188,7 +186,7 @@ class HttpServer::Impl::Connection
       return Respond(11, {400, "text/plain; charset=utf-8", "bad request\n"},
                      false, true);
     }
-    const http::request<http::empty_body>& request = parser_->get();
+    const http::request<http::empty_body>& request = parser_.get();
     const std::string_view target(request.target().data(),
                                   request.target().size());
     const std::size_t question = target.find('?');
@@ -261,7 +259,7 @@ class HttpServer::Impl::Connection
   beast::tcp_stream stream_;
   const asio::ip::address client_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::empty_body>> parser_;
+  http::request_parser<http::empty_body> parser_;
   http::response<http::string_body> response_;
   bool waiting_ = true;  // for its request
   bool linger_ = false;  // discard what follows the answer before closing
@@ -365,6 +363,8 @@ HttpResponse HttpServer::Impl::Answer(const HttpRequest& request) const {
     } catch (const std::exception& e) {
       return {500, "text/plain; charset=utf-8",
               std::string("internal error: ") + e.what() + "\n"};
+    } catch (...) {
+      return {500, "text/plain; charset=utf-8", "internal error\n"};
     }
   }
   std::string known;

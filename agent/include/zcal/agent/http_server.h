@@ -61,8 +61,9 @@ struct HttpResponse {
 };
 
 /// Answers one path. Runs on the server's thread: while it runs no other
-/// client is served, so it must not block (render from memory). An
-/// exception it throws is answered 500.
+/// client is served, so it must not block (render from memory), and it
+/// must never wait for the thread that stops the server (Stop joins the
+/// server's thread). An exception it throws is answered 500.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpRoute {
