@@ -15,6 +15,12 @@ packages=(
   iproute2 curl python3 prometheus
   # benchmarks
   libbenchmark-dev iperf3
+  # manual pages
+  scdoc
+  # Debian packages (scripts/test-package.sh): build, lintian, hardening-check
+  # (devscripts), systemd-analyze and systemd-sysusers, man, col
+  build-essential dpkg-dev debhelper lintian devscripts systemd man-db
+  bsdextrautils
 )
 
 missing=()
