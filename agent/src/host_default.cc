@@ -1,5 +1,7 @@
 #include "zcal/agent/host_default.h"
 
+#include <algorithm>
+
 namespace zcal::agent {
 
 using calibrator::Method;
@@ -90,29 +92,40 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
   }
   const std::map<Method, MethodState>* discard =
       config.host_default.estimate ? PathOfType(state, config, PathType::kDiscard) : nullptr;
+  const bool discard_configured =
+      config.host_default.estimate &&
+      std::any_of(config.paths.begin(), config.paths.end(),
+                  [](const PathConfig& p) { return p.type == PathType::kDiscard; });
+  if (discard_configured) {
+    // The NIC first: where its IOMMU translates (or may), no discard result
+    // could stand for it, whatever it measured.
+    std::string why;
+    switch (ClassifyIommu(nic, why)) {
+      case IommuTranslation::kNone:
+        break;
+      case IommuTranslation::kTranslates:
+        choice.source = HostDefaultSource::kIommuTranslates;
+        choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
+        return choice;
+      case IommuTranslation::kUnknown:
+        choice.source = HostDefaultSource::kIommuUnknown;
+        choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
+        return choice;
+    }
+    choice.explanation = why;
+  }
   std::map<Method, MethodState> estimate = discard ? Usable(*discard) : std::map<Method, MethodState>{};
   if (estimate.empty()) {
     choice.source = HostDefaultSource::kNoPath;
     choice.explanation =
         std::string("no host default: no peer result through a NIC") +
-        (config.host_default.estimate
-             ? " and no usable discard-path result (loopback is never a source: "
+        (!config.host_default.estimate ? " (estimates from the discard path are off)"
+         : discard_configured
+             ? " and no usable discard-path result yet (loopback is never a source: "
                "the kernel copies local zerocopy sends)"
-             : " (estimates from the discard path are off)");
+             : " and no discard path configured (loopback is never a source: the "
+               "kernel copies local zerocopy sends)");
     return choice;
-  }
-  std::string why;
-  switch (ClassifyIommu(nic, why)) {
-    case IommuTranslation::kNone:
-      break;
-    case IommuTranslation::kTranslates:
-      choice.source = HostDefaultSource::kIommuTranslates;
-      choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
-      return choice;
-    case IommuTranslation::kUnknown:
-      choice.source = HostDefaultSource::kIommuUnknown;
-      choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
-      return choice;
   }
   for (auto& [method, s] : estimate) {
     if (s.published.confidence) *s.published.confidence *= 0.5;
@@ -121,7 +134,7 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
   choice.source = HostDefaultSource::kEstimated;
   choice.methods = std::move(estimate);
   choice.estimated = true;
-  choice.explanation = "host default estimated from the discard path: " + why;
+  choice.explanation = "host default estimated from the discard path: " + choice.explanation;
   return choice;
 }
 

@@ -75,6 +75,7 @@ std::optional<zcal_info> ReadInfo(const std::string& segment) {
 class PublisherTest : public ::testing::Test {
  protected:
   PublisherTest() {
+    config_.paths = {PathConfig{}};  // loopback only
     config_.segment.name = segments_[0];
     config_.state_path = (dir_.path() / "state.json").string();
   }

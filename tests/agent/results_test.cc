@@ -92,7 +92,8 @@ TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
                    100, {});
-  const Config config;
+  Config config;
+  config.paths = {PathConfig{}};  // loopback only
   const PublishedTable table = BuildEntries(state, config, HostDefaultNic{});
   ASSERT_EQ(table.entries.size(), 2u);
   EXPECT_EQ(table.entries[0].scope, ScopeKind::kLoopback);

@@ -21,7 +21,7 @@ namespace zcal::agent {
 /// default route, or the one the configuration names.
 struct HostDefaultNic {
   std::optional<probes::InterfaceFacts> facts;  ///< nullopt: not found
-  std::string why_unknown;  ///< when facts is nullopt
+  std::string why_unknown = "not read yet";  ///< when facts is nullopt
 };
 
 struct HostSnapshot {
