@@ -104,6 +104,11 @@ TEST(SweepPlanner, FindsKnownCrossoverUnderNoiseInNinetyFivePercentOfSeeds) {
     const MethodResult& r =
         run.analysis.paths.at("default").methods.at(Method::kMsgZerocopy);
     if (r.verdict == Verdict::kInconclusive) ++inconclusive;
+    if (getenv("DBG") && (!r.threshold_bytes || std::fabs(double(*r.threshold_bytes) - truth) > 0.125 * std::max(truth, double(*r.threshold_bytes)))) {
+      std::printf("DBG truth %.0f verdict %s thr %llu rule %s conf %.2f interval %llu-%llu probes %zu detail %s | %s\n", truth,
+        std::string(VerdictName(r.verdict)).c_str(), (unsigned long long)r.threshold_bytes.value_or(0), std::string(RuleName(r.rule)).c_str(),
+        r.confidence.value_or(-1), r.interval ? (unsigned long long)r.interval->low_bytes : 0ULL, r.interval ? (unsigned long long)r.interval->high_bytes.value_or(0) : 0ULL, run.probes, r.detail.c_str(), r.rule_detail.c_str());
+    }
     if (!r.threshold_bytes) continue;
     const double found = static_cast<double>(*r.threshold_bytes);
     const double resolution = PlannerOptions{}.resolution * std::max(truth, found);

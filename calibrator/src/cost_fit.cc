@@ -1,0 +1,301 @@
+#include "cost_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace zcal::calibrator::detail {
+
+namespace {
+
+constexpr double kNsPerSecond = 1e9;
+// Assignment rounds between the CPU-bound and the line-rate branch.
+constexpr int kBranchRounds = 4;
+
+std::string Percent(double fraction) {
+  return std::to_string(static_cast<int>(std::lround(std::fabs(fraction) * 100))) + " %";
+}
+
+std::string OneDecimal(double value) {
+  const long tenths = std::lround(value * 10);
+  return std::to_string(tenths / 10) + "." + std::to_string(std::labs(tenths % 10));
+}
+
+// Throughput in logs: z = ln thr, q = ln(1e9 / cpu per byte); the model is
+// z = min(line, cores + q).
+struct LogThroughput {
+  std::vector<double> z;
+  std::vector<double> q;
+};
+
+LogThroughput LogsOf(const Observations& obs, const Line& cpu) {
+  LogThroughput logs;
+  logs.z.reserve(obs.thr.size());
+  logs.q.reserve(obs.thr.size());
+  for (std::size_t i = 0; i < obs.thr.size(); ++i) {
+    logs.z.push_back(std::log(obs.thr[i]));
+    logs.q.push_back(std::log(kNsPerSecond / std::max(cpu.At(obs.inv_size[i]), 1e-300)));
+  }
+  return logs;
+}
+
+double Predict(double line, double cores, double q) { return std::min(line, cores + q); }
+
+// Re-estimates both branches from the samples each one binds, until the
+// assignment settles (a few rounds at most).
+void RefineBranches(const LogThroughput& logs, Curve& curve, bool fixed_scales) {
+  double& line = curve.log_line;
+  double& cores = curve.log_cores;
+  std::vector<double> bound;
+  std::vector<double> capped;
+  std::vector<bool> assignment(logs.z.size());
+  for (int round = 0; round < kBranchRounds; ++round) {
+    bool changed = round == 0;
+    for (std::size_t i = 0; i < logs.z.size(); ++i) {
+      const bool is_bound = cores + logs.q[i] < line;
+      changed |= assignment[i] != is_bound;
+      assignment[i] = is_bound;
+    }
+    if (!changed) break;
+    bound.clear();
+    capped.clear();
+    for (std::size_t i = 0; i < logs.z.size(); ++i) {
+      if (assignment[i]) {
+        bound.push_back(logs.z[i] - logs.q[i]);
+      } else {
+        capped.push_back(logs.z[i]);
+      }
+    }
+    const auto scale = [&](double s) { return fixed_scales && s > 0 ? std::optional(s) : std::nullopt; };
+    cores = bound.empty() ? kInf
+                          : HuberLocation(bound, std::isfinite(cores) ? std::optional(cores) : std::nullopt,
+                                          scale(curve.cores_scale), &curve.cores_scale);
+    line = capped.empty() ? kInf
+                          : HuberLocation(capped, std::isfinite(line) ? std::optional(line) : std::nullopt,
+                                          scale(curve.line_scale), &curve.line_scale);
+  }
+}
+
+// The split of the size groups into a CPU-bound part below and a line-rate
+// part above that fits best (least absolute deviations, medians per part).
+void SearchBranches(const Observations& obs, const LogThroughput& logs, double& line,
+                    double& cores) {
+  const std::size_t groups = obs.Sizes();
+  double best = kInf;
+  std::vector<double> part;
+  for (std::size_t k = 0; k <= groups; ++k) {
+    const std::size_t split = obs.groups[k];
+    part.clear();
+    for (std::size_t i = 0; i < split; ++i) part.push_back(logs.z[i] - logs.q[i]);
+    const double c = part.empty() ? kInf : MedianInPlace(part);
+    part.clear();
+    for (std::size_t i = split; i < logs.z.size(); ++i) part.push_back(logs.z[i]);
+    const double l = part.empty() ? kInf : MedianInPlace(part);
+    double loss = 0;
+    for (std::size_t i = 0; i < logs.z.size(); ++i) {
+      loss += std::fabs(logs.z[i] - Predict(l, c, logs.q[i]));
+    }
+    // Ties go to the fewer CPU-bound groups: a constant throughput needs no
+    // CPU bound.
+    if (loss < best - 1e-12) {
+      best = loss;
+      line = l;
+      cores = c;
+    }
+  }
+}
+
+// Groups whose median residual deviates, as (first group, last group,
+// deviation, standard errors).
+struct Deviation {
+  std::size_t first = 0;
+  std::size_t last = 0;
+  double mean = 0;
+  double sigmas = 0;
+};
+
+}  // namespace
+
+Observations Collect(std::span<const Sample> samples, Method method) {
+  std::vector<const Sample*> picked;
+  for (const Sample& s : samples) {
+    if (s.method == method && s.ok() && s.bytes > 0 && s.wall_ns > 0 && s.cpu_ns > 0 &&
+        s.size_bytes > 0) {
+      picked.push_back(&s);
+    }
+  }
+  std::stable_sort(picked.begin(), picked.end(), [](const Sample* a, const Sample* b) {
+    return a->size_bytes < b->size_bytes;
+  });
+  Observations obs;
+  obs.method = method;
+  for (std::size_t i = 0; i < picked.size(); ++i) {
+    const Sample& s = *picked[i];
+    if (i == 0 || s.size_bytes != picked[i - 1]->size_bytes) obs.groups.push_back(i);
+    const double size = static_cast<double>(s.size_bytes);
+    obs.size.push_back(size);
+    obs.inv_size.push_back(1 / size);
+    obs.cpu.push_back(s.CpuNsPerByte());
+    obs.thr.push_back(s.ThroughputBytesPerSecond());
+  }
+  obs.groups.push_back(picked.size());
+  return obs;
+}
+
+Observations WithValues(const Observations& design, std::vector<double> cpu,
+                        std::vector<double> thr) {
+  Observations obs;
+  obs.method = design.method;
+  obs.size = design.size;
+  obs.inv_size = design.inv_size;
+  obs.groups = design.groups;
+  obs.cpu = std::move(cpu);
+  obs.thr = std::move(thr);
+  return obs;
+}
+
+double Curve::Throughput(double size) const {
+  return std::min(line, cores * kNsPerSecond / std::max(Cpu(size), 1e-300));
+}
+
+void Curve::Finish() {
+  line = std::exp(log_line);
+  cores = std::exp(log_cores);
+}
+
+Curve FitCurve(const Observations& obs, const Curve* start) {
+  Curve curve;
+  if (start) {
+    curve.cpu = FitLine(obs.inv_size, obs.cpu, start->cpu, start->cpu_scale);
+    curve.cpu_scale = start->cpu_scale;
+    curve.line_scale = start->line_scale;
+    curve.cores_scale = start->cores_scale;
+  } else {
+    curve.cpu = FitLine(obs.inv_size, obs.cpu, std::nullopt, std::nullopt, &curve.cpu_scale);
+  }
+  const LogThroughput logs = LogsOf(obs, curve.cpu);
+  if (start) {
+    curve.log_line = start->log_line;
+    curve.log_cores = start->log_cores;
+  } else {
+    SearchBranches(obs, logs, curve.log_line, curve.log_cores);
+  }
+  RefineBranches(logs, curve, start != nullptr);
+  if (!std::isfinite(curve.log_line) && !std::isfinite(curve.log_cores)) {
+    curve.log_line = HuberLocation(logs.z);  // unreachable with samples; keeps it finite
+  }
+  for (std::size_t g = 0; g < obs.Sizes(); ++g) {
+    const std::size_t i = obs.groups[g];
+    if (curve.log_cores + logs.q[i] < curve.log_line) curve.cpu_bound_groups = g + 1;
+  }
+  curve.Finish();
+  return curve;
+}
+
+std::vector<double> CpuResiduals(const Observations& obs, const Curve& curve) {
+  std::vector<double> r(obs.cpu.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = obs.cpu[i] / curve.Cpu(obs.size[i]) - 1;
+  return r;
+}
+
+std::vector<double> ThroughputResiduals(const Observations& obs, const Curve& curve) {
+  std::vector<double> r(obs.thr.size());
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    r[i] = obs.thr[i] / curve.Throughput(obs.size[i]) - 1;
+  }
+  return r;
+}
+
+std::string FindStructure(const Observations& obs, std::span<const double> residuals,
+                          std::string_view quantity) {
+  const std::size_t groups = obs.Sizes();
+  const std::size_t n = residuals.size();
+  if (groups < 3 || n < 4) return {};
+  std::vector<double> median(groups);
+  std::vector<double> count(groups);
+  std::vector<double> scratch;
+  double within = 0;       // squared deviations from the group means
+  std::size_t dof = 0;     // their degrees of freedom
+  for (std::size_t g = 0; g < groups; ++g) {
+    scratch.assign(residuals.begin() + static_cast<std::ptrdiff_t>(obs.groups[g]),
+                   residuals.begin() + static_cast<std::ptrdiff_t>(obs.groups[g + 1]));
+    double mean = 0;
+    for (double r : scratch) mean += r / static_cast<double>(scratch.size());
+    for (double r : scratch) within += (r - mean) * (r - mean);
+    dof += scratch.size() - 1;
+    median[g] = MedianInPlace(scratch);
+    count[g] = static_cast<double>(scratch.size());
+  }
+  // The noise of one sample: from the repeats when most sizes have them
+  // (independent of the fit, so structure does not hide in it), else from
+  // the residuals around the fit (two parameters fitted to them).
+  double scale = 2 * dof >= n ? std::sqrt(within / static_cast<double>(dof))
+                              : RobustScale(residuals) * std::sqrt(double(n) / double(n - 2));
+  scale = std::max(scale, 0.25 * kRejectEffect / kRejectSigmas);
+  Deviation worst;
+  for (std::size_t first = 0; first < groups; ++first) {
+    double weight = 0;
+    double sum = 0;
+    double variance = 0;
+    for (std::size_t last = first; last < groups; ++last) {
+      weight += count[last];
+      sum += count[last] * median[last];
+      // The median of three or more samples has up to ~1.35 times the
+      // mean's error (1.16 for normal, 1.34 for uniform errors of three).
+      const double inflation = count[last] >= 3 ? 1.35 * 1.35 : 1.0;
+      variance += count[last] * inflation;
+      const double mean = sum / weight;
+      const double se = scale * std::sqrt(variance) / weight;
+      const double sigmas = std::fabs(mean) / se;
+      if (std::fabs(mean) > kRejectEffect && sigmas > kRejectSigmas && sigmas > worst.sigmas) {
+        worst = {first, last, mean, sigmas};
+      }
+    }
+  }
+  if (worst.sigmas == 0) return {};
+  const auto bytes = [&](std::size_t g) {
+    return std::to_string(static_cast<std::uint64_t>(obs.size[obs.groups[g]]));
+  };
+  const std::string where = worst.first == worst.last
+                                ? "at " + bytes(worst.first) + " bytes"
+                                : "from " + bytes(worst.first) + " to " + bytes(worst.last) +
+                                      " bytes";
+  return std::string(MethodName(obs.method)) + " " + std::string(quantity) + " " + where +
+         " is " + Percent(worst.mean) + (worst.mean < 0 ? " below" : " above") +
+         " the fitted curve (" + OneDecimal(worst.sigmas) + " standard errors)";
+}
+
+MethodFit ToMethodFit(const Observations& obs, const Curve& curve) {
+  MethodFit fit;
+  fit.method = obs.method;
+  fit.per_byte_ns = curve.cpu.a;
+  fit.per_send_ns = curve.cpu.b;
+  if (std::isfinite(curve.log_line)) fit.line_rate_bytes_per_second = std::exp(curve.log_line);
+  if (std::isfinite(curve.log_cores)) fit.cpu_bound_cores = std::exp(curve.log_cores);
+  fit.cpu_residual = RobustScale(CpuResiduals(obs, curve));
+  fit.throughput_residual = RobustScale(ThroughputResiduals(obs, curve));
+  fit.samples = static_cast<std::uint32_t>(obs.size.size());
+  fit.sizes = static_cast<std::uint32_t>(obs.Sizes());
+  if (!obs.size.empty()) {
+    fit.min_size_bytes = static_cast<std::uint64_t>(obs.size.front());
+    fit.max_size_bytes = static_cast<std::uint64_t>(obs.size.back());
+  }
+  return fit;
+}
+
+}  // namespace zcal::calibrator::detail
+
+namespace zcal::calibrator {
+
+double MethodFit::CpuNsPerByte(double size_bytes) const {
+  return per_byte_ns + per_send_ns / size_bytes;
+}
+
+double MethodFit::ThroughputBytesPerSecond(double size_bytes) const {
+  double rate = line_rate_bytes_per_second.value_or(detail::kInf);
+  if (cpu_bound_cores) rate = std::min(rate, *cpu_bound_cores * 1e9 / CpuNsPerByte(size_bytes));
+  return rate;
+}
+
+}  // namespace zcal::calibrator
