@@ -2,7 +2,10 @@
 // as one JSON line. Sends to a sink in this process unless --sink is given.
 //
 //   fidelity_probe METHOD SIZE_BYTES SECONDS [--sink ADDR:PORT]
-//                  [--in-flight BYTES]
+//                  [--in-flight BYTES] [--discard]
+//
+// --discard: the discard path instead (UDP to 127.0.0.2 in a private
+// namespace with a blackhole qdisc, set up before the probe starts).
 //   fidelity_probe sink PORT     (a sink on 127.0.0.1:PORT until killed)
 #include <cstdlib>
 #include <iostream>
@@ -13,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/calibrator/method.h"
+#include "zcal/probes/discard.h"
 #include "zcal/probes/probe.h"
 #include "zcal/probes/sink.h"
 
@@ -20,13 +24,13 @@ int main(int argc, char** argv) {
   namespace probes = zcal::probes;
   if (argc == 3 && std::string(argv[1]) == "sink") {
     probes::SinkOptions options;
-    options.port = static_cast<std::uint16_t>(std::atoi(argv[2]));
+    options.listen.port = static_cast<std::uint16_t>(std::atoi(argv[2]));
     auto sink = probes::Sink::Start(options);
     if (!sink) {
       std::cerr << "fidelity_probe: " << sink.error().message << "\n";
       return 1;
     }
-    std::cout << probes::ToString((*sink)->endpoint()) << std::endl;
+    std::cout << zcal::common::ToString((*sink)->endpoint()) << std::endl;
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   if (argc < 4) {
@@ -45,10 +49,24 @@ int main(int argc, char** argv) {
   options.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(std::strtod(argv[3], nullptr)));
   std::unique_ptr<probes::Sink> sink;
-  for (int i = 4; i + 1 < argc; i += 2) {
+  std::unique_ptr<probes::DiscardNamespace> discard;
+  for (int i = 4; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--discard") {
+      auto created = probes::DiscardNamespace::Create();
+      if (!created) {
+        std::cerr << "fidelity_probe: " << created.error().message << "\n";
+        return 1;
+      }
+      discard = std::move(*created);
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "fidelity_probe: " << flag << " needs a value\n";
+      return 2;
+    }
     if (flag == "--sink") {
-      auto endpoint = probes::ParseEndpoint(argv[i + 1]);
+      auto endpoint = zcal::common::ParseHostPort(argv[i + 1]);
       if (!endpoint) {
         std::cerr << "fidelity_probe: " << endpoint.error().message << "\n";
         return 2;
@@ -60,8 +78,9 @@ int main(int argc, char** argv) {
       std::cerr << "fidelity_probe: unknown option " << flag << "\n";
       return 2;
     }
+    ++i;
   }
-  if (options.sink.port == 0) {
+  if (options.sink.port == 0 && discard == nullptr) {
     auto started = probes::Sink::Start({});
     if (!started) {
       std::cerr << "fidelity_probe: " << started.error().message << "\n";
@@ -70,7 +89,8 @@ int main(int argc, char** argv) {
     sink = std::move(*started);
     options.sink = sink->endpoint();
   }
-  const zcal::calibrator::Sample s = probes::RunProbe(options);
+  const zcal::calibrator::Sample s =
+      discard ? probes::RunDiscardProbe(*discard, options) : probes::RunProbe(options);
   nlohmann::json out = {
       {"method", argv[1]},
       {"size", s.size_bytes},

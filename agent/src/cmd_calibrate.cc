@@ -19,6 +19,7 @@
 #include "report_text.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
+#include "zcal/common/units.h"
 #include "zcal/probes/calibration.h"
 
 namespace zcal::agent {
@@ -47,28 +48,19 @@ static_assert(std::atomic<bool>::is_always_lock_free,
 
 extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
 
-// "4096", "4K", "4KiB", "2M", "2MiB" (powers of 1024).
-Result<std::uint64_t> ParseSize(const std::string& option, const std::string& text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  const std::string unit(end, text.data() + text.size());
-  std::uint64_t scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "K" || unit == "k" || unit == "KiB") scale = 1024;
-  if (unit == "M" || unit == "MiB") scale = 1024 * 1024;
-  if (unit == "G" || unit == "GiB") scale = 1024 * 1024 * 1024;
-  if (ec != std::errc() || end == text.data() || scale == 0 ||
-      value > UINT64_MAX / scale) {
-    return Fail(Errc::kInvalidArgument,
-                option + " \"" + text +
-                    "\": expected a byte count such as 4096, 64K or 2MiB");
-  }
-  return value * scale;
+// An option's value in the units grammar, its name in the message.
+Result<std::uint64_t> ParseBytes(const std::string& option, const std::string& text,
+                                 bool rate) {
+  Result<std::uint64_t> value = rate ? common::ParseRate(text) : common::ParseSize(text);
+  if (!value) return Fail(Errc::kInvalidArgument, option + ": " + value.error().message);
+  return value;
 }
 
 Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
   probes::CalibrationOptions options;
-  options.path = args.path;
+  Result<probes::Target> target = probes::ParseTarget(args.path);
+  if (!target) return Fail(Errc::kInvalidArgument, "--" + target.error().message);
+  options.target = *target;
   for (const std::string& name : args.methods) {
     const auto method = cal::ParseMethod(name);
     if (!method) {
@@ -79,11 +71,11 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
     }
     options.methods.push_back(*method);
   }
-  auto min = ParseSize("--min", args.min_size);
+  auto min = ParseBytes("--min", args.min_size, false);
   if (!min) return tl::unexpected(min.error());
-  auto max = ParseSize("--max", args.max_size);
+  auto max = ParseBytes("--max", args.max_size, false);
   if (!max) return tl::unexpected(max.error());
-  auto rate = ParseSize("--max-rate", args.max_rate);
+  auto rate = ParseBytes("--max-rate", args.max_rate, true);
   if (!rate) return tl::unexpected(rate.error());
   options.min_size = *min;
   options.max_size = *max;
@@ -270,7 +262,8 @@ Command AddCalibrateCommand(CLI::App& parent) {
                   "Comma-separated methods (default: all): copy, msg_zerocopy, "
                   "uring_send, uring_send_zc, uring_send_zc_fixed")
       ->delimiter(',');
-  app->add_option("--min", args->min_size, "Smallest message size (4096, 4K, 4KiB, 1M)")
+  app->add_option("--min", args->min_size,
+                  "Smallest message size (4096, 4K = 4KiB = 4096, 10kB = 10000; docs/units.md)")
       ->capture_default_str();
   app->add_option("--max", args->max_size, "Largest message size")->capture_default_str();
   AddDecisionOptions(*app, args->decision);
@@ -279,7 +272,8 @@ Command AddCalibrateCommand(CLI::App& parent) {
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app->add_option("--max-rate", args->max_rate,
-                  "Average bytes per second the probes may send (e.g. 100M); 0 = unlimited")
+                  "Average rate the probes may send (100M = 100MiB/s, 100MB/s, "
+                  "10Gbit/s; docs/units.md); 0 = unlimited")
       ->capture_default_str();
   app->add_flag("--json", args->json,
                 "Print one JSON object: the `zcal analyze --json` document plus "

@@ -21,6 +21,8 @@
 
 #include "commands.h"
 #include "zcal/zcal.hpp"
+#include "zcal/common/clock.h"
+#include "zcal/common/text.h"
 
 namespace zcal::agent {
 
@@ -30,13 +32,6 @@ struct ShowArgs {
   std::string segment;
   bool json = false;
 };
-
-std::uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 std::optional<double> AgeSeconds(std::uint64_t now_ns, std::uint64_t then_ns) {
   if (then_ns == 0) return std::nullopt;
@@ -92,12 +87,6 @@ std::optional<double> Confidence(const zcal_shm_entry& e) {
   return e.confidence_ppm / 1e6;
 }
 
-std::string Hex(std::uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%016" PRIx64, value);
-  return text;
-}
-
 nlohmann::json ToJson(const std::string& name, const zcal_info& info,
                       const std::vector<zcal_shm_entry>& entries,
                       std::uint64_t now_ns) {
@@ -140,7 +129,7 @@ nlohmann::json ToJson(const std::string& name, const zcal_info& info,
                                                : nlohmann::json(zcal_reason_name(e.reason));
     j["measured_at_ns"] = e.measured_at_ns;
     j["age_seconds"] = optional(AgeSeconds(now_ns, e.measured_at_ns));
-    j["fingerprint"] = Hex(e.fingerprint);
+    j["fingerprint"] = common::Hex64(e.fingerprint);
     doc["entries"].push_back(std::move(j));
   }
   return doc;
@@ -185,7 +174,7 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
                      confidence.str(), *reason ? reason : "-",
                      Utc(e.measured_at_ns) + " (" +
                          Age(AgeSeconds(now_ns, e.measured_at_ns)) + ")",
-                     Hex(e.fingerprint)}});
+                     common::Hex64(e.fingerprint)}});
   }
   std::size_t width[8] = {};
   for (const Row& row : rows)
@@ -245,7 +234,7 @@ int RunShow(const ShowArgs& args) {
   for (std::uint32_t i = 0; i < info->count; ++i) {
     if (auto entry = segment->Entry(i)) entries.push_back(*entry);
   }
-  const std::uint64_t now_ns = NowNs();
+  const std::uint64_t now_ns = common::RealtimeNs();
   if (args.json) {
     std::cout << ToJson(name, *info, entries, now_ns).dump(2) << "\n";
   } else {

@@ -17,7 +17,12 @@
 
 #include "config_reader.h"
 #include "default_config_yaml.h"
-#include "zcal/agent/units.h"
+#include "zcal/agent/shm_writer.h"
+#include "zcal/common/address.h"
+#include "zcal/common/bounded_read.h"
+#include "zcal/common/identity.h"
+#include "zcal/common/text.h"
+#include "zcal/common/units.h"
 
 namespace zcal::agent {
 namespace {
@@ -27,15 +32,6 @@ using std::chrono::milliseconds;
 
 constexpr std::uint64_t kMinSizeBytes = 64;
 constexpr std::uint64_t kMaxSizeBytes = 16ULL << 20;
-
-std::string Join(std::span<const std::string_view> words) {
-  std::string out;
-  for (const std::string_view word : words) {
-    if (!out.empty()) out += ", ";
-    out += word;
-  }
-  return out;
-}
 
 bool ValidPathName(std::string_view name) {
   if (name.empty() || name.size() > 32) return false;
@@ -154,9 +150,9 @@ void ReadSizes(ConfigReader& reader, const YAML::Node& node, Config& config) {
                     config.max_size_bytes) &&
         config.max_size_bytes < config.min_size_bytes) {
       reader.Error(it->second, "sizes.max",
-                   FormatSize(config.max_size_bytes) +
+                   common::FormatSize(config.max_size_bytes) +
                        " is below sizes.min (" +
-                       FormatSize(config.min_size_bytes) +
+                       common::FormatSize(config.min_size_bytes) +
                        "); max must be at least min");
     }
   }
@@ -234,10 +230,10 @@ void ReadSchedule(ConfigReader& reader, const YAML::Node& node,
                         days(15), true, s.jitter) &&
         s.jitter * 2 > s.interval) {
       reader.Error(it->second, "schedule.jitter",
-                   FormatDuration(s.jitter) +
+                   common::FormatDuration(s.jitter) +
                        " is more than half of schedule.interval (" +
-                       FormatDuration(s.interval) +
-                       "); allowed: 0 to " + FormatDuration(s.interval / 2));
+                       common::FormatDuration(s.interval) +
+                       "); allowed: 0 to " + common::FormatDuration(s.interval / 2));
     }
   }
   if (const auto it = fields->find("retry_after_failure");
@@ -276,7 +272,7 @@ void ReadBudget(ConfigReader& reader, const YAML::Node& node,
     }
   }
   if (const auto it = fields->find("bytes_per_second"); it != fields->end()) {
-    if (reader.Size(it->second, "budget.bytes_per_second", 0,
+    if (reader.Rate(it->second, "budget.bytes_per_second", 0,
                     std::uint64_t{1} << 40, b.bytes_per_second) &&
         b.bytes_per_second != 0 && b.bytes_per_second < 1000 * 1000) {
       reader.Error(it->second, "budget.bytes_per_second",
@@ -308,15 +304,8 @@ void ReadSegment(ConfigReader& reader, const YAML::Node& node,
   SegmentConfig& s = config.segment;
   if (const auto it = fields->find("name"); it != fields->end()) {
     if (reader.String(it->second, "segment.name", s.name)) {
-      const bool valid = s.name.size() >= 2 && s.name.size() <= 200 &&
-                         s.name.front() == '/' &&
-                         s.name.find('/', 1) == std::string::npos &&
-                         s.name != "/." && s.name != "/..";
-      if (!valid) {
-        reader.Error(it->second, "segment.name",
-                     "'" + s.name +
-                         "' is not a shared-memory name; write '/' and 1 to "
-                         "199 characters without another '/', e.g. /zcal");
+      if (const Result<void> valid = ValidateSegmentName(s.name); !valid) {
+        reader.Error(it->second, "segment.name", valid.error().message);
       }
     }
   }
@@ -343,16 +332,9 @@ void ReadSegment(ConfigReader& reader, const YAML::Node& node,
     if (!it->second.IsNull() &&
         reader.String(it->second, "segment.group", s.group) &&
         !s.group.empty()) {
-      struct group entry {};
-      struct group* found = nullptr;
-      std::array<char, 4096> buffer{};
-      const int rc = getgrnam_r(s.group.c_str(), &entry, buffer.data(),
-                                buffer.size(), &found);
-      if (rc != 0 || found == nullptr) {
+      if (const Result<gid_t> gid = common::ResolveGroup(s.group); !gid) {
         reader.Error(it->second, "segment.group",
-                     "no group named '" + s.group +
-                         "' on this host; create it or give an existing "
-                         "group (\"\" keeps the agent's group)");
+                     gid.error().message + " (\"\" keeps the agent's group)");
       }
     }
   }
@@ -372,8 +354,9 @@ void ReadMetrics(ConfigReader& reader, const YAML::Node& node,
     if (it->second.IsNull()) {
       config.metrics.listen.clear();
     } else if (reader.String(it->second, "metrics.listen", listen)) {
-      const auto address = ParseListenAddress(listen);
-      if (address && address->ipv6) {
+      const auto address =
+          common::ParseHostPort(listen, common::PortRule::kZeroAllowed);
+      if (address && address->address.IsIpv6()) {
         // Debian's civetweb, under prometheus-cpp's exposer, is built
         // without IPv6: binding [::1] fails with no reason given.
         reader.Error(it->second, "metrics.listen",
@@ -383,9 +366,8 @@ void ReadMetrics(ConfigReader& reader, const YAML::Node& node,
                          "127.0.0.1:9464");
       } else if (!listen.empty() && !address) {
         reader.Error(it->second, "metrics.listen",
-                     "'" + listen +
-                         "' is not an address to listen on; write IPv4:PORT "
-                         "or [IPv6]:PORT with a port from 0 to 65535, e.g. "
+                     address.error().message +
+                         "; write IPv4:PORT with a port from 0 to 65535, e.g. "
                          "127.0.0.1:9464, or \"\" to disable metrics");
       } else {
         config.metrics.listen = listen;
@@ -422,7 +404,7 @@ void ReadLog(ConfigReader& reader, const YAML::Node& node, Config& config) {
       if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
         reader.Error(it->second, "log.level",
                      "unknown level '" + level + "'; allowed: " +
-                         Join(kLevels));
+                         common::Join(kLevels));
       } else {
         config.log_level = level;
       }
@@ -454,38 +436,10 @@ void ReadHost(ConfigReader& reader, const YAML::Node& node, Config& config) {
 
 }  // namespace
 
-std::optional<ListenAddress> ParseListenAddress(std::string_view text) {
-  ListenAddress address;
-  std::string_view port;
-  if (text.starts_with('[')) {
-    const std::size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() ||
-        text[close + 1] != ':') {
-      return std::nullopt;
-    }
-    address.host = std::string(text.substr(1, close - 1));
-    address.ipv6 = true;
-    port = text.substr(close + 2);
-  } else {
-    const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    address.host = std::string(text.substr(0, colon));
-    port = text.substr(colon + 1);
-  }
-  unsigned char buffer[sizeof(struct in6_addr)];
-  if (inet_pton(address.ipv6 ? AF_INET6 : AF_INET, address.host.c_str(),
-                buffer) != 1) {
-    return std::nullopt;
-  }
-  unsigned value = 0;
-  const auto [end, ec] =
-      std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() ||
-      value > 65535) {
-    return std::nullopt;
-  }
-  address.port = static_cast<std::uint16_t>(value);
-  return address;
+bool EqualInEffect(const Config& a, const Config& b) {
+  Config same_source = b;
+  same_source.source = a.source;
+  return a == same_source;
 }
 
 std::string_view DefaultConfigYaml() { return kDefaultConfigYaml; }
@@ -556,18 +510,15 @@ Result<Config> ParseConfig(std::string_view yaml_text,
 }
 
 Result<Config> LoadConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Fail(Errc::kIo, path + ": cannot open the configuration file (" +
-                               std::strerror(errno) +
-                               "); check the path given to --config");
+  Result<std::string> text = common::ReadBounded(
+      path, common::kMaxConfigBytes, common::InputKind::kRegular,
+      "configuration");
+  if (!text) {
+    return Fail(text.error().code == Errc::kInvalidArgument ? Errc::kParse
+                                                            : Errc::kIo,
+                text.error().message);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return Fail(Errc::kIo, path + ": cannot read the configuration file");
-  }
-  return ParseConfig(text.str(), path);
+  return ParseConfig(*text, path);
 }
 
 Config DefaultConfig() {

@@ -6,7 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "zcal/agent/units.h"
+#include "zcal/common/text.h"
+#include "zcal/common/units.h"
 
 namespace zcal::agent {
 namespace {
@@ -30,15 +31,6 @@ std::size_t EditDistance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
-}
-
-std::string Join(std::span<const std::string_view> words) {
-  std::string out;
-  for (const std::string_view word : words) {
-    if (!out.empty()) out += ", ";
-    out += word;
-  }
-  return out;
 }
 
 std::string FormatNumber(double value) {
@@ -155,7 +147,7 @@ std::optional<std::map<std::string, YAML::Node>> ConfigReader::Map(
               Describe(node) +
               (key.empty() ? "; it must be a mapping of settings such as "
                              "'schedule:' and 'segment:'"
-                           : "; allowed keys: " + Join(allowed)));
+                           : "; allowed keys: " + common::Join(allowed)));
     return std::nullopt;
   }
   std::map<std::string, YAML::Node> fields;
@@ -182,7 +174,7 @@ std::optional<std::map<std::string, YAML::Node>> ConfigReader::Map(
       if (!best.empty()) text += "; did you mean '" + std::string(best) + "'?";
       text += "; allowed keys";
       if (!key.empty()) text += " in " + std::string(key);
-      text += ": " + Join(allowed);
+      text += ": " + common::Join(allowed);
       Error(k, Qualified(key, name), text);
       continue;
     }
@@ -262,12 +254,27 @@ bool ConfigReader::Number(const YAML::Node& node, std::string_view key,
 bool ConfigReader::Size(const YAML::Node& node, std::string_view key,
                         std::uint64_t min, std::uint64_t max,
                         std::uint64_t& out) {
-  const std::string range =
-      "allowed: " + FormatSize(min) + " to " + FormatSize(max);
-  if (!Scalar(node, key, "a size such as 64KiB (" + range + ")")) {
+  return Bytes(node, key, min, max, false, out);
+}
+
+bool ConfigReader::Rate(const YAML::Node& node, std::string_view key,
+                        std::uint64_t min, std::uint64_t max,
+                        std::uint64_t& out) {
+  return Bytes(node, key, min, max, true, out);
+}
+
+bool ConfigReader::Bytes(const YAML::Node& node, std::string_view key,
+                         std::uint64_t min, std::uint64_t max, bool rate,
+                         std::uint64_t& out) {
+  const auto format = rate ? common::FormatRate : common::FormatSize;
+  const std::string range = "allowed: " + format(min) + " to " + format(max);
+  if (!Scalar(node, key,
+              std::string(rate ? "a rate such as 100MiB/s" : "a size such as 64KiB") +
+                  " (" + range + ")")) {
     return false;
   }
-  const Result<std::uint64_t> value = ParseSize(node.Scalar());
+  const Result<std::uint64_t> value =
+      rate ? common::ParseRate(node.Scalar()) : common::ParseSize(node.Scalar());
   if (!value) {
     Error(node, key, value.error().message);
     return false;
@@ -286,12 +293,12 @@ bool ConfigReader::Duration(const YAML::Node& node, std::string_view key,
                             std::chrono::milliseconds& out) {
   const std::string range = std::string("allowed: ") +
                             (allow_zero ? "0 (off) or " : "") +
-                            FormatDuration(min) + " to " + FormatDuration(max);
+                            common::FormatDuration(min) + " to " + common::FormatDuration(max);
   if (!Scalar(node, key, "a duration such as 30s (" + range + ")")) {
     return false;
   }
   const Result<std::chrono::milliseconds> value =
-      ParseDuration(node.Scalar());
+      common::ParseDuration(node.Scalar());
   if (!value) {
     Error(node, key, value.error().message);
     return false;

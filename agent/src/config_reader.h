@@ -42,7 +42,10 @@ class ConfigReader {
   bool Bool(const YAML::Node& node, std::string_view key, bool& out);
   bool Number(const YAML::Node& node, std::string_view key, double min,
               double max, double& out);
+  /// Sizes and rates in the grammar of zcal/common/units.h.
   bool Size(const YAML::Node& node, std::string_view key, std::uint64_t min,
+            std::uint64_t max, std::uint64_t& out);
+  bool Rate(const YAML::Node& node, std::string_view key, std::uint64_t min,
             std::uint64_t max, std::uint64_t& out);
   /// `allow_zero`: 0 is allowed besides [min, max] (meaning "off").
   bool Duration(const YAML::Node& node, std::string_view key,
@@ -62,6 +65,8 @@ class ConfigReader {
   void ErrorAt(int line, int column, std::string text);
   bool Scalar(const YAML::Node& node, std::string_view key,
               std::string_view expected);
+  bool Bytes(const YAML::Node& node, std::string_view key, std::uint64_t min,
+             std::uint64_t max, bool rate, std::uint64_t& out);
 
   std::string source_;
   std::vector<Problem> errors_;

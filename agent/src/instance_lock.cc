@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "zcal/common/errno_text.h"
+
 namespace zcal::agent {
 
 // The lock file is never unlinked: removing it while another agent waits to
@@ -21,7 +23,7 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::Acquire(
   }
   if (fd < 0) {
     const int error = errno;
-    const std::string why = std::strerror(error);
+    const std::string why = common::ErrnoText(error);
     if (error == ELOOP) {
       return Fail(Errc::kPermission,
                   path + " is a symbolic link; refusing to use it as the "
@@ -49,8 +51,7 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::Acquire(
                       "); stop it first, or give this agent another "
                       "segment.name");
     }
-    return Fail(Errc::kIo, path + ": cannot lock (" +
-                               std::string(std::strerror(error)) + ")");
+    return Fail(Errc::kIo, path + ": cannot lock: " + common::ErrnoText(error));
   }
   const std::string pid = std::to_string(getpid()) + "\n";
   if (ftruncate(fd, 0) == 0) {

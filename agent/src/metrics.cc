@@ -11,6 +11,8 @@
 #include <prometheus/text_serializer.h>
 
 #include "zcal/calibrator/stats.h"
+#include "zcal/common/clock.h"
+#include "zcal/common/text.h"
 
 namespace zcal::agent {
 namespace {
@@ -21,20 +23,6 @@ using calibrator::Verdict;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-double NowSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double NsToSeconds(std::uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
-
-std::string Hex(std::uint64_t value) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016" PRIx64, value);
-  return text;
-}
 
 // Builds one family at a time: Add() appends a sample with its labels.
 class FamilyBuilder {
@@ -127,7 +115,7 @@ std::string_view CalibrationTriggerName(CalibrationTrigger trigger) {
 
 Metrics::Metrics(std::string version)
     : version_(std::move(version)),
-      start_time_seconds_(NowSeconds()),
+      start_time_seconds_(common::RealtimeSeconds()),
       duration_buckets_(std::size(kDurationBuckets), 0) {
   // Every label value exists from the start, so that rate() and alerts see
   // a 0 before the first event instead of no series.
@@ -202,7 +190,7 @@ void Metrics::RecordCalibration(CalibrationResult result,
     if (duration_seconds <= kDurationBuckets[i]) ++duration_buckets_[i];
   }
   if (result == CalibrationResult::kSuccess) {
-    last_success_seconds_ = NsToSeconds(now_ns);
+    last_success_seconds_ = common::NsToSeconds(now_ns);
   }
 }
 
@@ -242,13 +230,13 @@ void Metrics::RecordPublish(std::uint64_t now_ns, std::size_t entries) {
   std::lock_guard lock(mutex_);
   ++publishes_;
   entries_ = entries;
-  last_publish_seconds_ = NsToSeconds(now_ns);
+  last_publish_seconds_ = common::NsToSeconds(now_ns);
   heartbeat_seconds_ = last_publish_seconds_;
 }
 
 void Metrics::RecordHeartbeat(std::uint64_t now_ns) {
   std::lock_guard lock(mutex_);
-  heartbeat_seconds_ = NsToSeconds(now_ns);
+  heartbeat_seconds_ = common::NsToSeconds(now_ns);
 }
 
 void Metrics::SetCalibrationRunning(bool running) {
@@ -349,7 +337,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
                     MetricType::Gauge);
     for (const auto& [path, methods] : published_) {
       for (const auto& [method, s] : methods) {
-        f.Add(NsToSeconds(s.measured_at_ns),
+        f.Add(common::NsToSeconds(s.measured_at_ns),
               {{"path", path}, {"method", MethodLabel(method)}});
       }
     }
@@ -550,7 +538,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
       f.Add(1, {{"kernel_release", host_->kernel_release},
                 {"cpu_model", host_->cpu_model},
                 {"iommu_cmdline", host_->iommu_cmdline},
-                {"fingerprint", Hex(host_->fingerprint)}});
+                {"fingerprint", common::Hex64(host_->fingerprint)}});
     }
     FamilyBuilder f(out, "zcal_interface_info",
                     "Egress interface of each path: driver, PCI device, "

@@ -8,7 +8,9 @@
 
 #include <prometheus/exposer.h>
 
-#include "zcal/agent/config.h"
+#include "zcal/common/address.h"
+#include "zcal/common/errno_text.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/agent/metrics.h"
 
 namespace zcal::agent {
@@ -16,28 +18,24 @@ namespace {
 
 // civetweb reports a failed bind only as "null context"; binding once
 // ourselves first yields the errno a user can act on.
-Result<void> ProbeBind(const ListenAddress& address, const std::string& text) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return Fail(Errc::kIo, std::string("metrics: cannot create a socket (") +
-                               std::strerror(errno) + ")");
+Result<void> ProbeBind(const common::HostPort& address, const std::string& text) {
+  const common::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) {
+    return Fail(Errc::kIo, "metrics: cannot create a socket: " +
+                               common::ErrnoText(errno));
   }
   const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(address.port);
-  inet_pton(AF_INET, address.host.c_str(), &sin.sin_addr);
-  const int rc = bind(fd, reinterpret_cast<const sockaddr*>(&sin), sizeof sin);
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const common::SocketAddress sin = common::ToSocketAddress(address);
+  const int rc = bind(fd.get(), sin.get(), sin.length);
   const int error = errno;
-  close(fd);
   if (rc == 0) return {};
   const Errc code = error == EADDRINUSE ? Errc::kBusy
                     : error == EACCES   ? Errc::kPermission
                                         : Errc::kIo;
-  return Fail(code, "metrics.listen " + text + ": cannot listen (" +
-                        std::strerror(error) +
-                        "); choose a free port on a local address, or set "
+  return Fail(code, "metrics.listen " + text + ": cannot listen: " +
+                        common::ErrnoText(error) +
+                        "; choose a free port on a local address, or set "
                         "metrics.listen: \"\" to disable metrics");
 }
 
@@ -46,8 +44,9 @@ Result<void> ProbeBind(const ListenAddress& address, const std::string& text) {
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen,
     const std::shared_ptr<prometheus::Collectable>& collectable) {
-  const std::optional<ListenAddress> address = ParseListenAddress(listen);
-  if (!address || address->ipv6) {
+  const Result<common::HostPort> address =
+      common::ParseHostPort(listen, common::PortRule::kZeroAllowed);
+  if (!address || address->address.IsIpv6()) {
     return Fail(Errc::kInvalidArgument,
                 "metrics.listen '" + listen +
                     "' is not IPv4:PORT, e.g. 127.0.0.1:9464");
@@ -57,7 +56,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   }
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   server->listen_ = listen;
-  server->host_ = address->host;
+  server->host_ = common::ToString(address->address);
   try {
     // Two threads: one scrape never waits behind another slow one.
     server->exposer_ = std::make_unique<prometheus::Exposer>(listen, 2);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "zcal/agent/units.h"
+#include "zcal/common/units.h"
 
 namespace zcal::agent {
 
@@ -14,7 +14,7 @@ std::string DescribeResult(const MethodResult& result) {
   std::string text(calibrator::VerdictName(result.verdict));
   if (result.threshold_bytes) {
     text += result.verdict == Verdict::kAlways ? " from " : " ";
-    text += FormatSize(*result.threshold_bytes);
+    text += common::FormatSize(*result.threshold_bytes);
   }
   const std::string_view reason = calibrator::ReasonName(result.reason);
   if (!reason.empty()) text += " (" + std::string(reason) + ")";

@@ -17,7 +17,9 @@
 #include "zcal/agent/results.h"
 #include "zcal/agent/shm_writer.h"
 #include "zcal/agent/state.h"
-#include "zcal/agent/units.h"
+#include "zcal/common/units.h"
+#include "zcal/common/clock.h"
+#include "zcal/common/text.h"
 
 namespace zcal::agent {
 namespace {
@@ -26,22 +28,6 @@ namespace asio = boost::asio;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using SteadyTimer = asio::steady_timer;
-
-std::uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-double NowUnixSeconds() { return static_cast<double>(NowNs()) * 1e-9; }
-
-std::string HexFingerprint(std::uint64_t value) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016llx",
-                static_cast<unsigned long long>(value));
-  return text;
-}
 
 ShmWriterOptions WriterOptions(const SegmentConfig& segment) {
   ShmWriterOptions options;
@@ -222,8 +208,8 @@ bool Service::Impl::Start() {
   } else if (!state_.empty() && state_.fingerprint != host_.fingerprint) {
     spdlog::info("host facts changed since the saved calibration "
                  "(fingerprint {} -> {})",
-                 HexFingerprint(state_.fingerprint),
-                 HexFingerprint(host_.fingerprint));
+                 common::Hex64(state_.fingerprint),
+                 common::Hex64(host_.fingerprint));
     asio::post(io_,
                [this] { StartCalibration(CalibrationTrigger::kFingerprint); });
   } else {
@@ -265,7 +251,7 @@ void Service::Impl::Publish() {
                   config_.segment.name, entries.size(),
                   published.error().message);
   } else {
-    metrics_->RecordPublish(NowNs(), entries.size());
+    metrics_->RecordPublish(common::RealtimeNs(), entries.size());
     spdlog::debug("published {} entries{}", entries.size(),
                   stale_ ? " (stale)" : "");
   }
@@ -307,7 +293,7 @@ void Service::Impl::ArmHeartbeat() {
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_) return;
     writer_->Heartbeat();
-    metrics_->RecordHeartbeat(NowNs());
+    metrics_->RecordHeartbeat(common::RealtimeNs());
     ArmHeartbeat();
   });
 }
@@ -323,8 +309,8 @@ void Service::Impl::ArmFingerprintPoll() {
     if (changed) {
       spdlog::info("host facts changed (fingerprint {} -> {}); calibrating "
                    "early",
-                   HexFingerprint(host_.fingerprint),
-                   HexFingerprint(now.fingerprint));
+                   common::Hex64(host_.fingerprint),
+                   common::Hex64(now.fingerprint));
       metrics_->RecordFingerprintChange();
     }
     host_ = std::move(now);
@@ -342,9 +328,9 @@ void Service::Impl::ScheduleNext(milliseconds delay,
         if (!ec) StartCalibration(trigger);
       });
   metrics_->SetNextCalibration(
-      NowUnixSeconds() + static_cast<double>(delay.count()) * 1e-3);
+      common::RealtimeSeconds() + static_cast<double>(delay.count()) * 1e-3);
   spdlog::debug("next calibration ({}) in {}", CalibrationTriggerName(trigger),
-                FormatDuration(delay));
+                common::FormatDuration(delay));
 }
 
 void Service::Impl::ScheduleRegular() {
@@ -398,7 +384,7 @@ void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
     spdlog::warn("probe budget: {:.1f} s of {:.1f} s used in the last hour; "
                  "the {} calibration waits {}",
                  used, config_.budget.seconds_per_hour,
-                 CalibrationTriggerName(trigger), FormatDuration(wait));
+                 CalibrationTriggerName(trigger), common::FormatDuration(wait));
     ScheduleNext(wait, trigger);
     return;
   }
@@ -424,7 +410,8 @@ void Service::Impl::RunWorker(Config config, CalibrationTrigger trigger,
   outcome.host = std::move(host);
   for (const PathConfig& path : config.paths) {
     probes::CalibrationOptions options;
-    options.path = ProbePath(path);
+    options.target = ProbeTarget(path);
+    options.path_name = path.name;
     options.methods = config.methods;
     options.min_size = config.min_size_bytes;
     options.max_size = config.max_size_bytes;
@@ -466,7 +453,7 @@ void Service::Impl::OnCalibrationDone(Outcome outcome) {
   metrics_->SetCalibrationRunning(false);
   probe_history_.emplace_back(steady_clock::now(), outcome.duration_seconds);
   metrics_->SetBudgetUsed(BudgetUsedSeconds());
-  const std::uint64_t now_ns = NowNs();
+  const std::uint64_t now_ns = common::RealtimeNs();
   if (outcome.cancelled) {
     metrics_->RecordCalibration(CalibrationResult::kCancelled,
                                 outcome.duration_seconds, now_ns);
@@ -490,7 +477,7 @@ void Service::Impl::OnCalibrationDone(Outcome outcome) {
       if (p.name == r.path) path = &p;
     }
     if (path == nullptr) continue;  // removed by a reload meanwhile
-    auto found = report.analysis.paths.find(ProbePath(*path));
+    auto found = report.analysis.paths.find(path->name);
     if (found == report.analysis.paths.end() &&
         report.analysis.paths.size() == 1) {
       found = report.analysis.paths.begin();
@@ -516,7 +503,7 @@ void Service::Impl::OnCalibrationDone(Outcome outcome) {
                                 outcome.duration_seconds, now_ns);
     spdlog::warn("calibration failed; still serving what was published "
                  "before; retrying in {}",
-                 FormatDuration(config_.schedule.retry_after_failure));
+                 common::FormatDuration(config_.schedule.retry_after_failure));
     if (!stopping_) {
       ScheduleNext(config_.schedule.retry_after_failure,
                    CalibrationTrigger::kRetry);
@@ -700,7 +687,7 @@ void Service::Impl::BeginStop(const std::string& why) {
 
 void Service::Impl::FinishStop() {
   if (!state_.empty()) {
-    state_.saved_at_ns = NowNs();
+    state_.saved_at_ns = common::RealtimeNs();
     if (const Result<void> saved = SaveState(state_, config_.state_path);
         !saved) {
       spdlog::error("saving the state failed: {}", saved.error().message);

@@ -21,6 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "zcal/common/clock.h"
+#include "zcal/common/errno_text.h"
+#include "zcal/common/identity.h"
 #include "zcal/zcal.h"
 
 namespace zcal::agent {
@@ -55,57 +58,12 @@ static_assert(sizeof(zcal_shm_entry) % 8 == 0 && sizeof(zcal_shm_header) % 8 == 
 
 constexpr const char* kShmDir = "/dev/shm";
 
-std::uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 // Readers load every word with acquire; the writer stores every word it
 // changes with release, so that seqlock ordering needs no fence (which
 // GCC 12 rejects under -fsanitize=thread).
 template <typename T>
 void StoreRelease(T* word, T value) {
   __atomic_store_n(word, value, __ATOMIC_RELEASE);
-}
-
-std::string ErrnoText(int err) { return std::strerror(err); }
-
-std::string UserName(uid_t uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(4096);
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found)
-    return found->pw_name;
-  return "unknown user";
-}
-
-Result<void> CheckName(const std::string& name) {
-  if (name.size() < 2 || name.size() > 250 || name[0] != '/' ||
-      name.find('/', 1) != std::string::npos || name == "/." || name == "/..") {
-    return Fail(Errc::kInvalidArgument,
-                "segment name \"" + name +
-                    "\" is invalid: it must be \"/NAME\" with one leading slash "
-                    "and 1 to 250 more bytes, none of them a slash");
-  }
-  return {};
-}
-
-Result<gid_t> ResolveGroup(const std::string& group) {
-  if (!group.empty() && group.size() <= 9 &&
-      group.find_first_not_of("0123456789") == std::string::npos)
-    return static_cast<gid_t>(std::stoul(group));
-  ::group gr{};
-  ::group* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &found) != 0 ||
-      found == nullptr) {
-    return Fail(Errc::kNotFound, "segment group \"" + group +
-                                     "\" does not exist: name an existing "
-                                     "group or a numeric gid");
-  }
-  return found->gr_gid;
 }
 
 // Encodes entry `index` of segment `name`.
@@ -245,8 +203,20 @@ class FdGuard {
 
 }  // namespace
 
+Result<void> ValidateSegmentName(const std::string& name) {
+  if (name.size() < 2 || name.size() > kMaxSegmentNameBytes + 1 || name[0] != '/' ||
+      name.find('/', 1) != std::string::npos || name == "/." || name == "/..") {
+    return Fail(Errc::kInvalidArgument,
+                "segment name \"" + name +
+                    "\" is invalid: write \"/NAME\" with one leading slash and 1 to " +
+                    std::to_string(kMaxSegmentNameBytes) +
+                    " more bytes, none of them a slash, e.g. /zcal");
+  }
+  return {};
+}
+
 Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& options) {
-  if (auto ok = CheckName(options.name); !ok) return tl::unexpected(ok.error());
+  if (auto ok = ValidateSegmentName(options.name); !ok) return tl::unexpected(ok.error());
   const std::string& name = options.name;
   const std::string path = std::string(kShmDir) + name;
   if (options.capacity < 1 || options.capacity > ZCAL_MAX_CAPACITY) {
@@ -264,7 +234,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   }
   std::optional<gid_t> gid;
   if (options.group) {
-    auto resolved = ResolveGroup(*options.group);
+    auto resolved = common::ResolveGroup(*options.group);
     if (!resolved) return tl::unexpected(resolved.error());
     gid = *resolved;
   }
@@ -272,7 +242,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   FdGuard dir(open(kShmDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) {
     return Fail(Errc::kIo, std::string("cannot open ") + kShmDir + ": " +
-                               ErrnoText(errno) + " (is /dev/shm mounted?)");
+                               common::ErrnoText(errno) + " (is /dev/shm mounted?)");
   }
   const std::string leaf = name.substr(1);
 
@@ -296,7 +266,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
     if (st.st_uid != geteuid()) {
       return Fail(Errc::kPermission,
                   "segment " + name + ": " + path + " belongs to uid " +
-                      std::to_string(st.st_uid) + " (" + UserName(st.st_uid) +
+                      std::to_string(st.st_uid) + " (" + common::UserName(st.st_uid) +
                       "), not to this agent's uid " + std::to_string(geteuid()) +
                       "; refusing to take over another user's segment. Remove "
                       "it, or configure another segment name");
@@ -311,7 +281,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
     }
   } else if (errno != ENOENT) {
     return Fail(Errc::kIo, "segment " + name + ": cannot inspect " + path + ": " +
-                               ErrnoText(errno));
+                               common::ErrnoText(errno));
   }
 
   static std::atomic<unsigned> counter{0};
@@ -321,19 +291,19 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
                     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
     return Fail(Errc::kIo, "segment " + name + ": cannot create " + kShmDir +
-                               "/" + tmp + ": " + ErrnoText(errno));
+                               "/" + tmp + ": " + common::ErrnoText(errno));
   }
   auto fail_unlink = [&](Errc code, std::string message) {
     unlinkat(dir.get(), tmp.c_str(), 0);
     return Fail(code, std::move(message));
   };
   if (fchmod(fd.get(), options.mode) != 0) {
-    return fail_unlink(Errc::kIo, "segment " + name + ": chmod: " + ErrnoText(errno));
+    return fail_unlink(Errc::kIo, "segment " + name + ": chmod: " + common::ErrnoText(errno));
   }
   if (gid && fchown(fd.get(), static_cast<uid_t>(-1), *gid) != 0) {
     return fail_unlink(Errc::kPermission,
                        "segment " + name + ": cannot give it to group " +
-                           *options.group + ": " + ErrnoText(errno) +
+                           *options.group + ": " + common::ErrnoText(errno) +
                            " (the agent's user must belong to the group)");
   }
   const std::size_t bytes =
@@ -341,17 +311,17 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
     return fail_unlink(Errc::kIo, "segment " + name + ": cannot size it to " +
                                       std::to_string(bytes) +
-                                      " bytes: " + ErrnoText(errno));
+                                      " bytes: " + common::ErrnoText(errno));
   }
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) {
     return fail_unlink(Errc::kIo, "segment " + name + ": cannot map it: " +
-                                      ErrnoText(errno));
+                                      common::ErrnoText(errno));
   }
   // Nobody can see the file before the rename, so plain stores suffice
   // except for the magic, which readers take as "initialized".
   auto* hdr = static_cast<zcal_shm_header*>(base);
-  const std::uint64_t created = NowNs();
+  const std::uint64_t created = common::RealtimeNs();
   hdr->abi_major = ZCAL_ABI_MAJOR;
   hdr->abi_minor = ZCAL_ABI_MINOR;
   hdr->header_size = sizeof(zcal_shm_header);
@@ -370,7 +340,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
     munmap(base, bytes);
     return fail_unlink(err == EPERM || err == EACCES ? Errc::kPermission : Errc::kIo,
                        "segment " + name + ": cannot put it in place at " + path +
-                           ": " + ErrnoText(err));
+                           ": " + common::ErrnoText(err));
   }
   // Retire only after the rename, so that readers reopening the name find
   // the new segment.
@@ -432,7 +402,7 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
   }
   auto* slots = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base_) +
                                                  sizeof(zcal_shm_header));
-  const std::uint64_t now = NowNs();
+  const std::uint64_t now = common::RealtimeNs();
   // The odd value must be visible before any data word: the release
   // stores below order it.
   __atomic_store_n(&hdr->seq, seq_ + 1, __ATOMIC_RELAXED);
@@ -454,7 +424,7 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
 }
 
 void ShmWriter::Heartbeat() {
-  StoreRelease(&static_cast<zcal_shm_header*>(base_)->heartbeat_ns, NowNs());
+  StoreRelease(&static_cast<zcal_shm_header*>(base_)->heartbeat_ns, common::RealtimeNs());
 }
 
 }  // namespace zcal::agent

@@ -13,6 +13,9 @@
 #include <sstream>
 
 #include "zcal/calibrator/report_json.h"
+#include "zcal/common/bounded_read.h"
+#include "zcal/common/errno_text.h"
+#include "zcal/common/text.h"
 
 namespace zcal::agent {
 namespace {
@@ -23,29 +26,9 @@ using calibrator::Reason;
 using calibrator::Verdict;
 using nlohmann::json;
 
-std::string Hex(std::uint64_t value) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016" PRIx64, value);
-  return text;
-}
-
 std::optional<std::uint64_t> FromHex(const json& value) {
   if (!value.is_string()) return std::nullopt;
-  const std::string& text = value.get_ref<const std::string&>();
-  if (text.empty() || text.size() > 16) return std::nullopt;
-  std::uint64_t out = 0;
-  for (const char c : text) {
-    int digit = 0;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
-      return std::nullopt;
-    }
-    out = out * 16 + static_cast<std::uint64_t>(digit);
-  }
-  return out;
+  return common::ParseHex64(value.get_ref<const std::string&>());
 }
 
 std::optional<Verdict> ParseVerdict(std::string_view name) {
@@ -212,7 +195,7 @@ std::string SerializeState(const AgentState& state) {
       {"format", "zcal-state"},
       {"version", kStateVersion},
       {"saved_at_ns", state.saved_at_ns},
-      {"fingerprint", Hex(state.fingerprint)},
+      {"fingerprint", common::Hex64(state.fingerprint)},
       {"last_success_ns", state.last_success_ns},
       {"host", state.host},
       {"paths", std::move(paths)},
@@ -303,20 +286,17 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
 }
 
 Result<AgentState> LoadState(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) {
+  Result<std::string> text = common::ReadBounded(
+      path, common::kMaxStateBytes, common::InputKind::kRegular, "state file");
+  if (!text) {
+    if (text.error().code == Errc::kNotFound) {
       return Fail(Errc::kNotFound, path + ": no saved state yet");
     }
-    return Fail(Errc::kIo, path + ": cannot open the state file (" +
-                               std::strerror(errno) + ")");
+    return Fail(text.error().code == Errc::kInvalidArgument ? Errc::kParse
+                                                            : Errc::kIo,
+                text.error().message);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return Fail(Errc::kIo, path + ": cannot read the state file");
-  }
-  return ParseState(text.str(), path);
+  return ParseState(*text, path);
 }
 
 Result<void> SaveState(const AgentState& state, const std::string& path) {
@@ -334,15 +314,14 @@ Result<void> SaveState(const AgentState& state, const std::string& path) {
   std::string temp = path + ".tmp.XXXXXX";
   const int fd = mkstemp(temp.data());
   if (fd < 0) {
-    return Fail(Errc::kIo, temp + ": cannot create a temporary file (" +
-                               std::strerror(errno) + ")");
+    return Fail(Errc::kIo, temp + ": cannot create a temporary file: " +
+                               common::ErrnoText(errno));
   }
   const auto fail = [&](const char* what) {
     const int error = errno;
     close(fd);
     unlink(temp.c_str());
-    return Fail(Errc::kIo, temp + ": " + what + " (" + std::strerror(error) +
-                               ")");
+    return Fail(Errc::kIo, temp + ": " + what + ": " + common::ErrnoText(error));
   };
   const std::string text = SerializeState(state);
   std::size_t written = 0;
@@ -361,8 +340,8 @@ Result<void> SaveState(const AgentState& state, const std::string& path) {
   if (rename(temp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     unlink(temp.c_str());
-    return Fail(Errc::kIo, path + ": cannot replace the state file (" +
-                               std::strerror(error) + ")");
+    return Fail(Errc::kIo, path + ": cannot replace the state file: " +
+                               common::ErrnoText(error));
   }
   // The rename is durable only once the directory entry is on disk.
   const int dir_fd =

@@ -1,7 +1,6 @@
 #include "model_decision.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <random>
 #include <string>
@@ -9,6 +8,7 @@
 
 #include "cost_fit.h"
 #include "least_cost.h"
+#include "zcal/common/text.h"
 
 namespace zcal::calibrator::detail {
 
@@ -21,24 +21,19 @@ namespace {
 constexpr double kNonInferioritySigmas = 3.0;
 constexpr std::size_t kLiftStride = 4;
 
-std::uint64_t Mix(std::uint64_t hash, double value) {
-  // FNV-1a over the bits: the same samples give the same replicates.
-  std::uint64_t bits = std::bit_cast<std::uint64_t>(value);
-  for (int i = 0; i < 8; ++i) {
-    hash ^= bits & 0xff;
-    hash *= 0x100000001b3ULL;
-    bits >>= 8;
-  }
-  return hash;
+std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
+  return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
+                                        values.size() * sizeof(double)),
+                       hash);
 }
 
+// The bootstrap's seed: the same samples give the same replicates, and so
+// the same interval, run after run.
 std::uint64_t SeedOf(const Observations& a, const Observations& b) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::uint64_t hash = common::kFnv1aBasis;
   for (const Observations* obs : {&a, &b}) {
-    hash = Mix(hash, static_cast<double>(obs->method));
-    for (std::size_t i = 0; i < obs->size.size(); ++i) {
-      hash = Mix(Mix(Mix(hash, obs->size[i]), obs->cpu[i]), obs->thr[i]);
-    }
+    hash = common::Fnv1a(MethodName(obs->method), hash);
+    hash = HashValues(obs->cpu, HashValues(obs->thr, HashValues(obs->size, hash)));
   }
   return hash;
 }

@@ -6,6 +6,9 @@
 #include <map>
 #include <optional>
 
+#include "zcal/common/text.h"
+#include "zcal/common/units.h"
+
 namespace zcal::calibrator {
 
 namespace {
@@ -73,12 +76,6 @@ Result<void> CheckText(std::string_view text, std::string_view source) {
     i += n;
   }
   return {};
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // RFC 4180 records: commas, double-quoted fields with "" escapes, quoted
@@ -152,7 +149,7 @@ Result<std::vector<Row>> Tokenize(std::string_view text,
                text[i] != '\r') {
           ++i;
         }
-        field.text = std::string(Trim(text.substr(start, i - start)));
+        field.text = std::string(common::Trim(text.substr(start, i - start)));
       }
       row.fields.push_back(std::move(field));
       if (i < text.size() && text[i] == ',') {
@@ -187,26 +184,6 @@ std::optional<T> ParseNumber(std::string_view text) {
     if (!std::isfinite(value)) return std::nullopt;
   }
   return value;
-}
-
-// Message sizes as integers with an optional binary suffix: 4096, 4K, 4KiB,
-// 1M, 1MiB.
-std::optional<double> ParseSize(std::string_view text) {
-  std::uint64_t scale = 1;
-  const std::string lower = Lower(text);
-  std::string_view s = lower;
-  for (auto [suffix, factor] :
-       {std::pair<std::string_view, std::uint64_t>{"kib", 1024},
-        {"mib", 1024 * 1024}, {"k", 1024}, {"m", 1024 * 1024}}) {
-    if (s.size() > suffix.size() && s.ends_with(suffix)) {
-      s.remove_suffix(suffix.size());
-      scale = factor;
-      break;
-    }
-  }
-  const auto value = ParseNumber<double>(Trim(s));
-  if (!value) return std::nullopt;
-  return *value * static_cast<double>(scale);
 }
 
 std::string MethodList() {
@@ -284,17 +261,15 @@ Result<Sample> ParseRow(const RowReader& r) {
   s.method = *method;
 
   const Field& size_field = *r.Get("size");
-  const auto size = ParseSize(size_field.text);
+  const Result<std::uint64_t> size = common::ParseSize(size_field.text);
   if (!size) {
-    return r.Bad(size_field, "'" + size_field.text +
-                                 "' in column size is not a number; expected "
-                                 "the message size in bytes, e.g. 16384 or 16K");
+    return r.Bad(size_field, "column size: " + size.error().message);
   }
-  if (*size <= 0 || *size != std::floor(*size) || *size > 1e15) {
+  if (*size == 0 || *size > (1ULL << 40)) {
     return r.Bad(size_field, "size " + size_field.text +
-                                 " must be a positive whole number of bytes");
+                                 " must be a positive number of bytes up to 1TiB");
   }
-  s.size_bytes = static_cast<std::uint64_t>(*size);
+  s.size_bytes = *size;
 
   if (r.Has("path")) s.path = r.Get("path")->text;
   if (r.Has("status")) {
@@ -394,7 +369,7 @@ Result<std::vector<Sample>> ParseSamplesCsv(std::string_view text,
   std::map<std::string, std::size_t> columns;
   for (std::size_t i = 0; i < header.fields.size(); ++i) {
     const Field& f = header.fields[i];
-    const std::string name = Lower(Trim(f.text));
+    const std::string name = Lower(common::Trim(f.text));
     if (name.empty()) continue;
     if (!columns.emplace(name, i).second) {
       return Fail(Errc::kParse, Where(source, header.line, f.column) +

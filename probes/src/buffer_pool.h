@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::probes {
 

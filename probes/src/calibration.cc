@@ -10,7 +10,6 @@
 
 #include "zcal/calibrator/planner.h"
 #include "zcal/probes/capabilities.h"
-#include "zcal/probes/endpoint.h"
 #include "zcal/probes/probe.h"
 #include "zcal/probes/sink.h"
 
@@ -46,7 +45,7 @@ std::vector<Method> MethodsOf(const CalibrationOptions& options) {
 
 calibrator::PlannerOptions PlannerOptionsOf(const CalibrationOptions& options) {
   calibrator::PlannerOptions planner;
-  planner.path = options.path;
+  planner.path = options.PathName();
   planner.methods = MethodsOf(options);
   planner.min_size = options.min_size;
   planner.max_size = options.max_size;
@@ -56,7 +55,7 @@ calibrator::PlannerOptions PlannerOptionsOf(const CalibrationOptions& options) {
 
 std::string NoProbeMessage(const CalibrationOptions& options,
                            const std::vector<Sample>& samples) {
-  std::string text = "no probe could run on path " + options.path + ":";
+  std::string text = "no probe could run on path " + options.PathName() + ":";
   std::set<std::string> seen;
   for (const Sample& s : samples) {
     if (s.ok() || !seen.insert(s.error).second) continue;
@@ -69,12 +68,6 @@ std::string NoProbeMessage(const CalibrationOptions& options,
 }  // namespace
 
 std::string ValidateCalibrationOptions(const CalibrationOptions& options) {
-  if (options.path != "loopback") {
-    if (auto endpoint = ParseEndpoint(options.path); !endpoint) {
-      return "path: \"loopback\" or ADDRESS:PORT of a peer's sink (" +
-             endpoint.error().message + ")";
-    }
-  }
   if (!(options.budget_seconds > 0) || !std::isfinite(options.budget_seconds) ||
       options.budget_seconds > 86400) {
     return "budget: must be more than 0 and at most 86400 seconds";
@@ -93,11 +86,11 @@ Result<CalibrationReport> RunCalibration(
   const auto budget_end = start + std::chrono::duration_cast<Clock::duration>(
                                       Seconds(options.budget_seconds));
   CalibrationReport report;
-  report.host = CollectHostFacts({options.root, "", options.path});
+  report.host = CollectHostFacts({options.root, "", options.target});
 
   std::unique_ptr<Sink> sink;
-  Endpoint target;
-  if (options.path == "loopback") {
+  common::HostPort target = options.target.peer;
+  if (options.target.kind == TargetKind::kLoopback) {
     auto started = Sink::Start(SinkOptions{});
     if (!started) {
       return Fail(Errc::kUnsupported,
@@ -105,8 +98,6 @@ Result<CalibrationReport> RunCalibration(
     }
     sink = std::move(*started);
     target = sink->endpoint();
-  } else {
-    target = *ParseEndpoint(options.path);
   }
 
   calibrator::SweepPlanner planner(PlannerOptionsOf(options));
@@ -138,7 +129,7 @@ Result<CalibrationReport> RunCalibration(
     bool sent = false;
     const Support& supported = support[request->method];
     if (!supported.supported) {
-      sample.path = options.path;
+      sample.path = options.PathName();
       sample.method = request->method;
       sample.size_bytes = request->size_bytes;
       sample.repeat = request->repeat;
@@ -149,7 +140,7 @@ Result<CalibrationReport> RunCalibration(
       probe.method = request->method;
       probe.size_bytes = request->size_bytes;
       probe.repeat = request->repeat;
-      probe.path = options.path;
+      probe.path = options.PathName();
       probe.sink = target;
       probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
       probe.max_bytes = static_cast<std::uint64_t>(

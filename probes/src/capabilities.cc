@@ -20,13 +20,13 @@ Support No(std::string reason) { return {false, std::move(reason)}; }
 
 Support CheckZerocopySocket() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return No("msg_zerocopy: cannot create a TCP socket (" + ErrnoText(errno) + ")");
+  if (fd < 0) return No("msg_zerocopy: cannot create a TCP socket (" + common::ErrnoText(errno) + ")");
   const int one = 1;
   const int rc = ::setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one);
   const int err = errno;
   ::close(fd);
   if (rc != 0) {
-    return No("msg_zerocopy: the socket refused SO_ZEROCOPY (" + ErrnoText(err) +
+    return No("msg_zerocopy: the socket refused SO_ZEROCOPY (" + common::ErrnoText(err) +
               "); it needs Linux 4.14 or later");
   }
   return {};

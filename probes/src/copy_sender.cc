@@ -20,6 +20,7 @@ class CopySender final : public Sender {
     std::uint64_t offset = 0;
     auto stalled_since = std::chrono::steady_clock::time_point::max();
     while (!stop.Reached(counters.bytes)) {
+      // A TCP send may be partial; a UDP datagram goes whole or fails.
       const ssize_t n = ::send(fd_, pool_.buffer(slot) + offset, size - offset,
                                MSG_NOSIGNAL);
       if (n > 0) {
@@ -34,19 +35,21 @@ class CopySender final : public Sender {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        // SO_SNDTIMEO expired: the peer reads nothing. Keep waiting until
+        // SO_SNDTIMEO expired: the peer reads nothing (TCP), or the device
+        // frees nothing (UDP). Keep waiting until
         // the deadline plus the drain time, then give up.
         const auto now = std::chrono::steady_clock::now();
         if (stalled_since == std::chrono::steady_clock::time_point::max()) {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
           return Fail(Errc::kFailed,
-                      "copy: the sink accepted no data for over 1 s; is it "
-                      "still reading?");
+                      "copy: the socket accepted no data for over 1 s; is "
+                      "the sink still reading (TCP), or the send buffer "
+                      "draining (UDP)?");
         }
         continue;
       }
-      return Fail(Errc::kFailed, "copy: send(2) failed with " + ErrnoText(errno));
+      return Fail(Errc::kFailed, "copy: send(2) failed with " + common::ErrnoText(errno));
     }
     if (stop.Cancelled()) return Fail(Errc::kFailed, "cancelled");
     return counters;
@@ -63,7 +66,7 @@ Result<std::unique_ptr<Sender>> MakeCopySender(int fd, const BufferPool& pool) {
   const timeval timeout{0, static_cast<suseconds_t>(kWaitSlice.count() * 1000)};
   if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) != 0) {
     return Fail(Errc::kFailed, "copy: setsockopt(SO_SNDTIMEO) failed with " +
-                                   ErrnoText(errno));
+                                   common::ErrnoText(errno));
   }
   return std::make_unique<CopySender>(fd, pool);
 }

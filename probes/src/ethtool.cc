@@ -25,7 +25,7 @@ std::optional<bool> Query(int fd, const std::string& interface, std::uint32_t co
   request.ifr_data = reinterpret_cast<char*>(&value);
   if (::ioctl(fd, SIOCETHTOOL, &request) != 0) {
     if (error.empty()) {
-      error = "ethtool ioctl on " + interface + " failed with " + ErrnoText(errno);
+      error = "ethtool ioctl on " + interface + " failed with " + common::ErrnoText(errno);
     }
     return std::nullopt;
   }
@@ -42,7 +42,7 @@ OffloadFeatures QueryOffloads(const std::string& interface) {
   }
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    features.error = "cannot open a socket for ethtool: " + ErrnoText(errno);
+    features.error = "cannot open a socket for ethtool: " + common::ErrnoText(errno);
     return features;
   }
   features.sg = Query(fd, interface, ETHTOOL_GSG, features.error);

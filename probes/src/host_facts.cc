@@ -2,16 +2,18 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <system_error>
 
 #include "ethtool.h"
 #include "sysfs.h"
-#include "zcal/probes/endpoint.h"
+#include "zcal/common/text.h"
 
 namespace zcal::probes {
 
@@ -28,12 +30,7 @@ std::optional<T> ParseInteger(std::string_view text) {
 }
 
 std::optional<std::uint64_t> ParseHex(std::string_view text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return std::nullopt;
-  }
-  return value;
+  return common::ParseHex64(text);
 }
 
 std::string ReadCpuModel(const std::string& root, std::vector<std::string>& notes) {
@@ -47,8 +44,8 @@ std::string ReadCpuModel(const std::string& root, std::vector<std::string>& note
   while (std::getline(lines, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    if (Trim(std::string_view(line).substr(0, colon)) == "model name") {
-      return Trim(std::string_view(line).substr(colon + 1));
+    if (common::Trim(std::string_view(line).substr(0, colon)) == "model name") {
+      return std::string(common::Trim(std::string_view(line).substr(colon + 1)));
     }
   }
   notes.push_back("cpu model unknown: no \"model name\" line in " +
@@ -160,22 +157,23 @@ std::optional<std::string> RouteV6(const std::string& root, const in6_addr& addr
 
 std::optional<std::string> EgressInterface(const HostFactsOptions& options,
                                            std::vector<std::string>& notes) {
-  if (options.path == "loopback") return "lo";
-  const auto endpoint = ParseEndpoint(options.path);
-  if (!endpoint) {
-    notes.push_back("egress interface unknown: " + endpoint.error().message);
-    return std::nullopt;
-  }
+  if (options.target.kind == TargetKind::kLoopback) return "lo";
+  const common::IpAddress& address = options.target.peer.address;
   std::string why;
   std::optional<std::string> name;
-  in_addr v4{};
-  in6_addr v6{};
-  if (::inet_pton(AF_INET, endpoint->host.c_str(), &v4) == 1) {
-    name = RouteV4(options.root, v4, why);
-  } else if (::inet_pton(AF_INET6, endpoint->host.c_str(), &v6) == 1) {
+  if (address.IsIpv6()) {
+    in6_addr v6{};
+    std::memcpy(&v6, address.bytes.data(), sizeof v6);
     name = RouteV6(options.root, v6, why);
+  } else {
+    in_addr v4{};
+    std::memcpy(&v4, address.bytes.data(), sizeof v4);
+    name = RouteV4(options.root, v4, why);
   }
-  if (!name) notes.push_back("egress interface of " + options.path + " unknown: " + why);
+  if (!name) {
+    notes.push_back("egress interface of " + ToString(options.target) +
+                    " unknown: " + why);
+  }
   return name;
 }
 
@@ -265,35 +263,62 @@ nlohmann::json OrNull(const std::string& value) {
   return value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
 }
 
-nlohmann::json FactsJson(const HostFacts& facts) {
-  const InterfaceFacts& i = facts.interface;
-  return {
-      {"kernel_release", OrNull(facts.kernel_release)},
-      {"cpu_model", OrNull(facts.cpu_model)},
-      {"iommu_cmdline", facts.iommu_cmdline},
-      {"interface",
-       {{"name", OrNull(i.name)},
-        {"driver", OrNull(i.driver)},
-        {"pci_device", OrNull(i.pci_device)},
-        {"speed_mbps", OrNull(i.speed_mbps)},
-        {"mtu", OrNull(i.mtu)},
-        {"sg", OrNull(i.sg)},
-        {"tso", OrNull(i.tso)},
-        {"iommu_group", OrNull(i.iommu_group)},
-        {"iommu_type", i.iommu_type}}},
-  };
+nlohmann::json InterfaceJson(const InterfaceFacts& i) {
+  return {{"name", OrNull(i.name)},
+          {"driver", OrNull(i.driver)},
+          {"pci_device", OrNull(i.pci_device)},
+          {"speed_mbps", OrNull(i.speed_mbps)},
+          {"mtu", OrNull(i.mtu)},
+          {"sg", OrNull(i.sg)},
+          {"tso", OrNull(i.tso)},
+          {"iommu_group", OrNull(i.iommu_group)},
+          {"iommu_type", OrNull(i.iommu_type)}};
+}
+
+// What the fingerprint covers: the host, not the path (see host_facts.h).
+nlohmann::json FingerprintJson(const HostFacts& facts) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const InterfaceFacts& d : facts.devices) devices.push_back(InterfaceJson(d));
+  return {{"kernel_release", OrNull(facts.kernel_release)},
+          {"cpu_model", OrNull(facts.cpu_model)},
+          {"iommu_cmdline", facts.iommu_cmdline},
+          {"devices", std::move(devices)}};
+}
+
+// lo and every interface backed by a device, by name. Other virtual
+// interfaces (veth, bridges, tunnels) come and go with containers and are
+// left out, so that a pod starting on the node does not look like new
+// hardware.
+std::vector<InterfaceFacts> DescribeDevices(const HostFactsOptions& options,
+                                            std::vector<std::string>& notes) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  const fs::path dir = UnderRoot(options.root, "sys/class/net");
+  for (auto it = fs::directory_iterator(dir, ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code exists;
+    if (it->path().filename() == "lo" || fs::exists(it->path() / "device", exists)) {
+      names.push_back(it->path().filename().string());
+    }
+  }
+  if (ec) notes.push_back("network devices unknown: " + dir.string() + ": " + ec.message());
+  std::sort(names.begin(), names.end());
+  std::vector<InterfaceFacts> devices;
+  // What cannot be read of a device other than the path's egress interface
+  // is not worth a note (the notes describe the path).
+  std::vector<std::string> ignored;
+  for (const std::string& name : names) {
+    InterfaceFacts facts;
+    DescribeInterface(options, name, facts, ignored);
+    devices.push_back(std::move(facts));
+  }
+  return devices;
 }
 
 }  // namespace
 
 std::uint64_t HostFacts::Fingerprint() const {
-  const std::string text = FactsJson(*this).dump();
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
+  return common::Fnv1a(FingerprintJson(*this).dump());
 }
 
 HostFacts CollectHostFacts(const HostFactsOptions& options) {
@@ -305,6 +330,7 @@ HostFacts CollectHostFacts(const HostFactsOptions& options) {
   }
   facts.cpu_model = ReadCpuModel(options.root, facts.notes);
   facts.iommu_cmdline = ReadIommuCmdline(options.root, facts.notes);
+  facts.devices = DescribeDevices(options, facts.notes);
   std::optional<std::string> name =
       options.interface.empty() ? EgressInterface(options, facts.notes) : options.interface;
   if (name) DescribeInterface(options, *name, facts.interface, facts.notes);
@@ -312,11 +338,9 @@ HostFacts CollectHostFacts(const HostFactsOptions& options) {
 }
 
 nlohmann::json ToJson(const HostFacts& facts) {
-  nlohmann::json json = FactsJson(facts);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(facts.Fingerprint()));
-  json["fingerprint"] = hex;
+  nlohmann::json json = FingerprintJson(facts);
+  json["interface"] = InterfaceJson(facts.interface);
+  json["fingerprint"] = common::Hex64(facts.Fingerprint());
   json["notes"] = facts.notes;
   return json;
 }

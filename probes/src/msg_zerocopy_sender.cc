@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 // Each successful send(MSG_ZEROCOPY) call gets the next 32-bit id; the kernel
 // reports completions as ranges of ids [ee_info, ee_data], possibly merged.
+// TCP and UDP alike: the notifications arrive on the error queue as
+// IP_RECVERR / IPV6_RECVERR control messages whether or not the socket set
+// IP_RECVERR (which, on UDP, would add ICMP errors to the queue: nothing
+// this path expects, and reported as an error if it came).
 class MsgZerocopySender final : public Sender {
  public:
   MsgZerocopySender(int fd, const BufferPool& pool)
@@ -73,14 +77,15 @@ class MsgZerocopySender final : public Sender {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
           return Fail(Errc::kFailed,
-                      "msg_zerocopy: the sink accepted no data for over 1 s; "
-                      "is it still reading?");
+                      "msg_zerocopy: the socket accepted no data for over "
+                      "1 s; is the sink still reading (TCP), or the send "
+                      "buffer draining (UDP)?");
         }
         if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
         continue;
       }
       return Fail(Errc::kFailed,
-                  "msg_zerocopy: send(MSG_ZEROCOPY) failed with " + ErrnoText(err));
+                  "msg_zerocopy: send(MSG_ZEROCOPY) failed with " + common::ErrnoText(err));
     }
     if (auto drained = Drain(); !drained) return tl::unexpected(drained.error());
     if (stop.Cancelled()) return Fail(Errc::kFailed, "cancelled");
@@ -102,7 +107,7 @@ class MsgZerocopySender final : public Sender {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
         return Fail(Errc::kFailed, "msg_zerocopy: reading the error queue failed with " +
-                                       ErrnoText(errno));
+                                       common::ErrnoText(errno));
       }
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
         const bool recverr = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
@@ -112,7 +117,7 @@ class MsgZerocopySender final : public Sender {
         std::memcpy(&err, CMSG_DATA(c), sizeof err);
         if (err.ee_origin != SO_EE_ORIGIN_ZEROCOPY) {
           return Fail(Errc::kFailed, "msg_zerocopy: the socket reported error " +
-                                         ErrnoText(static_cast<int>(err.ee_errno)));
+                                         common::ErrnoText(static_cast<int>(err.ee_errno)));
         }
         Complete(err.ee_info, err.ee_data,
                  (err.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
@@ -144,7 +149,7 @@ class MsgZerocopySender final : public Sender {
     pollfd p{fd_, 0, 0};  // POLLERR is always reported
     const int ready = ::poll(&p, 1, static_cast<int>(kWaitSlice.count()));
     if (ready < 0 && errno != EINTR) {
-      return Fail(Errc::kFailed, "msg_zerocopy: poll failed with " + ErrnoText(errno));
+      return Fail(Errc::kFailed, "msg_zerocopy: poll failed with " + common::ErrnoText(errno));
     }
     return Reap();
   }
@@ -203,13 +208,13 @@ Result<std::unique_ptr<Sender>> MakeMsgZerocopySender(int fd,
   const int one = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0) {
     return Fail(Errc::kUnsupported,
-                "msg_zerocopy: the socket refused SO_ZEROCOPY (" + ErrnoText(errno) +
+                "msg_zerocopy: the socket refused SO_ZEROCOPY (" + common::ErrnoText(errno) +
                     "); it needs Linux 4.14 or later");
   }
   const timeval timeout{0, static_cast<suseconds_t>(kWaitSlice.count() * 1000)};
   if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) != 0) {
     return Fail(Errc::kFailed, "msg_zerocopy: setsockopt(SO_SNDTIMEO) failed with " +
-                                   ErrnoText(errno));
+                                   common::ErrnoText(errno));
   }
   return std::make_unique<MsgZerocopySender>(fd, pool);
 }

@@ -8,8 +8,10 @@
 #include <cstring>
 
 #include "buffer_pool.h"
+#include "probe_runner.h"
 #include "sender.h"
 #include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/target.h"
 
 namespace zcal::probes {
 
@@ -38,25 +40,7 @@ Sample Failed(Sample sample, const Error& error) {
   return sample;
 }
 
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() { ::close(fd_); }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
-
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  return std::string(name != nullptr ? name : "errno " + std::to_string(err)) +
-         " (" + std::strerror(err) + ")";
-}
 
 std::string MemlockLimitText() {
   rlimit limit{};
@@ -77,6 +61,11 @@ std::uint32_t PoolBuffers(Method method, std::uint64_t size_bytes,
 }
 
 Sample RunProbe(const ProbeOptions& options) {
+  return RunProbeOn(options, [&options] { return ConnectTcp(options.sink); });
+}
+
+Sample RunProbeOn(const ProbeOptions& options,
+                  const std::function<Result<common::UniqueFd>()>& connect) {
   Sample sample;
   sample.path = options.path;
   sample.method = options.method;
@@ -92,10 +81,9 @@ Sample RunProbe(const ProbeOptions& options) {
       PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes),
       options.size_bytes);
   if (!pool) return Failed(sample, pool.error());
-  auto fd = ConnectTcp(options.sink);
-  if (!fd) return Failed(sample, fd.error());
-  Socket socket(*fd);
-  auto sender = MakeSender(options.method, socket.get(), **pool);
+  auto socket = connect();
+  if (!socket) return Failed(sample, socket.error());
+  auto sender = MakeSender(options.method, socket->get(), **pool);
   if (!sender) return Failed(sample, sender.error());
 
   const CpuSnapshot cpu_before = CpuSnapshot::Take(options.root);

@@ -8,7 +8,8 @@
 #include <string>
 
 #include "buffer_pool.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/errno_text.h"
+#include "zcal/common/result.h"
 
 namespace zcal::probes {
 
@@ -74,9 +75,6 @@ Result<std::unique_ptr<Sender>> MakeUringSendZcSender(int fd,
                                                       const BufferPool& pool);
 Result<std::unique_ptr<Sender>> MakeUringSendZcFixedSender(
     int fd, const BufferPool& pool);
-
-/// "EPERM (Operation not permitted)".
-std::string ErrnoText(int err);
 
 /// The soft RLIMIT_MEMLOCK: "64 KiB", "unlimited".
 std::string MemlockLimitText();

@@ -12,8 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sender.h"
-#include "socket_address.h"
+#include "zcal/common/errno_text.h"
 
 namespace zcal::probes {
 
@@ -25,53 +24,37 @@ using Clock = std::chrono::steady_clock;
 // the others.
 constexpr int kReadsPerWakeup = 16;
 
-Endpoint BoundEndpoint(int fd) {
+common::HostPort BoundEndpoint(int fd) {
   sockaddr_storage storage{};
   socklen_t length = sizeof storage;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  char text[INET6_ADDRSTRLEN] = {};
-  Endpoint endpoint;
-  if (storage.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&storage);
-    ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-    endpoint.port = ntohs(v6->sin6_port);
-  } else {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&storage);
-    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    endpoint.port = ntohs(v4->sin_port);
-  }
-  endpoint.host = text;
-  return endpoint;
+  Result<common::HostPort> bound =
+      common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
+  return bound ? *bound : common::HostPort{};
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Sink>> Sink::Start(const SinkOptions& options) {
-  const Endpoint wanted{options.address, options.port};
-  const std::string where = "sink on " + ToString(wanted);
+  const std::string where = "sink on " + common::ToString(options.listen);
   if (options.max_connections == 0 || options.read_bytes == 0 ||
       options.idle_timeout.count() <= 0) {
     return Fail(Errc::kInvalidArgument,
                 where + ": max_connections, read_bytes and idle_timeout must be positive");
   }
-  const auto address = ToSockaddr(wanted);
-  if (!address) {
-    return Fail(Errc::kInvalidArgument,
-                where + ": \"" + options.address + "\" is not a numeric IPv4 or IPv6 address");
-  }
-  const int listen_fd = ::socket(address->storage.ss_family,
+  const common::SocketAddress address = common::ToSocketAddress(options.listen);
+  const int listen_fd = ::socket(address.storage.ss_family,
                                  SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd < 0) {
-    return Fail(Errc::kIo, where + ": socket(2) failed with " + ErrnoText(errno));
+    return Fail(Errc::kIo, where + ": socket(2) failed with " + common::ErrnoText(errno));
   }
   const int one = 1;
   ::setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd, reinterpret_cast<const sockaddr*>(&address->storage),
-             address->length) != 0 ||
+  if (::bind(listen_fd, address.get(), address.length) != 0 ||
       ::listen(listen_fd, static_cast<int>(options.max_connections) + 16) != 0) {
     const int err = errno;
     ::close(listen_fd);
-    return Fail(Errc::kIo, where + ": cannot listen (" + ErrnoText(err) +
+    return Fail(Errc::kIo, where + ": cannot listen (" + common::ErrnoText(err) +
                                "); choose another address or port");
   }
   const int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -81,7 +64,7 @@ Result<std::unique_ptr<Sink>> Sink::Start(const SinkOptions& options) {
     ::close(listen_fd);
     if (wake_fd >= 0) ::close(wake_fd);
     if (epoll_fd >= 0) ::close(epoll_fd);
-    return Fail(Errc::kIo, where + ": eventfd/epoll failed with " + ErrnoText(err));
+    return Fail(Errc::kIo, where + ": eventfd/epoll failed with " + common::ErrnoText(err));
   }
   epoll_event event{};
   event.events = EPOLLIN;
@@ -96,7 +79,7 @@ Result<std::unique_ptr<Sink>> Sink::Start(const SinkOptions& options) {
 }
 
 Sink::Sink(const SinkOptions& options, int listen_fd, int wake_fd, int epoll_fd,
-           Endpoint endpoint)
+           common::HostPort endpoint)
     : options_(options),
       listen_fd_(listen_fd),
       wake_fd_(wake_fd),

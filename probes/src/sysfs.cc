@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "zcal/common/bounded_read.h"
+#include "zcal/common/errno_text.h"
+#include "zcal/common/text.h"
+#include "zcal/common/unique_fd.h"
 
 namespace zcal::probes {
 
@@ -21,43 +25,20 @@ std::filesystem::path UnderRoot(const std::string& root,
 }
 
 Result<std::string> ReadSmallFile(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     const int err = errno;
     return Fail(err == ENOENT || err == ENOTDIR ? Errc::kNotFound : Errc::kIo,
-                path.string() + ": cannot open (" + std::strerror(err) + ")");
+                path.string() + ": cannot open: " + common::ErrnoText(err));
   }
-  std::string text;
-  char buffer[4096];
-  while (text.size() < kMaxFileBytes) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return Fail(Errc::kIo,
-                  path.string() + ": cannot read (" + std::strerror(err) + ")");
-    }
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
+  return common::ReadBounded(fd.get(), path.string(), kMaxFileBytes, "file");
 }
 
 Result<std::string> ReadFirstLine(const std::filesystem::path& path) {
   auto text = ReadSmallFile(path);
   if (!text) return text;
   const auto end = text->find('\n');
-  return Trim(std::string_view(*text).substr(0, end));
-}
-
-std::string Trim(std::string_view text) {
-  const char* space = " \t\r\n";
-  const auto first = text.find_first_not_of(space);
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(space);
-  return std::string(text.substr(first, last - first + 1));
+  return std::string(common::Trim(std::string_view(*text).substr(0, end)));
 }
 
 }  // namespace zcal::probes

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::probes {
 
@@ -15,14 +15,12 @@ namespace zcal::probes {
 std::filesystem::path UnderRoot(const std::string& root,
                                 std::string_view relative);
 
-/// The whole file (at most 1 MiB). Errc::kNotFound when it does not exist,
+/// The whole file (at most 1 MiB; a larger one is an error). Errc::kNotFound when it does not exist,
 /// Errc::kIo when it cannot be read (a directory, EINVAL from a driver),
 /// each with the path and the reason.
 Result<std::string> ReadSmallFile(const std::filesystem::path& path);
 
 /// The file's first line without surrounding white space.
 Result<std::string> ReadFirstLine(const std::filesystem::path& path);
-
-std::string Trim(std::string_view text);
 
 }  // namespace zcal::probes

@@ -29,7 +29,7 @@ __kernel_timespec ToTimespec(std::chrono::milliseconds ms) {
 }  // namespace
 
 std::string UringSetupFailure(int err) {
-  std::string text = "io_uring_setup failed with " + ErrnoText(err);
+  std::string text = "io_uring_setup failed with " + common::ErrnoText(err);
   if (err == EPERM || err == ENOSYS) {
     text += ": io_uring is blocked here (a seccomp filter, as container "
             "runtimes install, or the sysctl kernel.io_uring_disabled); allow "
@@ -107,8 +107,9 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
       const std::uint32_t slot = free_slots.back();
       free_slots.pop_back();
       void* data = pool.buffer(slot);
-      // MSG_WAITALL: the kernel retries a short send itself, as a stream
-      // transport needs, instead of completing it partially.
+      // MSG_WAITALL: on TCP the kernel retries a short send itself, as a
+      // stream transport needs, instead of completing it partially; a UDP
+      // datagram is sent whole or fails, so there it changes nothing.
       switch (op) {
         case UringOp::kSend:
           io_uring_prep_send(sqe, fd, data, size, MSG_WAITALL | MSG_NOSIGNAL);
@@ -138,7 +139,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
     const int rc = io_uring_submit_and_wait_timeout(r, &cqe, wait, &ts, nullptr);
     if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
       fail(Errc::kFailed, std::string(name) + ": io_uring_enter failed with " +
-                              ErrnoText(-rc));
+                              common::ErrnoText(-rc));
       break;
     }
 
@@ -160,7 +161,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
                    counters.bytes == 0) {
           fail(Errc::kUnsupported,
                std::string(name) + ": the kernel rejected IORING_OP_SEND_ZC with "
-                   "IORING_SEND_ZC_REPORT_USAGE (" + ErrnoText(-cqe->res) +
+                   "IORING_SEND_ZC_REPORT_USAGE (" + common::ErrnoText(-cqe->res) +
                    "); it needs Linux 6.2 or later");
         } else if (zerocopy && cqe->res == -ENOMEM) {
           fail(Errc::kUnsupported,
@@ -172,7 +173,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
                    "(LimitMEMLOCK= in systemd) or grant CAP_IPC_LOCK");
         } else if (cqe->res != -ECANCELED) {
           fail(Errc::kFailed, std::string(name) + ": a send completed with " +
-                                  ErrnoText(-cqe->res));
+                                  common::ErrnoText(-cqe->res));
         }
         // With F_MORE a notification follows; the buffer is the kernel's
         // until then.
@@ -193,7 +194,8 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
       shut_down = true;
       fail(Errc::kFailed, std::string(name) + ": " + std::to_string(in_flight) +
                               " sends still in flight 1 s after the probe ended; "
-                              "is the sink still reading?");
+                              "is the sink still reading (TCP), or the send buffer "
+                              "draining (UDP)?");
       give_up = Clock::now() + kDrainTimeout;
     }
   }

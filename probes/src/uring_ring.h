@@ -9,7 +9,7 @@
 #include "buffer_pool.h"
 #include "sender.h"
 #include "uring_names.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::probes {
 

@@ -49,7 +49,7 @@ Result<std::unique_ptr<Sender>> MakeUringSendZcFixedSender(int fd,
     return Fail(rc == -EPERM || rc == -EOPNOTSUPP || rc == -EINVAL ? Errc::kUnsupported
                                                                    : Errc::kFailed,
                 "uring_send_zc_fixed: io_uring_register_buffers failed with " +
-                    ErrnoText(-rc));
+                    common::ErrnoText(-rc));
   }
   return std::make_unique<UringSendZcFixedSender>(fd, pool, std::move(*ring));
 }

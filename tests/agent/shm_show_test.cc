@@ -92,7 +92,7 @@ TEST_F(ZcalShow, PrintsHeaderAndEveryEntry) {
   for (const char* expected :
        {"stale       yes", "entries     5 of 8", "ABI 1.0", "SCOPE", "peer 10.1.0.0/16",
         "peer 2001:db8::/32", "interface eth0", "loopback", "host_default",
-        "kernel_copied", "uring_send_zc", "16384", "0.50", "unknown", "0x0000000000abcdef",
+        "kernel_copied", "uring_send_zc", "16384", "0.50", "unknown", "0000000000abcdef",
         "s ago"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
   }
@@ -120,7 +120,7 @@ TEST_F(ZcalShow, PrintsJson) {
   EXPECT_EQ(entries[0]["threshold_bytes"], 16384);
   EXPECT_TRUE(entries[0]["confidence"].is_null());
   EXPECT_TRUE(entries[0]["reason"].is_null());
-  EXPECT_EQ(entries[0]["fingerprint"], "0x0000000000abcdef");
+  EXPECT_EQ(entries[0]["fingerprint"], "0000000000abcdef");
   EXPECT_EQ(entries[2]["interface"], "eth0");
   EXPECT_DOUBLE_EQ(entries[2]["confidence"].get<double>(), 0.5);
   EXPECT_EQ(entries[3]["verdict"], "never");

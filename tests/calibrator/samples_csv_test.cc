@@ -80,13 +80,13 @@ TEST(ParseSamplesCsv, RejectsNonNumberWithLineAndColumn) {
 
 TEST(ParseSamplesCsv, RejectsZeroOrNegativeSize) {
   EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,0,10,5\n"),
-              StartsWith("in.csv:2:6: size 0 must be a positive whole number"));
+              StartsWith("in.csv:2:6: size 0 must be a positive number of bytes"));
   EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,-4096,10,5\n"),
-              HasSubstr("must be a positive whole number"));
+              HasSubstr("'-4096' is not a size"));
   EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,1.5,10,5\n"),
-              HasSubstr("must be a positive whole number"));
+              HasSubstr("'1.5' is not a whole number of bytes"));
   EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,big,10,5\n"),
-              StartsWith("in.csv:2:6: 'big' in column size is not a number"));
+              StartsWith("in.csv:2:6: column size: 'big' is not a size"));
 }
 
 TEST(ParseSamplesCsv, RejectsUnknownMethodListingTheKnownOnes) {

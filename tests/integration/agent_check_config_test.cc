@@ -67,9 +67,25 @@ TEST(AgentCheckConfig, AMissingFileIsAUsageError) {
       {ZcalBinary(), "agent", "--check-config", "/nonexistent/zcal.yaml"});
   EXPECT_EQ(result.status, 2);
   EXPECT_TRUE(Contains(result.err,
-                       "/nonexistent/zcal.yaml: cannot open the configuration "
-                       "file (No such file or directory)"))
+                       "/nonexistent/zcal.yaml: cannot open the configuration: "
+                       "ENOENT (No such file or directory)"))
       << result.err;
+}
+
+TEST(AgentCheckConfig, RefusesADeviceOrAHugeFileWithoutReadingIt) {
+  // /dev/zero used to be read until the host's memory was gone.
+  const CommandResult zero =
+      RunCommand({ZcalBinary(), "agent", "--check-config", "/dev/zero"});
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_TRUE(Contains(zero.err, "/dev/zero is a character device, not a regular file"))
+      << zero.err;
+  TempDir dir;
+  const std::string big = (dir.path() / "big.yaml").string();
+  WriteFile(big, "# " + std::string(1 << 20, 'x') + "\n");
+  const CommandResult huge = RunCommand({ZcalBinary(), "agent", "--check-config", big});
+  EXPECT_EQ(huge.status, 2);
+  EXPECT_TRUE(Contains(huge.err, big + ": the configuration is larger than 1 MiB"))
+      << huge.err;
 }
 
 TEST(AgentCheckConfig, AnInvalidFileKeepsTheAgentFromStarting) {

@@ -294,7 +294,15 @@ TEST_F(AgentTest, RecalibratesWhenTheFingerprintChanges) {
   ASSERT_TRUE(agent->WaitForLog("calibration started (fingerprint)", kStartTimeout));
   ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout, 2));
 
-  std::filesystem::create_directories(root / "sys/class/net/eth9");
+  // A new NIC (an interface backed by a device) changes the host; a new
+  // veth (no device behind it, as containers create them) does not.
+  std::filesystem::create_directories(root / "sys/class/net/veth0");
+  WriteFile(root / "sys/class/net/veth0/mtu", "1500\n");
+  std::filesystem::create_directories(root / "sys/devices/nic9/net/eth9");
+  std::filesystem::create_directory_symlink("../../devices/nic9/net/eth9",
+                                            root / "sys/class/net/eth9");
+  std::filesystem::create_directory_symlink(
+      "../../../nic9", root / "sys/devices/nic9/net/eth9/device");
   ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout, 3)) << agent->Log();
 
   const std::string metrics = Scrape(agent->MetricsPort());
@@ -304,8 +312,36 @@ TEST_F(AgentTest, RecalibratesWhenTheFingerprintChanges) {
   EXPECT_TRUE(Contains(metrics, "mtu_bytes=\"9000\""));
   EXPECT_TRUE(Contains(metrics, "kernel_release=\"6.18.0-test\""));
   const nlohmann::json state = nlohmann::json::parse(ReadFile(settings_.state));
-  EXPECT_EQ(state["host"]["interfaces"],
-            nlohmann::json::array({"eth9", "lo"}));
+  const nlohmann::json& devices = state["host"]["paths"]["loopback"]["devices"];
+  ASSERT_EQ(devices.size(), 2u) << state.dump();
+  EXPECT_EQ(devices[0]["name"], "eth9");
+  EXPECT_EQ(devices[1]["name"], "lo");
+}
+
+TEST_F(AgentTest, OneFingerprintInCalibrateShowMetricsAndState) {
+  // The same host (the real one) seen by `zcal calibrate --json` and by the
+  // agent: one value everywhere an operator may compare it.
+  const CommandResult calibrate = RunCommand(
+      {ZcalBinary(), "calibrate", "--json", "--methods", "copy,msg_zerocopy",
+       "--min", "4K", "--max", "8K", "--budget", "1"});
+  ASSERT_EQ(calibrate.status, 0) << calibrate.err;
+  const std::string expected =
+      nlohmann::json::parse(calibrate.out)["host"]["fingerprint"].get<std::string>();
+  ASSERT_EQ(expected.size(), 16u);
+
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  const CommandResult show = RunCommand(
+      {ZcalBinary(), "show", "--segment", settings_.segment, "--json"});
+  ASSERT_EQ(show.status, 0) << show.err;
+  const nlohmann::json entries = nlohmann::json::parse(show.out)["entries"];
+  ASSERT_FALSE(entries.empty());
+  for (const auto& entry : entries) EXPECT_EQ(entry["fingerprint"], expected);
+  EXPECT_TRUE(Contains(Scrape(agent->MetricsPort()),
+                       "fingerprint=\"" + expected + "\""));
+  const nlohmann::json state = nlohmann::json::parse(ReadFile(settings_.state));
+  EXPECT_EQ(state["fingerprint"], expected);
+  EXPECT_EQ(state["host"]["fingerprint"], expected);
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ TEST_F(CalibrateCli, MethodsSelectsWhatIsProbed) {
 TEST_F(CalibrateCli, BadArgumentsExitTwoWithAMessageNamingThem) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--methods", "copy,bogus"}, "unknown method \"bogus\""},
-      {{"--min", "12X"}, "--min \"12X\""},
+      {{"--min", "12X"}, "--min: '12X'"},
       {{"--min", "0"}, "min_size"},
       {{"--min", "64K", "--max", "4K"}, "max_size"},
       {{"--path", "nowhere"}, "path"},

@@ -148,20 +148,20 @@ TEST(Calibration, FailsWhenEveryZerocopyMethodIsUnsupported) {
 }
 
 TEST(Calibration, FailsWhenNoProbeCanRunAndSaysWhyPerMethod) {
-  Endpoint closed;
+  common::HostPort closed;
   {
     auto sink = Sink::Start({});
     ASSERT_TRUE(sink) << sink.error().message;
     closed = (*sink)->endpoint();
   }
   CalibrationOptions options;
-  options.path = ToString(closed);
+  options.target = Target::Peer(closed);
   options.methods = {Method::kCopy, Method::kMsgZerocopy};
   options.budget_seconds = 2;
   auto report = RunCalibration(options);
   ASSERT_FALSE(report);
   EXPECT_EQ(report.error().code, Errc::kUnsupported);
-  EXPECT_NE(report.error().message.find("no probe could run on path " + ToString(closed)),
+  EXPECT_NE(report.error().message.find("no probe could run on path " + common::ToString(closed)),
             std::string::npos)
       << report.error().message;
   EXPECT_NE(report.error().message.find("copy: connect"), std::string::npos)
@@ -178,9 +178,6 @@ TEST(Calibration, RejectsBadOptionsNamingTheField) {
   EXPECT_EQ(report.error().code, Errc::kInvalidArgument);
   EXPECT_NE(report.error().message.find("max_size"), std::string::npos);
 
-  options = {};
-  options.path = "somewhere";
-  EXPECT_NE(ValidateCalibrationOptions(options).find("path"), std::string::npos);
   options = {};
   options.budget_seconds = 0;
   EXPECT_NE(ValidateCalibrationOptions(options).find("budget"), std::string::npos);

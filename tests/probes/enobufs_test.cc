@@ -14,7 +14,13 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "child_process.h"
+#include "probe_runner.h"
+#include "rtnetlink.h"
+#include "zcal/probes/discard.h"
 #include "zcal/probes/probe.h"
 #include "zcal/probes/sink.h"
 
@@ -30,10 +36,19 @@ using testing::RunInChild;
 constexpr const char* kTinyOptmem = "1024";
 
 // "" when the child is in a fresh network namespace with lo up and the tiny
-// limit set; otherwise why not.
-std::string EnterTinyOptmemNamespace() {
+// limit set (and, with `blackhole`, lo's root qdisc dropping everything, as
+// on the discard path); otherwise why not.
+std::string EnterTinyOptmemNamespace(bool blackhole = false) {
   if (::unshare(CLONE_NEWNET) != 0) {
     return std::string("cannot create a network namespace: ") + std::strerror(errno);
+  }
+  if (blackhole) {
+    NetlinkStatus status;
+    auto netlink = Rtnetlink::Open(status);
+    if (!netlink) return "cannot open rtnetlink: " + status.detail;
+    if (!netlink->AddRootQdisc(::if_nametoindex("lo"), "blackhole").ok()) {
+      return "cannot install the blackhole qdisc";
+    }
   }
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ifreq request{};
@@ -88,6 +103,53 @@ TEST(MsgZerocopyEnobufs, ProbesCompleteAndCountThemInANamespaceWithTinyOptmem) {
     EXPECT_EQ(sent, received) << *out;
     EXPECT_GT(completions, 0u) << *out;
     EXPECT_EQ(idle, "idle");
+    ++probes;
+  }
+  EXPECT_EQ(probes, 2) << *out;
+}
+
+// The same on UDP, as the discard path sends: the notifications of
+// datagrams freed in the qdisc also need option memory.
+TEST(MsgZerocopyEnobufs, UdpDatagramsCompleteAndCountThemWithTinyOptmem) {
+  const auto out = RunInChild([] {
+    if (std::string why = EnterTinyOptmemNamespace(true); !why.empty()) return "skip " + why;
+    std::ostringstream text;
+    for (std::uint64_t size : {std::uint64_t{4096}, kMaxUdpPayloadBytes}) {
+      ProbeOptions options;
+      options.method = Method::kMsgZerocopy;
+      options.size_bytes = size;
+      options.duration = 100ms;
+      const calibrator::Sample sample = RunProbeOn(options, []() -> Result<common::UniqueFd> {
+        common::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(kDiscardPort);
+        ::inet_pton(AF_INET, kDiscardAddress, &address.sin_addr);
+        if (!fd ||
+            ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+          return Fail(Errc::kFailed, std::string("udp socket: ") + std::strerror(errno));
+        }
+        return fd;
+      });
+      text << (sample.ok() ? "ok" : "fail " + sample.error) << " " << sample.enobufs << " "
+           << sample.bytes / size << " " << sample.zc_completions << " " << sample.zc_copied
+           << "\n";
+    }
+    return text.str();
+  });
+  ASSERT_TRUE(out.has_value()) << "the child crashed";
+  if (out->rfind("skip ", 0) == 0) GTEST_SKIP() << out->substr(5);
+  std::istringstream lines(*out);
+  std::string status;
+  int probes = 0;
+  while (lines >> status) {
+    ASSERT_EQ(status, "ok") << *out;
+    std::uint64_t enobufs = 0, datagrams = 0, completions = 0, copied = 0;
+    lines >> enobufs >> datagrams >> completions >> copied;
+    EXPECT_GT(enobufs, 0u) << *out;
+    EXPECT_GT(datagrams, 0u) << *out;
+    EXPECT_EQ(completions, datagrams) << *out;
+    EXPECT_EQ(copied, 0u) << *out;
     ++probes;
   }
   EXPECT_EQ(probes, 2) << *out;

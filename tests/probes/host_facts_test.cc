@@ -19,7 +19,7 @@ std::string FakeRoot() {
 }
 
 HostFacts Collect(const std::string& interface, const std::string& path = "loopback") {
-  return CollectHostFacts({FakeRoot(), interface, path});
+  return CollectHostFacts({FakeRoot(), interface, *ParseTarget(path)});
 }
 
 bool NoteMentions(const HostFacts& facts, const std::string& text) {
@@ -90,7 +90,7 @@ TEST(HostFacts, LeavesMissingAndUnreadableFilesUnknownWithANote) {
   EXPECT_EQ(i.iommu_group, "40");
   EXPECT_EQ(i.iommu_type, "");
   EXPECT_TRUE(NoteMentions(facts, "eth4/mtu")) << ToJson(facts).dump();
-  EXPECT_TRUE(NoteMentions(facts, "eth4/speed: cannot read (Is a directory)"))
+  EXPECT_TRUE(NoteMentions(facts, "eth4/speed: read failed: EISDIR (Is a directory)"))
       << ToJson(facts).dump();
   EXPECT_TRUE(NoteMentions(facts, "iommu_groups/40/type")) << ToJson(facts).dump();
 }
@@ -130,7 +130,7 @@ TEST(HostFacts, LoopbackHasNoDevice) {
 TEST(HostFacts, NotesEverythingWhenTheRootIsEmpty) {
   const fs::path empty = fs::temp_directory_path() / "zcal-empty-root";
   fs::create_directories(empty);
-  const HostFacts facts = CollectHostFacts({empty.string(), "", "loopback"});
+  const HostFacts facts = CollectHostFacts({empty.string(), "", Target::Loopback()});
   EXPECT_EQ(facts.kernel_release, "");
   EXPECT_EQ(facts.cpu_model, "");
   EXPECT_TRUE(NoteMentions(facts, "kernel release unknown"));
@@ -152,7 +152,7 @@ class FingerprintOfACopy : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   std::uint64_t Now() const {
-    return CollectHostFacts({root_.string(), "eth0", "loopback"}).Fingerprint();
+    return CollectHostFacts({root_.string(), "eth0", Target::Loopback()}).Fingerprint();
   }
   void Write(const std::string& relative, const std::string& text) {
     fs::remove(root_ / relative);
@@ -196,6 +196,29 @@ TEST_F(FingerprintOfACopy, ChangesWithTheDriver) {
   EXPECT_NE(Now(), before_);
 }
 
+TEST_F(FingerprintOfACopy, ChangesWhenANicAppearsButNotForAVeth) {
+  // A container's veth: no device behind it.
+  fs::create_directories(root_ / "sys/class/net/veth1234");
+  Write("sys/class/net/veth1234/mtu", "1500\n");
+  EXPECT_EQ(Now(), before_);
+  fs::create_directories(root_ / "sys/devices/pci0000:00/0000:d8:00.0/net/eth9");
+  fs::create_directory_symlink("../../devices/pci0000:00/0000:d8:00.0/net/eth9",
+                               root_ / "sys/class/net/eth9");
+  fs::create_directory_symlink("../../../0000:d8:00.0",
+                               root_ / "sys/devices/pci0000:00/0000:d8:00.0/net/eth9/device");
+  EXPECT_NE(Now(), before_);
+}
+
+TEST_F(FingerprintOfACopy, IsTheSameWhateverThePath) {
+  // One host fingerprint: `zcal calibrate --path X --json` and the agent
+  // (whatever paths it calibrates) print the same value.
+  for (const char* path : {"loopback", "10.1.0.7:7070", "[2001:db8::5]:1"}) {
+    EXPECT_EQ(CollectHostFacts({root_.string(), "", *ParseTarget(path)}).Fingerprint(),
+              before_)
+        << path;
+  }
+}
+
 TEST(HostFacts, ToJsonHasEveryFieldAndTheFingerprint) {
   const HostFacts facts = Collect("eth3");
   const nlohmann::json json = ToJson(facts);
@@ -203,7 +226,11 @@ TEST(HostFacts, ToJsonHasEveryFieldAndTheFingerprint) {
   EXPECT_EQ(json["interface"]["driver"], "virtio_net");
   EXPECT_TRUE(json["interface"]["speed_mbps"].is_null());
   EXPECT_TRUE(json["interface"]["iommu_group"].is_null());
-  EXPECT_EQ(json["interface"]["iommu_type"], "");
+  EXPECT_TRUE(json["interface"]["iommu_type"].is_null());
+  // lo and the five NICs, not virtual interfaces.
+  ASSERT_EQ(json["devices"].size(), 6u);
+  EXPECT_EQ(json["devices"][0]["name"], "eth0");
+  EXPECT_EQ(json["devices"][5]["name"], "lo");
   EXPECT_EQ(json["interface"]["mtu"], 1500);
   EXPECT_EQ(json["fingerprint"].get<std::string>().size(), 16u);
   EXPECT_TRUE(json["notes"].is_array());

@@ -106,12 +106,12 @@ TEST_P(ProbeOnLoopback, StopsSoonAfterCancel) {
 
 TEST_P(ProbeOnLoopback, FailsWithTheAddressWhenNothingListens) {
   ProbeOptions options = Options(4096);
-  const Endpoint gone = sink_->endpoint();
+  const common::HostPort gone = sink_->endpoint();
   sink_.reset();
   options.sink = gone;
   const calibrator::Sample sample = RunProbe(options);
   EXPECT_EQ(sample.status, SampleStatus::kFailed);
-  EXPECT_NE(sample.error.find(ToString(gone)), std::string::npos) << sample.error;
+  EXPECT_NE(sample.error.find(common::ToString(gone)), std::string::npos) << sample.error;
   EXPECT_NE(sample.error.find("ECONNREFUSED"), std::string::npos) << sample.error;
 }
 

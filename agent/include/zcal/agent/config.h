@@ -14,7 +14,7 @@
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/hysteresis.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::agent {
 
@@ -24,6 +24,8 @@ enum class PathType : std::uint8_t { kLoopback = 0 };
 struct PathConfig {
   std::string name = "loopback";  ///< metric label and calibration path
   PathType type = PathType::kLoopback;
+
+  bool operator==(const PathConfig&) const = default;
 };
 
 struct ScheduleConfig {
@@ -33,12 +35,16 @@ struct ScheduleConfig {
   std::chrono::milliseconds retry_after_failure = std::chrono::minutes(5);
   /// How often host facts are re-read; 0 disables.
   std::chrono::milliseconds fingerprint_poll = std::chrono::seconds(30);
+
+  bool operator==(const ScheduleConfig&) const = default;
 };
 
 struct BudgetConfig {
   double seconds_per_calibration = 8;
   double seconds_per_hour = 60;
   std::uint64_t bytes_per_second = 0;  ///< 0 = unlimited
+
+  bool operator==(const BudgetConfig&) const = default;
 };
 
 struct SegmentConfig {
@@ -46,10 +52,14 @@ struct SegmentConfig {
   mode_t mode = 0644;
   std::string group;  ///< empty: the agent's own group
   std::chrono::milliseconds heartbeat = std::chrono::seconds(2);
+
+  bool operator==(const SegmentConfig&) const = default;
 };
 
 struct MetricsConfig {
   std::string listen = "127.0.0.1:9464";  ///< empty: no endpoint
+
+  bool operator==(const MetricsConfig&) const = default;
 };
 
 /// A validated configuration. The member defaults equal
@@ -72,7 +82,12 @@ struct Config {
   std::string host_root = "/";
   /// Where the configuration came from ("<embedded default>" or a path).
   std::string source = "<embedded default>";
+
+  bool operator==(const Config&) const = default;
 };
+
+/// True when the two configurations differ at most in `source`.
+bool EqualInEffect(const Config& a, const Config& b);
 
 /// configs/default.yaml, as embedded at build time.
 std::string_view DefaultConfigYaml();
@@ -88,15 +103,5 @@ Result<Config> LoadConfigFile(const std::string& path);
 
 /// The embedded default, parsed. Never fails in a correct build.
 Config DefaultConfig();
-
-/// An address to listen on: "127.0.0.1:9464" or "[::1]:9464".
-struct ListenAddress {
-  std::string host;  ///< numeric, without brackets
-  std::uint16_t port = 0;  ///< 0: any free port
-  bool ipv6 = false;
-};
-
-/// nullopt unless the text is IPv4:PORT or [IPv6]:PORT with numeric hosts.
-std::optional<ListenAddress> ParseListenAddress(std::string_view text);
 
 }  // namespace zcal::agent

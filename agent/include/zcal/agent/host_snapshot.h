@@ -1,6 +1,7 @@
 // What the agent watches on the host: the probes' host facts of every
-// configured path, plus the set of network interfaces, reduced to one
-// fingerprint. A change of the fingerprint triggers an early calibration.
+// configured path and the host fingerprint (probes::HostFacts::Fingerprint,
+// the same value `zcal calibrate --json` prints). A change of the
+// fingerprint triggers an early calibration.
 #pragma once
 
 #include <cstdint>
@@ -10,24 +11,25 @@
 
 #include "zcal/agent/config.h"
 #include "zcal/agent/metrics.h"
+#include "zcal/probes/target.h"
 
 namespace zcal::agent {
 
 struct HostSnapshot {
-  /// Changes when any path's host facts (kernel, CPU, egress interface,
-  /// its driver, MTU, speed, IOMMU group and type, IOMMU kernel flags)
-  /// change, or an interface appears in or disappears from
-  /// ROOT/sys/class/net.
+  /// probes::HostFacts::Fingerprint: changes with the kernel, the CPU, the
+  /// IOMMU kernel flags, or the facts (driver, MTU, speed, offloads, IOMMU
+  /// group and type) of lo or of any interface backed by a device, and
+  /// when such an interface appears or disappears.
   std::uint64_t fingerprint = 0;
   HostInfo info;        ///< for the metrics
-  nlohmann::json facts;  ///< for the state file: {"paths": {...}, "interfaces": [...]}
+  nlohmann::json facts;  ///< for the state file: {"fingerprint", "paths": {...}}
 };
 
 /// Reads the facts below config.host_root. Never fails: what cannot be read
 /// is left unknown (and named in the facts' notes).
 HostSnapshot CollectHostSnapshot(const Config& config);
 
-/// The probes' name of a configured path ("loopback").
-std::string ProbePath(const PathConfig& path);
+/// Where the probes of a configured path send.
+probes::Target ProbeTarget(const PathConfig& path);
 
 }  // namespace zcal::agent

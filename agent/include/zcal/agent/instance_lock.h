@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::agent {
 

@@ -23,7 +23,7 @@
 #include <prometheus/metric_family.h>
 
 #include "zcal/agent/state.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
 
 namespace prometheus {

@@ -20,7 +20,7 @@
 #include "zcal/agent/config.h"
 #include "zcal/agent/host_snapshot.h"
 #include "zcal/agent/metrics.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 #include "zcal/probes/calibration.h"
 
 namespace zcal::agent {

@@ -13,7 +13,7 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::agent {
 
@@ -34,6 +34,14 @@ struct PublishedEntry {
   std::uint64_t measured_at_ns = 0;  ///< CLOCK_REALTIME
   std::uint64_t fingerprint = 0;     ///< host-fact fingerprint
 };
+
+/// Bytes a segment name may have after its leading '/' (the reader's limit,
+/// libzcal's name buffer).
+inline constexpr std::size_t kMaxSegmentNameBytes = 250;
+
+/// A segment name is "/NAME": one leading slash, 1 to kMaxSegmentNameBytes
+/// more bytes, no other slash. kInvalidArgument with what to write instead.
+Result<void> ValidateSegmentName(const std::string& name);
 
 struct ShmWriterOptions {
   std::string name = "/zcal";  ///< "/NAME": the file /dev/shm/NAME

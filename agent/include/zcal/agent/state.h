@@ -17,7 +17,7 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::agent {
 

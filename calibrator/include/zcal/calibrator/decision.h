@@ -37,6 +37,8 @@ std::optional<Objective> ParseObjective(std::string_view name);
 struct TrafficBin {
   std::uint64_t size_bytes = 0;  ///< >= 1
   double weight = 0;             ///< >= 0, finite; bins need not sum to 1
+
+  bool operator==(const TrafficBin&) const = default;
 };
 
 struct DecisionOptions {
@@ -54,6 +56,8 @@ struct DecisionOptions {
   bool use_model = true;
   /// Bootstrap replicates for the model's interval and confidence, >= 20.
   std::uint32_t bootstrap_replicates = 200;
+
+  bool operator==(const DecisionOptions&) const = default;
 };
 
 /// Checks the options; a sentence naming the bad field, or empty if valid.

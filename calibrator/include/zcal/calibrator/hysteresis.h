@@ -34,6 +34,8 @@ namespace zcal::calibrator {
 struct HysteresisOptions {
   double threshold_tolerance = 0.5;   ///< fraction of the larger threshold
   double high_confidence = 0.9;       ///< for an immediate change of kind
+
+  bool operator==(const HysteresisOptions&) const = default;
 };
 
 /// True when a and b agree in the sense above.

@@ -54,7 +54,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/calibrator/decision.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 
 namespace zcal::calibrator {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
 
 namespace zcal::calibrator {

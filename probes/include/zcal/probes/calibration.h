@@ -11,16 +11,19 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/calibrator/result.h"
+#include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/probes/host_facts.h"
+#include "zcal/probes/target.h"
 
 namespace zcal::probes {
 
 struct CalibrationOptions {
-  /// "loopback" (an in-process sink on 127.0.0.1) or "ADDR:PORT" of a peer's
-  /// sink (numeric address).
-  std::string path = "loopback";
+  /// Where to send: loopback (an in-process sink on 127.0.0.1) or a peer's
+  /// sink.
+  Target target;
+  /// The path's name in samples and results; "" = ToString(target).
+  std::string path_name;
   std::vector<calibrator::Method> methods;  ///< empty = all five
   std::uint64_t min_size = 1024;            ///< bytes, >= 1
   std::uint64_t max_size = 256 * 1024;      ///< bytes, >= min_size
@@ -36,6 +39,11 @@ struct CalibrationOptions {
   /// calibration stops within ~1 s and returns what was measured.
   const std::atomic<bool>* cancel = nullptr;
   std::string root = "/";  ///< sysfs/procfs root for host facts
+
+  /// path_name, or the target's spelling when it is empty.
+  std::string PathName() const {
+    return path_name.empty() ? ToString(target) : path_name;
+  }
 };
 
 struct CalibrationProgress {

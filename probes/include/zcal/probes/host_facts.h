@@ -10,18 +10,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zcal/probes/target.h"
+
 namespace zcal::probes {
 
 struct HostFactsOptions {
   /// Root of the sysfs/procfs tree to read (tests point it at a fake tree).
   /// The ethtool ioctl (sg, tso) is asked only when this is "/".
   std::string root = "/";
-  /// The interface to describe; "" = the egress interface of `path`.
+  /// The interface to describe; "" = the egress interface of `target`.
   std::string interface;
-  /// "loopback" (interface lo) or "ADDR:PORT" of a peer: the egress
-  /// interface is then looked up in ROOT/proc/net/route (IPv4) or
-  /// ROOT/proc/net/ipv6_route (IPv6), longest prefix first.
-  std::string path = "loopback";
+  /// Loopback (interface lo) or a peer, whose egress interface is looked up
+  /// in ROOT/proc/net/route (IPv4) or ROOT/proc/net/ipv6_route (IPv6),
+  /// longest prefix first.
+  Target target;
 };
 
 /// Facts of one network interface. Unknown values are empty or nullopt.
@@ -45,23 +47,30 @@ struct HostFacts {
   /// Kernel command line words whose key mentions iommu, in order
   /// ("intel_iommu=on", "iommu=pt", "iommu.strict=0").
   std::vector<std::string> iommu_cmdline;
+  /// lo and every interface in ROOT/sys/class/net backed by a device (NICs,
+  /// virtio; not veth, bridges or tunnels, which containers create and
+  /// remove), by name.
+  std::vector<InterfaceFacts> devices;
+  /// The egress interface of the target (may be virtual, e.g. lo).
   InterfaceFacts interface;
   /// What could not be read or resolved, one sentence each (for people;
   /// not part of the fingerprint).
   std::vector<std::string> notes;
 
-  /// 64-bit FNV-1a of every fact above except the notes: changes when any
-  /// fact changes.
+  /// The host fingerprint: 64-bit FNV-1a of the kernel release, the CPU
+  /// model, the IOMMU command line and the facts of `devices`. It does
+  /// not depend on the target, so that `zcal calibrate --json`, the agent's
+  /// state, segment and metrics carry the same value on one host.
   std::uint64_t Fingerprint() const;
 };
 
 /// Never fails: what cannot be read is left unknown and named in `notes`.
 HostFacts CollectHostFacts(const HostFactsOptions& options);
 
-/// {"kernel_release", "cpu_model", "iommu_cmdline": [..], "interface":
-///  {"name", "driver", "pci_device", "speed_mbps", "mtu", "sg", "tso",
-///   "iommu_group", "iommu_type"}, "fingerprint": "16 hex digits",
-///  "notes": [..]}; unknown values are null.
+/// {"kernel_release", "cpu_model", "iommu_cmdline": [..], "devices": [IF..],
+///  "interface": IF, "fingerprint": "16 hex digits", "notes": [..]} where IF
+/// is {"name", "driver", "pci_device", "speed_mbps", "mtu", "sg", "tso",
+/// "iommu_group", "iommu_type"}; unknown values are null.
 nlohmann::json ToJson(const HostFacts& facts);
 
 }  // namespace zcal::probes

@@ -9,7 +9,7 @@
 
 #include "zcal/calibrator/method.h"
 #include "zcal/calibrator/sample.h"
-#include "zcal/probes/endpoint.h"
+#include "zcal/common/address.h"
 
 namespace zcal::probes {
 
@@ -32,7 +32,7 @@ struct ProbeOptions {
   std::uint64_t size_bytes = 64 * 1024;  ///< bytes per send call, >= 1
   std::uint32_t repeat = 0;              ///< copied into the sample
   std::string path = "default";          ///< copied into the sample
-  Endpoint sink;                         ///< where to connect
+  common::HostPort sink;                 ///< where to connect (TCP)
   /// How long to send. The probe stops issuing sends then, and waits (at
   /// most ~1 s more) for the completions of what is in flight.
   std::chrono::nanoseconds duration = std::chrono::milliseconds(100);

@@ -12,14 +12,14 @@
 #include <string>
 #include <thread>
 
-#include "zcal/calibrator/result.h"
-#include "zcal/probes/endpoint.h"
+#include "zcal/common/result.h"
+#include "zcal/common/address.h"
 
 namespace zcal::probes {
 
 struct SinkOptions {
-  std::string address = "127.0.0.1";  ///< numeric address to listen on
-  std::uint16_t port = 0;              ///< 0 = any free port
+  /// Where to listen; port 0 = any free port.
+  common::HostPort listen{*common::ParseIpAddress("127.0.0.1"), 0};
   /// Connections beyond this many are accepted and closed at once.
   std::size_t max_connections = 16;
   /// Bytes per read(2); one buffer of this size serves every connection.
@@ -51,7 +51,7 @@ class Sink {
   Sink& operator=(const Sink&) = delete;
 
   /// The address actually bound (with the port chosen when 0 was asked).
-  const Endpoint& endpoint() const { return endpoint_; }
+  const common::HostPort& endpoint() const { return endpoint_; }
 
   SinkStats Stats() const;
 
@@ -65,14 +65,14 @@ class Sink {
 
  private:
   Sink(const SinkOptions& options, int listen_fd, int wake_fd, int epoll_fd,
-       Endpoint endpoint);
+       common::HostPort endpoint);
   void Loop();
 
   SinkOptions options_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;
   int epoll_fd_ = -1;
-  Endpoint endpoint_;
+  common::HostPort endpoint_;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;

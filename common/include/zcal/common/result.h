@@ -1,4 +1,4 @@
-// Result type shared by every zcal C++ library.
+// Result type shared by every zcal C++ library (the common layer).
 //
 // Library code returns Result<T> instead of throwing. The alias lets
 // std::expected replace tl::expected once the toolchain has it.

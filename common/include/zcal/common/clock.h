@@ -1,0 +1,23 @@
+// Clock readings in the units zcal stores and publishes.
+#pragma once
+
+#include <cstdint>
+
+namespace zcal::common {
+
+/// CLOCK_REALTIME in nanoseconds since the Unix epoch: the time stamps of
+/// the segment, the state file and the metrics.
+std::uint64_t RealtimeNs();
+
+/// CLOCK_REALTIME in seconds since the Unix epoch, with a fraction.
+double RealtimeSeconds();
+
+/// CLOCK_MONOTONIC in nanoseconds: for intervals that must not jump.
+std::uint64_t MonotonicNs();
+
+/// Nanoseconds as seconds.
+inline double NsToSeconds(std::uint64_t ns) {
+  return static_cast<double>(ns) * 1e-9;
+}
+
+}  // namespace zcal::common

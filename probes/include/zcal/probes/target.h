@@ -1,0 +1,47 @@
+// Where a calibration sends: a path, parsed once at the edge (command line,
+// configuration) into a typed value and passed down as that value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "zcal/common/address.h"
+#include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
+
+namespace zcal::probes {
+
+/// The kinds of path a calibration can measure.
+enum class TargetKind : std::uint8_t {
+  kLoopback = 0,  ///< TCP to an in-process sink on 127.0.0.1
+  kPeer = 1,      ///< TCP to the sink of another host (`zcal sink`)
+};
+
+struct Target {
+  TargetKind kind = TargetKind::kLoopback;
+  common::HostPort peer;  ///< kPeer: the sink's address
+
+  bool operator==(const Target&) const = default;
+
+  static Target Loopback() { return Target{}; }
+  static Target Peer(const common::HostPort& sink) {
+    return Target{TargetKind::kPeer, sink};
+  }
+};
+
+/// Parses "loopback" or "ADDR:PORT" / "[V6ADDR]:PORT" of a peer's sink
+/// (numeric, port 1-65535). Errc::kInvalidArgument naming the text and the
+/// forms allowed.
+Result<Target> ParseTarget(std::string_view text);
+
+/// "loopback", "10.0.0.2:7070", "[::1]:7070"; ParseTarget reads it back.
+std::string ToString(const Target& target);
+
+/// Opens a blocking TCP connection with TCP_NODELAY set, waiting at most
+/// `timeout_ms` for the handshake. Errc::kFailed (refused, unreachable,
+/// timed out) with the endpoint and errno in the message.
+Result<common::UniqueFd> ConnectTcp(const common::HostPort& endpoint,
+                                    int timeout_ms = 2000);
+
+}  // namespace zcal::probes

@@ -1,0 +1,77 @@
+#include "zcal/probes/target.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "zcal/common/errno_text.h"
+
+namespace zcal::probes {
+
+Result<Target> ParseTarget(std::string_view text) {
+  if (text == "loopback") return Target::Loopback();
+  Result<common::HostPort> sink = common::ParseHostPort(text);
+  if (!sink) {
+    return Fail(Errc::kInvalidArgument,
+                "path: expected \"loopback\" or ADDRESS:PORT of a peer's sink; " +
+                    sink.error().message);
+  }
+  return Target::Peer(*sink);
+}
+
+std::string ToString(const Target& target) {
+  switch (target.kind) {
+    case TargetKind::kLoopback:
+      return "loopback";
+    case TargetKind::kPeer:
+      return common::ToString(target.peer);
+  }
+  return "loopback";
+}
+
+Result<common::UniqueFd> ConnectTcp(const common::HostPort& endpoint,
+                                    int timeout_ms) {
+  const common::SocketAddress address = common::ToSocketAddress(endpoint);
+  const std::string where = common::ToString(endpoint);
+  common::UniqueFd fd(::socket(address.storage.ss_family,
+                               SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) {
+    return Fail(Errc::kFailed, "connect " + where + ": socket(2) failed with " +
+                                   common::ErrnoText(errno));
+  }
+  auto fail = [&](const std::string& what, int err) {
+    return Fail(Errc::kFailed, "connect " + where + ": " + what + " " +
+                                   common::ErrnoText(err) +
+                                   "; is a zcal sink listening there?");
+  };
+  const int one = 1;
+  // Small messages must not wait for ACKs of the previous ones (Nagle).
+  if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    return fail("setsockopt(TCP_NODELAY) failed with", errno);
+  }
+  if (::connect(fd.get(), address.get(), address.length) != 0) {
+    if (errno != EINPROGRESS) return fail("failed with", errno);
+    pollfd p{fd.get(), POLLOUT, 0};
+    const int ready = ::poll(&p, 1, timeout_ms);
+    if (ready == 0) {
+      return fail("timed out after " + std::to_string(timeout_ms) + " ms,",
+                  ETIMEDOUT);
+    }
+    if (ready < 0) return fail("poll failed with", errno);
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return fail("failed with", err);
+  }
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return fail("fcntl failed with", errno);
+  }
+  return fd;
+}
+
+}  // namespace zcal::probes

@@ -1,0 +1,57 @@
+#include "zcal/probes/target.h"
+
+#include <gtest/gtest.h>
+
+#include "zcal/probes/sink.h"
+
+namespace zcal::probes {
+namespace {
+
+TEST(Target, ParsesLoopbackAndPeers) {
+  const Result<Target> loopback = ParseTarget("loopback");
+  ASSERT_TRUE(loopback);
+  EXPECT_EQ(loopback->kind, TargetKind::kLoopback);
+  EXPECT_EQ(ToString(*loopback), "loopback");
+  const Result<Target> peer = ParseTarget("[::1]:7070");
+  ASSERT_TRUE(peer) << peer.error().message;
+  EXPECT_EQ(peer->kind, TargetKind::kPeer);
+  EXPECT_EQ(ToString(*peer), "[::1]:7070");
+  EXPECT_EQ(*ParseTarget(ToString(*peer)), *peer);
+}
+
+TEST(Target, RejectsOtherTextNamingTheFormsAllowed) {
+  for (const char* bad : {"", "Loopback", "10.0.0.2", "10.0.0.2:0", "host:80"}) {
+    const Result<Target> parsed = ParseTarget(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_EQ(parsed.error().code, Errc::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find("loopback"), std::string::npos);
+    EXPECT_NE(parsed.error().message.find(std::string("\"") + bad + "\""),
+              std::string::npos)
+        << parsed.error().message;
+  }
+}
+
+TEST(Target, ConnectsWithNoDelayToASink) {
+  auto sink = Sink::Start({});
+  ASSERT_TRUE(sink) << sink.error().message;
+  auto fd = ConnectTcp((*sink)->endpoint());
+  ASSERT_TRUE(fd) << fd.error().message;
+  EXPECT_GE(fd->get(), 0);
+}
+
+TEST(Target, ConnectToAClosedPortSaysWhereAndWhat) {
+  common::HostPort closed;
+  {
+    auto sink = Sink::Start({});
+    ASSERT_TRUE(sink) << sink.error().message;
+    closed = (*sink)->endpoint();
+  }
+  auto fd = ConnectTcp(closed);
+  ASSERT_FALSE(fd);
+  EXPECT_EQ(fd.error().code, Errc::kFailed);
+  EXPECT_NE(fd.error().message.find(common::ToString(closed)), std::string::npos);
+  EXPECT_NE(fd.error().message.find("ECONNREFUSED"), std::string::npos) << fd.error().message;
+}
+
+}  // namespace
+}  // namespace zcal::probes
