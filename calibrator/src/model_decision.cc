@@ -20,6 +20,7 @@ namespace {
 // shortfall would strike them all at once: 3 (0.13 % one-sided).
 constexpr double kNonInferioritySigmas = 3.0;
 constexpr std::size_t kLiftStride = 4;
+constexpr double kAgreement = 0.5;
 
 std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
   return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
@@ -157,6 +158,13 @@ struct Moments {
   }
 };
 
+// The hysteresis' sense of agreement (hysteresis.h): within a factor of two
+// (one coarse step), or both never.
+bool Agree(double a, double b) {
+  if (!std::isfinite(a) || !std::isfinite(b)) return std::isfinite(a) == std::isfinite(b);
+  return std::fabs(a - b) <= kAgreement * std::max(a, b);
+}
+
 std::string Structure(const Observations& obs, const Curve& curve, const DecisionOptions& options) {
   std::string why = FindStructure(obs, CpuResiduals(obs, curve), "CPU per byte");
   if (why.empty() && options.objective != Objective::kCpu) {
@@ -258,7 +266,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   std::sort(thresholds.begin(), thresholds.end());
   const bool wins = std::isfinite(choice.threshold);
   std::size_t agree = 0;
-  for (double t : thresholds) agree += std::isfinite(t) == wins ? 1 : 0;
+  for (double t : thresholds) agree += Agree(t, choice.threshold) ? 1 : 0;
 
   const auto lo_bytes = static_cast<std::uint64_t>(lo);
   const auto hi_bytes = static_cast<std::uint64_t>(hi);
@@ -298,7 +306,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     }
   }
   if (*r.confidence < kMinConfidence) {
-    r.detail = "the bootstrap replicates disagree on whether zerocopy pays off (" +
+    r.detail = "the bootstrap replicates disagree on where zerocopy pays off (" +
                std::to_string(agree) + " of " + std::to_string(replicates) +
                " agree; would have been: " + std::string(VerdictName(r.verdict)) + ")";
     r.verdict = Verdict::kInconclusive;

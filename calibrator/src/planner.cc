@@ -100,11 +100,21 @@ std::uint64_t SweepPlanner::Aligned(double size) const {
   return static_cast<std::uint64_t>(std::clamp(rounded, lo, hi));
 }
 
-void SweepPlanner::PlanFor(const MethodResult& result, Planned& planned) {
+void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
+                           Planned& planned) {
   const Method method = result.method;
   const auto& sizes = result.sizes;
   const double res = options_.resolution;
+  std::size_t spent = 0;
+  // Earlier calls have priority; what does not fit the allowance is left.
   auto plan = [&](std::uint64_t size, std::uint32_t count) {
+    std::size_t cost = 0;
+    for (Method m : {method, result.baseline}) {
+      const auto it = planned.find({m, size});
+      cost += count - std::min(count, it == planned.end() ? 0u : it->second);
+    }
+    if (spent + cost > allowance) return;
+    spent += cost;
     for (Method m : {method, result.baseline}) {
       auto& n = planned[{m, size}];
       n = std::max(n, count);
@@ -114,7 +124,8 @@ void SweepPlanner::PlanFor(const MethodResult& result, Planned& planned) {
     const ThresholdInterval& in = *result.interval;
     const double hi = static_cast<double>(result.model->max_size_bytes);
     const double low = static_cast<double>(in.low_bytes);
-    const double high = in.high_bytes ? static_cast<double>(*in.high_bytes) : hi * (1 + res);
+    // An open interval (zerocopy may never pay off) reaches past the range.
+    const double high = in.high_bytes ? static_cast<double>(*in.high_bytes) : hi * 2;
     // The centre: the threshold, the smallest size for always, the largest
     // for never, the interval's middle when undecided.
     double centre = std::sqrt(low * std::min(high, hi));
@@ -124,7 +135,8 @@ void SweepPlanner::PlanFor(const MethodResult& result, Planned& planned) {
     // favours intervals that are narrow by chance: stop only inside
     // kStopShare of the resolution.
     const double band = 1 + kStopShare * res;
-    if (low >= centre / band && high <= centre * band) {
+    const bool never = result.verdict == Verdict::kNever;
+    if (low >= centre / band && (never || high <= centre * band)) {
       settled_.insert(method);
       return;
     }
@@ -196,7 +208,8 @@ void SweepPlanner::PlanRefinement() {
       continue;
     }
     Planned mine;
-    PlanFor(result, mine);
+    PlanFor(result, options_.refine_probes - refined_[method], mine);
+    if (mine.empty() && !settled_.contains(method)) settled_.insert(method);  // budget spent
     for (const auto& [key, count] : mine) {
       refined_[method] += count;
       auto& n = planned[key];

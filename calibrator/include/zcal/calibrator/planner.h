@@ -100,10 +100,10 @@ class SweepPlanner {
   void PlanCoarse();
   void PlanRefinement();
   bool Active(Method method) const;
-  /// Whether `method` needs more probes, and if so where; adds them to
-  /// `planned` as (method, size) -> count.
+  /// Whether `method` needs more probes, and if so where: adds at most
+  /// `allowance` probes to `planned` as (method, size) -> count.
   using Planned = std::map<std::pair<Method, std::uint64_t>, std::uint32_t>;
-  void PlanFor(const MethodResult& result, Planned& planned);
+  void PlanFor(const MethodResult& result, std::size_t allowance, Planned& planned);
   std::uint64_t Aligned(double size) const;
 
   PlannerOptions options_;
