@@ -207,8 +207,8 @@ std::vector<double> ThroughputResiduals(const Observations& obs, const Curve& cu
   return r;
 }
 
-std::string FindStructure(const Observations& obs, std::span<const double> residuals,
-                          std::string_view quantity) {
+Structure FindStructure(const Observations& obs, std::span<const double> residuals,
+                        std::string_view quantity) {
   const std::size_t groups = obs.Sizes();
   const std::size_t n = residuals.size();
   if (groups < 3 || n < 4) return {};
@@ -254,6 +254,12 @@ std::string FindStructure(const Observations& obs, std::span<const double> resid
     }
   }
   if (worst.sigmas == 0) return {};
+  Structure found;
+  found.first_size = obs.size[obs.groups[worst.first]];
+  found.last_size = obs.size[obs.groups[worst.last]];
+  found.sizes = worst.last - worst.first + 1;
+  found.repeated = true;
+  for (std::size_t g = worst.first; g <= worst.last; ++g) found.repeated &= count[g] >= 2;
   const auto bytes = [&](std::size_t g) {
     return std::to_string(static_cast<std::uint64_t>(obs.size[obs.groups[g]]));
   };
@@ -261,9 +267,25 @@ std::string FindStructure(const Observations& obs, std::span<const double> resid
                                 ? "at " + bytes(worst.first) + " bytes"
                                 : "from " + bytes(worst.first) + " to " + bytes(worst.last) +
                                       " bytes";
-  return std::string(MethodName(obs.method)) + " " + std::string(quantity) + " " + where +
-         " is " + Percent(worst.mean) + (worst.mean < 0 ? " below" : " above") +
-         " the fitted curve (" + OneDecimal(worst.sigmas) + " standard errors)";
+  found.reason = std::string(MethodName(obs.method)) + " " + std::string(quantity) + " " +
+                 where + " is " + Percent(worst.mean) + (worst.mean < 0 ? " below" : " above") +
+                 " the fitted curve (" + OneDecimal(worst.sigmas) + " standard errors)";
+  return found;
+}
+
+Observations Without(const Observations& obs, double lo, double hi) {
+  Observations out;
+  out.method = obs.method;
+  for (std::size_t i = 0; i < obs.size.size(); ++i) {
+    if (obs.size[i] >= lo && obs.size[i] <= hi) continue;
+    if (out.size.empty() || obs.size[i] != out.size.back()) out.groups.push_back(out.size.size());
+    out.size.push_back(obs.size[i]);
+    out.inv_size.push_back(obs.inv_size[i]);
+    out.cpu.push_back(obs.cpu[i]);
+    out.thr.push_back(obs.thr[i]);
+  }
+  out.groups.push_back(out.size.size());
+  return out;
 }
 
 MethodFit ToMethodFit(const Observations& obs, const Curve& curve) {

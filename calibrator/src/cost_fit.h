@@ -66,12 +66,23 @@ std::vector<double> ThroughputResiduals(const Observations& obs, const Curve& cu
 
 /// Structure in the residuals: a run of adjacent sizes (one size or more)
 /// whose median residuals deviate from the fit by more than kRejectEffect
-/// and by more than kRejectSigmas standard errors. Returns a sentence
-/// naming the method, quantity, sizes and deviation, or "" when none.
+/// and by more than kRejectSigmas standard errors; the most significant.
 inline constexpr double kRejectEffect = 0.05;
 inline constexpr double kRejectSigmas = 4.0;
-std::string FindStructure(const Observations& obs, std::span<const double> residuals,
-                          std::string_view quantity);
+struct Structure {
+  /// A sentence naming the method, quantity, sizes and deviation; "" when
+  /// the residuals show none.
+  std::string reason;
+  double first_size = 0;  ///< bytes, the run's smallest size
+  double last_size = 0;   ///< ... and largest
+  std::size_t sizes = 0;  ///< sizes in the run
+  bool repeated = false;  ///< every size in the run has two samples or more
+};
+Structure FindStructure(const Observations& obs, std::span<const double> residuals,
+                        std::string_view quantity);
+
+/// The observations without the samples whose size lies in [lo, hi].
+Observations Without(const Observations& obs, double lo, double hi);
 
 /// The public form of a curve.
 MethodFit ToMethodFit(const Observations& obs, const Curve& curve);

@@ -20,7 +20,10 @@ namespace {
 // shortfall would strike them all at once: 3 (0.13 % one-sided).
 constexpr double kNonInferioritySigmas = 3.0;
 constexpr std::size_t kLiftStride = 4;
-constexpr double kAgreement = 0.5;
+// A replicate agrees with the published threshold when that costs it at most
+// this much more (expected excess cost, 0.005 = half a percentage point)
+// than the replicate's own best threshold.
+constexpr double kRegretSlack = 0.005;
 
 std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
   return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
@@ -100,11 +103,21 @@ Evaluated Evaluate(const WeightedSizes& grid, const Curve& z, const Curve& b) {
   return e;
 }
 
-std::vector<double> Costs(const Evaluated& e, const std::vector<bool>& acceptable,
+// Costs on the grid from the curves, except where an exception's own
+// per-size cost stands.
+struct CostRule {
+  std::vector<bool> acceptable;          // efficiency: throughput not clearly lower
+  std::vector<std::ptrdiff_t> measured;  // index into sizes, or -1
+  std::span<const SizeComparison> sizes;
+};
+
+std::vector<double> Costs(const Evaluated& e, const CostRule& rule,
                           const DecisionOptions& options) {
   std::vector<double> cost(e.cpu_ratio.size());
   for (std::size_t k = 0; k < cost.size(); ++k) {
-    cost[k] = RelativeCost(e.cpu_ratio[k], e.thr_ratio[k], acceptable[k], options);
+    cost[k] = rule.measured[k] >= 0
+                  ? rule.sizes[static_cast<std::size_t>(rule.measured[k])].relative_cost
+                  : RelativeCost(e.cpu_ratio[k], e.thr_ratio[k], rule.acceptable[k], options);
   }
   return cost;
 }
@@ -158,19 +171,72 @@ struct Moments {
   }
 };
 
-// The hysteresis' sense of agreement (hysteresis.h): within a factor of two
-// (one coarse step), or both never.
-bool Agree(double a, double b) {
-  if (!std::isfinite(a) || !std::isfinite(b)) return std::isfinite(a) == std::isfinite(b);
-  return std::fabs(a - b) <= kAgreement * std::max(a, b);
+Structure StructureOf(const Observations& obs, const Curve& curve,
+                      const DecisionOptions& options) {
+  Structure found = FindStructure(obs, CpuResiduals(obs, curve), "CPU per byte");
+  if (found.reason.empty() && options.objective != Objective::kCpu) {
+    found = FindStructure(obs, ThroughputResiduals(obs, curve), "throughput");
+  }
+  return found;
 }
 
-std::string Structure(const Observations& obs, const Curve& curve, const DecisionOptions& options) {
-  std::string why = FindStructure(obs, CpuResiduals(obs, curve), "CPU per byte");
-  if (why.empty() && options.objective != Objective::kCpu) {
-    why = FindStructure(obs, ThroughputResiduals(obs, curve), "throughput");
+// Local exceptions: at most this many, of at most this many adjacent sizes.
+constexpr std::size_t kMaxExceptions = 2;
+constexpr std::size_t kMaxExceptionSizes = 2;
+
+// Fits both methods, leaving out the exceptions found on the way. Returns
+// the structure that rejects the model ("" reason when it fits).
+Structure FitWithExceptions(Observations& zc, Observations& base, Curve& cz, Curve& cb,
+                            std::vector<ModelException>& exceptions,
+                            const DecisionOptions& options) {
+  for (;;) {
+    cz = FitCurve(zc);
+    cb = FitCurve(base);
+    Observations* where = &zc;
+    Structure found = StructureOf(zc, cz, options);
+    if (found.reason.empty()) {
+      where = &base;
+      found = StructureOf(base, cb, options);
+    }
+    if (found.reason.empty()) return found;
+    // A deviation at one or two sizes that repeats confirm is a feature of
+    // those sizes (their own comparison decides there); with one sample per
+    // size it cannot be told from an outlier, and a longer run is a shape
+    // the curves do not have: both reject the model.
+    const bool local = found.repeated && found.sizes <= kMaxExceptionSizes &&
+                       exceptions.size() < kMaxExceptions &&
+                       where->Sizes() - found.sizes >= kMinModelSizes;
+    if (!local) return found;
+    exceptions.push_back({static_cast<std::uint64_t>(found.first_size),
+                          static_cast<std::uint64_t>(found.last_size), found.reason});
+    zc = Without(zc, found.first_size, found.last_size);
+    base = Without(base, found.first_size, found.last_size);
   }
-  return why;
+}
+
+// Grid points whose cost the exceptions' own comparisons set: those nearer
+// (in log size) to an exception's sizes than to the compared sizes around
+// it. Returns, per grid point, the index into `sizes` or -1.
+std::vector<std::ptrdiff_t> ExceptionCells(const WeightedSizes& grid,
+                                           const std::vector<ModelException>& exceptions,
+                                           std::span<const SizeComparison> sizes) {
+  std::vector<std::ptrdiff_t> cell(grid.size.size(), -1);
+  for (std::size_t k = 0; k < grid.size.size(); ++k) {
+    std::size_t nearest = 0;
+    for (std::size_t i = 1; i < sizes.size(); ++i) {
+      const auto distance = [&](std::size_t j) {
+        return std::fabs(std::log(grid.size[k] / static_cast<double>(sizes[j].size_bytes)));
+      };
+      if (distance(i) < distance(nearest)) nearest = i;
+    }
+    for (const ModelException& e : exceptions) {
+      const std::uint64_t s = sizes[nearest].size_bytes;
+      if (s >= e.min_size_bytes && s <= e.max_size_bytes) {
+        cell[k] = static_cast<std::ptrdiff_t>(nearest);
+      }
+    }
+  }
+  return cell;
 }
 
 }  // namespace
@@ -185,8 +251,8 @@ std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi) {
 
 bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
                    const DecisionOptions& options) {
-  const Observations zc = Collect(samples, r.method);
-  const Observations base = Collect(samples, r.baseline);
+  Observations zc = Collect(samples, r.method);
+  Observations base = Collect(samples, r.baseline);
   if (zc.size.empty() || base.size.empty()) return false;
   const double lo = std::max(zc.size.front(), base.size.front());
   const double hi = std::min(zc.size.back(), base.size.back());
@@ -196,15 +262,13 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
                     " compared (it needs " + std::to_string(kMinModelSizes) + ")";
     return false;
   }
-  const Curve cz = FitCurve(zc);
-  const Curve cb = FitCurve(base);
+  Curve cz, cb;
   CostModel model;
+  model.rejection = FitWithExceptions(zc, base, cz, cb, model.exceptions, options).reason;
   model.zerocopy = ToMethodFit(zc, cz);
   model.baseline = ToMethodFit(base, cb);
   model.min_size_bytes = static_cast<std::uint64_t>(lo);
   model.max_size_bytes = static_cast<std::uint64_t>(hi);
-  model.rejection = Structure(zc, cz, options);
-  if (model.rejection.empty()) model.rejection = Structure(base, cb, options);
   if (!model.rejection.empty()) {
     r.rule_detail = "model rejected: " + model.rejection;
     r.model = std::move(model);
@@ -253,20 +317,25 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   // ratio); the replicates then share its outcome. Testing each replicate
   // again would count the same noise twice.
   const Evaluated point = Evaluate(grid, cz, cb);
-  std::vector<bool> acceptable(grid.size.size());
-  for (std::size_t k = 0; k < acceptable.size(); ++k) {
-    acceptable[k] = point.thr_ratio[k] * lift[k] >= 1 - options.tolerance;
+  CostRule rule;
+  rule.acceptable.resize(grid.size.size());
+  for (std::size_t k = 0; k < grid.size.size(); ++k) {
+    rule.acceptable[k] = point.thr_ratio[k] * lift[k] >= 1 - options.tolerance;
   }
-  const Choice choice = LeastCost(grid, Costs(point, acceptable, options), true);
+  rule.sizes = r.sizes;
+  rule.measured = ExceptionCells(grid, model.exceptions, r.sizes);
+  const Choice choice = LeastCost(grid, Costs(point, rule, options), true);
   std::vector<double> thresholds;
   thresholds.reserve(replicates);
+  std::size_t agree = 0;
   for (const Evaluated& e : boot) {
-    thresholds.push_back(LeastCost(grid, Costs(e, acceptable, options), true).threshold);
+    const std::vector<double> cost = Costs(e, rule, options);
+    const Choice own = LeastCost(grid, cost, true);
+    thresholds.push_back(own.threshold);
+    agree += Regret(grid, cost, choice.threshold) <= own.regret + kRegretSlack ? 1 : 0;
   }
   std::sort(thresholds.begin(), thresholds.end());
   const bool wins = std::isfinite(choice.threshold);
-  std::size_t agree = 0;
-  for (double t : thresholds) agree += Agree(t, choice.threshold) ? 1 : 0;
 
   const auto lo_bytes = static_cast<std::uint64_t>(lo);
   const auto hi_bytes = static_cast<std::uint64_t>(hi);
@@ -280,6 +349,10 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes);
 
   r.rule = Rule::kModel;
+  for (const ModelException& e : model.exceptions) {
+    r.rule_detail += std::string(r.rule_detail.empty() ? "" : "; ") + "decided by its own " +
+                     "comparison: " + e.reason;
+  }
   r.model = std::move(model);
   r.interval = interval;
   r.regret = choice.regret;
@@ -306,9 +379,9 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     }
   }
   if (*r.confidence < kMinConfidence) {
-    r.detail = "the bootstrap replicates disagree on where zerocopy pays off (" +
+    r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
                std::to_string(agree) + " of " + std::to_string(replicates) +
-               " agree; would have been: " + std::string(VerdictName(r.verdict)) + ")";
+               "; would have been: " + std::string(VerdictName(r.verdict)) + ")";
     r.verdict = Verdict::kInconclusive;
     r.reason = Reason::kNoisy;
     r.threshold_bytes.reset();

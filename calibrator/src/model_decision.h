@@ -15,8 +15,9 @@ inline constexpr std::uint32_t kMinModelSizes = 4;
 /// Central bootstrap interval of the threshold.
 inline constexpr double kIntervalLevel = 0.95;
 
-/// Below this share of bootstrap replicates that agree with the verdict
-/// (threshold within a factor of two, or both never) it is inconclusive.
+/// Below this share of bootstrap replicates in which the published threshold
+/// costs at most half a percentage point more than their own best threshold,
+/// the verdict is inconclusive.
 inline constexpr double kMinConfidence = 0.8;
 
 /// Rounds a threshold to 1/32 of its power of two (under 3 %, far below the

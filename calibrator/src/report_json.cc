@@ -128,6 +128,19 @@ std::string ReadModel(const json& j, const std::string& where, CostModel& model)
   in.Whole("min_size_bytes", model.min_size_bytes);
   in.Whole("max_size_bytes", model.max_size_bytes);
   in.Whole("bootstrap_replicates", model.bootstrap_replicates);
+  if (in.Has("exceptions")) {
+    if (!j.at("exceptions").is_array()) in.Bad("exceptions", "a list");
+    for (const json& e : in.error().empty() ? j.at("exceptions") : json::array()) {
+      if (!e.is_object()) return where + ": 'exceptions' must be a list of objects";
+      Reader item(e, where + ".exceptions");
+      ModelException value;
+      item.Whole("min_size_bytes", value.min_size_bytes);
+      item.Whole("max_size_bytes", value.max_size_bytes);
+      item.Text("reason", value.reason);
+      if (!item.error().empty()) return item.error();
+      model.exceptions.push_back(std::move(value));
+    }
+  }
   if (!in.error().empty()) return in.error();
   for (auto [key, fit] : {std::pair{"zerocopy", &model.zerocopy},
                           std::pair{"baseline", &model.baseline}}) {
@@ -176,12 +189,19 @@ json ToJson(const MethodFit& fit) {
 }
 
 json ToJson(const CostModel& model) {
+  json exceptions = json::array();
+  for (const ModelException& e : model.exceptions) {
+    exceptions.push_back(json{{"min_size_bytes", e.min_size_bytes},
+                              {"max_size_bytes", e.max_size_bytes},
+                              {"reason", e.reason}});
+  }
   return json{
       {"accepted", model.accepted},
       {"rejection", model.rejection.empty() ? json(nullptr) : json(model.rejection)},
       {"min_size_bytes", model.min_size_bytes},
       {"max_size_bytes", model.max_size_bytes},
       {"bootstrap_replicates", model.bootstrap_replicates},
+      {"exceptions", std::move(exceptions)},
       {"zerocopy", ToJson(model.zerocopy)},
       {"baseline", ToJson(model.baseline)},
   };

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "zcal/calibrator/method.h"
 
@@ -47,6 +48,18 @@ struct MethodFit {
   double ThroughputBytesPerSecond(double size_bytes) const;
 };
 
+/// Sizes where the curves do not hold but their own comparison does: a
+/// local deviation of one or two adjacent sizes that repeated samples
+/// confirm (a dip in the copy path at one size, say). The fits leave these
+/// sizes out, and the threshold rule takes their per-size cost there.
+struct ModelException {
+  std::uint64_t min_size_bytes = 0;
+  std::uint64_t max_size_bytes = 0;
+  std::string reason;  ///< as CostModel::rejection
+
+  bool operator==(const ModelException&) const = default;
+};
+
 /// The model behind one zerocopy method's verdict: its fit and its
 /// baseline's, compared over [min_size_bytes, max_size_bytes] (the sizes
 /// both were probed at).
@@ -60,6 +73,7 @@ struct CostModel {
   /// below the fit ...") and the verdict comes from per-size comparisons.
   bool accepted = false;
   std::string rejection;
+  std::vector<ModelException> exceptions;  ///< at most two, ascending
   std::uint32_t bootstrap_replicates = 0;  ///< 0 when none ran
 };
 

@@ -133,11 +133,11 @@ struct MethodResult {
   std::optional<std::uint64_t> threshold_bytes;  ///< with kThreshold/kAlways
   Reason reason = Reason::kNone;
   std::string detail;  ///< a sentence for people, e.g. the probe error
-  /// In [0,1]. Model: the share of bootstrap replicates whose threshold
-  /// agrees with this one within a factor of two (one coarse step, as the
-  /// hysteresis judges agreement), never counting with never; below 0.8 the
-  /// verdict is inconclusive. Per size: the share of compared sizes whose
-  /// comparison was decisive; nullopt with one sample per size.
+  /// In [0,1]. Model: the share of bootstrap replicates in which this
+  /// threshold costs at most 0.5 percentage points more (expected excess
+  /// cost) than the replicate's own best threshold; below 0.8 the verdict is
+  /// inconclusive. Per size: the share of compared sizes whose comparison
+  /// was decisive; nullopt with one sample per size.
   std::optional<double> confidence;
   std::vector<SizeComparison> sizes;  ///< ascending size
 

@@ -33,7 +33,10 @@
 //
 // Model: {"accepted": bool, "rejection": string|null,
 //   "min_size_bytes": int, "max_size_bytes": int,   compared range
-//   "bootstrap_replicates": int,
+//   "bootstrap_replicates": int,                    0 when rejected
+//   "exceptions": [{"min_size_bytes": int, "max_size_bytes": int,
+//                   "reason": string}],   sizes decided by their own
+//                                          comparison, left out of the fits
 //   "zerocopy": Fit, "baseline": Fit}
 //
 // Fit (the curves of cost_model.h; s in bytes):
