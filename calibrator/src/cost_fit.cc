@@ -106,6 +106,16 @@ void SearchBranches(const Observations& obs, const LogThroughput& logs, double& 
   }
 }
 
+// sqrt(dof / chi2 5 % quantile): a standard deviation estimated with `dof`
+// degrees of freedom is below the true one by this factor 5 % of the time
+// (Wilson-Hilferty's approximation of the quantile).
+double UpperScaleFactor(std::size_t dof) {
+  const double nu = static_cast<double>(dof);
+  const double h = 2 / (9 * nu);
+  const double quantile = nu * std::pow(1 - h - 1.645 * std::sqrt(h), 3);
+  return std::sqrt(nu / std::max(quantile, 1e-3 * nu));
+}
+
 // Groups whose median residual deviates, as (first group, last group,
 // deviation, standard errors).
 struct Deviation {
@@ -228,10 +238,15 @@ Structure FindStructure(const Observations& obs, std::span<const double> residua
     count[g] = static_cast<double>(scratch.size());
   }
   // The noise of one sample: from the repeats when most sizes have them
-  // (independent of the fit, so structure does not hide in it), else from
-  // the residuals around the fit (two parameters fitted to them).
-  double scale = 2 * dof >= n ? std::sqrt(within / static_cast<double>(dof))
-                              : RobustScale(residuals) * std::sqrt(double(n) / double(n - 2));
+  // (independent of the fit, so structure cannot hide in it), else from the
+  // scatter around the fit (two parameters fitted to it). Two or three
+  // repeats per size estimate it loosely, and an estimate low by chance
+  // would reject good fits: it is taken at the upper end of its 90 %
+  // interval.
+  double scale = RobustScale(residuals) * std::sqrt(double(n) / double(n - 2));
+  if (2 * dof >= n) {
+    scale = std::sqrt(within / static_cast<double>(dof)) * UpperScaleFactor(dof);
+  }
   scale = std::max(scale, 0.25 * kRejectEffect / kRejectSigmas);
   Deviation worst;
   for (std::size_t first = 0; first < groups; ++first) {
@@ -260,6 +275,7 @@ Structure FindStructure(const Observations& obs, std::span<const double> residua
   found.sizes = worst.last - worst.first + 1;
   found.repeated = true;
   for (std::size_t g = worst.first; g <= worst.last; ++g) found.repeated &= count[g] >= 2;
+  found.interior = worst.first > 0 && worst.last + 1 < groups;
   const auto bytes = [&](std::size_t g) {
     return std::to_string(static_cast<std::uint64_t>(obs.size[obs.groups[g]]));
   };

@@ -77,6 +77,7 @@ struct Structure {
   double last_size = 0;   ///< ... and largest
   std::size_t sizes = 0;  ///< sizes in the run
   bool repeated = false;  ///< every size in the run has two samples or more
+  bool interior = false;  ///< sizes on both sides of the run were probed
 };
 Structure FindStructure(const Observations& obs, std::span<const double> residuals,
                         std::string_view quantity);

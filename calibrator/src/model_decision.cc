@@ -199,11 +199,12 @@ Structure FitWithExceptions(Observations& zc, Observations& base, Curve& cz, Cur
       found = StructureOf(base, cb, options);
     }
     if (found.reason.empty()) return found;
-    // A deviation at one or two sizes that repeats confirm is a feature of
-    // those sizes (their own comparison decides there); with one sample per
-    // size it cannot be told from an outlier, and a longer run is a shape
-    // the curves do not have: both reject the model.
-    const bool local = found.repeated && found.sizes <= kMaxExceptionSizes &&
+    // A deviation at one or two sizes that repeats confirm, with fitted
+    // sizes on both sides, is a feature of those sizes (their own
+    // comparison decides there). With one sample per size it cannot be told
+    // from an outlier; a longer run, or one at an end of the range, is a
+    // shape the curves do not have: these reject the model.
+    const bool local = found.repeated && found.interior && found.sizes <= kMaxExceptionSizes &&
                        exceptions.size() < kMaxExceptions &&
                        where->Sizes() - found.sizes >= kMinModelSizes;
     if (!local) return found;
