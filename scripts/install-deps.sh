@@ -15,6 +15,8 @@ packages=(
   iproute2 curl python3 prometheus
   # benchmarks
   libbenchmark-dev iperf3
+  # manual pages
+  scdoc
 )
 
 missing=()

@@ -232,9 +232,22 @@ int RunCalibrate(const CalibrateArgs& args) {
         {"samples", report->samples.size()},
         {"cancelled", report->cancelled},
     };
+    doc["size_clamp"] = nullptr;
+    if (const auto& clamp = report->max_size_clamp) {
+      doc["size_clamp"] = {
+          {"requested_max_bytes", clamp->requested_bytes},
+          {"max_bytes", clamp->used_bytes},
+          {"reason", clamp->reason},
+      };
+    }
     std::cout << doc.dump(2) << "\n";
   } else {
     PrintAnalysis(std::cout, report->analysis, options->decision);
+    if (const auto& clamp = report->max_size_clamp) {
+      std::cout << fmt::format(
+          "\nnote: --max {} bytes is above {} ({} bytes); probed up to {} bytes\n",
+          clamp->requested_bytes, clamp->reason, clamp->used_bytes, clamp->used_bytes);
+    }
     PrintHost(std::cout, report->host);
     std::cout << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
                              report->probes_run, report->samples.size(),
@@ -256,7 +269,9 @@ Command AddCalibrateCommand(CLI::App& parent) {
       "Measure on this host, with real sends, from which message size each "
       "zerocopy method pays off, and print the verdicts.");
   app->add_option("--path", args->path,
-                  "loopback (an in-process sink) or ADDRESS:PORT of a peer's sink")
+                  "loopback (an in-process sink), discard (UDP dropped in a private "
+                  "namespace: real zerocopy, the sender's costs only; sizes up to "
+                  "65507 bytes) or ADDRESS:PORT of a peer's sink")
       ->capture_default_str();
   app->add_option("--methods", args->methods,
                   "Comma-separated methods (default: all): copy, msg_zerocopy, "
@@ -277,7 +292,8 @@ Command AddCalibrateCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("--json", args->json,
                 "Print one JSON object: the `zcal analyze --json` document plus "
-                "\"host\", \"probes\" (per method) and \"timings\"");
+                "\"host\", \"probes\" (per method), \"timings\" and \"size_clamp\" "
+                "(null, or the --max the path could not carry)");
   app->add_option("--samples-out", args->samples_out,
                   "Write the raw samples as CSV (what `zcal analyze` reads)");
   app->add_option("--root", args->root,

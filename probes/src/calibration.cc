@@ -10,6 +10,7 @@
 
 #include "zcal/calibrator/planner.h"
 #include "zcal/probes/capabilities.h"
+#include "zcal/probes/discard.h"
 #include "zcal/probes/probe.h"
 #include "zcal/probes/sink.h"
 
@@ -43,12 +44,20 @@ std::vector<Method> MethodsOf(const CalibrationOptions& options) {
   return methods;
 }
 
+std::optional<SizeClamp> MaxSizeClamp(const CalibrationOptions& options) {
+  if (options.target.kind != TargetKind::kDiscard || options.max_size <= kMaxUdpPayloadBytes) {
+    return std::nullopt;
+  }
+  return SizeClamp{options.max_size, kMaxUdpPayloadBytes, "the largest UDP payload over IPv4"};
+}
+
 calibrator::PlannerOptions PlannerOptionsOf(const CalibrationOptions& options) {
   calibrator::PlannerOptions planner;
   planner.path = options.PathName();
   planner.methods = MethodsOf(options);
   planner.min_size = options.min_size;
-  planner.max_size = options.max_size;
+  const auto clamp = MaxSizeClamp(options);
+  planner.max_size = clamp ? clamp->used_bytes : options.max_size;
   planner.decision = options.decision;
   return planner;
 }
@@ -73,6 +82,10 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options) {
     return "budget: must be more than 0 and at most 86400 seconds";
   }
   if (options.max_size > (1ULL << 30)) return "max_size: at most 1 GiB";
+  if (options.target.kind == TargetKind::kDiscard && options.min_size > kMaxUdpPayloadBytes) {
+    return "min_size: at most " + std::to_string(kMaxUdpPayloadBytes) +
+           " bytes on the discard path (the largest UDP payload over IPv4)";
+  }
   return calibrator::ValidatePlannerOptions(PlannerOptionsOf(options));
 }
 
@@ -87,6 +100,7 @@ Result<CalibrationReport> RunCalibration(
                                       Seconds(options.budget_seconds));
   CalibrationReport report;
   report.host = CollectHostFacts({options.root, "", options.target});
+  report.max_size_clamp = MaxSizeClamp(options);
 
   std::unique_ptr<Sink> sink;
   common::HostPort target = options.target.peer;
@@ -99,11 +113,27 @@ Result<CalibrationReport> RunCalibration(
     sink = std::move(*started);
     target = sink->endpoint();
   }
+  // The discard path's namespace lives as long as this calibration.
+  std::unique_ptr<DiscardNamespace> discard;
+  std::optional<Error> no_discard;
+  if (options.target.kind == TargetKind::kDiscard) {
+    auto created = DiscardNamespace::Create(DiscardNamespaceOptions{"blackhole", options.root});
+    if (created) {
+      discard = std::move(*created);
+    } else if (created.error().code == Errc::kUnsupported) {
+      no_discard = created.error();
+    } else {
+      return Fail(Errc::kUnsupported,
+                  "no probe could run on path discard: " + created.error().message);
+    }
+  }
 
   calibrator::SweepPlanner planner(PlannerOptionsOf(options));
   std::map<Method, Support> support;
   for (Method m : planner.options().methods) {
-    support[m] = CheckSupport(m, CapabilityOptions{options.root});
+    // The path, not the method, is missing: one sentence for all.
+    support[m] = no_discard ? Support{false, no_discard->message}
+                            : CheckSupport(m, CapabilityOptions{options.root});
   }
   auto cancelled = [&] {
     return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
@@ -151,7 +181,7 @@ Result<CalibrationReport> RunCalibration(
       probe.cancel = options.cancel;
       probe.root = options.root;
       const auto probe_start = Clock::now();
-      sample = RunProbe(probe);
+      sample = discard ? RunDiscardProbe(*discard, probe) : RunProbe(probe);
       sent = sample.status != SampleStatus::kUnsupported;
       if (options.max_bytes_per_second != 0) {
         // A probe that hit its byte cap early rests until its bytes fit the

@@ -214,7 +214,7 @@ DiscardNamespace::~DiscardNamespace() {
   Reap(helper_);
 }
 
-Result<int> DiscardNamespace::ConnectUdp() {
+Result<common::UniqueFd> DiscardNamespace::ConnectUdp() {
   std::lock_guard lock(mutex_);
   const std::string where = std::string("discard path (UDP to ") + kDiscardAddress + ":" +
                             std::to_string(kDiscardPort) + ")";
@@ -231,14 +231,14 @@ Result<int> DiscardNamespace::ConnectUdp() {
   message.msg_control = control_bytes;
   message.msg_controllen = sizeof control_bytes;
   const int n = ReceiveWithin(control_, &message, kRequestTimeoutMs);
-  int fd = -1;
+  int received = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      std::memcpy(&received, CMSG_DATA(c), sizeof received);
     }
   }
-  if (n != static_cast<int>(sizeof reply) || fd < 0) {
-    if (fd >= 0) ::close(fd);
+  common::UniqueFd fd(received);
+  if (n != static_cast<int>(sizeof reply) || !fd) {
     if (n == static_cast<int>(sizeof reply) && reply.err != 0) {
       return Fail(Errc::kFailed, where + ": socket(AF_INET, SOCK_DGRAM) in the namespace "
                                          "failed with " + common::ErrnoText(reply.err));
@@ -250,10 +250,8 @@ Result<int> DiscardNamespace::ConnectUdp() {
   address.sin_family = AF_INET;
   address.sin_port = htons(kDiscardPort);
   ::inet_pton(AF_INET, kDiscardAddress, &address.sin_addr);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Fail(Errc::kFailed, where + ": connect failed with " + common::ErrnoText(err));
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    return Fail(Errc::kFailed, where + ": connect failed with " + common::ErrnoText(errno));
   }
   return fd;
 }

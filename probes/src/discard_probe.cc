@@ -17,11 +17,7 @@ calibrator::Sample RunDiscardProbe(DiscardNamespace& discard, const ProbeOptions
                    std::to_string(kMaxUdpPayloadBytes) + " bytes";
     return sample;
   }
-  return RunProbeOn(options, [&discard]() -> Result<common::UniqueFd> {
-    Result<int> fd = discard.ConnectUdp();
-    if (!fd) return tl::unexpected(fd.error());
-    return common::UniqueFd(*fd);
-  });
+  return RunProbeOn(options, [&discard] { return discard.ConnectUdp(); });
 }
 
 }  // namespace zcal::probes

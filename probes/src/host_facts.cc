@@ -158,6 +158,11 @@ std::optional<std::string> RouteV6(const std::string& root, const in6_addr& addr
 std::optional<std::string> EgressInterface(const HostFactsOptions& options,
                                            std::vector<std::string>& notes) {
   if (options.target.kind == TargetKind::kLoopback) return "lo";
+  if (options.target.kind == TargetKind::kDiscard) {
+    notes.push_back("discard: datagrams are dropped by a blackhole qdisc on lo in a "
+                    "private namespace; no NIC, IOMMU or receiver is measured");
+    return "lo";
+  }
   const common::IpAddress& address = options.target.peer.address;
   std::string why;
   std::optional<std::string> name;

@@ -14,10 +14,12 @@ namespace zcal::probes {
 
 Result<Target> ParseTarget(std::string_view text) {
   if (text == "loopback") return Target::Loopback();
+  if (text == "discard") return Target::Discard();
   Result<common::HostPort> sink = common::ParseHostPort(text);
   if (!sink) {
     return Fail(Errc::kInvalidArgument,
-                "path: expected \"loopback\" or ADDRESS:PORT of a peer's sink; " +
+                "path: expected \"loopback\", \"discard\" or ADDRESS:PORT of a peer's "
+                "sink; " +
                     sink.error().message);
   }
   return Target::Peer(*sink);
@@ -29,6 +31,8 @@ std::string ToString(const Target& target) {
       return "loopback";
     case TargetKind::kPeer:
       return common::ToString(target.peer);
+    case TargetKind::kDiscard:
+      return "discard";
   }
   return "loopback";
 }

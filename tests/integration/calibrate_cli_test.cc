@@ -190,5 +190,43 @@ TEST_F(CalibrateCli, ShowsProgressOnlyOnATerminal) {
   EXPECT_THAT(piped.err + piped.out, Not(HasSubstr("calibrating: probe")));
 }
 
+// The discard path: real zerocopy in a private namespace, the size clamp
+// stated in both outputs.
+TEST_F(CalibrateCli, DiscardPathMeasuresRealZerocopyAndStatesTheSizeClamp) {
+  const auto r = Calibrate({"--path", "discard", "--json", "--budget", "4", "--max", "256K"});
+  if (r.exit_status == 3 && r.err.find("private network namespace") != std::string::npos) {
+    GTEST_SKIP() << r.err;
+  }
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& clamp = doc.at("size_clamp");
+  EXPECT_EQ(clamp.at("requested_max_bytes"), 262144);
+  EXPECT_EQ(clamp.at("max_bytes"), 65507);
+  EXPECT_THAT(clamp.at("reason").get<std::string>(), HasSubstr("UDP"));
+  const auto& methods = doc.at("paths").at("discard").at("methods");
+  ASSERT_EQ(methods.size(), 3u) << r.out;
+  for (const char* name : kZerocopyMethods) {
+    const auto& reason = methods.at(name).at("reason");  // null when it wins
+    EXPECT_TRUE(reason.is_null() || reason != "kernel_copied") << methods.at(name).dump();
+  }
+  EXPECT_EQ(doc.at("host").at("interface").at("name"), "lo");
+
+  const auto text = Calibrate({"--path", "discard", "--budget", "2", "--max", "1M",
+                               "--methods", "copy,msg_zerocopy"});
+  ASSERT_EQ(text.exit_status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("note: --max 1048576 bytes is above the largest UDP "
+                                  "payload over IPv4 (65507 bytes); probed up to 65507 bytes"));
+  // Loopback carries any size: no clamp.
+  const auto loopback = Calibrate({"--json", "--budget", "1", "--methods", "copy"});
+  ASSERT_EQ(loopback.exit_status, 0) << loopback.err;
+  EXPECT_TRUE(nlohmann::json::parse(loopback.out).at("size_clamp").is_null());
+}
+
+TEST_F(CalibrateCli, DiscardPathRefusesAMinimumAboveOneDatagram) {
+  const auto r = Calibrate({"--path", "discard", "--min", "100K", "--max", "1M"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_THAT(r.err, HasSubstr("min_size: at most 65507 bytes on the discard path"));
+}
+
 }  // namespace
 }  // namespace zcal::testing

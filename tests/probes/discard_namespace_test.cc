@@ -73,7 +73,7 @@ TEST(DiscardNamespace, HandsOutSocketsOfAPrivateNamespaceAndLeavesNothingBehind)
     for (int i = 0; i < 3; ++i) {
       auto fd = (*discard)->ConnectUdp();
       ASSERT_TRUE(fd) << fd.error().message;
-      const ino_t inode = NamespaceOfSocket(*fd);
+      const ino_t inode = NamespaceOfSocket(fd->get());
       EXPECT_NE(inode, 0u);
       EXPECT_NE(inode, host_namespace);
       if (namespace_inode != 0) {
@@ -82,8 +82,7 @@ TEST(DiscardNamespace, HandsOutSocketsOfAPrivateNamespaceAndLeavesNothingBehind)
       namespace_inode = inode;
       // The qdisc drops the datagram; the send succeeds.
       const char datagram[1000] = {};
-      EXPECT_EQ(::send(*fd, datagram, sizeof datagram, 0), 1000) << std::strerror(errno);
-      ::close(*fd);
+      EXPECT_EQ(::send(fd->get(), datagram, sizeof datagram, 0), 1000) << std::strerror(errno);
     }
     EXPECT_TRUE(SomeProcessIsIn(namespace_inode)) << "the helper holds it";
   }
@@ -109,10 +108,12 @@ TEST(DiscardNamespace, SocketsOutliveNothingOnceTheHelperIsGone) {
 std::string RefuseUnshare(std::uint64_t mask) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) return "seccomp_init failed";
+  // Spelled out: SCMP_A0() is a C compound literal, which clang rejects in C++.
+  const scmp_arg_cmp flags_match{0, SCMP_CMP_MASKED_EQ, mask, mask};
   int rc = mask == 0
                ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0)
-               : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-                                  SCMP_A0(SCMP_CMP_MASKED_EQ, mask, mask));
+               : seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                                        &flags_match);
   if (rc == 0) rc = seccomp_load(ctx);
   seccomp_release(ctx);
   return rc == 0 ? "filtered" : "seccomp rule/load failed: " + std::to_string(rc);
@@ -160,8 +161,7 @@ TEST(DiscardNamespace, ANonRootProcessGetsAUserNamespaceOrIsToldWhy) {
     if (discard) {
       auto fd = (*discard)->ConnectUdp();
       const char datagram[100] = {};
-      text += fd && ::send(*fd, datagram, sizeof datagram, 0) == 100 ? " sent" : " not sent";
-      if (fd) ::close(*fd);
+      text += fd && ::send(fd->get(), datagram, sizeof datagram, 0) == 100 ? " sent" : " not sent";
     }
     return text;
   });

@@ -19,6 +19,17 @@ TEST(Target, ParsesLoopbackAndPeers) {
   EXPECT_EQ(*ParseTarget(ToString(*peer)), *peer);
 }
 
+TEST(Target, ParsesTheDiscardPath) {
+  const Result<Target> discard = ParseTarget("discard");
+  ASSERT_TRUE(discard);
+  EXPECT_EQ(discard->kind, TargetKind::kDiscard);
+  EXPECT_EQ(ToString(*discard), "discard");
+  EXPECT_EQ(*ParseTarget(ToString(*discard)), Target::Discard());
+  const Result<Target> bad = ParseTarget("Discard");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("\"discard\""), std::string::npos) << bad.error().message;
+}
+
 TEST(Target, RejectsOtherTextNamingTheFormsAllowed) {
   for (const char* bad : {"", "Loopback", "10.0.0.2", "10.0.0.2:0", "host:80"}) {
     const Result<Target> parsed = ParseTarget(bad);

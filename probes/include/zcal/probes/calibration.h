@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,18 @@ struct CalibrationProgress {
   std::uint64_t size_bytes = 0;
 };
 
+/// A requested size the path cannot carry, and the size used instead.
+struct SizeClamp {
+  std::uint64_t requested_bytes = 0;
+  std::uint64_t used_bytes = 0;
+  std::string reason;  ///< "the largest UDP payload over IPv4"
+};
+
 struct CalibrationReport {
   calibrator::Analysis analysis;
+  /// Set when max_size was above what the path carries (the discard
+  /// path: 65,507 bytes, one UDP datagram) and the sweep stopped there.
+  std::optional<SizeClamp> max_size_clamp;
   std::vector<calibrator::Sample> samples;
   HostFacts host;
   double duration_seconds = 0;

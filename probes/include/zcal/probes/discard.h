@@ -16,6 +16,7 @@
 
 #include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/probes/probe.h"
 
 namespace zcal::probes {
@@ -63,9 +64,9 @@ class DiscardNamespace {
   DiscardNamespace& operator=(const DiscardNamespace&) = delete;
 
   /// A new blocking UDP socket of the namespace (close-on-exec), connected
-  /// to kDiscardAddress:kDiscardPort; the caller owns and closes it.
+  /// to kDiscardAddress:kDiscardPort.
   /// Errc::kFailed when the helper is gone or the socket cannot be made.
-  Result<int> ConnectUdp();
+  Result<common::UniqueFd> ConnectUdp();
 
   /// True when the namespace lives in an unprivileged user namespace
   /// (the caller lacked CAP_SYS_ADMIN or unshare(CLONE_NEWNET) was refused).

@@ -16,6 +16,9 @@ namespace zcal::probes {
 enum class TargetKind : std::uint8_t {
   kLoopback = 0,  ///< TCP to an in-process sink on 127.0.0.1
   kPeer = 1,      ///< TCP to the sink of another host (`zcal sink`)
+  /// UDP to 127.0.0.2 in a private network namespace whose lo drops every
+  /// datagram in a blackhole qdisc (zcal/probes/discard.h).
+  kDiscard = 2,
 };
 
 struct Target {
@@ -28,14 +31,16 @@ struct Target {
   static Target Peer(const common::HostPort& sink) {
     return Target{TargetKind::kPeer, sink};
   }
+  static Target Discard() { return Target{TargetKind::kDiscard, {}}; }
 };
 
-/// Parses "loopback" or "ADDR:PORT" / "[V6ADDR]:PORT" of a peer's sink
+/// Parses "loopback", "discard" or "ADDR:PORT" / "[V6ADDR]:PORT" of a peer's sink
 /// (numeric, port 1-65535). Errc::kInvalidArgument naming the text and the
 /// forms allowed.
 Result<Target> ParseTarget(std::string_view text);
 
-/// "loopback", "10.0.0.2:7070", "[::1]:7070"; ParseTarget reads it back.
+/// "loopback", "discard", "10.0.0.2:7070", "[::1]:7070"; ParseTarget reads
+/// it back.
 std::string ToString(const Target& target);
 
 /// Opens a blocking TCP connection with TCP_NODELAY set, waiting at most
