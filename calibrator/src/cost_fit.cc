@@ -12,6 +12,8 @@ namespace {
 constexpr double kNsPerSecond = 1e9;
 // Assignment rounds between the CPU-bound and the line-rate branch.
 constexpr int kBranchRounds = 4;
+// How clearly a throughput cap must show before it is fitted.
+constexpr double kBranchSigmas = 3.0;
 
 std::string Percent(double fraction) {
   return std::to_string(static_cast<int>(std::lround(std::fabs(fraction) * 100))) + " %";
@@ -32,10 +34,14 @@ struct LogThroughput {
 LogThroughput LogsOf(const Observations& obs, const Line& cpu) {
   LogThroughput logs;
   logs.z.reserve(obs.thr.size());
-  logs.q.reserve(obs.thr.size());
-  for (std::size_t i = 0; i < obs.thr.size(); ++i) {
-    logs.z.push_back(std::log(obs.thr[i]));
-    logs.q.push_back(std::log(kNsPerSecond / std::max(cpu.At(obs.inv_size[i]), 1e-300)));
+  logs.q.resize(obs.thr.size());
+  for (double thr : obs.thr) logs.z.push_back(std::log(thr));
+  // q depends on the size only: once per size.
+  for (std::size_t g = 0; g < obs.Sizes(); ++g) {
+    const std::size_t first = obs.groups[g];
+    const double q = std::log(kNsPerSecond / std::max(cpu.At(obs.inv_size[first]), 1e-300));
+    std::fill(logs.q.begin() + static_cast<std::ptrdiff_t>(first),
+              logs.q.begin() + static_cast<std::ptrdiff_t>(obs.groups[g + 1]), q);
   }
   return logs;
 }
@@ -75,6 +81,49 @@ void RefineBranches(const LogThroughput& logs, Curve& curve, bool fixed_scales) 
                           : HuberLocation(capped, std::isfinite(line) ? std::optional(line) : std::nullopt,
                                           scale(curve.line_scale), &curve.line_scale);
   }
+}
+
+// A cap is kept only where the data show it: the CPU-bound samples lie
+// clearly below the line rate, and the line-rate samples clearly below what
+// the CPU bound would allow. Otherwise a split fits noise: with a constant
+// throughput, the low samples at small sizes would make a "CPU-bound"
+// branch and lift the line rate above its true value.
+void KeepBranchesThatShow(const LogThroughput& logs, Curve& curve) {
+  if (!std::isfinite(curve.log_line) || !std::isfinite(curve.log_cores)) return;
+  std::vector<double> residual;
+  double below_line = 0, below_bound = 0;
+  std::size_t bound = 0, capped = 0;
+  for (std::size_t i = 0; i < logs.z.size(); ++i) {
+    const double cpu_limit = curve.log_cores + logs.q[i];
+    residual.push_back(logs.z[i] - std::min(curve.log_line, cpu_limit));
+    if (cpu_limit < curve.log_line) {
+      below_line += curve.log_line - logs.z[i];
+      ++bound;
+    } else {
+      below_bound += cpu_limit - logs.z[i];
+      ++capped;
+    }
+  }
+  const double scale = RobustScale(residual);
+  const auto clear = [&](double sum, std::size_t n) {
+    return n > 0 && sum / static_cast<double>(n) >
+                        kBranchSigmas * scale / std::sqrt(static_cast<double>(n));
+  };
+  if (!clear(below_line, bound)) {
+    curve.log_cores = kInf;
+    curve.log_line = kInf;  // refit as a line rate alone
+  } else if (!clear(below_bound, capped)) {
+    curve.log_line = kInf;
+  } else {
+    return;
+  }
+  std::vector<double> values;
+  for (std::size_t i = 0; i < logs.z.size(); ++i) {
+    values.push_back(std::isfinite(curve.log_cores) ? logs.z[i] - logs.q[i] : logs.z[i]);
+  }
+  (std::isfinite(curve.log_cores) ? curve.log_cores : curve.log_line) =
+      HuberLocation(values, std::nullopt, std::nullopt,
+                    std::isfinite(curve.log_cores) ? &curve.cores_scale : &curve.line_scale);
 }
 
 // The split of the size groups into a CPU-bound part below and a line-rate
@@ -192,6 +241,7 @@ Curve FitCurve(const Observations& obs, const Curve* start) {
     SearchBranches(obs, logs, curve.log_line, curve.log_cores);
   }
   RefineBranches(logs, curve, start != nullptr);
+  if (!start) KeepBranchesThatShow(logs, curve);
   if (!std::isfinite(curve.log_line) && !std::isfinite(curve.log_cores)) {
     curve.log_line = HuberLocation(logs.z);  // unreachable with samples; keeps it finite
   }

@@ -8,8 +8,8 @@ namespace zcal::calibrator::detail {
 
 namespace {
 
-constexpr double kPointsPerOctave = 16;
-constexpr std::size_t kMaxPoints = 16 * 40 + 1;
+constexpr double kPointsPerOctave = 8;
+constexpr std::size_t kMaxPoints = 8 * 40 + 1;
 
 std::size_t Nearest(const std::vector<double>& sizes, double size) {
   const double target = std::log(std::max(size, 1.0));

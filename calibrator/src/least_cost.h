@@ -17,7 +17,7 @@ struct WeightedSizes {
   std::vector<double> weight;  ///< >= 0
 };
 
-/// Points every 1/16 of an octave from `lo` to `hi` (lo <= hi). Weights
+/// Points every 1/8 of an octave from `lo` to `hi` (lo <= hi). Weights
 /// uniform in log size, or the traffic histogram's, each bin on the point
 /// nearest its size (bins outside [lo, hi] on the nearer end).
 WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traffic);

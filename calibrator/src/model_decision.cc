@@ -19,7 +19,7 @@ namespace {
 // the line rate is one parameter shared by all large sizes, so a false
 // shortfall would strike them all at once: 3 (0.13 % one-sided).
 constexpr double kNonInferioritySigmas = 3.0;
-constexpr std::size_t kLiftStride = 4;
+constexpr std::size_t kLiftStride = 2;
 // A replicate agrees with the published threshold when that costs it at most
 // this much more (expected excess cost, 0.005 = half a percentage point)
 // than the replicate's own best threshold.
@@ -314,9 +314,9 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     }
   }
   // The non-inferiority test is made once, on the fitted curves with their
-  // bootstrap spread (`lift` is exp(2 standard errors) of the throughput
-  // ratio); the replicates then share its outcome. Testing each replicate
-  // again would count the same noise twice.
+  // bootstrap spread (`lift` is exp(kNonInferioritySigmas standard errors)
+  // of the throughput ratio); the replicates then share its outcome.
+  // Testing each replicate again would count the same noise twice.
   const Evaluated point = Evaluate(grid, cz, cb);
   CostRule rule;
   rule.acceptable.resize(grid.size.size());

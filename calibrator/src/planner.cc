@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::size_t kMaxRefinementRounds = 64;
 constexpr double kStopShare = 0.8;
+constexpr std::uint32_t kPlanningReplicates = 100;
 
 bool Requested(const PlannerOptions& options, Method method) {
   return std::find(options.methods.begin(), options.methods.end(), method) !=
@@ -135,7 +136,16 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
     // favours intervals that are narrow by chance: stop only inside
     // kStopShare of the resolution.
     const double band = 1 + kStopShare * res;
-    const bool never = result.verdict == Verdict::kNever;
+    // A never that rests on throughput alone (efficiency, and zerocopy's CPU
+    // curve the cheaper one at the top of the range) is a test made after every round
+    // on a line rate still being measured: one unlucky round must not end
+    // the calibration there, so it is probed on.
+    const MethodFit& z = result.model->zerocopy;
+    const MethodFit& b = result.model->baseline;
+    const bool cpu_wins_at_top =
+        options_.decision.objective == Objective::kEfficiency &&
+        z.CpuNsPerByte(hi) <= (1 - options_.decision.margin) * b.CpuNsPerByte(hi);
+    const bool never = result.verdict == Verdict::kNever && !cpu_wins_at_top;
     if (low >= centre / band && (never || high <= centre * band)) {
       settled_.insert(method);
       return;
@@ -197,7 +207,11 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
 
 void SweepPlanner::PlanRefinement() {
   if (++refinements_ > kMaxRefinementRounds) return;
-  const Analysis analysis = Result();
+  // Where to probe next needs the interval, not its last digit: half the
+  // bootstrap replicates of the published result, at half the cost.
+  DecisionOptions planning = options_.decision;
+  planning.bootstrap_replicates = std::min(planning.bootstrap_replicates, kPlanningReplicates);
+  const Analysis analysis = Analyze(samples_, planning);
   const auto path = analysis.paths.find(options_.path);
   if (path == analysis.paths.end()) return;
   Planned planned;

@@ -105,7 +105,7 @@ double HuberLocation(std::span<const double> values, std::optional<double> start
       swv += w * v;
     }
     const double next = swv / sw;
-    const bool done = std::fabs(next - location) <= 1e-6 * scale;
+    const bool done = std::fabs(next - location) <= 1e-4 * scale;
     location = next;
     if (done) break;
   }
@@ -142,7 +142,7 @@ Line FitLine(std::span<const double> x, std::span<const double> y,
     const Line next = SolveWeighted(x, y, w);
     const double change = std::fabs(next.a - line.a) + std::fabs(next.b - line.b) * x_max;
     line = next;
-    if (iteration >= scale_rounds && change <= 1e-7 * (line.a + line.b * x_max)) break;
+    if (iteration >= scale_rounds && change <= 1e-5 * (line.a + line.b * x_max)) break;
   }
   if (scale_out != nullptr) *scale_out = scale;
   return line;
