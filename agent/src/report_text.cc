@@ -36,14 +36,16 @@ std::string Rate(double bytes_per_second) {
   return fmt::format("{:.2f} GB/s", bytes_per_second / 1e9);
 }
 
-std::string Fit(const cal::MethodFit& f) {
-  std::string text = fmt::format("CPU {:.4f} ns/B + {:.0f} ns/send (+-{:.4f}, +-{:.0f})",
-                                 f.per_byte_ns, f.per_send_ns, f.per_byte_ns_se,
-                                 f.per_send_ns_se);
-  text += f.line_rate_bytes_per_second
-              ? "; line rate " + Rate(*f.line_rate_bytes_per_second)
-              : std::string("; no line rate reached");
-  if (f.cpu_bound_cores) text += fmt::format("; CPU-bound below it at {:.2f} cores", *f.cpu_bound_cores);
+// `bootstrapped`: the standard errors exist (not for a rejected model).
+std::string Fit(const cal::MethodFit& f, bool bootstrapped) {
+  std::string text = fmt::format("CPU {:.4f} ns/B + {:.0f} ns/send", f.per_byte_ns, f.per_send_ns);
+  if (bootstrapped) text += fmt::format(" (+-{:.4f}, +-{:.0f})", f.per_byte_ns_se, f.per_send_ns_se);
+  if (f.line_rate_bytes_per_second) {
+    text += "; line rate " + Rate(*f.line_rate_bytes_per_second);
+    if (f.cpu_bound_cores) text += fmt::format(", CPU-bound below it at {:.2f} cores", *f.cpu_bound_cores);
+  } else if (f.cpu_bound_cores) {
+    text += fmt::format("; CPU-bound at every size at {:.2f} cores", *f.cpu_bound_cores);
+  }
   text += fmt::format("; residuals {:.1f} % CPU, {:.1f} % throughput; {} samples at {} sizes",
                       100 * f.cpu_residual, 100 * f.throughput_residual, f.samples, f.sizes);
   return text;
@@ -85,9 +87,9 @@ void PrintRule(std::ostream& out, const cal::MethodResult& r) {
   }
   if (r.model) {
     out << fmt::format("    fit {:<20} {}\n", std::string(cal::MethodName(r.model->zerocopy.method)) + ":",
-                       Fit(r.model->zerocopy));
+                       Fit(r.model->zerocopy, r.model->bootstrap_replicates > 0));
     out << fmt::format("    fit {:<20} {}\n", std::string(cal::MethodName(r.model->baseline.method)) + ":",
-                       Fit(r.model->baseline));
+                       Fit(r.model->baseline, r.model->bootstrap_replicates > 0));
   }
   if (r.verdict != cal::Verdict::kInconclusive) {
     out << "    probed sizes below the threshold where zerocopy wins: " << Sizes(r.wins_below)

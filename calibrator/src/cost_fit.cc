@@ -284,7 +284,11 @@ Structure FindStructure(const Observations& obs, std::span<const double> residua
     for (double r : scratch) mean += r / static_cast<double>(scratch.size());
     for (double r : scratch) within += (r - mean) * (r - mean);
     dof += scratch.size() - 1;
-    median[g] = MedianInPlace(scratch);
+    // What the samples of a size agree on: the median from three on; of two
+    // the one nearer the curve, so that one wild probe does not make a dip.
+    median[g] = scratch.size() == 2 ? (std::fabs(scratch[0]) < std::fabs(scratch[1]) ? scratch[0]
+                                                                                     : scratch[1])
+                                    : MedianInPlace(scratch);
     count[g] = static_cast<double>(scratch.size());
   }
   // The noise of one sample: from the repeats when most sizes have them
