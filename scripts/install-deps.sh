@@ -17,6 +17,10 @@ packages=(
   libbenchmark-dev iperf3
   # manual pages
   scdoc
+  # Debian packages (scripts/test-package.sh): build, lintian, hardening-check
+  # (devscripts), systemd-analyze and systemd-sysusers, man, col
+  build-essential dpkg-dev debhelper lintian devscripts systemd man-db
+  bsdextrautils
 )
 
 missing=()

@@ -1,12 +1,7 @@
 // zcal analyze: the decision rule applied to a CSV of samples.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "decision_args.h"
@@ -14,6 +9,7 @@
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
+#include "zcal/common/bounded_read.h"
 
 namespace zcal::agent {
 
@@ -27,47 +23,30 @@ struct AnalyzeArgs {
   std::string file;
 };
 
-// A sample file larger than this is not a sample file.
-constexpr std::size_t kMaxInputBytes = 256u << 20;
-
-Result<std::string> ReadInput(const std::string& file) {
-  std::ostringstream buffer;
-  if (file == "-") {
-    buffer << std::cin.rdbuf();
-    return buffer.str();
+// Streams the samples file through the CSV reader: memory grows with the
+// (path, method, size) groups, not with the rows (docs/units.md).
+Result<std::vector<cal::Sample>> ReadSamples(const std::string& file) {
+  const std::string name = file == "-" ? std::string("<stdin>") : file;
+  Result<common::UniqueFd> fd =
+      common::OpenInput(file, common::InputKind::kRegularOrPipe, "samples CSV");
+  if (!fd) return tl::unexpected(fd.error());
+  cal::SamplesCsvReader reader(name);
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    const Result<std::size_t> n = common::ReadSome(fd->get(), name, buffer.data(), buffer.size());
+    if (!n) return tl::unexpected(n.error());
+    if (*n == 0) break;
+    if (auto ok = reader.Feed(std::string_view(buffer.data(), *n)); !ok) {
+      return tl::unexpected(ok.error());
+    }
   }
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (std::filesystem::is_directory(status)) {
-    return Fail(Errc::kIo, file + ": cannot read: is a directory, not a "
-                                  "regular file; give a CSV file");
-  }
-  if (std::filesystem::is_regular_file(status) &&
-      std::filesystem::file_size(file, ec) > kMaxInputBytes) {
-    return Fail(Errc::kInvalidArgument,
-                file + ": larger than a sample file can be (256 MiB)");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return Fail(Errc::kIo, file + ": cannot open: " + std::strerror(errno));
-  }
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    return Fail(Errc::kIo, file + ": cannot read: " + std::strerror(errno));
-  }
-  return buffer.str();
+  return reader.Finish();
 }
 
 int RunAnalyze(const AnalyzeArgs& args) {
   const cal::DecisionOptions options = args.decision.ToOptions();
 
-  auto text = ReadInput(args.file);
-  if (!text) {
-    std::cerr << "zcal analyze: " << text.error().message << "\n";
-    return kExitUsage;
-  }
-  auto samples = cal::ParseSamplesCsv(
-      *text, args.file == "-" ? std::string("<stdin>") : args.file);
+  auto samples = ReadSamples(args.file);
   if (!samples) {
     std::cerr << "zcal analyze: " << samples.error().message << "\n";
     return kExitUsage;
@@ -99,7 +78,8 @@ Command AddAnalyzeCommand(CLI::App& parent) {
   app->add_option("FILE", args->file,
                   "CSV with a header row and the columns method, size, "
                   "mb_per_s, cpu_pct (optional: path, copied_pct, repeat); "
-                  "- reads standard input")
+                  "- reads standard input. Read as a stream: a group of "
+                  "(path, method, size) keeps at most 256 samples")
       ->required();
   app->footer(
       "Exit status: 0 analysed; 2 bad arguments or bad input (the message "

@@ -42,9 +42,9 @@ HysteresisDecision ApplyHysteresis(const std::optional<MethodResult>& published,
   if (fresh.verdict == Verdict::kInconclusive) return {false, pending};
   if (published->verdict == Verdict::kInconclusive) return {true, std::nullopt};
   if (pending && Agree(*pending, fresh, options)) return {true, std::nullopt};
+  // Neither is inconclusive here (both returned above).
   const bool kind_changed =
-      WinsSomewhere(published->verdict) != WinsSomewhere(fresh.verdict) &&
-      published->verdict != Verdict::kInconclusive;
+      WinsSomewhere(published->verdict) != WinsSomewhere(fresh.verdict);
   if (kind_changed && fresh.confidence &&
       *fresh.confidence >= options.high_confidence) {
     return {true, std::nullopt};

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
+#include <utility>
 
+#include "csv_tokenizer.h"
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
 
@@ -17,150 +20,12 @@ constexpr std::string_view kExpectedHeader =
     "the header must name the columns method, size, mb_per_s and cpu_pct "
     "(optional: path, copied_pct, repeat)";
 
-struct Field {
-  std::string text;
-  std::size_t column = 1;  // 1-based, where the field starts
-  bool quoted = false;
-};
-
-struct Row {
-  std::size_t line = 1;  // 1-based, where the row starts
-  std::vector<Field> fields;
-};
+using Field = CsvField;
+using Row = CsvRow;
 
 std::string Where(std::string_view source, std::size_t line,
                   std::size_t column) {
-  return std::string(source) + ":" + std::to_string(line) + ":" +
-         std::to_string(column) + ": ";
-}
-
-// Length of the UTF-8 sequence starting at text[i], or 0 if invalid.
-std::size_t Utf8Length(std::string_view text, std::size_t i) {
-  const auto c = static_cast<unsigned char>(text[i]);
-  std::size_t n = 0;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0 && c >= 0xC2) n = 2;
-  else if ((c & 0xF0) == 0xE0) n = 3;
-  else if ((c & 0xF8) == 0xF0 && c <= 0xF4) n = 4;
-  else return 0;
-  if (i + n > text.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return n;
-}
-
-// Binary data is rejected up front, with the place of the first bad byte.
-Result<void> CheckText(std::string_view text, std::string_view source) {
-  std::size_t line = 1;
-  std::size_t column = 1;
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    const std::size_t n = Utf8Length(text, i);
-    const bool control = c != '\n' && c != '\r' && c != '\t' &&
-                         static_cast<unsigned char>(c) < 0x20;
-    if (n == 0 || control) {
-      return Fail(Errc::kParse,
-                  Where(source, line, column) +
-                      "binary data (byte 0x" +
-                      std::string(1, "0123456789abcdef"[(c >> 4) & 0xF]) +
-                      std::string(1, "0123456789abcdef"[c & 0xF]) +
-                      "); expected CSV text with a header row");
-    }
-    if (c == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-    i += n;
-  }
-  return {};
-}
-
-// RFC 4180 records: commas, double-quoted fields with "" escapes, quoted
-// newlines; CRLF or LF; blank lines and lines starting with '#' skipped.
-Result<std::vector<Row>> Tokenize(std::string_view text,
-                                  std::string_view source) {
-  std::vector<Row> rows;
-  std::size_t i = 0;
-  std::size_t line = 1;
-  std::size_t line_start = 0;
-  auto column = [&](std::size_t pos) { return pos - line_start + 1; };
-  while (i < text.size()) {
-    if (text[i] == '#') {
-      while (i < text.size() && text[i] != '\n') ++i;
-    }
-    if (i < text.size() && (text[i] == '\n' || text[i] == '\r')) {
-      if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      ++i;
-      ++line;
-      line_start = i;
-      continue;
-    }
-    if (i >= text.size()) break;
-    Row row;
-    row.line = line;
-    bool end_of_row = false;
-    while (!end_of_row) {
-      Field field;
-      std::size_t start = i;
-      while (start < text.size() && (text[start] == ' ' || text[start] == '\t')) ++start;
-      field.column = column(start);
-      if (start < text.size() && text[start] == '"') {
-        field.quoted = true;
-        const std::size_t quote_line = line;
-        const std::size_t quote_column = column(start);
-        i = start + 1;
-        bool closed = false;
-        while (i < text.size()) {
-          if (text[i] == '"') {
-            if (i + 1 < text.size() && text[i + 1] == '"') {
-              field.text += '"';
-              i += 2;
-              continue;
-            }
-            closed = true;
-            ++i;
-            break;
-          }
-          if (text[i] == '\n') {
-            ++line;
-            line_start = i + 1;
-          }
-          field.text += text[i++];
-        }
-        if (!closed) {
-          return Fail(Errc::kParse, Where(source, quote_line, quote_column) +
-                                        "unterminated quoted field; expected "
-                                        "a closing '\"'");
-        }
-        while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-        if (i < text.size() && text[i] != ',' && text[i] != '\n' &&
-            text[i] != '\r') {
-          return Fail(Errc::kParse,
-                      Where(source, line, column(i)) +
-                          "unexpected text after a quoted field; expected "
-                          "',' or the end of the line");
-        }
-      } else {
-        i = start;
-        while (i < text.size() && text[i] != ',' && text[i] != '\n' &&
-               text[i] != '\r') {
-          ++i;
-        }
-        field.text = std::string(common::Trim(text.substr(start, i - start)));
-      }
-      row.fields.push_back(std::move(field));
-      if (i < text.size() && text[i] == ',') {
-        ++i;
-      } else {
-        end_of_row = true;
-      }
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
+  return CsvWhere(source, line, column);
 }
 
 std::string Lower(std::string_view s) {
@@ -350,75 +215,166 @@ Result<Sample> ParseRow(const RowReader& r) {
   return s;
 }
 
+// The samples of one (path, method, size), bounded: past `limit` rows, a
+// uniform reservoir of `limit` of them (Vitter's algorithm R with a fixed
+// seed, so that a file always gives the same result).
+struct Group {
+  std::uint64_t rows = 0;
+  std::vector<std::pair<std::uint64_t, Sample>> kept;  // (row index, sample)
+};
+
+struct GroupKey {
+  std::string path;
+  Method method;
+  std::uint64_t size_bytes;
+  bool operator<(const GroupKey& o) const {
+    return std::tie(path, method, size_bytes) < std::tie(o.path, o.method, o.size_bytes);
+  }
+};
+
+// splitmix64: a tiny deterministic generator for the reservoir.
+std::uint64_t NextRandom(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
 
-Result<std::vector<Sample>> ParseSamplesCsv(std::string_view text,
-                                           std::string_view source) {
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  if (auto ok = CheckText(text, source); !ok) {
-    return tl::unexpected(ok.error());
-  }
-  auto rows = Tokenize(text, source);
-  if (!rows) return tl::unexpected(rows.error());
-  if (rows->empty()) {
-    return Fail(Errc::kParse, Where(source, 1, 1) + "empty file; " +
-                                  std::string(kExpectedHeader));
-  }
+struct SamplesCsvReader::State {
+  State(std::string source_name, SamplesCsvLimits limits_in)
+      : source(std::move(source_name)),
+        limits(limits_in),
+        tokenizer(source, limits.max_record_bytes,
+                  [this](CsvRow&& row) { return OnRow(std::move(row)); }) {}
 
-  const Row& header = rows->front();
+  Result<void> OnRow(CsvRow&& row);
+  Result<void> OnHeader(const CsvRow& row);
+  void Keep(Sample&& sample);
+
+  std::string source;
+  SamplesCsvLimits limits;
+  CsvTokenizer tokenizer;
+  std::optional<CsvRow> header;
   std::map<std::string, std::size_t> columns;
-  for (std::size_t i = 0; i < header.fields.size(); ++i) {
-    const Field& f = header.fields[i];
+  std::map<GroupKey, Group> groups;
+  std::uint64_t rows = 0;
+  std::uint64_t random = 0x5eed;
+  bool has_baseline = false;
+  bool failed = false;
+};
+
+Result<void> SamplesCsvReader::State::OnHeader(const CsvRow& row) {
+  for (std::size_t i = 0; i < row.fields.size(); ++i) {
+    const Field& f = row.fields[i];
     const std::string name = Lower(common::Trim(f.text));
     if (name.empty()) continue;
     if (!columns.emplace(name, i).second) {
-      return Fail(Errc::kParse, Where(source, header.line, f.column) +
+      return Fail(Errc::kParse, Where(source, row.line, f.column) +
                                     "duplicate column '" + name + "'");
     }
   }
   for (const char* required : {"method", "size", "mb_per_s", "cpu_pct"}) {
     if (!columns.contains(required)) {
       std::string found;
-      for (const Field& f : header.fields) {
+      for (const Field& f : row.fields) {
         found += (found.empty() ? "" : ",") + f.text;
       }
       return Fail(Errc::kParse,
-                  Where(source, header.line, 1) + "missing column '" +
-                      required + "'; " + std::string(kExpectedHeader) +
-                      " (found: " + found + ")");
+                  Where(source, row.line, 1) + "missing column '" + required +
+                      "'; " + std::string(kExpectedHeader) + " (found: " + found +
+                      ")");
     }
   }
+  header = row;
+  return {};
+}
 
-  std::vector<Sample> samples;
-  for (std::size_t k = 1; k < rows->size(); ++k) {
-    const Row& row = (*rows)[k];
-    if (row.fields.size() < header.fields.size()) {
-      const Field& last = row.fields.back();
-      return Fail(Errc::kParse,
-                  Where(source, row.line, last.column + last.text.size()) +
-                      "expected " + std::to_string(header.fields.size()) +
-                      " fields as in the header, found " +
-                      std::to_string(row.fields.size()));
-    }
-    auto sample = ParseRow(RowReader(source, row, columns));
-    if (!sample) return tl::unexpected(sample.error());
-    samples.push_back(std::move(*sample));
+void SamplesCsvReader::State::Keep(Sample&& sample) {
+  has_baseline = has_baseline || (sample.ok() && !IsZerocopy(sample.method));
+  Group& group = groups[GroupKey{sample.path, sample.method, sample.size_bytes}];
+  const std::uint64_t index = rows++;
+  ++group.rows;
+  if (group.kept.size() < limits.max_samples_per_group) {
+    group.kept.emplace_back(index, std::move(sample));
+    return;
   }
+  const std::uint64_t slot = NextRandom(random) % group.rows;
+  if (slot < group.kept.size()) group.kept[slot] = {index, std::move(sample)};
+}
 
-  const bool has_baseline =
-      std::any_of(samples.begin(), samples.end(), [](const Sample& s) {
-        return s.ok() && !IsZerocopy(s.method);
-      });
-  if (!has_baseline) {
-    const Field& method = header.fields[columns["method"]];
+Result<void> SamplesCsvReader::State::OnRow(CsvRow&& row) {
+  if (!header) return OnHeader(row);
+  if (row.fields.size() < header->fields.size()) {
+    const Field& last = row.fields.back();
     return Fail(Errc::kParse,
-                Where(source, header.line, method.column) +
-                    (samples.empty() ? std::string("no data rows")
-                                     : std::string("no baseline rows")) +
+                Where(source, row.line, last.column + last.text.size()) +
+                    "expected " + std::to_string(header->fields.size()) +
+                    " fields as in the header, found " +
+                    std::to_string(row.fields.size()));
+  }
+  auto sample = ParseRow(RowReader(source, row, columns));
+  if (!sample) return tl::unexpected(sample.error());
+  Keep(std::move(*sample));
+  return {};
+}
+
+SamplesCsvReader::SamplesCsvReader(std::string source, SamplesCsvLimits limits)
+    : state_(std::make_unique<State>(std::move(source), limits)) {}
+
+SamplesCsvReader::~SamplesCsvReader() = default;
+
+Result<void> SamplesCsvReader::Feed(std::string_view chunk) {
+  if (state_->failed) {
+    return Fail(Errc::kInvalidArgument, state_->source + ": input after an error");
+  }
+  Result<void> ok = state_->tokenizer.Feed(chunk);
+  state_->failed = !ok;
+  return ok;
+}
+
+std::uint64_t SamplesCsvReader::rows() const { return state_->rows; }
+
+std::size_t SamplesCsvReader::groups() const { return state_->groups.size(); }
+
+Result<std::vector<Sample>> SamplesCsvReader::Finish() {
+  State& s = *state_;
+  if (s.failed) {
+    return Fail(Errc::kInvalidArgument, s.source + ": input after an error");
+  }
+  s.failed = true;  // one Finish
+  if (auto ok = s.tokenizer.Finish(); !ok) return tl::unexpected(ok.error());
+  if (!s.header) {
+    return Fail(Errc::kParse, Where(s.source, 1, 1) + "empty file; " +
+                                  std::string(kExpectedHeader));
+  }
+  if (!s.has_baseline) {
+    const Field& method = s.header->fields[s.columns["method"]];
+    return Fail(Errc::kParse,
+                Where(s.source, s.header->line, method.column) +
+                    (s.rows == 0 ? std::string("no data rows")
+                                 : std::string("no baseline rows")) +
                     "; expected successful rows of method copy or "
                     "uring_send, against which zerocopy is judged");
   }
+  std::vector<std::pair<std::uint64_t, Sample>> kept;
+  for (auto& [key, group] : s.groups) {
+    for (auto& item : group.kept) kept.push_back(std::move(item));
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Sample> samples;
+  samples.reserve(kept.size());
+  for (auto& [index, sample] : kept) samples.push_back(std::move(sample));
   return samples;
+}
+
+Result<std::vector<Sample>> ParseSamplesCsv(std::string_view text,
+                                           std::string_view source) {
+  SamplesCsvReader reader{std::string(source)};
+  if (auto ok = reader.Feed(text); !ok) return tl::unexpected(ok.error());
+  return reader.Finish();
 }
 
 namespace {

@@ -30,7 +30,8 @@ namespace {
 // The MAD of a handful of values can be near zero by chance (two of three
 // samples close together), which would make any difference look decisive.
 // Below six samples the range, scaled to sigma by Tippett's d2(n), is the
-// better estimator; from six on, the larger of it and the scaled MAD.
+// better estimator; from six on, the larger of the scaled MAD and half the
+// range scaled by d2(6) (a floor that keeps a lucky MAD from vanishing).
 double Spread(const std::vector<double>& values) {
   static constexpr double kD2[] = {0, 0, 1.128, 1.693, 2.059, 2.326, 2.534};
   const std::size_t n = values.size();

@@ -43,9 +43,10 @@ class CopySender final : public Sender {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
           return Fail(Errc::kFailed,
-                      "copy: the socket accepted no data for over 1 s; is "
-                      "the sink still reading (TCP), or the send buffer "
-                      "draining (UDP)?");
+                      "copy: the socket accepted no data for over " +
+                          std::to_string((kDrainTimeout + kWaitSlice).count()) +
+                          " ms; is the sink still reading (TCP), or the send "
+                          "buffer draining (UDP)?");
         }
         continue;
       }

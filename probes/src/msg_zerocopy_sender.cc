@@ -77,9 +77,10 @@ class MsgZerocopySender final : public Sender {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
           return Fail(Errc::kFailed,
-                      "msg_zerocopy: the socket accepted no data for over "
-                      "1 s; is the sink still reading (TCP), or the send "
-                      "buffer draining (UDP)?");
+                      "msg_zerocopy: the socket accepted no data for over " +
+                          std::to_string((kDrainTimeout + kWaitSlice).count()) +
+                          " ms; is the sink still reading (TCP), or the send "
+                          "buffer draining (UDP)?");
         }
         if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
         continue;
@@ -96,7 +97,7 @@ class MsgZerocopySender final : public Sender {
   std::size_t Outstanding() const { return slot_of_id_.size(); }
 
   // Reads every notification queued on the error queue, without blocking.
-  Result<bool> Reap() {
+  Result<void> Reap() {
     while (Outstanding() != 0) {
       char control[CMSG_SPACE(sizeof(sock_extended_err)) + 64];
       msghdr msg{};
@@ -105,7 +106,7 @@ class MsgZerocopySender final : public Sender {
       const ssize_t n = ::recvmsg(fd_, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
         return Fail(Errc::kFailed, "msg_zerocopy: reading the error queue failed with " +
                                        common::ErrnoText(errno));
       }
@@ -123,7 +124,7 @@ class MsgZerocopySender final : public Sender {
                  (err.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
       }
     }
-    return true;
+    return {};
   }
 
   void Complete(std::uint32_t first, std::uint32_t last, bool copied) {
@@ -145,7 +146,7 @@ class MsgZerocopySender final : public Sender {
   }
 
   // Blocks until the error queue has something (at most one wait slice).
-  Result<bool> WaitForCompletions() {
+  Result<void> WaitForCompletions() {
     pollfd p{fd_, 0, 0};  // POLLERR is always reported
     const int ready = ::poll(&p, 1, static_cast<int>(kWaitSlice.count()));
     if (ready < 0 && errno != EINTR) {
@@ -154,7 +155,7 @@ class MsgZerocopySender final : public Sender {
     return Reap();
   }
 
-  Result<bool> BackOffForOptionMemory() {
+  Result<void> BackOffForOptionMemory() {
     if (Outstanding() != 0) {
       enobufs_idle_ = Clock::time_point::max();
       return WaitForCompletions();
@@ -174,22 +175,24 @@ class MsgZerocopySender final : public Sender {
                       ", no CAP_IPC_LOCK) is too small; raise either");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return true;
+    return {};
   }
 
-  Result<bool> Drain() {
+  Result<void> Drain() {
     const auto give_up = Clock::now() + kDrainTimeout;
     while (Outstanding() != 0) {
       if (Clock::now() > give_up) {
         return Fail(Errc::kFailed,
                     "msg_zerocopy: " + std::to_string(Outstanding()) +
-                        " zerocopy completions missing 1 s after the last send");
+                        " zerocopy completions missing " +
+                        std::to_string(kDrainTimeout.count()) +
+                        " ms after the last send");
       }
       if (auto waited = WaitForCompletions(); !waited) {
         return tl::unexpected(waited.error());
       }
     }
-    return true;
+    return {};
   }
 
   int fd_;

@@ -1,17 +1,27 @@
 // The service with a fake calibration and fake host facts: the lifecycle
-// rules, without probing.
+// rules, without probing. The rules themselves are tested on a fake clock in
+// scheduler_test.cc; this file proves the wiring. Every wait is on a
+// condition (a log line, a metric, a call count, the segment's heartbeat);
+// the bounds only turn a hang into a failure.
 #include "zcal/agent/service.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "test_util.h"
+#include "zcal/agent/instance_lock.h"
 #include "zcal/agent/state.h"
 #include "zcal/zcal.hpp"
 
@@ -51,11 +61,40 @@ probes::CalibrationReport Report(std::initializer_list<Method> methods) {
   return report;
 }
 
+// The log lines of the default logger, for tests that wait for one.
+class LogLines : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::size_t Count(const std::string& fragment) {
+    const std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const std::string& line : lines_) {
+      if (line.find(fragment) != std::string::npos) ++n;
+    }
+    return n;
+  }
+  std::string All() {
+    const std::lock_guard lock(mutex_);
+    std::string all;
+    for (const std::string& line : lines_) all += line + "\n";
+    return all;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    lines_.emplace_back(msg.payload.data(), msg.payload.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::vector<std::string> lines_;
+};
+
 // Runs a Service on its own thread; stops it on destruction.
 class RunningService {
  public:
-  RunningService(Config config, ServiceHooks hooks)
-      : service_(std::move(config), "", std::move(hooks)),
+  RunningService(Config config, ServiceHooks hooks,
+                 std::string config_path = "")
+      : service_(std::move(config), std::move(config_path), std::move(hooks)),
         thread_([this] { status_ = service_.Run(); }) {}
   ~RunningService() {
     service_.Stop();
@@ -90,15 +129,28 @@ class ServiceTest : public ::testing::Test {
     hooks_.lock_dir = dir_.path().string();
     hooks_.metrics = metrics_;
     hooks_.collect_host = [this](const Config&) {
+      ++host_reads_;
       HostSnapshot snapshot;
       snapshot.fingerprint = fingerprint_;
       snapshot.info.fingerprint = fingerprint_;
       return snapshot;
     };
   }
+  void SetUp() override {
+    // No service thread runs yet: the logger's sinks may change.
+    spdlog::default_logger()->sinks().push_back(log_);
+  }
+  void TearDown() override {
+    auto& sinks = spdlog::default_logger()->sinks();
+    std::erase(sinks, log_);
+  }
   ~ServiceTest() override { shm_unlink(config_.segment.name.c_str()); }
 
   int calls() const { return calls_; }
+  bool WaitForLog(const std::string& fragment, std::size_t count = 1) {
+    return WaitFor([&] { return log_->Count(fragment) >= count; },
+                   milliseconds(10'000));
+  }
 
   TempDir dir_;
   Config config_;
@@ -106,7 +158,16 @@ class ServiceTest : public ::testing::Test {
   std::shared_ptr<Metrics> metrics_ = std::make_shared<Metrics>("test");
   std::atomic<std::uint64_t> fingerprint_{1};
   std::atomic<int> calls_{0};
+  std::atomic<int> host_reads_{0};
+  std::shared_ptr<LogLines> log_ = std::make_shared<LogLines>();
 };
+
+// The value of an unlabelled series in the text format; NaN when absent.
+double MetricValue(const std::string& text, const std::string& name) {
+  const std::size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(text.substr(at + name.size() + 2));
+}
 
 bool Contains(const std::string& text, const std::string& fragment) {
   return text.find(fragment) != std::string::npos;
@@ -164,8 +225,9 @@ TEST_F(ServiceTest, HeartbeatsContinueWhileProbing) {
       return info ? info->heartbeat_ns : 0;
     };
     before = heartbeat();
-    // Six heartbeat periods of probing.
-    std::this_thread::sleep_for(milliseconds(600));
+    // Probe until the event loop has beaten again (every 100 ms); a loop
+    // that waited for the probe would never get there.
+    WaitFor([&] { return heartbeat() > before; }, milliseconds(10'000));
     during = heartbeat();
     ++calls_;
     return Report({Method::kMsgZerocopy});
@@ -247,8 +309,14 @@ TEST_F(ServiceTest, RecalibratesWhenTheFingerprintChanges) {
   };
   RunningService running(config_, hooks_);
   ASSERT_TRUE(WaitFor([&] { return calls() == 1; }, milliseconds(10'000)));
-  // Several polls with the same facts: no calibration.
-  std::this_thread::sleep_for(milliseconds(700));
+  // Polls with the same facts: no calibration. A poll that found a change
+  // would have started one before the loop reads the facts again, so once
+  // three more reads happened, the first two polls are known to have
+  // decided.
+  const int reads = host_reads_;
+  ASSERT_TRUE(WaitFor([&] { return host_reads_ >= reads + 3; },
+                      milliseconds(10'000)));
+  EXPECT_FALSE(Contains(metrics_->Text(), "trigger=\"fingerprint\"} 1"));
   EXPECT_EQ(calls(), 1);
   fingerprint_ = 2;
   ASSERT_TRUE(WaitFor([&] { return calls() == 2; }, milliseconds(10'000)));
@@ -265,6 +333,7 @@ TEST_F(ServiceTest, OnDemandCalibrationRespectsTheHourlyBudget) {
                          const auto&) -> Result<probes::CalibrationReport> {
     ++calls_;
     EXPECT_DOUBLE_EQ(options.budget_seconds, 0.5);
+    // Spends budget (not a synchronization: any duration above 0 would do).
     std::this_thread::sleep_for(milliseconds(100));
     return Report({Method::kMsgZerocopy});
   };
@@ -275,13 +344,17 @@ TEST_F(ServiceTest, OnDemandCalibrationRespectsTheHourlyBudget) {
                         "zcal_calibrations_total{result=\"success\"} 1");
       },
       milliseconds(10'000)));
+  const double now = static_cast<double>(std::time(nullptr));
   running.service().CalibrateNow();
   // Deferred: the 0.1 s used plus the 0.5 s needed exceed the hour's 0.5 s.
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(WaitForLog("the signal calibration waits")) << log_->All();
   EXPECT_EQ(calls(), 1);
-  EXPECT_FALSE(Contains(metrics_->Text(),
-                        "zcal_next_calibration_timestamp_seconds 0\n"))
-      << "the deferred calibration is scheduled";
+  // Due when the first calibration leaves the hour window, not after the
+  // 6 h interval.
+  const double next = MetricValue(metrics_->Text(),
+                                  "zcal_next_calibration_timestamp_seconds");
+  EXPECT_GT(next, now + 3500);
+  EXPECT_LT(next, now + 3700);
 }
 
 TEST_F(ServiceTest, ASecondServiceOnTheSameSegmentDoesNotStart) {
@@ -297,6 +370,138 @@ TEST_F(ServiceTest, ASecondServiceOnTheSameSegmentDoesNotStart) {
   Service second(second_config, "", hooks_);
   EXPECT_EQ(second.Run(), 1);
   EXPECT_EQ(calls(), 1);
+}
+
+TEST_F(ServiceTest, AFingerprintChangeWhileCalibratingIsFollowedByAnotherCalibration) {
+  config_.schedule.fingerprint_poll = milliseconds(200);
+  hooks_.calibrate = [&](const probes::CalibrationOptions&,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    if (calls_++ == 0) {
+      // The host changes while this calibration probes.
+      fingerprint_ = 2;
+      WaitForLog("another follows it because the host facts changed");
+    }
+    return Report({Method::kMsgZerocopy});
+  };
+  RunningService running(config_, hooks_);
+  ASSERT_TRUE(WaitFor([&] { return calls() == 2; }, milliseconds(10'000)))
+      << log_->All();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Contains(metrics_->Text(),
+                        "zcal_calibrations_total{result=\"success\"} 2");
+      },
+      milliseconds(10'000)));
+  EXPECT_TRUE(Contains(metrics_->Text(),
+                       "zcal_calibration_triggers_total{trigger=\"fingerprint\"} 1"));
+}
+
+TEST_F(ServiceTest, CalibrateNowWhileCalibratingIsIgnored) {
+  RunningService* running = nullptr;
+  std::atomic<bool> ready{false};
+  hooks_.calibrate = [&](const probes::CalibrationOptions&,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    if (calls_++ == 0) {
+      WaitFor([&] { return ready.load(); }, milliseconds(10'000));
+      running->service().CalibrateNow();
+      WaitForLog("a calibration is already running; request ignored");
+    }
+    return Report({Method::kMsgZerocopy});
+  };
+  RunningService service(config_, hooks_);
+  running = &service;
+  ready = true;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Contains(metrics_->Text(),
+                        "zcal_calibrations_total{result=\"success\"} 1");
+      },
+      milliseconds(10'000)));
+  EXPECT_EQ(log_->Count("request ignored"), 1u) << log_->All();
+  // The request was dropped, not queued: the next is the regular one, 6 h on.
+  const double next = MetricValue(metrics_->Text(),
+                                  "zcal_next_calibration_timestamp_seconds");
+  EXPECT_GT(next, static_cast<double>(std::time(nullptr)) + 5 * 3600);
+  EXPECT_EQ(calls(), 1);
+}
+
+TEST_F(ServiceTest, AStopWhoseProbeIgnoresTheCancelStillEndsAtTheGuard) {
+  AgentState saved;
+  saved.saved_at_ns = 1;
+  saved.paths["loopback"][Method::kMsgZerocopy] =
+      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+  ASSERT_TRUE(SaveState(saved, config_.state_path));
+  std::atomic<bool> release{false};
+  std::atomic<bool> returned{false};
+  hooks_.calibrate = [&](const probes::CalibrationOptions&,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    ++calls_;
+    // A probe stuck in the kernel: deaf to the cancel flag.
+    while (!release) std::this_thread::yield();
+    returned = true;
+    return Report({Method::kMsgZerocopy});
+  };
+  {
+    RunningService running(config_, hooks_);
+    ASSERT_TRUE(WaitFor([&] { return calls() == 1; }, milliseconds(10'000)));
+    const std::uint64_t before = static_cast<std::uint64_t>(
+        std::chrono::system_clock::now().time_since_epoch().count());
+    // Run returns after kStopGuard (5 s) with the probe still stuck.
+    EXPECT_EQ(running.StopAndWait(), 0);
+    EXPECT_FALSE(returned);
+    EXPECT_EQ(log_->Count("the calibration did not stop within 5 s"), 1u)
+        << log_->All();
+    const Result<AgentState> state = LoadState(config_.state_path);
+    ASSERT_TRUE(state);
+    EXPECT_GE(state->saved_at_ns, before) << "the state was saved anyway";
+    release = true;
+  }
+  EXPECT_TRUE(returned) << "the service's end joined the worker";
+}
+
+TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
+  hooks_.calibrate = [&](const probes::CalibrationOptions&,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    ++calls_;
+    return Report({Method::kMsgZerocopy});
+  };
+  const std::string other = UniqueSegment();
+  auto holder = InstanceLock::Acquire(other, dir_.path().string());
+  ASSERT_TRUE(holder);
+  const std::filesystem::path file = dir_.path() / "agent.yaml";
+  const auto write_config = [&](const std::string& segment) {
+    std::ofstream(file) << "segment:\n  name: " << segment
+                        << "\n  heartbeat: 100ms\nmetrics:\n  listen: \"\"\n"
+                        << "state:\n  path: " << config_.state_path << "\n"
+                        << "schedule:\n  jitter: 0\n  fingerprint_poll: 0\n";
+  };
+  write_config(config_.segment.name);
+  Result<Config> loaded = LoadConfigFile(file.string());
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  RunningService running(*loaded, hooks_, file.string());
+  ASSERT_TRUE(WaitFor([&] { return calls() == 1; }, milliseconds(10'000)));
+
+  write_config(other);
+  running.service().Reload();
+  ASSERT_TRUE(WaitForLog("configuration reload rejected")) << log_->All();
+  EXPECT_EQ(log_->Count("already publishes segment " + other), 1u) << log_->All();
+  EXPECT_TRUE(Contains(metrics_->Text(), "zcal_config_reloads_total{result=\"failure\"} 1"));
+  auto segment = client::Segment::Open(config_.segment.name.c_str());
+  ASSERT_TRUE(segment) << "still publishing where it did";
+  const std::uint64_t beat = segment->Info()->heartbeat_ns;
+  EXPECT_TRUE(WaitFor([&] { return segment->Info()->heartbeat_ns > beat; },
+                      milliseconds(10'000)));
+
+  holder->reset();
+  running.service().Reload();
+  ASSERT_TRUE(WaitForLog("configuration reloaded from")) << log_->All();
+  EXPECT_EQ(log_->Count("changed: segment"), 1u) << log_->All();
+  EXPECT_FALSE(client::Segment::Open(config_.segment.name.c_str()))
+      << "the old segment is removed";
+  auto moved = client::Segment::Open(other.c_str());
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->Info()->count, 2u);
+  shm_unlink(other.c_str());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "shm_test_util.h"
+#include "zcal/common/clock.h"
 #include "zcal/zcal.h"
 
 namespace {
@@ -161,7 +162,9 @@ TEST(ShmWriter, HeartbeatDoesNotChangeTheGeneration) {
   auto* hdr = static_cast<const zcal_shm_header*>(writer->mapping());
   const std::uint64_t generation = hdr->generation;
   const std::uint64_t before = hdr->heartbeat_ns;
-  usleep(2000);
+  // Until the clock has moved past the last stamp (a condition, not a nap).
+  while (zcal::common::RealtimeNs() <= before) {
+  }
   writer->Heartbeat();
   EXPECT_GT(hdr->heartbeat_ns, before);
   EXPECT_EQ(hdr->generation, generation);

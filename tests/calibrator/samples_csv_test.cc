@@ -1,5 +1,7 @@
 #include "zcal/calibrator/samples_csv.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -126,6 +128,83 @@ TEST(ParseSamplesCsv, RejectsOutOfRangeCopiedShare) {
   EXPECT_THAT(
       ErrorOf("method,size,mb_per_s,cpu_pct,copied_pct\ncopy,1,10,5,150\n"),
       HasSubstr("copied_pct must be a percentage from 0 to 100"));
+}
+
+TEST(SamplesCsvReader, AnyChunkingGivesTheSameSamples) {
+  const std::string text =
+      "\xEF\xBB\xBFpath,method,size,mb_per_s,cpu_pct\r\n"
+      "# a comment\r\n"
+      "\"peer, \"\"rack\"\"\n2\",copy,4K,1000,50\r\n"
+      "\"p\xC3\xA9" "er\",msg_zerocopy,4096,2000,25\n"
+      "default,copy,8K,1500,40";  // no line end at the end
+  const Result<std::vector<Sample>> whole = ParseSamplesCsv(text, "in.csv");
+  ASSERT_TRUE(whole) << whole.error().message;
+  ASSERT_EQ(whole->size(), 3u);
+  EXPECT_EQ((*whole)[0].path, "peer, \"rack\"\n2");
+  EXPECT_EQ((*whole)[1].path, "p\xC3\xA9" "er");
+  EXPECT_EQ((*whole)[2].size_bytes, 8192u);
+  for (std::size_t chunk = 1; chunk <= 7; ++chunk) {
+    SamplesCsvReader reader("in.csv");
+    for (std::size_t i = 0; i < text.size(); i += chunk) {
+      ASSERT_TRUE(reader.Feed(std::string_view(text).substr(i, chunk)));
+    }
+    const Result<std::vector<Sample>> pieces = reader.Finish();
+    ASSERT_TRUE(pieces) << pieces.error().message;
+    ASSERT_EQ(pieces->size(), whole->size()) << chunk;
+    for (std::size_t k = 0; k < whole->size(); ++k) {
+      EXPECT_EQ((*pieces)[k].path, (*whole)[k].path) << chunk;
+      EXPECT_EQ((*pieces)[k].bytes, (*whole)[k].bytes) << chunk;
+    }
+  }
+}
+
+TEST(SamplesCsvReader, KeepsABoundedUniformSubsetPerGroup) {
+  SamplesCsvLimits limits;
+  limits.max_samples_per_group = 16;
+  SamplesCsvReader reader("long.csv", limits);
+  ASSERT_TRUE(reader.Feed("method,size,mb_per_s,cpu_pct\n"));
+  for (int i = 0; i < 10'000; ++i) {
+    ASSERT_TRUE(reader.Feed("copy,4096," + std::to_string(1 + i) + ",50\n"));
+    ASSERT_TRUE(reader.Feed("msg_zerocopy,4096,10,50\n"));
+  }
+  EXPECT_EQ(reader.rows(), 20'000u);
+  EXPECT_EQ(reader.groups(), 2u);
+  const Result<std::vector<Sample>> samples = reader.Finish();
+  ASSERT_TRUE(samples) << samples.error().message;
+  ASSERT_EQ(samples->size(), 32u);
+  // Drawn from the whole file, not its first rows: the median of the kept
+  // copy rates is near the middle of 1..10000 MB/s.
+  std::vector<double> rates;
+  for (const Sample& s : *samples) {
+    if (s.method == Method::kCopy) rates.push_back(s.ThroughputBytesPerSecond() / 1e6);
+  }
+  std::sort(rates.begin(), rates.end());
+  EXPECT_GT(rates[rates.size() / 2], 2000);
+  EXPECT_LT(rates[rates.size() / 2], 8000);
+  // The same file gives the same subset.
+  SamplesCsvReader again("long.csv", limits);
+  ASSERT_TRUE(again.Feed("method,size,mb_per_s,cpu_pct\n"));
+  for (int i = 0; i < 10'000; ++i) {
+    ASSERT_TRUE(again.Feed("copy,4096," + std::to_string(1 + i) + ",50\n"));
+    ASSERT_TRUE(again.Feed("msg_zerocopy,4096,10,50\n"));
+  }
+  const Result<std::vector<Sample>> repeated = again.Finish();
+  ASSERT_TRUE(repeated);
+  for (std::size_t k = 0; k < samples->size(); ++k) {
+    EXPECT_EQ((*repeated)[k].bytes, (*samples)[k].bytes);
+  }
+}
+
+TEST(SamplesCsvReader, RefusesARecordOverItsCapAndTruncatedText) {
+  SamplesCsvLimits limits;
+  limits.max_record_bytes = 64;
+  SamplesCsvReader reader("x.csv", limits);
+  const Result<void> fed = reader.Feed("method,size,mb_per_s,cpu_pct\n" + std::string(100, 'a'));
+  ASSERT_FALSE(fed);
+  EXPECT_THAT(fed.error().message, StartsWith("x.csv:2:1: a record longer than 64 B"));
+  EXPECT_FALSE(reader.Feed("more")) << "the first error ends the input";
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,1,2,\xC3"),
+              HasSubstr("truncated UTF-8"));
 }
 
 TEST(WriteSamplesCsv, RoundTripsEverySampleField) {

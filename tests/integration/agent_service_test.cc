@@ -284,9 +284,13 @@ TEST_F(AgentTest, RecalibratesWhenTheFingerprintChanges) {
   settings_.fingerprint_poll = "300ms";
   auto agent = StartAgent();
   ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
-  // Unchanged facts across several polls: no recalibration.
-  std::this_thread::sleep_for(milliseconds(1000));
-  EXPECT_EQ(CountOf(agent->Log(), kFinished), 1u);
+  // Unchanged facts across several polls (the agent logs each at debug
+  // level): no recalibration. A poll that found a change would have logged
+  // it, and started a calibration, before the next poll.
+  ASSERT_TRUE(agent->WaitForLog("host facts unchanged", kStartTimeout, 3))
+      << agent->Log();
+  EXPECT_EQ(CountOf(agent->Log(), "host facts changed"), 0u) << agent->Log();
+  EXPECT_EQ(CountOf(agent->Log(), "calibration started"), 1u);
 
   WriteFile(root / "sys/class/net/lo/mtu", "9000\n");
   ASSERT_TRUE(agent->WaitForLog("host facts changed", kStartTimeout))

@@ -250,10 +250,15 @@ TEST_F(AnalyzeCli, EveryBadInputExitsTwoWithOneLineNamingTheSpot) {
 TEST_F(AnalyzeCli, MissingFileAndBadOptionsExitTwo) {
   auto r = Analyze({(dir_ / "absent.csv").string()});
   EXPECT_EQ(r.exit_status, 2);
-  EXPECT_THAT(r.err, HasSubstr("absent.csv: cannot open: No such file"));
+  EXPECT_THAT(r.err, HasSubstr("absent.csv: cannot open the samples CSV: ENOENT"));
   r = Analyze({dir_.string()});
   EXPECT_EQ(r.exit_status, 2);
-  EXPECT_THAT(r.err, HasSubstr("is a directory"));
+  EXPECT_THAT(r.err, HasSubstr("is a directory, not a regular file or a pipe"));
+  // A device is refused before a byte is read (it used to be read without
+  // end: 4 GB resident after 4 s).
+  r = Analyze({"/dev/zero"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_THAT(r.err, HasSubstr("/dev/zero is a character device"));
   r = Analyze({"--objective", "speed", "x.csv"});
   EXPECT_EQ(r.exit_status, 2);
   EXPECT_THAT(r.err, HasSubstr("--objective"));
@@ -262,6 +267,54 @@ TEST_F(AnalyzeCli, MissingFileAndBadOptionsExitTwo) {
   r = Analyze({});
   EXPECT_EQ(r.exit_status, 2);
   EXPECT_THAT(r.err, HasSubstr("FILE is required"));
+}
+
+TEST_F(AnalyzeCli, AnEndlessStreamOfZerosIsBinaryDataAtOnce) {
+  // `cat /dev/zero | zcal analyze -`: the first NUL ends it.
+  const CommandResult zeros = RunCommand(
+      {"/bin/sh", "-c", "head -c 100000000 /dev/zero | \"$0\" analyze -", ZcalPath()});
+  EXPECT_EQ(zeros.exit_status, 2);
+  EXPECT_THAT(zeros.err, HasSubstr("<stdin>:1:1: binary data (byte 0x00)"));
+}
+
+TEST_F(AnalyzeCli, ALineWithoutEndIsRefusedAtOneMebibyte) {
+  const std::string path = Write("one-line.csv", std::string(3 << 20, 'a'));
+  const auto r = Analyze({path});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_THAT(r.err, HasSubstr(path + ":1:1: a record longer than 1 MiB"));
+}
+
+TEST_F(AnalyzeCli, TwoMillionRowsAreStreamedInBoundedMemory) {
+  // The shape of a long benchmark log: 2,000,000 rows over 3 methods x 9
+  // sizes (37 MB). Before streaming, zcal analyze peaked at 1.1 GB here.
+  const auto path = dir_ / "long.csv";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "method,size,mb_per_s,cpu_pct\n";
+    const char* methods[] = {"copy", "msg_zerocopy", "uring_send"};
+    std::string rows;
+    for (int i = 0; i < 2'000'000; ++i) {
+      const int size = 1024 << (i % 9);
+      const int method = (i / 9) % 3;
+      rows += methods[method];
+      rows += ',' + std::to_string(size) + ',' + std::to_string(1000 + i % 97) + ',' +
+              std::to_string(50 + (method == 1 ? (size > 16384 ? -5 : 5) : 0)) + '\n';
+      if (rows.size() > (1 << 20)) {
+        out << rows;
+        rows.clear();
+      }
+    }
+    out << rows;
+  }
+  const auto r = Analyze({"--json", path.string()});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  std::printf("zcal analyze of %.1f MB, 2,000,000 rows: peak resident %.1f MiB\n",
+              static_cast<double>(std::filesystem::file_size(path)) / 1e6,
+              static_cast<double>(r.max_rss_kib) / 1024);
+  // 27 groups of at most 256 samples: a few MiB over the binary itself.
+  EXPECT_LT(r.max_rss_kib, 64 * 1024) << "peak resident KiB";
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc.at("paths").at("default").at("methods").contains("msg_zerocopy"));
 }
 
 TEST_F(AnalyzeCli, HelpAndVersion) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,7 +67,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
     }
   }
   int status = 0;
-  Check(waitpid(pid, &status, 0) == pid, "waitpid");
+  rusage usage{};
+  Check(wait4(pid, &status, 0, &usage) == pid, "wait4");
+  result.max_rss_kib = usage.ru_maxrss;
   result.exit_status =
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

@@ -11,6 +11,7 @@ struct CommandResult {
   int exit_status = -1;  ///< exit code, or 128 + signal number
   std::string out;
   std::string err;
+  long max_rss_kib = 0;  ///< peak resident memory of the child, KiB
 };
 
 /// Runs argv[0] (a path) with the arguments, stdin from `input`.

@@ -1,9 +1,11 @@
 // The manual pages stay in step with the program: every subcommand that
 // `zcal --help` lists has a page zcal-SUBCOMMAND(1), built by
 // docs/man/meson.build and named in zcal(1), and each page documents exactly
-// the options (and the positionals) of its --help. A subcommand added
+// the options (and the positionals) of its --help; libzcal(3) declares
+// exactly the functions of zcal.h. A subcommand added
 // without a page, an option added, renamed or removed on one side only, and
 // a page left behind by a removed subcommand all fail here.
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -214,6 +216,47 @@ TEST(ManPages, MesonBuildsEverySourceAndNothingElse) {
   }
   EXPECT_EQ(Words(Env("ZCAL_MAN_PAGES")), sources)
       << "man_pages in docs/man/meson.build and the .scd files in docs/man differ";
+}
+
+// The C functions declared at the start of a line: "int zcal_open(...".
+std::set<std::string> CFunctions(const std::string& text) {
+  std::set<std::string> names;
+  for (const std::string& line : Lines(text)) {
+    if (line.empty() || line[0] == ' ' || line[0] == '*' || line[0] == '/' ||
+        line[0] == '#') {
+      continue;
+    }
+    for (std::size_t at = line.find("zcal_"); at != std::string::npos;
+         at = line.find("zcal_", at + 1)) {
+      std::size_t end = at;
+      while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) ||
+                                   line[end] == '_')) {
+        ++end;
+      }
+      if (end < line.size() && line[end] == '(') {
+        names.insert(line.substr(at, end - at));
+        break;
+      }
+    }
+  }
+  return names;
+}
+
+TEST(ManPages, LibzcalPageDeclaresEveryFunctionOfTheHeader) {
+  const std::set<std::string> header = CFunctions(
+      ReadFile(fs::path(Env("ZCAL_SOURCE_ROOT")) / "client/include/zcal/zcal.h"));
+  ASSERT_GE(header.size(), 15u);
+  const std::set<std::string> page =
+      CFunctions(ParsePage(ManSource() / "libzcal.3.scd").Section("SYNOPSIS"));
+  std::set<std::string> missing, stale;
+  for (const std::string& f : header)
+    if (!page.contains(f)) missing.insert(f);
+  for (const std::string& f : page)
+    if (!header.contains(f)) stale.insert(f);
+  EXPECT_TRUE(missing.empty()) << "libzcal.3.scd's SYNOPSIS lacks " << Join(missing)
+                               << " (declared in zcal.h)";
+  EXPECT_TRUE(stale.empty()) << "libzcal.3.scd's SYNOPSIS declares " << Join(stale)
+                             << ", which zcal.h does not";
 }
 
 TEST(ManPages, GeneratedPagesAreManualPages) {

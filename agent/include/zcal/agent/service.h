@@ -2,21 +2,24 @@
 // their results to the shared-memory segment and to Prometheus, persists
 // them, and reacts to signals.
 //
-// Threads: one event loop (Boost.Asio) owns all state: timers, signals,
-// the segment writer, the state file. A calibration runs on a worker
-// thread of its own and hands its report back to the loop, so heartbeats
-// and metric scrapes (on the HTTP server's threads) go on during probing.
+// The service only wires its parts on one Boost.Asio event loop: the
+// Scheduler (scheduler.h) decides, the CalibrationRunner
+// (calibration_runner.h) probes on a worker thread of its own and hands the
+// outcome back to the loop, the Publisher (publisher.h) owns the segment,
+// the state file and the published metrics, and DiffConfig (reload.h) says
+// what a reload changes. Heartbeats, fingerprint polls and metric scrapes
+// (on the HTTP server's threads) go on while a calibration probes.
 //
 // Signals: SIGHUP reloads the configuration file, SIGUSR1 calibrates now,
 // SIGTERM and SIGINT stop (probing ends within about a second, the state
 // is saved, the segment keeps its last heartbeat).
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "zcal/agent/calibration_runner.h"
 #include "zcal/agent/config.h"
 #include "zcal/agent/host_snapshot.h"
 #include "zcal/agent/metrics.h"
@@ -27,10 +30,8 @@ namespace zcal::agent {
 
 /// The pieces a test may replace.
 struct ServiceHooks {
-  using CalibrateFn = std::function<Result<probes::CalibrationReport>(
-      const probes::CalibrationOptions&,
-      const std::function<void(const probes::CalibrationProgress&)>&)>;
-  CalibrateFn calibrate;                                   ///< default: probes
+  using CalibrateFn = agent::CalibrateFn;
+  CalibrateFn calibrate;  ///< default: probes::RunCalibration
   std::function<HostSnapshot(const Config&)> collect_host;  ///< default: sysfs
   /// Directory of the single-instance lock files (default /dev/shm).
   std::string lock_dir = "/dev/shm";
@@ -51,6 +52,9 @@ class Service {
   /// Runs until stopped by SIGTERM/SIGINT or Stop(). Returns the exit
   /// status: 0 after a clean stop, 1 when the agent could not start (lock
   /// held, segment or metrics address unusable), with the reason logged.
+  /// A stop whose calibration has not ended within kStopGuard (scheduler.h)
+  /// still saves the state and returns; destroying the Service then joins
+  /// the worker, whose probes return within their own wait slices.
   int Run();
 
   /// Thread-safe equivalents of the signals.

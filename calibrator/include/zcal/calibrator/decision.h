@@ -1,5 +1,5 @@
 // The decision rule: from which message size a zerocopy method beats the
-// copying send of its transport (see ../shared/design.md, "Deciding").
+// copying send of its transport (docs/calibrator.md; docs/architecture.md).
 #pragma once
 
 #include <cstddef>

@@ -10,6 +10,9 @@
 // over the derived ones when present. Unknown columns are ignored.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,7 +23,40 @@
 
 namespace zcal::calibrator {
 
-/// Parses CSV text. `source` names the input in error messages, which read
+/// Bounds of a streamed read.
+struct SamplesCsvLimits {
+  /// One record (a row, with its quoted newlines) may have at most this many
+  /// bytes; a longer one is an error (a file without line ends).
+  std::size_t max_record_bytes = 1 << 20;
+  /// Samples kept per (path, method, size): past this many rows, a uniform
+  /// random subset of this size (fixed seed: the same file always gives the
+  /// same result). Memory grows with the number of groups, not of rows.
+  std::size_t max_samples_per_group = 256;
+};
+
+/// Reads samples as the bytes arrive, in any chunks, aggregating as it goes.
+/// Not thread-safe. Errors as ParseSamplesCsv; the first one ends the input.
+class SamplesCsvReader {
+ public:
+  explicit SamplesCsvReader(std::string source, SamplesCsvLimits limits = {});
+  ~SamplesCsvReader();
+  SamplesCsvReader(const SamplesCsvReader&) = delete;
+  SamplesCsvReader& operator=(const SamplesCsvReader&) = delete;
+
+  Result<void> Feed(std::string_view chunk);
+  /// The kept samples, in the order of their rows.
+  Result<std::vector<Sample>> Finish();
+
+  std::uint64_t rows() const;   ///< data rows read so far
+  std::size_t groups() const;   ///< distinct (path, method, size) so far
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Parses CSV text (SamplesCsvReader with the default limits). `source`
+/// names the input in error messages, which read
 /// "SOURCE:LINE:COLUMN: what was wrong; what was expected". Fails on: empty
 /// input, binary data, a missing header or required column, a non-number,
 /// a size that is zero or negative, an unknown method, no baseline rows

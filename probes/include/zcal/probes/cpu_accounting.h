@@ -18,7 +18,7 @@ std::uint64_t ThreadCpuNs();
 /// malformed.
 std::optional<std::uint64_t> HostBusyCpuNs(const std::string& root);
 
-/// Both clocks at one instant, and the differences between two instants.
+/// Both clocks, read one after the other at one instant.
 struct CpuSnapshot {
   std::uint64_t thread_ns = 0;
   std::optional<std::uint64_t> host_busy_ns;

@@ -1,0 +1,208 @@
+#include "zcal/agent/publisher.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "zcal/agent/results.h"
+#include "zcal/common/clock.h"
+
+namespace zcal::agent {
+
+ShmWriterOptions WriterOptions(const SegmentConfig& segment) {
+  ShmWriterOptions options;
+  options.name = segment.name;
+  options.mode = segment.mode;
+  if (!segment.group.empty()) options.group = segment.group;
+  return options;
+}
+
+namespace {
+
+Result<std::unique_ptr<ShmWriter>> CreateWriter(const SegmentConfig& segment) {
+  auto writer = ShmWriter::Create(WriterOptions(segment));
+  if (!writer) {
+    return Fail(writer.error().code,
+                "segment " + segment.name + ": " + writer.error().message);
+  }
+  return writer;
+}
+
+}  // namespace
+
+Publisher::Publisher(Config config, std::shared_ptr<Metrics> metrics,
+                     std::unique_ptr<InstanceLock> lock,
+                     std::unique_ptr<ShmWriter> writer, std::string lock_dir)
+    : config_(std::move(config)),
+      metrics_(std::move(metrics)),
+      lock_(std::move(lock)),
+      writer_(std::move(writer)),
+      lock_dir_(std::move(lock_dir)) {}
+
+Publisher::~Publisher() = default;
+
+Result<std::unique_ptr<Publisher>> Publisher::Open(
+    const Config& config, std::string lock_dir,
+    std::shared_ptr<Metrics> metrics) {
+  auto lock = InstanceLock::Acquire(config.segment.name, lock_dir);
+  if (!lock) return tl::unexpected(lock.error());
+  auto writer = CreateWriter(config.segment);
+  if (!writer) return tl::unexpected(writer.error());
+  return std::unique_ptr<Publisher>(
+      new Publisher(config, std::move(metrics), std::move(*lock),
+                    std::move(*writer), std::move(lock_dir)));
+}
+
+void Publisher::LoadSaved() {
+  Result<AgentState> loaded = LoadState(config_.state_path);
+  if (!loaded) {
+    if (loaded.error().code == Errc::kNotFound) {
+      spdlog::info("no saved state at {}; nothing to republish before the "
+                   "first calibration",
+                   config_.state_path);
+    } else {
+      spdlog::warn("ignoring the saved state: {}; it will be replaced after "
+                   "the next calibration",
+                   loaded.error().message);
+      metrics_->RecordStateError("load");
+    }
+    return;
+  }
+  PruneState(*loaded, config_);
+  state_ = std::move(*loaded);
+  stale_ = !state_.empty();
+  std::size_t results = 0;
+  for (const auto& [path, methods] : state_.paths) results += methods.size();
+  spdlog::info("republishing {} saved results from {}, marked stale until a "
+               "calibration confirms them",
+               results, config_.state_path);
+}
+
+void Publisher::Publish() {
+  const std::vector<PublishedEntry> entries = BuildEntries(state_, config_);
+  const Result<void> published = writer_->Publish(entries, stale_);
+  if (!published) {
+    spdlog::error("segment {}: publishing {} entries failed: {}",
+                  config_.segment.name, entries.size(),
+                  published.error().message);
+  } else {
+    metrics_->RecordPublish(common::RealtimeNs(), entries.size());
+    spdlog::debug("published {} entries{}", entries.size(),
+                  stale_ ? " (stale)" : "");
+  }
+  metrics_->SetPublished(state_.paths, stale_);
+}
+
+void Publisher::Save() {
+  if (const Result<void> saved = SaveState(state_, config_.state_path);
+      !saved) {
+    spdlog::error("saving the state failed: {}", saved.error().message);
+    metrics_->RecordStateError("save");
+  }
+}
+
+bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
+  if (!r.report) {
+    spdlog::warn("calibration of path {} failed: {}", r.path,
+                 r.report.error().message);
+    return false;
+  }
+  const probes::CalibrationReport& report = *r.report;
+  metrics_->RecordProbeFailures(r.path, report.samples);
+  if (std::none_of(config_.paths.begin(), config_.paths.end(),
+                   [&](const PathConfig& p) { return p.name == r.path; })) {
+    spdlog::info("path {} is no longer configured; its results are dropped",
+                 r.path);
+    return false;
+  }
+  auto found = report.analysis.paths.find(r.path);
+  if (found == report.analysis.paths.end() &&
+      report.analysis.paths.size() == 1) {
+    found = report.analysis.paths.begin();
+  }
+  if (found == report.analysis.paths.end()) {
+    spdlog::warn("calibration of path {} produced no results", r.path);
+    return false;
+  }
+  calibrator::PathResult fresh = found->second;
+  std::erase_if(fresh.methods, [&](const auto& item) {
+    return std::find(config_.methods.begin(), config_.methods.end(),
+                     item.first) == config_.methods.end();
+  });
+  metrics_->SetLastCalibration(r.path, report.samples, fresh);
+  for (const std::string& line :
+       MergeCalibration(state_, r.path, fresh, now_ns, config_.hysteresis)) {
+    spdlog::info("{}", line);
+  }
+  return true;
+}
+
+bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
+                       std::uint64_t now_ns) {
+  bool any = false;
+  for (const PathReport& r : outcome.reports) any |= AcceptPath(r, now_ns);
+  if (!any) return false;
+  state_.fingerprint = host.fingerprint;
+  state_.host = host.facts;
+  state_.last_success_ns = now_ns;
+  state_.saved_at_ns = now_ns;
+  stale_ = false;
+  Publish();
+  Save();
+  return true;
+}
+
+void Publisher::Heartbeat() {
+  writer_->Heartbeat();
+  metrics_->RecordHeartbeat(common::RealtimeNs());
+}
+
+void Publisher::Stop() {
+  if (!state_.empty()) {
+    state_.saved_at_ns = common::RealtimeNs();
+    Save();
+  }
+  Heartbeat();
+}
+
+Result<PreparedSegment> Publisher::PrepareSegment(
+    const SegmentConfig& next) const {
+  PreparedSegment prepared;
+  prepared.config = next;
+  if (next.name != config_.segment.name) {
+    auto lock = InstanceLock::Acquire(next.name, lock_dir_);
+    if (!lock) return tl::unexpected(lock.error());
+    prepared.lock = std::move(*lock);
+  }
+  auto writer = CreateWriter(next);
+  if (!writer) return tl::unexpected(writer.error());
+  prepared.writer = std::move(*writer);
+  return prepared;
+}
+
+void Publisher::SwitchSegment(PreparedSegment prepared) {
+  const std::string old_name = config_.segment.name;
+  writer_ = std::move(prepared.writer);
+  if (prepared.lock) {
+    shm_unlink(old_name.c_str());
+    lock_ = std::move(prepared.lock);
+  }
+  config_.segment = prepared.config;
+  spdlog::info("publishing in segment {} now", config_.segment.name);
+}
+
+void Publisher::Reconfigure(const Config& next) {
+  const bool state_moved = next.state_path != config_.state_path;
+  // The segment changes through SwitchSegment only, so that a reload whose
+  // new segment could not be prepared keeps publishing where it did.
+  const SegmentConfig segment = config_.segment;
+  config_ = next;
+  config_.segment = segment;
+  PruneState(state_, config_);
+  Publish();
+  if (state_moved && !state_.empty()) Save();
+}
+
+}  // namespace zcal::agent

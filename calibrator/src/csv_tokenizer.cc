@@ -1,0 +1,227 @@
+#include "csv_tokenizer.h"
+
+#include <utility>
+
+#include "zcal/common/units.h"
+
+namespace zcal::calibrator {
+namespace {
+
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+bool Blank(char c) { return c == ' ' || c == '\t'; }
+
+std::string HexByte(unsigned char c) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  return std::string{kDigits[c >> 4], kDigits[c & 0xF]};
+}
+
+}  // namespace
+
+std::string CsvWhere(std::string_view source, std::size_t line, std::size_t column) {
+  return std::string(source) + ":" + std::to_string(line) + ":" +
+         std::to_string(column) + ": ";
+}
+
+CsvTokenizer::CsvTokenizer(std::string source, std::size_t max_record_bytes,
+                           RowSink sink)
+    : source_(std::move(source)),
+      max_record_bytes_(max_record_bytes),
+      sink_(std::move(sink)) {}
+
+tl::unexpected<Error> CsvTokenizer::Bad(std::size_t line, std::size_t column,
+                                        const std::string& what) const {
+  return Fail(Errc::kParse, CsvWhere(source_, line, column) + what);
+}
+
+Result<void> CsvTokenizer::Feed(std::string_view bytes) {
+  for (const char c : bytes) {
+    if (at_start_) {
+      // A UTF-8 byte order mark is not part of the first column's name.
+      if (bom_seen_ < kBom.size() && c == kBom[bom_seen_]) {
+        if (++bom_seen_ == kBom.size()) at_start_ = false;
+        continue;
+      }
+      at_start_ = false;
+      for (std::size_t i = 0; i < bom_seen_; ++i) {
+        if (auto ok = Byte(kBom[i]); !ok) return ok;
+      }
+    }
+    if (auto ok = Byte(c); !ok) return ok;
+  }
+  return {};
+}
+
+Result<void> CsvTokenizer::CheckUtf8(unsigned char c) {
+  const auto binary = [&] {
+    return Bad(line_, column_,
+               "binary data (byte 0x" + HexByte(c) +
+                   "); expected CSV text with a header row");
+  };
+  if (utf8_pending_ > 0) {
+    if ((c & 0xC0) != 0x80) return binary();
+    --utf8_pending_;
+    return {};
+  }
+  if (c < 0x80) {
+    const bool control = c < 0x20 && c != '\n' && c != '\r' && c != '\t';
+    if (control) return binary();
+    return {};
+  }
+  if ((c & 0xE0) == 0xC0 && c >= 0xC2) {
+    utf8_pending_ = 1;
+  } else if ((c & 0xF0) == 0xE0) {
+    utf8_pending_ = 2;
+  } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
+    utf8_pending_ = 3;
+  } else {
+    return binary();
+  }
+  return {};
+}
+
+void CsvTokenizer::NewLine() {
+  ++line_;
+  column_ = 0;
+}
+
+Result<void> CsvTokenizer::Byte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (after_cr_) {
+    after_cr_ = false;
+    if (c == '\n') return {};  // the LF of a CRLF
+  }
+  ++column_;
+  if (auto ok = CheckUtf8(u); !ok) return ok;
+  const bool line_end = c == '\n' || c == '\r';
+  if (state_ != State::kRowStart && state_ != State::kComment &&
+      ++record_bytes_ > max_record_bytes_) {
+    return Bad(row_.line, 1,
+               "a record longer than " +
+                   common::FormatSizeApprox(static_cast<double>(max_record_bytes_)) +
+                   "; expected one sample per line");
+  }
+  switch (state_) {
+    case State::kComment:
+      if (line_end) {
+        after_cr_ = c == '\r';
+        NewLine();
+        state_ = State::kRowStart;
+      }
+      return {};
+    case State::kRowStart:
+      if (line_end) {
+        after_cr_ = c == '\r';
+        NewLine();
+        return {};
+      }
+      if (c == '#') {
+        state_ = State::kComment;
+        return {};
+      }
+      row_ = CsvRow{line_, {}};
+      record_bytes_ = 1;
+      state_ = State::kFieldStart;
+      field_ = CsvField{};
+      field_.column = column_;
+      [[fallthrough]];
+    case State::kFieldStart:
+      if (Blank(c)) {
+        field_.column = column_ + 1;
+        return {};
+      }
+      field_.column = column_;
+      if (c == '"') {
+        field_.quoted = true;
+        quote_line_ = line_;
+        quote_column_ = column_;
+        state_ = State::kQuoted;
+        return {};
+      }
+      if (c == ',') return EndField();
+      if (line_end) {
+        after_cr_ = c == '\r';
+        return EndRow();
+      }
+      state_ = State::kUnquoted;
+      field_.text += c;
+      trailing_blanks_ = 0;
+      return {};
+    case State::kUnquoted:
+      if (c == ',') return EndField();
+      if (line_end) {
+        after_cr_ = c == '\r';
+        return EndRow();
+      }
+      field_.text += c;
+      trailing_blanks_ = Blank(c) ? trailing_blanks_ + 1 : 0;
+      return {};
+    case State::kQuoted:
+      if (c == '"') {
+        state_ = State::kQuoteInQuoted;
+        return {};
+      }
+      field_.text += c;
+      if (c == '\n') NewLine();
+      return {};
+    case State::kQuoteInQuoted:
+      if (c == '"') {
+        field_.text += '"';
+        state_ = State::kQuoted;
+        return {};
+      }
+      [[fallthrough]];
+    case State::kAfterQuoted:
+      if (Blank(c)) {
+        state_ = State::kAfterQuoted;
+        return {};
+      }
+      if (c == ',') return EndField();
+      if (line_end) {
+        after_cr_ = c == '\r';
+        return EndRow();
+      }
+      return Bad(line_, column_,
+                 "unexpected text after a quoted field; expected ',' or the "
+                 "end of the line");
+  }
+  return {};
+}
+
+Result<void> CsvTokenizer::EndField() {
+  if (!field_.quoted) field_.text.resize(field_.text.size() - trailing_blanks_);
+  trailing_blanks_ = 0;
+  row_.fields.push_back(std::move(field_));
+  field_ = CsvField{};
+  field_.column = column_ + 1;
+  state_ = State::kFieldStart;
+  return {};
+}
+
+Result<void> CsvTokenizer::EndRow() {
+  if (auto ok = EndField(); !ok) return ok;
+  state_ = State::kRowStart;
+  record_bytes_ = 0;
+  NewLine();
+  return sink_(std::move(row_));
+}
+
+Result<void> CsvTokenizer::Finish() {
+  if (utf8_pending_ > 0) {
+    return Bad(line_, column_, "a truncated UTF-8 sequence at the end; expected CSV text");
+  }
+  switch (state_) {
+    case State::kRowStart:
+    case State::kComment:
+      return {};
+    case State::kQuoted:
+      return Bad(quote_line_, quote_column_,
+                 "unterminated quoted field; expected a closing '\"'");
+    default:
+      if (auto ok = EndField(); !ok) return ok;
+      state_ = State::kRowStart;
+      return sink_(std::move(row_));
+  }
+}
+
+}  // namespace zcal::calibrator

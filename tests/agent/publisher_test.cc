@@ -1,0 +1,307 @@
+// The publisher against a real segment, state file and metrics: what a
+// reader, the file and a scrape see after each step, and every failure a
+// user can hit (a held lock, a state file that cannot be read or written).
+#include "zcal/agent/publisher.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "zcal/zcal.hpp"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+using testing::TempDir;
+using testing::WriteFile;
+
+std::string UniqueSegment() {
+  static std::atomic<int> counter{0};
+  return "/zcal-publisher-test-" + std::to_string(getpid()) + "-" +
+         std::to_string(counter++);
+}
+
+bool Contains(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+MethodResult Never(Method method) {
+  MethodResult r;
+  r.method = method;
+  r.verdict = Verdict::kNever;
+  r.reason = Reason::kKernelCopied;
+  r.confidence = 1.0;
+  return r;
+}
+
+PathReport Report(const std::string& path, std::initializer_list<Method> methods) {
+  probes::CalibrationReport report;
+  calibrator::PathResult& result = report.analysis.paths[path];
+  result.path = path;
+  for (const Method m : methods) result.methods[m] = Never(m);
+  return PathReport{path, report};
+}
+
+RoundOutcome Outcome(std::vector<PathReport> reports) {
+  RoundOutcome outcome;
+  outcome.reports = std::move(reports);
+  outcome.duration_seconds = 0.1;
+  return outcome;
+}
+
+HostSnapshot Host(std::uint64_t fingerprint) {
+  HostSnapshot host;
+  host.fingerprint = fingerprint;
+  host.facts = {{"fingerprint", "test"}};
+  return host;
+}
+
+std::optional<zcal_info> ReadInfo(const std::string& segment) {
+  auto opened = client::Segment::Open(segment.c_str());
+  if (!opened) return std::nullopt;
+  auto info = opened->Info();
+  if (!info) return std::nullopt;
+  return *info;
+}
+
+class PublisherTest : public ::testing::Test {
+ protected:
+  PublisherTest() {
+    config_.segment.name = segments_[0];
+    config_.state_path = (dir_.path() / "state.json").string();
+  }
+  ~PublisherTest() override {
+    for (const std::string& s : segments_) shm_unlink(s.c_str());
+  }
+
+  std::unique_ptr<Publisher> Open() {
+    auto publisher = Publisher::Open(config_, dir_.path().string(), metrics_);
+    EXPECT_TRUE(publisher) << publisher.error().message;
+    return publisher ? std::move(*publisher) : nullptr;
+  }
+
+  void SaveOneResult(std::uint64_t fingerprint = 7) {
+    AgentState saved;
+    saved.saved_at_ns = 1;
+    saved.fingerprint = fingerprint;
+    saved.paths["loopback"][Method::kMsgZerocopy] =
+        MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+    ASSERT_TRUE(SaveState(saved, config_.state_path));
+  }
+
+  TempDir dir_;
+  const std::string segments_[2] = {UniqueSegment(), UniqueSegment()};
+  Config config_;
+  std::shared_ptr<Metrics> metrics_ = std::make_shared<Metrics>("test");
+};
+
+TEST_F(PublisherTest, OpenTakesTheSegmentsLockSoASecondOpenIsRefused) {
+  auto first = Open();
+  ASSERT_TRUE(first);
+  const auto second = Publisher::Open(config_, dir_.path().string(), metrics_);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, Errc::kBusy);
+  EXPECT_TRUE(Contains(second.error().message, "already publishes segment " +
+                                                   config_.segment.name))
+      << second.error().message;
+}
+
+TEST_F(PublisherTest, OpenNamesTheSegmentWhenItCannotBeCreated) {
+  config_.segment.mode = 0666;
+  const auto publisher = Publisher::Open(config_, dir_.path().string(), metrics_);
+  ASSERT_FALSE(publisher);
+  EXPECT_TRUE(publisher.error().message.starts_with("segment " +
+                                                     config_.segment.name + ": "))
+      << publisher.error().message;
+}
+
+TEST_F(PublisherTest, RepublishesTheSavedStateAsStale) {
+  SaveOneResult();
+  auto publisher = Open();
+  publisher->LoadSaved();
+  EXPECT_TRUE(publisher->stale());
+  publisher->Publish();
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(info->flags & ZCAL_FLAG_STALE);
+  EXPECT_EQ(info->count, 2u) << "loopback and host default";
+  EXPECT_TRUE(Contains(metrics_->Text(), "zcal_published_stale 1"));
+}
+
+TEST_F(PublisherTest, WithoutSavedStateItPublishesAnEmptyTable) {
+  auto publisher = Open();
+  publisher->LoadSaved();
+  EXPECT_FALSE(publisher->stale());
+  publisher->Publish();
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->count, 0u);
+  EXPECT_NE(info->publish_time_ns, 0u);
+  EXPECT_FALSE(Contains(metrics_->Text(),
+                        "zcal_state_errors_total{operation=\"load\"} 1"))
+      << "a missing file is the normal first start";
+}
+
+TEST_F(PublisherTest, AnInvalidStateFileIsCountedAndIgnored) {
+  WriteFile(config_.state_path, "{\"format\": \"zcal-st");
+  auto publisher = Open();
+  publisher->LoadSaved();
+  EXPECT_TRUE(publisher->state().empty());
+  EXPECT_TRUE(Contains(metrics_->Text(),
+                       "zcal_state_errors_total{operation=\"load\"} 1"))
+      << metrics_->Text();
+}
+
+TEST_F(PublisherTest, ASuccessfulRoundIsPublishedFreshAndSaved) {
+  SaveOneResult();
+  auto publisher = Open();
+  publisher->LoadSaved();
+  publisher->Publish();
+  ASSERT_TRUE(publisher->Accept(
+      Outcome({Report("loopback", {Method::kMsgZerocopy, Method::kUringSendZc})}),
+      Host(42), 1000));
+  EXPECT_FALSE(publisher->stale());
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
+  EXPECT_EQ(info->count, 4u);
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved) << saved.error().message;
+  EXPECT_EQ(saved->fingerprint, 42u) << "the host as when the round started";
+  EXPECT_EQ(saved->last_success_ns, 1000u);
+  EXPECT_EQ(saved->paths.at("loopback").size(), 2u);
+  const std::string text = metrics_->Text();
+  EXPECT_TRUE(Contains(text, "zcal_published_stale 0"));
+  EXPECT_TRUE(Contains(text, "zcal_verdict{path=\"loopback\",method=\"uring_send_zc\","
+                             "verdict=\"never\"} 1"))
+      << text;
+}
+
+TEST_F(PublisherTest, AFailedRoundChangesNothing) {
+  SaveOneResult(7);
+  auto publisher = Open();
+  publisher->LoadSaved();
+  publisher->Publish();
+  RoundOutcome failed;
+  failed.reports.push_back(
+      PathReport{"loopback", Fail(Errc::kUnsupported, "no probe could run")});
+  EXPECT_FALSE(publisher->Accept(failed, Host(42), 1000));
+  EXPECT_TRUE(publisher->stale());
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(info->flags & ZCAL_FLAG_STALE);
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->fingerprint, 7u) << "the file was not rewritten";
+}
+
+TEST_F(PublisherTest, ResultsOfPathsAndMethodsNoLongerConfiguredAreDropped) {
+  config_.methods = {Method::kCopy, Method::kMsgZerocopy};
+  auto publisher = Open();
+  // A reload removed "gone" while the round ran, and uring_send_zc.
+  EXPECT_FALSE(publisher->Accept(Outcome({Report("gone", {Method::kMsgZerocopy})}),
+                                 Host(1), 1000));
+  ASSERT_TRUE(publisher->Accept(
+      Outcome({Report("gone", {Method::kMsgZerocopy}),
+               Report("loopback", {Method::kMsgZerocopy, Method::kUringSendZc})}),
+      Host(1), 1000));
+  ASSERT_EQ(publisher->state().paths.size(), 1u);
+  const auto& loopback = publisher->state().paths.at("loopback");
+  EXPECT_EQ(loopback.size(), 1u);
+  EXPECT_TRUE(loopback.contains(Method::kMsgZerocopy));
+}
+
+TEST_F(PublisherTest, AStateFileThatCannotBeWrittenIsCountedAndTheTableStillPublished) {
+  WriteFile(dir_.path() / "file", "not a directory");
+  config_.state_path = (dir_.path() / "file" / "state.json").string();
+  auto publisher = Open();
+  ASSERT_TRUE(publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}),
+                                Host(1), 1000));
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->count, 2u);
+  EXPECT_TRUE(Contains(metrics_->Text(),
+                       "zcal_state_errors_total{operation=\"save\"} 1"))
+      << metrics_->Text();
+}
+
+TEST_F(PublisherTest, StopSavesTheStateAndLeavesAHeartbeat) {
+  SaveOneResult();
+  auto publisher = Open();
+  publisher->LoadSaved();
+  publisher->Publish();
+  const std::uint64_t before = static_cast<std::uint64_t>(
+      std::chrono::system_clock::now().time_since_epoch().count());
+  publisher->Stop();
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved);
+  EXPECT_GE(saved->saved_at_ns, before);
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_GE(info->heartbeat_ns, before);
+}
+
+TEST_F(PublisherTest, ReconfigureDropsWhatIsNoLongerConfiguredAndMovesTheStateFile) {
+  auto publisher = Open();
+  ASSERT_TRUE(publisher->Accept(
+      Outcome({Report("loopback", {Method::kMsgZerocopy, Method::kUringSendZc})}),
+      Host(1), 1000));
+  Config next = config_;
+  next.methods = {Method::kCopy, Method::kMsgZerocopy};
+  next.host_default.clear();
+  next.state_path = (dir_.path() / "moved" / "state.json").string();
+  publisher->Reconfigure(next);
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->count, 1u) << "loopback/msg_zerocopy, no host default";
+  const Result<AgentState> moved = LoadState(next.state_path);
+  ASSERT_TRUE(moved) << "written at once";
+  EXPECT_EQ(moved->paths.at("loopback").size(), 1u);
+}
+
+TEST_F(PublisherTest, ANewSegmentNameTakesItsLockAndRemovesTheOldSegment) {
+  auto publisher = Open();
+  publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}), Host(1),
+                    1000);
+  SegmentConfig next = config_.segment;
+  next.name = segments_[1];
+  Result<PreparedSegment> prepared = publisher->PrepareSegment(next);
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  EXPECT_TRUE(ReadInfo(segments_[0])) << "nothing changes before the switch";
+  publisher->SwitchSegment(std::move(*prepared));
+  publisher->Publish();
+  EXPECT_FALSE(ReadInfo(segments_[0]));
+  const auto info = ReadInfo(segments_[1]);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->count, 2u);
+  EXPECT_EQ(publisher->segment_name(), segments_[1]);
+  // The old name's lock is free again, the new one held.
+  Config other = config_;
+  EXPECT_TRUE(Publisher::Open(other, dir_.path().string(), metrics_));
+  other.segment.name = segments_[1];
+  EXPECT_FALSE(Publisher::Open(other, dir_.path().string(), metrics_));
+}
+
+TEST_F(PublisherTest, PreparingASegmentHeldByAnotherAgentFailsAndChangesNothing) {
+  auto publisher = Open();
+  Config other = config_;
+  other.segment.name = segments_[1];
+  auto holder = Publisher::Open(other, dir_.path().string(), metrics_);
+  ASSERT_TRUE(holder);
+  const Result<PreparedSegment> prepared =
+      publisher->PrepareSegment(other.segment);
+  ASSERT_FALSE(prepared);
+  EXPECT_EQ(prepared.error().code, Errc::kBusy);
+  EXPECT_EQ(publisher->segment_name(), segments_[0]);
+}
+
+}  // namespace
+}  // namespace zcal::agent
