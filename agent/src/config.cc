@@ -356,19 +356,12 @@ void ReadMetrics(ConfigReader& reader, const YAML::Node& node,
     } else if (reader.String(it->second, "metrics.listen", listen)) {
       const auto address =
           common::ParseHostPort(listen, common::PortRule::kZeroAllowed);
-      if (address && address->address.IsIpv6()) {
-        // Debian's civetweb, under prometheus-cpp's exposer, is built
-        // without IPv6: binding [::1] fails with no reason given.
-        reader.Error(it->second, "metrics.listen",
-                     "'" + listen +
-                         "': IPv6 addresses are not supported by the "
-                         "metrics HTTP server; use an IPv4 address such as "
-                         "127.0.0.1:9464");
-      } else if (!listen.empty() && !address) {
+      if (!listen.empty() && !address) {
         reader.Error(it->second, "metrics.listen",
                      address.error().message +
-                         "; write IPv4:PORT with a port from 0 to 65535, e.g. "
-                         "127.0.0.1:9464, or \"\" to disable metrics");
+                         "; write ADDRESS:PORT with a port from 0 to 65535, "
+                         "e.g. 127.0.0.1:9464 or [::1]:9464, or \"\" to "
+                         "disable metrics");
       } else {
         config.metrics.listen = listen;
       }

@@ -1,80 +1,60 @@
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "zcal/agent/metrics_server.h"
 
-#include <cerrno>
-#include <cstring>
-
-#include <prometheus/exposer.h>
-
-#include "zcal/common/address.h"
-#include "zcal/common/errno_text.h"
-#include "zcal/common/unique_fd.h"
 #include "zcal/agent/metrics.h"
+#include "zcal/common/address.h"
 
 namespace zcal::agent {
-namespace {
-
-// civetweb reports a failed bind only as "null context"; binding once
-// ourselves first yields the errno a user can act on.
-Result<void> ProbeBind(const common::HostPort& address, const std::string& text) {
-  const common::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) {
-    return Fail(Errc::kIo, "metrics: cannot create a socket: " +
-                               common::ErrnoText(errno));
-  }
-  const int one = 1;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const common::SocketAddress sin = common::ToSocketAddress(address);
-  const int rc = bind(fd.get(), sin.get(), sin.length);
-  const int error = errno;
-  if (rc == 0) return {};
-  const Errc code = error == EADDRINUSE ? Errc::kBusy
-                    : error == EACCES   ? Errc::kPermission
-                                        : Errc::kIo;
-  return Fail(code, "metrics.listen " + text + ": cannot listen: " +
-                        common::ErrnoText(error) +
-                        "; choose a free port on a local address, or set "
-                        "metrics.listen: \"\" to disable metrics");
-}
-
-}  // namespace
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& listen,
-    const std::shared_ptr<prometheus::Collectable>& collectable) {
+    const std::string& listen, std::shared_ptr<Metrics> metrics,
+    MetricsServerOptions options) {
   const Result<common::HostPort> address =
       common::ParseHostPort(listen, common::PortRule::kZeroAllowed);
-  if (!address || address->address.IsIpv6()) {
+  if (!address) {
     return Fail(Errc::kInvalidArgument,
                 "metrics.listen '" + listen +
-                    "' is not IPv4:PORT, e.g. 127.0.0.1:9464");
+                    "' is not ADDRESS:PORT, e.g. 127.0.0.1:9464 or "
+                    "[::1]:9464");
   }
-  if (auto probe = ProbeBind(*address, listen); !probe) {
-    return tl::unexpected(probe.error());
+  std::vector<HttpRoute> routes = std::move(options.routes);
+  routes.push_back({"/metrics", [metrics](const HttpRequest&) {
+                      return HttpResponse{
+                          200, "text/plain; version=0.0.4; charset=utf-8",
+                          metrics->Text()};
+                    }});
+  HttpObserver observer;
+  observer.dropped = [metrics](HttpDrop drop) { metrics->RecordHttpDrop(drop); };
+  observer.answered = [metrics](int status) {
+    metrics->RecordHttpResponse(status);
+  };
+  observer.open_connections_changed = [metrics](int change) {
+    metrics->AddHttpOpenConnections(change);
+  };
+  auto server = HttpServer::Start(*address, std::move(routes), options.limits,
+                                  std::move(observer));
+  if (!server) {
+    if (server.error().code == Errc::kInvalidArgument) {
+      return tl::unexpected(server.error());
+    }
+    return Fail(server.error().code,
+                "metrics.listen " + server.error().message +
+                    "; choose a free port on a local address, or set "
+                    "metrics.listen: \"\" to disable metrics");
   }
-  std::unique_ptr<MetricsServer> server(new MetricsServer());
-  server->listen_ = listen;
-  server->host_ = common::ToString(address->address);
-  try {
-    // Two threads: one scrape never waits behind another slow one.
-    server->exposer_ = std::make_unique<prometheus::Exposer>(listen, 2);
-  } catch (const std::exception& e) {
-    return Fail(Errc::kIo, "metrics.listen " + listen +
-                               ": cannot start the HTTP server (" + e.what() +
-                               "); choose another address or port");
-  }
-  server->exposer_->RegisterCollectable(collectable);
-  const std::vector<int> ports = server->exposer_->GetListeningPorts();
-  server->port_ = ports.empty() ? address->port : ports.front();
-  return server;
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(*server)));
 }
+
+MetricsServer::MetricsServer(std::unique_ptr<HttpServer> server)
+    : server_(std::move(server)) {}
 
 MetricsServer::~MetricsServer() = default;
 
+void MetricsServer::Stop() { server_->Stop(); }
+
+int MetricsServer::port() const { return server_->local().port; }
+
 std::string MetricsServer::Url() const {
-  return "http://" + host_ + ":" + std::to_string(port_) + "/metrics";
+  return "http://" + common::ToString(server_->local()) + "/metrics";
 }
 
 }  // namespace zcal::agent

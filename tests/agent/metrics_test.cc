@@ -1,6 +1,5 @@
 #include "zcal/agent/metrics.h"
 
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
@@ -17,7 +16,6 @@ using calibrator::MethodResult;
 using calibrator::Reason;
 using calibrator::Sample;
 using calibrator::Verdict;
-using testing::HttpGet;
 using testing::RunCommand;
 using testing::TempDir;
 using testing::WriteFile;
@@ -148,9 +146,11 @@ TEST(Metrics, CountsCalibrationsReloadsAndProbeFailures) {
   EXPECT_TRUE(Contains(text, "zcal_calibrations_total{result=\"cancelled\"} 0"));
   EXPECT_TRUE(Contains(text, "zcal_config_reloads_total{result=\"success\"} 1"));
   EXPECT_TRUE(Contains(text, "zcal_config_reloads_total{result=\"failure\"} 2"));
+  // Live series carry their labels in name order (prometheus-cpp's Labels).
   EXPECT_TRUE(Contains(text,
-                       "zcal_probe_failures_total{path=\"loopback\",method="
-                       "\"uring_send_zc_fixed\",reason=\"unsupported\"} 1"));
+                       "zcal_probe_failures_total{method=\"uring_send_zc_fixed\","
+                       "path=\"loopback\",reason=\"unsupported\"} 1"))
+      << text;
   EXPECT_TRUE(
       Contains(text, "zcal_calibration_triggers_total{trigger=\"signal\"} 1"));
   EXPECT_TRUE(Contains(text, "zcal_calibration_duration_seconds_count 2"));
@@ -166,7 +166,9 @@ TEST(Metrics, CountsCalibrationsReloadsAndProbeFailures) {
 
 TEST(Metrics, DescribesHostAndBuild) {
   const std::string text = Populated()->Text();
-  EXPECT_TRUE(Contains(text, "zcal_build_info{version=\"9.9.9\""));
+  EXPECT_TRUE(
+      Contains(text, "zcal_build_info{abi_major=\"1\",version=\"9.9.9\"} 1"))
+      << text;
   EXPECT_TRUE(Contains(text, "kernel_release=\"6.18.0\""));
   EXPECT_TRUE(Contains(text, "cpu_model=\"Test \\\"CPU\\\"\"")) << text;
   EXPECT_TRUE(Contains(text, "fingerprint=\"0000000000000abc\""));
@@ -189,6 +191,71 @@ TEST(Metrics, DropsSeriesOfMethodsNoLongerMeasured) {
   EXPECT_TRUE(Contains(text, "zcal_published_stale 0"));
 }
 
+TEST(Metrics, StartsEveryFixedSeriesAtZero) {
+  const std::string text = Metrics("1").Text();
+  for (const char* series :
+       {"zcal_calibrations_total{result=\"cancelled\"} 0",
+        "zcal_calibration_triggers_total{trigger=\"retry\"} 0",
+        "zcal_calibration_duration_seconds_count 0",
+        "zcal_state_errors_total{operation=\"save\"} 0",
+        "zcal_config_reloads_total{result=\"failure\"} 0",
+        "zcal_http_connections_dropped_total{reason=\"request_timeout\"} 0",
+        "zcal_http_connections_dropped_total{reason=\"client_limit\"} 0",
+        "zcal_http_responses_total{code=\"200\"} 0",
+        "zcal_http_open_connections 0", "zcal_segment_publishes_total 0"}) {
+    EXPECT_TRUE(Contains(text, series)) << series << "\n" << text;
+  }
+  EXPECT_FALSE(Contains(text, "zcal_probe_failures_total{")) << text;
+}
+
+TEST(Metrics, CountsHttpDropsResponsesAndOpenConnections) {
+  Metrics metrics("1");
+  metrics.RecordHttpDrop(HttpDrop::kClientLimit);
+  metrics.RecordHttpDrop(HttpDrop::kClientLimit);
+  metrics.RecordHttpDrop(HttpDrop::kWriteTimeout);
+  metrics.RecordHttpResponse(200);
+  metrics.RecordHttpResponse(404);
+  metrics.AddHttpOpenConnections(3);
+  metrics.AddHttpOpenConnections(-1);
+  const std::string text = metrics.Text();
+  EXPECT_TRUE(Contains(
+      text, "zcal_http_connections_dropped_total{reason=\"client_limit\"} 2"));
+  EXPECT_TRUE(Contains(
+      text, "zcal_http_connections_dropped_total{reason=\"write_timeout\"} 1"));
+  EXPECT_TRUE(Contains(text, "zcal_http_responses_total{code=\"404\"} 1"));
+  EXPECT_TRUE(Contains(text, "zcal_http_responses_total{code=\"200\"} 1"));
+  EXPECT_TRUE(Contains(text, "zcal_http_open_connections 2")) << text;
+}
+
+TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
+  const std::shared_ptr<Metrics> metrics = Populated();
+  std::vector<Sample> peer_samples = {MakeSample(Method::kCopy, 4096, 0, 0)};
+  peer_samples[0].path = "peer";
+  Sample failed = MakeSample(Method::kMsgZerocopy, 4096, 0, 0);
+  failed.status = calibrator::SampleStatus::kFailed;
+  peer_samples.push_back(failed);
+  metrics->SetLastCalibration("peer", peer_samples, calibrator::PathResult{});
+  metrics->RecordProbeFailures("peer", peer_samples);
+  ASSERT_TRUE(Contains(metrics->Text(), "path=\"peer\""));
+
+  const std::vector<std::string> keep = {"peer"};
+  metrics->RetainPaths(keep);
+  const std::string text = metrics->Text();
+  EXPECT_FALSE(Contains(text, "path=\"loopback\"")) << text;
+  EXPECT_TRUE(Contains(text,
+                       "zcal_probe_failures_total{method=\"msg_zerocopy\","
+                       "path=\"peer\",reason=\"failed\"} 1"))
+      << text;
+  EXPECT_TRUE(Contains(text, "zcal_throughput_bytes_per_second{path=\"peer\""));
+
+  // A removed path counts from 0 again when it comes back.
+  metrics->RecordProbeFailures("loopback", peer_samples);
+  EXPECT_TRUE(Contains(metrics->Text(),
+                       "zcal_probe_failures_total{method=\"msg_zerocopy\","
+                       "path=\"loopback\",reason=\"failed\"} 1"))
+      << metrics->Text();
+}
+
 TEST(Metrics, PassesPromtoolLint) {
   if (access("/usr/bin/promtool", X_OK) != 0) {
     GTEST_SKIP() << "promtool (Debian package prometheus) is not installed";
@@ -201,41 +268,6 @@ TEST(Metrics, PassesPromtoolLint) {
                                        file.string()});
   EXPECT_EQ(result.status, 0) << result.out << result.err;
   EXPECT_EQ(result.out + result.err, "");
-}
-
-TEST(MetricsServer, ServesTheTextFormatOnAnEphemeralPort) {
-  const std::shared_ptr<Metrics> metrics = Populated();
-  auto server = MetricsServer::Start("127.0.0.1:0", metrics);
-  ASSERT_TRUE(server) << server.error().message;
-  EXPECT_GT((*server)->port(), 0);
-  EXPECT_EQ((*server)->Url(),
-            "http://127.0.0.1:" + std::to_string((*server)->port()) +
-                "/metrics");
-  const auto response = HttpGet((*server)->port(), "/metrics");
-  ASSERT_TRUE(response);
-  EXPECT_EQ(response->status, 200);
-  EXPECT_TRUE(Contains(response->body, "zcal_threshold_bytes{"));
-}
-
-TEST(MetricsServer, ReportsABusyPortClearly) {
-  const std::shared_ptr<Metrics> metrics = Populated();
-  auto first = MetricsServer::Start("127.0.0.1:0", metrics);
-  ASSERT_TRUE(first) << first.error().message;
-  const std::string busy = "127.0.0.1:" + std::to_string((*first)->port());
-  auto second = MetricsServer::Start(busy, metrics);
-  ASSERT_FALSE(second);
-  EXPECT_EQ(second.error().code, Errc::kBusy);
-  EXPECT_TRUE(Contains(second.error().message, busy));
-  EXPECT_TRUE(Contains(second.error().message, "Address already in use"));
-  EXPECT_TRUE(Contains(second.error().message, "metrics.listen"));
-}
-
-TEST(MetricsServer, RejectsANonLocalAddress) {
-  auto server = MetricsServer::Start("192.0.2.1:9464",
-                                     std::make_shared<Metrics>("0"));
-  ASSERT_FALSE(server);
-  EXPECT_TRUE(Contains(server.error().message, "192.0.2.1:9464"));
-  EXPECT_TRUE(Contains(server.error().message, "Cannot assign"));
 }
 
 }  // namespace

@@ -1,34 +1,29 @@
-// The agent's Prometheus metrics (docs/metrics.md lists every one) and the
-// HTTP endpoint that serves them.
+// The agent's Prometheus metrics (docs/metrics.md lists every one).
 //
-// Metrics keeps a snapshot of what the agent knows, updated by the service,
-// and renders it on each scrape (it is a prometheus::Collectable), so that
-// series of methods or sizes that disappear are dropped, not left behind.
+// Events (calibrations, triggers, probe failures, reloads, publishes, HTTP
+// drops) are prometheus-cpp counters, gauges and a histogram in a registry.
+// Published results, the figures of the last calibration and the host facts
+// are a snapshot replaced as a whole on each update and rendered on each
+// scrape, so that series of a path, method or size that no longer exists
+// are dropped, not left at their old value.
 // All member functions are thread-safe: scrapes run on the HTTP server's
-// threads while the service updates.
+// thread while the service updates.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include "zcal/agent/http_server.h"
 #include "zcal/agent/state.h"
-#include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
-
-namespace prometheus {
-class Exposer;
-}
 
 namespace zcal::agent {
 
@@ -72,18 +67,26 @@ class Metrics final : public prometheus::Collectable {
  public:
   /// `version` is the zcal version for zcal_build_info.
   explicit Metrics(std::string version);
+  ~Metrics() override;
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
 
-  /// The published results and whether they are stale.
+  /// The published results and whether they are stale (replaces the
+  /// previous ones: paths and methods not given lose their series).
   void SetPublished(
       const std::map<std::string, std::map<calibrator::Method, MethodState>>&
           paths,
       bool stale);
   /// Per-size figures and copied ratios of the last calibration of `path`,
-  /// and its verdicts before hysteresis.
+  /// and its verdicts before hysteresis (replaces those of `path`).
   void SetLastCalibration(const std::string& path,
                           std::span<const calibrator::Sample> samples,
                           const calibrator::PathResult& fresh);
   void SetHost(const HostInfo& host);
+  /// Drops every series of a path not in `paths` (published results, probe
+  /// failures, last calibration, interface): call when a reload removed
+  /// paths. A path that comes back counts its failures from 0.
+  void RetainPaths(std::span<const std::string> paths);
 
   void RecordCalibration(CalibrationResult result, double duration_seconds,
                          std::uint64_t now_ns);
@@ -102,95 +105,28 @@ class Metrics final : public prometheus::Collectable {
   /// Probe seconds spent within the last hour.
   void SetBudgetUsed(double seconds);
 
+  /// The HTTP listener's events (MetricsServer reports them).
+  void RecordHttpDrop(HttpDrop drop);
+  void RecordHttpResponse(int status);
+  void AddHttpOpenConnections(int change);
+
   std::vector<prometheus::MetricFamily> Collect() const override;
 
   /// The text exposition format of Collect(), as served on /metrics.
   std::string Text() const;
 
  private:
-  struct SizeKey {
-    std::string path;
-    calibrator::Method method;
-    std::uint64_t size_bytes;
-    bool operator<(const SizeKey& o) const {
-      return std::tie(path, method, size_bytes) <
-             std::tie(o.path, o.method, o.size_bytes);
-    }
-  };
-  struct SizeFigures {
-    double throughput_bytes_per_second = 0;
-    double cpu_seconds_per_byte = 0;
-  };
-  struct FailureKey {
-    std::string path;
-    calibrator::Method method;
-    std::string reason;
-    bool operator<(const FailureKey& o) const {
-      return std::tie(path, method, reason) <
-             std::tie(o.path, o.method, o.reason);
-    }
-  };
-
-  mutable std::mutex mutex_;
-  const std::string version_;
-  const double start_time_seconds_;
-  std::map<std::string, std::map<calibrator::Method, MethodState>> published_;
-  bool stale_ = false;
-  std::map<SizeKey, SizeFigures> sizes_;
-  std::map<std::pair<std::string, calibrator::Method>, double> copied_;
-  std::map<std::pair<std::string, calibrator::Method>,
-           calibrator::MethodResult>
-      fresh_;
-  std::optional<HostInfo> host_;
-  std::map<CalibrationResult, std::uint64_t> calibrations_;
-  std::map<CalibrationTrigger, std::uint64_t> triggers_;
-  std::vector<std::uint64_t> duration_buckets_;  // cumulative per bound
-  std::uint64_t duration_count_ = 0;
-  double duration_sum_ = 0;
-  double last_success_seconds_ = 0;
-  std::map<FailureKey, std::uint64_t> probe_failures_;
-  std::uint64_t reloads_ok_ = 0;
-  std::uint64_t reloads_failed_ = 0;
-  std::uint64_t fingerprint_changes_ = 0;
-  std::map<std::string, std::uint64_t> state_errors_;
-  std::uint64_t publishes_ = 0;
-  std::size_t entries_ = 0;
-  double last_publish_seconds_ = 0;
-  double heartbeat_seconds_ = 0;
-  bool running_ = false;
-  double next_calibration_seconds_ = 0;
-  double budget_used_seconds_ = 0;
+  struct Live;
+  class Snapshot;
+  std::unique_ptr<Live> live_;
+  std::unique_ptr<Snapshot> snapshot_;
 };
 
 /// Upper bounds of zcal_calibration_duration_seconds, seconds.
 inline constexpr double kDurationBuckets[] = {0.5, 1, 2, 4, 8, 16, 32, 64,
                                               128, 300};
 
-/// The HTTP endpoint: GET /metrics renders a Collectable.
-class MetricsServer {
- public:
-  /// Listens on "IPv4:PORT" (port 0 picks a free one). kInvalidArgument for
-  /// an address that does not parse, kBusy/kPermission/kIo when binding
-  /// fails, with the errno text and what to do.
-  static Result<std::unique_ptr<MetricsServer>> Start(
-      const std::string& listen,
-      const std::shared_ptr<prometheus::Collectable>& collectable);
-  ~MetricsServer();
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
-
-  const std::string& listen() const { return listen_; }
-  /// The port actually bound (differs from the configured one for 0).
-  int port() const { return port_; }
-  /// "http://127.0.0.1:PORT/metrics"
-  std::string Url() const;
-
- private:
-  MetricsServer() = default;
-  std::string listen_;
-  std::string host_;
-  int port_ = 0;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-};
-
 }  // namespace zcal::agent
+
+// Callers that include this header for the server (the service) find it here.
+#include "zcal/agent/metrics_server.h"
