@@ -1,6 +1,7 @@
 #include "report_text.h"
 
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -10,9 +11,90 @@ namespace cal = zcal::calibrator;
 
 namespace {
 
+// Exact: whole KiB, or quarters of one (the planner's sizes and the model's
+// thresholds are multiples of 256 bytes), else bytes.
 std::string Bytes(std::uint64_t n) {
   if (n >= 1024 && n % 1024 == 0) return fmt::format("{} KiB", n / 1024);
+  if (n >= 1024 && n % 256 == 0) {
+    std::string text = fmt::format("{:.2f}", static_cast<double>(n) / 1024);
+    if (text.back() == '0') text.pop_back();
+    return text + " KiB";
+  }
   return fmt::format("{} B", n);
+}
+
+std::string Percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+std::string Sizes(const std::vector<std::uint64_t>& sizes) {
+  if (sizes.empty()) return "none";
+  std::string text;
+  for (std::uint64_t s : sizes) text += (text.empty() ? "" : ", ") + Bytes(s);
+  return text;
+}
+
+std::string Rate(double bytes_per_second) {
+  return fmt::format("{:.2f} GB/s", bytes_per_second / 1e9);
+}
+
+// `bootstrapped`: the standard errors exist (not for a rejected model).
+std::string Fit(const cal::MethodFit& f, bool bootstrapped) {
+  std::string text = fmt::format("CPU {:.4f} ns/B + {:.0f} ns/send", f.per_byte_ns, f.per_send_ns);
+  if (bootstrapped) text += fmt::format(" (+-{:.4f}, +-{:.0f})", f.per_byte_ns_se, f.per_send_ns_se);
+  if (f.line_rate_bytes_per_second) {
+    text += "; line rate " + Rate(*f.line_rate_bytes_per_second);
+    if (f.cpu_bound_cores) text += fmt::format(", CPU-bound below it at {:.2f} cores", *f.cpu_bound_cores);
+  } else if (f.cpu_bound_cores) {
+    text += fmt::format("; CPU-bound at every size at {:.2f} cores", *f.cpu_bound_cores);
+  }
+  text += fmt::format("; residuals {:.1f} % CPU, {:.1f} % throughput; {} samples at {} sizes",
+                      100 * f.cpu_residual, 100 * f.throughput_residual, f.samples, f.sizes);
+  return text;
+}
+
+// How the verdict came about: the rule, the model, the interval, what the
+// threshold costs, and the sizes where a single threshold is wrong.
+void PrintRule(std::ostream& out, const cal::MethodResult& r) {
+  if (r.rule == cal::Rule::kNone) return;
+  if (r.rule == cal::Rule::kModel) {
+    out << "    rule: least expected cost on the fitted cost model";
+  } else {
+    out << "    rule: least expected cost over the probed sizes";
+  }
+  if (!r.rule_detail.empty()) out << " (" << r.rule_detail << ")";
+  out << "\n";
+  if (r.interval) {
+    if (!r.interval->high_bytes) {
+      out << fmt::format("    threshold interval{}: {} or above, or never\n",
+                         r.interval->level > 0
+                             ? fmt::format(" ({:.0f} %)", 100 * r.interval->level)
+                             : std::string(),
+                         Bytes(r.interval->low_bytes));
+    } else if (r.interval->level > 0) {
+      out << fmt::format("    threshold interval ({:.0f} %): {} to {}\n",
+                         100 * r.interval->level, Bytes(r.interval->low_bytes),
+                         Bytes(*r.interval->high_bytes));
+    } else {
+      out << fmt::format("    threshold between the probed sizes {} and {}\n",
+                         Bytes(r.interval->low_bytes), Bytes(*r.interval->high_bytes));
+    }
+  }
+  if (r.regret) {
+    out << fmt::format("    expected excess cost {} (never zerocopy: {}, always: {})",
+                       Percent(*r.regret), Percent(r.regret_never.value_or(0)),
+                       Percent(r.regret_always.value_or(0)));
+    out << "; winning tail of probed sizes from "
+        << (r.tail_threshold_bytes ? Bytes(*r.tail_threshold_bytes) : "none") << "\n";
+  }
+  if (r.model) {
+    out << fmt::format("    fit {:<20} {}\n", std::string(cal::MethodName(r.model->zerocopy.method)) + ":",
+                       Fit(r.model->zerocopy, r.model->bootstrap_replicates > 0));
+    out << fmt::format("    fit {:<20} {}\n", std::string(cal::MethodName(r.model->baseline.method)) + ":",
+                       Fit(r.model->baseline, r.model->bootstrap_replicates > 0));
+  }
+  if (r.verdict != cal::Verdict::kInconclusive) {
+    out << "    probed sizes below the threshold where zerocopy wins: " << Sizes(r.wins_below)
+        << "; at or above it where it loses: " << Sizes(r.losses_above) << "\n";
+  }
 }
 
 std::string Confidence(const std::optional<double>& c) {
@@ -59,19 +141,20 @@ void PrintAnalysis(std::ostream& out, const cal::Analysis& analysis,
     for (const auto& [method, r] : path.methods) {
       out << fmt::format("\n  {} vs {}: {}\n", cal::MethodName(method),
                          cal::MethodName(r.baseline), r.detail);
+      PrintRule(out, r);
       if (r.sizes.empty()) continue;
-      out << fmt::format("    {:>9} {:>10} {:>10} {:>7} {:>8} {:>8} {:>7} {:>4} {}\n",
+      out << fmt::format("    {:>10} {:>10} {:>10} {:>7} {:>8} {:>8} {:>7} {:>6} {:>4} {}\n",
                          "size", "zc MB/s", "base MB/s", "ratio", "zc ns/B",
-                         "base ns/B", "ratio", "n", "zerocopy");
+                         "base ns/B", "ratio", "cost", "n", "zerocopy");
       for (const cal::SizeComparison& c : r.sizes) {
         out << fmt::format(
-            "    {:>9} {:>10.1f} {:>10.1f} {:>7.3f} {:>8.4f} {:>8.4f} {:>7.3f} "
-            "{:>4} {}{}\n",
+            "    {:>10} {:>10.1f} {:>10.1f} {:>7.3f} {:>8.4f} {:>8.4f} {:>7.3f} "
+            "{:>6.3f} {:>4} {}{}\n",
             Bytes(c.size_bytes),
             c.zerocopy.throughput_bytes_per_second.median / 1e6,
             c.baseline.throughput_bytes_per_second.median / 1e6,
             c.throughput_ratio, c.zerocopy.cpu_ns_per_byte.median,
-            c.baseline.cpu_ns_per_byte.median, c.cpu_ratio,
+            c.baseline.cpu_ns_per_byte.median, c.cpu_ratio, c.relative_cost,
             std::min(c.zerocopy.samples, c.baseline.samples),
             c.zerocopy_wins ? "wins" : "loses",
             c.decisive ? "" : " (within noise)");

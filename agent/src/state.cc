@@ -167,12 +167,17 @@ Result<MethodResult> MethodResultFromJson(const json& j, Method method) {
       c.decisive = s.value("decisive", true);
       c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
       c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
+      c.relative_cost = NumberOr(s, "relative_cost", 0);
       c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()),
                                      c.size_bytes);
       c.baseline = SizeStatsFromJson(s.value("baseline", json::object()),
                                      c.size_bytes);
       result.sizes.push_back(c);
     }
+  }
+  // The cost model's fields; files written before they existed lack them.
+  if (auto model = calibrator::ReadModelFields(j, result); !model) {
+    return tl::unexpected(model.error());
   }
   return result;
 }

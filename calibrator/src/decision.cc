@@ -4,6 +4,9 @@
 #include <cmath>
 #include <map>
 
+#include "least_cost.h"
+#include "model_decision.h"
+
 namespace zcal::calibrator {
 
 std::string_view ObjectiveName(Objective objective) {
@@ -44,6 +47,43 @@ std::string_view ReasonName(Reason reason) {
     case Reason::kNoBaseline: return "no_baseline";
   }
   return "unknown";
+}
+
+std::string_view RuleName(Rule rule) {
+  switch (rule) {
+    case Rule::kNone: return "";
+    case Rule::kModel: return "model";
+    case Rule::kPerSize: return "per_size";
+  }
+  return "unknown";
+}
+
+std::string ValidateDecisionOptions(const DecisionOptions& d) {
+  if (!(d.tolerance >= 0 && d.tolerance < 1)) {
+    return "tolerance: must be in [0, 1) as a fraction";
+  }
+  if (!(d.margin >= 0 && d.margin < 1)) {
+    return "margin: must be in [0, 1) as a fraction";
+  }
+  if (!(d.kernel_copied_fraction >= 0 && d.kernel_copied_fraction <= 1)) {
+    return "kernel_copied_fraction: must be in [0, 1]";
+  }
+  if (d.bootstrap_replicates < 20) {
+    return "bootstrap_replicates: at least 20 (200 by default)";
+  }
+  double total = 0;
+  for (const TrafficBin& bin : d.traffic) {
+    if (bin.size_bytes < 1) return "traffic: a bin's size must be at least 1 byte";
+    if (!(bin.weight >= 0) || !std::isfinite(bin.weight)) {
+      return "traffic: the weight of the bin at " + std::to_string(bin.size_bytes) +
+             " bytes must be a finite number >= 0";
+    }
+    total += bin.weight;
+  }
+  if (!d.traffic.empty() && !(total > 0)) {
+    return "traffic: the weights must not all be zero";
+  }
+  return {};
 }
 
 std::optional<std::size_t> WinningTailStart(
@@ -132,6 +172,8 @@ void JudgeSize(SizeComparison& c, const DecisionOptions& options) {
                                    true, thr_noise, noise_known);
   const Criterion cpu_gain = Judge(c.cpu_ratio, 1 - options.margin, false,
                                    cpu_noise, noise_known);
+  c.relative_cost = detail::RelativeCost(c.cpu_ratio, c.throughput_ratio,
+                                         thr_ok.passes, options);
   switch (options.objective) {
     case Objective::kEfficiency:
       c.zerocopy_wins = thr_ok.passes && cpu_gain.passes;
@@ -183,40 +225,65 @@ std::string Percent(double fraction) {
   return std::to_string(static_cast<int>(std::lround(fraction * 100))) + " %";
 }
 
-// Sets verdict, threshold and reason from the per-size comparisons, and
-// marks the verdict inconclusive when the comparisons it rests on are not
-// decisive.
-void Conclude(MethodResult& r) {
+std::vector<double> SizesOf(std::span<const SizeComparison> sizes) {
+  std::vector<double> out;
+  for (const SizeComparison& c : sizes) out.push_back(static_cast<double>(c.size_bytes));
+  return out;
+}
+
+std::vector<double> CostsOf(std::span<const SizeComparison> sizes) {
+  std::vector<double> out;
+  for (const SizeComparison& c : sizes) out.push_back(c.relative_cost);
+  return out;
+}
+
+// The least-cost threshold over the probed sizes: verdict, threshold,
+// interval and regrets; inconclusive when the comparisons it rests on are
+// not decisive.
+void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
   const auto& sizes = r.sizes;
-  const std::optional<std::size_t> tail = WinningTailStart(sizes);
+  const detail::WeightedSizes cells =
+      detail::CellSizes(SizesOf(sizes), options.traffic);
+  const detail::Choice choice = detail::LeastCost(cells, CostsOf(sizes), false);
+  const std::size_t split = choice.split;
   const SizeComparison& largest = sizes.back();
+  r.rule = Rule::kPerSize;
+  r.regret = choice.regret;
+  r.regret_never = choice.regret_never;
+  r.regret_always = choice.regret_always;
+  ThresholdInterval interval;
   bool conclusive = true;
-  if (!tail) {
+  if (split == sizes.size()) {
     r.verdict = Verdict::kNever;
     r.reason = Reason::kSlower;
     r.detail = "zerocopy does not beat " + std::string(MethodName(r.baseline)) +
-               " at the largest probed size (" +
-               std::to_string(largest.size_bytes) + " bytes)";
+               " where it would matter: never using it costs least (largest "
+               "probed size " + std::to_string(largest.size_bytes) + " bytes)";
+    interval.low_bytes = largest.size_bytes;
     conclusive = largest.decisive;
-  } else if (*tail == 0) {
+  } else if (split == 0) {
     r.verdict = Verdict::kAlways;
     r.threshold_bytes = sizes.front().size_bytes;
-    r.detail = "zerocopy wins at every probed size";
+    r.detail = "zerocopy costs least at every probed size";
+    interval.low_bytes = interval.high_bytes.emplace(sizes.front().size_bytes);
     conclusive = sizes.front().decisive || largest.decisive;
   } else {
     r.verdict = Verdict::kThreshold;
-    r.threshold_bytes = sizes[*tail].size_bytes;
-    r.detail = "zerocopy wins from " + std::to_string(*r.threshold_bytes) +
+    r.threshold_bytes = sizes[split].size_bytes;
+    r.detail = "zerocopy costs least from " + std::to_string(*r.threshold_bytes) +
                " bytes on";
+    interval.low_bytes = sizes[split - 1].size_bytes;
+    interval.high_bytes = sizes[split].size_bytes;
     // The threshold stands when the top is a clear win and some size below
     // the threshold is a clear loss; where exactly it lies between them is
     // the planner's resolution.
     bool clear_loss_below = false;
-    for (std::size_t i = 0; i < *tail; ++i) {
+    for (std::size_t i = 0; i < split; ++i) {
       clear_loss_below |= !sizes[i].zerocopy_wins && sizes[i].decisive;
     }
     conclusive = largest.decisive && clear_loss_below;
   }
+  r.interval = interval;
   std::size_t decisive = 0;
   for (const SizeComparison& c : sizes) decisive += c.decisive ? 1 : 0;
   bool single = true;
@@ -236,6 +303,16 @@ void Conclude(MethodResult& r) {
     r.verdict = Verdict::kInconclusive;
     r.threshold_bytes.reset();
     r.reason = Reason::kNoisy;
+  }
+}
+
+// The price of a single threshold, size by size.
+void ListExceptions(MethodResult& r) {
+  if (r.verdict == Verdict::kInconclusive) return;
+  const std::uint64_t t = r.threshold_bytes.value_or(UINT64_MAX);
+  for (const SizeComparison& c : r.sizes) {
+    if (c.size_bytes < t && c.zerocopy_wins) r.wins_below.push_back(c.size_bytes);
+    if (c.size_bytes >= t && !c.zerocopy_wins) r.losses_above.push_back(c.size_bytes);
   }
 }
 
@@ -302,8 +379,28 @@ MethodResult Decide(std::span<const Sample> path_samples, Method method,
                std::string(MethodName(r.baseline));
     return r;
   }
-  Conclude(r);
+  if (const auto tail = WinningTailStart(r.sizes)) {
+    r.tail_threshold_bytes = r.sizes[*tail].size_bytes;
+  }
+  if (!options.use_model) {
+    r.rule_detail = "the cost model is off (use_model = false)";
+  } else if (detail::DecideByModel(path_samples, r, options)) {
+    ListExceptions(r);
+    return r;
+  }
+  DecidePerSize(r, options);
+  ListExceptions(r);
   return r;
+}
+
+double ExcessCost(std::span<const SizeComparison> sizes,
+                  std::optional<std::uint64_t> threshold,
+                  const DecisionOptions& options) {
+  if (sizes.empty()) return 0;
+  const detail::WeightedSizes cells =
+      detail::CellSizes(SizesOf(sizes), options.traffic);
+  return detail::Regret(cells, CostsOf(sizes),
+                        threshold ? static_cast<double>(*threshold) : detail::kInf);
 }
 
 Analysis Analyze(std::span<const Sample> samples,

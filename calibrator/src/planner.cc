@@ -11,6 +11,8 @@ namespace zcal::calibrator {
 namespace {
 
 constexpr std::size_t kMaxRefinementRounds = 64;
+constexpr double kStopShare = 0.8;
+constexpr std::uint32_t kPlanningReplicates = 100;
 
 bool Requested(const PlannerOptions& options, Method method) {
   return std::find(options.methods.begin(), options.methods.end(), method) !=
@@ -43,14 +45,7 @@ std::string ValidatePlannerOptions(const PlannerOptions& o) {
   if (o.max_repeats < o.repeats) return "max_repeats: must be >= repeats";
   if (o.max_probes < 1) return "max_probes: must be at least 1";
   if (o.size_alignment < 1) return "size_alignment: must be at least 1";
-  const DecisionOptions& d = o.decision;
-  if (!(d.tolerance >= 0 && d.tolerance < 1)) {
-    return "tolerance: must be in [0, 1) as a fraction";
-  }
-  if (!(d.margin >= 0 && d.margin < 1)) {
-    return "margin: must be in [0, 1) as a fraction";
-  }
-  return {};
+  return ValidateDecisionOptions(o.decision);
 }
 
 SweepPlanner::SweepPlanner(PlannerOptions options)
@@ -98,65 +93,158 @@ void SweepPlanner::PlanCoarse() {
   }
 }
 
-void SweepPlanner::PlanRefinement() {
-  if (++refinements_ > kMaxRefinementRounds) return;
-  const Analysis analysis = Result();
-  const auto path = analysis.paths.find(options_.path);
-  if (path == analysis.paths.end()) return;
-  std::map<std::pair<Method, std::uint64_t>, std::uint32_t> planned;
-  auto plan = [&](Method method, std::uint64_t size, std::uint32_t count) {
-    auto& n = planned[{method, size}];
-    n = std::max(n, count);
+std::uint64_t SweepPlanner::Aligned(double size) const {
+  const double a = static_cast<double>(options_.size_alignment);
+  const double lo = static_cast<double>(options_.min_size);
+  const double hi = static_cast<double>(options_.max_size);
+  const double rounded = std::round(std::clamp(size, lo, hi) / a) * a;
+  return static_cast<std::uint64_t>(std::clamp(rounded, lo, hi));
+}
+
+void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
+                           Planned& planned) {
+  const Method method = result.method;
+  const auto& sizes = result.sizes;
+  const double res = options_.resolution;
+  std::size_t spent = 0;
+  // Earlier calls have priority; what does not fit the allowance is left.
+  auto plan = [&](std::uint64_t size, std::uint32_t count) {
+    std::size_t cost = 0;
+    for (Method m : {method, result.baseline}) {
+      const auto it = planned.find({m, size});
+      cost += count - std::min(count, it == planned.end() ? 0u : it->second);
+    }
+    if (spent + cost > allowance) return;
+    spent += cost;
+    for (Method m : {method, result.baseline}) {
+      auto& n = planned[{m, size}];
+      n = std::max(n, count);
+    }
   };
-  for (const auto& [method, result] : path->second.methods) {
-    if (!Active(method) || result.sizes.empty()) continue;
-    const auto& sizes = result.sizes;
-    // Where the verdict rests: the largest size, and the two sizes around
-    // the start of the winning tail.
-    std::vector<std::size_t> deciding = {sizes.size() - 1};
-    const auto tail = WinningTailStart(sizes);
-    if (tail && *tail > 0) {
-      deciding.push_back(*tail);
-      deciding.push_back(*tail - 1);
-      const std::uint64_t lo = sizes[*tail - 1].size_bytes;
-      const std::uint64_t hi = sizes[*tail].size_bytes;
-      const double gap = static_cast<double>(hi - lo);
-      if (gap > options_.resolution * static_cast<double>(hi)) {
-        const std::uint64_t a = options_.size_alignment;
-        const std::uint64_t mid = (lo + hi) / 2 / a * a;
-        if (mid > lo && mid < hi) {
-          plan(method, mid, options_.repeats);
-          plan(result.baseline, mid, options_.repeats);
-        }
-      }
-    } else if (tail) {
-      deciding.push_back(0);
+  if (result.rule == Rule::kModel && result.interval && result.model) {
+    const ThresholdInterval& in = *result.interval;
+    const double hi = static_cast<double>(result.model->max_size_bytes);
+    const double low = static_cast<double>(in.low_bytes);
+    // An open interval (zerocopy may never pay off) reaches past the range.
+    const double high = in.high_bytes ? static_cast<double>(*in.high_bytes) : hi * 2;
+    // The centre: the threshold, the smallest size for always, the largest
+    // for never, the interval's middle when undecided.
+    double centre = std::sqrt(low * std::min(high, hi));
+    if (result.threshold_bytes) centre = static_cast<double>(*result.threshold_bytes);
+    if (result.verdict == Verdict::kNever) centre = hi;
+    // The interval is itself estimated, and stopping at the first narrow one
+    // favours intervals that are narrow by chance: stop only inside
+    // kStopShare of the resolution.
+    const double band = 1 + kStopShare * res;
+    // A never that rests on throughput alone (efficiency, and zerocopy's CPU
+    // curve the cheaper one at the top of the range) is a test made after every round
+    // on a line rate still being measured: one unlucky round must not end
+    // the calibration there, so it is probed on.
+    const MethodFit& z = result.model->zerocopy;
+    const MethodFit& b = result.model->baseline;
+    const bool cpu_wins_at_top =
+        options_.decision.objective == Objective::kEfficiency &&
+        z.CpuNsPerByte(hi) <= (1 - options_.decision.margin) * b.CpuNsPerByte(hi);
+    const bool never = result.verdict == Verdict::kNever && !cpu_wins_at_top;
+    if (low >= centre / band && (never || high <= centre * band)) {
+      settled_.insert(method);
+      return;
     }
-    // A loss just below the winning tail with a win somewhere under it is
-    // either a real dip or an outlier that the spread of three samples did
-    // not expose; more repeats tell which, even when it looks decisive.
-    bool dip = false;
-    if (tail && *tail > 1) {
-      for (std::size_t i = 0; i + 1 < *tail; ++i) dip |= sizes[i].zerocopy_wins;
-    }
-    for (std::size_t i : deciding) {
-      const SizeComparison& c = sizes[i];
-      const std::uint32_t have = std::min(c.zerocopy.samples, c.baseline.samples);
-      const bool doubtful = !c.decisive || (dip && tail && i + 1 == *tail);
-      if (doubtful && have < options_.max_repeats) {
-        plan(method, c.size_bytes, 1);
-        plan(result.baseline, c.size_bytes, 1);
-      }
+    // A probe pair at the threshold narrows the fitted cost difference
+    // there most; one more pair on each side of it, halfway (in log size)
+    // to the interval's ends, finds out a centre that is off and keeps the
+    // curves' slope honest.
+    plan(Aligned(centre), 1);
+    plan(Aligned(std::sqrt(centre * std::min(high, hi))), 1);
+    plan(Aligned(std::sqrt(centre * low)), 1);
+    return;
+  }
+  // Per-size rule: where the verdict rests are the largest size and the two
+  // sizes around the threshold.
+  std::vector<std::size_t> deciding = {sizes.size() - 1};
+  std::size_t split = sizes.size();
+  if (result.threshold_bytes) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i].size_bytes == *result.threshold_bytes) split = i;
     }
   }
-  // Interleave: one probe of every planned (method, size) per round.
+  bool bisecting = false;
+  if (split < sizes.size() && split > 0) {
+    deciding.push_back(split);
+    deciding.push_back(split - 1);
+    const std::uint64_t lo = sizes[split - 1].size_bytes;
+    const std::uint64_t hi = sizes[split].size_bytes;
+    if (static_cast<double>(hi - lo) > res * static_cast<double>(hi)) {
+      const std::uint64_t a = options_.size_alignment;
+      const std::uint64_t mid = (lo + hi) / 2 / a * a;
+      if (mid > lo && mid < hi) {
+        plan(mid, options_.repeats);
+        bisecting = true;
+      }
+    }
+  } else if (split == 0) {
+    deciding.push_back(0);
+  }
+  // A win below the threshold or a loss above it is either real or an
+  // outlier that the spread of a few samples did not expose; more repeats
+  // tell which, even when it looks decisive.
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const bool exception = sizes[i].zerocopy_wins == (i < split);
+    if (exception) deciding.push_back(i);
+  }
+  bool repeating = false;
+  for (std::size_t i : deciding) {
+    const SizeComparison& c = sizes[i];
+    const std::uint32_t have = std::min(c.zerocopy.samples, c.baseline.samples);
+    const bool exception = c.zerocopy_wins == (i < split);
+    if ((!c.decisive || exception) && have < options_.max_repeats) {
+      plan(c.size_bytes, 1);
+      repeating = true;
+    }
+  }
+  if (!bisecting && !repeating) settled_.insert(method);
+}
+
+void SweepPlanner::PlanRefinement() {
+  if (++refinements_ > kMaxRefinementRounds) return;
+  // Where to probe next needs the interval, not its last digit: half the
+  // bootstrap replicates of the published result, at half the cost.
+  DecisionOptions planning = options_.decision;
+  planning.bootstrap_replicates = std::min(planning.bootstrap_replicates, kPlanningReplicates);
+  const Analysis analysis = Analyze(samples_, planning);
+  const auto path = analysis.paths.find(options_.path);
+  if (path == analysis.paths.end()) return;
+  Planned planned;
+  for (const auto& [method, result] : path->second.methods) {
+    if (!Active(method) || result.sizes.empty() || settled_.contains(method)) continue;
+    if (refined_[method] >= options_.refine_probes) {
+      settled_.insert(method);
+      continue;
+    }
+    Planned mine;
+    PlanFor(result, options_.refine_probes - refined_[method], mine);
+    if (mine.empty() && !settled_.contains(method)) settled_.insert(method);  // budget spent
+    for (const auto& [key, count] : mine) {
+      refined_[method] += count;
+      auto& n = planned[key];
+      n = std::max(n, count);
+    }
+  }
+  // Interleave: one probe of every planned (method, size) per round, sizes
+  // in order, the methods at a size in an order that rotates.
   std::uint32_t rounds = 0;
   for (const auto& [key, count] : planned) rounds = std::max(rounds, count);
+  std::map<std::uint64_t, std::vector<Method>> by_size;
+  for (const auto& [key, count] : planned) by_size[key.second].push_back(key.first);
   for (std::uint32_t r = 0; r < rounds; ++r) {
-    for (const auto& [key, count] : planned) {
-      if (r >= count) continue;
-      const auto [method, size] = key;
-      queue_.push_back({method, size, OkCount(samples_, method, size) + r});
+    std::size_t turn = refinements_ + r;
+    for (const auto& [size, methods] : by_size) {
+      for (std::size_t k = 0; k < methods.size(); ++k) {
+        const Method method = methods[(k + turn) % methods.size()];
+        if (r >= planned[{method, size}]) continue;
+        queue_.push_back({method, size, OkCount(samples_, method, size) + r});
+      }
+      ++turn;
     }
   }
 }
@@ -209,22 +297,17 @@ Analysis SweepPlanner::Result() const {
 
 std::size_t SweepPlanner::EstimatedTotal() const {
   std::size_t active = 0;
-  std::size_t zerocopy = 0;
+  std::size_t remaining = queue_.size();
   for (Method m : options_.methods) {
     if (!Active(m)) continue;
     ++active;
-    zerocopy += IsZerocopy(m) ? 1 : 0;
+    if (IsZerocopy(m) && !settled_.contains(m)) {
+      const auto it = refined_.find(m);
+      const std::size_t spent = it == refined_.end() ? 0 : it->second;
+      remaining += options_.refine_probes - std::min(spent, options_.refine_probes);
+    }
   }
-  std::size_t remaining = queue_.size();
-  if (!coarse_planned_) {
-    remaining = grid_.size() * active * options_.repeats;
-  }
-  // Bisection from the coarse step to the resolution, for each zerocopy
-  // method and its baseline.
-  const double steps =
-      std::ceil(std::log2((options_.growth - 1) / options_.resolution));
-  if (refinements_ == 0) remaining += zerocopy * 2 * options_.repeats *
-               static_cast<std::size_t>(std::max(0.0, steps));
+  if (!coarse_planned_) remaining += grid_.size() * active * options_.repeats;
   return std::min(options_.max_probes, issued_ + remaining);
 }
 

@@ -6,6 +6,155 @@ namespace zcal::calibrator {
 
 using nlohmann::json;
 
+namespace {
+
+template <typename T>
+json OrNull(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+json SizeList(const std::vector<std::uint64_t>& sizes) {
+  json list = json::array();
+  for (std::uint64_t s : sizes) list.push_back(s);
+  return list;
+}
+
+// Field readers for ReadModelFields: absent or null leaves the default; a
+// value of the wrong type is an error naming the field.
+class Reader {
+ public:
+  Reader(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  bool Has(const char* key) const {
+    const auto it = object_.find(key);
+    return it != object_.end() && !it->is_null();
+  }
+  const json& At(const char* key) const { return object_.at(key); }
+
+  void Number(const char* key, double& out) {
+    if (!Has(key)) return;
+    if (!At(key).is_number()) return Bad(key, "a number");
+    out = At(key).get<double>();
+  }
+  void Number(const char* key, std::optional<double>& out) {
+    if (!Has(key)) return;
+    double value = 0;
+    Number(key, value);
+    if (error_.empty()) out = value;
+  }
+  template <typename T>
+  void Whole(const char* key, T& out) {
+    if (!Has(key)) return;
+    if (!At(key).is_number_unsigned()) return Bad(key, "a whole number");
+    out = At(key).get<T>();
+  }
+  void Whole(const char* key, std::optional<std::uint64_t>& out) {
+    if (!Has(key)) return;
+    std::uint64_t value = 0;
+    Whole(key, value);
+    if (error_.empty()) out = value;
+  }
+  void Text(const char* key, std::string& out) {
+    if (!Has(key)) return;
+    if (!At(key).is_string()) return Bad(key, "a string");
+    out = At(key).get<std::string>();
+  }
+  void Flag(const char* key, bool& out) {
+    if (!Has(key)) return;
+    if (!At(key).is_boolean()) return Bad(key, "true or false");
+    out = At(key).get<bool>();
+  }
+  void Sizes(const char* key, std::vector<std::uint64_t>& out) {
+    if (!Has(key)) return;
+    if (!At(key).is_array()) return Bad(key, "a list of sizes");
+    out.clear();
+    for (const json& s : At(key)) {
+      if (!s.is_number_unsigned()) return Bad(key, "a list of sizes");
+      out.push_back(s.get<std::uint64_t>());
+    }
+  }
+  void MethodField(const char* key, Method& out) {
+    if (!Has(key)) return;
+    const auto parsed = At(key).is_string() ? ParseMethod(At(key).get<std::string>())
+                                            : std::nullopt;
+    if (!parsed) return Bad(key, "a method name");
+    out = *parsed;
+  }
+  bool Object(const char* key) {
+    if (!Has(key)) return false;
+    if (!At(key).is_object()) {
+      Bad(key, "an object");
+      return false;
+    }
+    return true;
+  }
+  void Bad(const char* key, const char* expected) {
+    if (error_.empty()) error_ = where_ + ": '" + key + "' must be " + expected;
+  }
+  const std::string& error() const { return error_; }
+  const std::string& where() const { return where_; }
+
+ private:
+  const json& object_;
+  std::string where_;
+  std::string error_;
+};
+
+std::string ReadFit(const json& j, const std::string& where, MethodFit& fit) {
+  Reader in(j, where);
+  in.MethodField("method", fit.method);
+  in.Number("per_byte_ns", fit.per_byte_ns);
+  in.Number("per_send_ns", fit.per_send_ns);
+  in.Number("line_rate_bytes_per_second", fit.line_rate_bytes_per_second);
+  in.Number("cpu_bound_cores", fit.cpu_bound_cores);
+  in.Number("per_byte_ns_se", fit.per_byte_ns_se);
+  in.Number("per_send_ns_se", fit.per_send_ns_se);
+  in.Number("per_byte_per_send_cov", fit.per_byte_per_send_cov);
+  in.Number("line_rate_se", fit.line_rate_se);
+  in.Number("cpu_bound_cores_se", fit.cpu_bound_cores_se);
+  in.Number("cpu_residual", fit.cpu_residual);
+  in.Number("throughput_residual", fit.throughput_residual);
+  in.Whole("samples", fit.samples);
+  in.Whole("sizes", fit.sizes);
+  in.Whole("min_size_bytes", fit.min_size_bytes);
+  in.Whole("max_size_bytes", fit.max_size_bytes);
+  return in.error();
+}
+
+std::string ReadModel(const json& j, const std::string& where, CostModel& model) {
+  Reader in(j, where);
+  in.Flag("accepted", model.accepted);
+  in.Text("rejection", model.rejection);
+  in.Whole("min_size_bytes", model.min_size_bytes);
+  in.Whole("max_size_bytes", model.max_size_bytes);
+  in.Whole("bootstrap_replicates", model.bootstrap_replicates);
+  if (in.Has("exceptions")) {
+    if (!j.at("exceptions").is_array()) in.Bad("exceptions", "a list");
+    for (const json& e : in.error().empty() ? j.at("exceptions") : json::array()) {
+      if (!e.is_object()) return where + ": 'exceptions' must be a list of objects";
+      Reader item(e, where + ".exceptions");
+      ModelException value;
+      item.Whole("min_size_bytes", value.min_size_bytes);
+      item.Whole("max_size_bytes", value.max_size_bytes);
+      item.Text("reason", value.reason);
+      if (!item.error().empty()) return item.error();
+      model.exceptions.push_back(std::move(value));
+    }
+  }
+  if (!in.error().empty()) return in.error();
+  for (auto [key, fit] : {std::pair{"zerocopy", &model.zerocopy},
+                          std::pair{"baseline", &model.baseline}}) {
+    if (!in.Object(key)) {
+      if (!in.error().empty()) return in.error();
+      continue;
+    }
+    if (std::string why = ReadFit(j.at(key), where + "." + key, *fit); !why.empty()) return why;
+  }
+  return {};
+}
+
+}  // namespace
+
 json ToJson(const SizeStats& stats) {
   return json{
       {"samples", stats.samples},
@@ -13,10 +162,48 @@ json ToJson(const SizeStats& stats) {
       {"throughput_spread", stats.throughput_bytes_per_second.spread},
       {"cpu_ns_per_byte", stats.cpu_ns_per_byte.median},
       {"cpu_ns_per_byte_spread", stats.cpu_ns_per_byte.spread},
-      {"copied_fraction", stats.copied_fraction
-                              ? json(*stats.copied_fraction)
-                              : json(nullptr)},
+      {"copied_fraction", OrNull(stats.copied_fraction)},
       {"enobufs", stats.enobufs},
+  };
+}
+
+json ToJson(const MethodFit& fit) {
+  return json{
+      {"method", MethodName(fit.method)},
+      {"per_byte_ns", fit.per_byte_ns},
+      {"per_send_ns", fit.per_send_ns},
+      {"line_rate_bytes_per_second", OrNull(fit.line_rate_bytes_per_second)},
+      {"cpu_bound_cores", OrNull(fit.cpu_bound_cores)},
+      {"per_byte_ns_se", fit.per_byte_ns_se},
+      {"per_send_ns_se", fit.per_send_ns_se},
+      {"per_byte_per_send_cov", fit.per_byte_per_send_cov},
+      {"line_rate_se", OrNull(fit.line_rate_se)},
+      {"cpu_bound_cores_se", OrNull(fit.cpu_bound_cores_se)},
+      {"cpu_residual", fit.cpu_residual},
+      {"throughput_residual", fit.throughput_residual},
+      {"samples", fit.samples},
+      {"sizes", fit.sizes},
+      {"min_size_bytes", fit.min_size_bytes},
+      {"max_size_bytes", fit.max_size_bytes},
+  };
+}
+
+json ToJson(const CostModel& model) {
+  json exceptions = json::array();
+  for (const ModelException& e : model.exceptions) {
+    exceptions.push_back(json{{"min_size_bytes", e.min_size_bytes},
+                              {"max_size_bytes", e.max_size_bytes},
+                              {"reason", e.reason}});
+  }
+  return json{
+      {"accepted", model.accepted},
+      {"rejection", model.rejection.empty() ? json(nullptr) : json(model.rejection)},
+      {"min_size_bytes", model.min_size_bytes},
+      {"max_size_bytes", model.max_size_bytes},
+      {"bootstrap_replicates", model.bootstrap_replicates},
+      {"exceptions", std::move(exceptions)},
+      {"zerocopy", ToJson(model.zerocopy)},
+      {"baseline", ToJson(model.baseline)},
   };
 }
 
@@ -29,21 +216,37 @@ json ToJson(const MethodResult& result) {
         {"decisive", c.decisive},
         {"throughput_ratio", c.throughput_ratio},
         {"cpu_ratio", c.cpu_ratio},
+        {"relative_cost", c.relative_cost},
         {"zerocopy", ToJson(c.zerocopy)},
         {"baseline", ToJson(c.baseline)},
     });
   }
   const std::string_view reason = ReasonName(result.reason);
+  const std::string_view rule = RuleName(result.rule);
+  json interval = nullptr;
+  if (result.interval) {
+    interval = json{{"low_bytes", result.interval->low_bytes},
+                    {"high_bytes", OrNull(result.interval->high_bytes)},
+                    {"level", result.interval->level}};
+  }
   return json{
       {"verdict", VerdictName(result.verdict)},
-      {"threshold_bytes", result.threshold_bytes ? json(*result.threshold_bytes)
-                                                 : json(nullptr)},
+      {"threshold_bytes", OrNull(result.threshold_bytes)},
       {"reason", reason.empty() ? json(nullptr) : json(reason)},
       {"detail", result.detail},
       {"baseline", MethodName(result.baseline)},
       {"baseline_substituted", result.baseline_substituted},
-      {"confidence", result.confidence ? json(*result.confidence)
-                                       : json(nullptr)},
+      {"confidence", OrNull(result.confidence)},
+      {"rule", rule.empty() ? json(nullptr) : json(rule)},
+      {"rule_detail", result.rule_detail},
+      {"interval", std::move(interval)},
+      {"regret", OrNull(result.regret)},
+      {"regret_never", OrNull(result.regret_never)},
+      {"regret_always", OrNull(result.regret_always)},
+      {"tail_threshold_bytes", OrNull(result.tail_threshold_bytes)},
+      {"wins_below", SizeList(result.wins_below)},
+      {"losses_above", SizeList(result.losses_above)},
+      {"model", result.model ? ToJson(*result.model) : json(nullptr)},
       {"sizes", std::move(sizes)},
   };
 }
@@ -58,6 +261,49 @@ json ToJson(const Analysis& analysis) {
     paths[name] = json{{"methods", std::move(methods)}};
   }
   return json{{"paths", std::move(paths)}};
+}
+
+Result<void> ReadModelFields(const json& j, MethodResult& result) {
+  const std::string where(MethodName(result.method));
+  if (!j.is_object()) return Fail(Errc::kParse, where + ": expected an object");
+  Reader in(j, where);
+  if (in.Has("rule")) {
+    const json& rule = in.At("rule");
+    bool known = false;
+    for (Rule r : {Rule::kModel, Rule::kPerSize}) {
+      if (rule.is_string() && rule.get<std::string>() == RuleName(r)) {
+        result.rule = r;
+        known = true;
+      }
+    }
+    if (!known) in.Bad("rule", "\"model\", \"per_size\" or null");
+  }
+  in.Text("rule_detail", result.rule_detail);
+  in.Number("regret", result.regret);
+  in.Number("regret_never", result.regret_never);
+  in.Number("regret_always", result.regret_always);
+  in.Whole("tail_threshold_bytes", result.tail_threshold_bytes);
+  in.Sizes("wins_below", result.wins_below);
+  in.Sizes("losses_above", result.losses_above);
+  if (in.Object("interval")) {
+    Reader interval(j.at("interval"), where + ".interval");
+    ThresholdInterval value;
+    interval.Whole("low_bytes", value.low_bytes);
+    interval.Whole("high_bytes", value.high_bytes);
+    interval.Number("level", value.level);
+    if (!interval.error().empty()) return Fail(Errc::kParse, interval.error());
+    result.interval = value;
+  }
+  if (!in.error().empty()) return Fail(Errc::kParse, in.error());
+  if (in.Object("model")) {
+    CostModel model;
+    if (std::string why = ReadModel(j.at("model"), where + ".model", model); !why.empty()) {
+      return Fail(Errc::kParse, why);
+    }
+    result.model = std::move(model);
+  }
+  if (!in.error().empty()) return Fail(Errc::kParse, in.error());
+  return {};
 }
 
 }  // namespace zcal::calibrator

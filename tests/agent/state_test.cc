@@ -1,5 +1,7 @@
 #include "zcal/agent/state.h"
 
+#include "zcal/calibrator/report_json.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -171,6 +173,12 @@ TEST(State, CorruptFilesAreRejectedWithTheirName) {
            "paths": {"loopback": {"msg_zerocopy": {"measured_at_ns": 1,
              "published": {"verdict": "threshold"}}}}})",
        "without 'threshold_bytes'"},
+      {R"({"format": "zcal-state", "version": 1, "saved_at_ns": 1,
+           "fingerprint": "00000000000000ff",
+           "paths": {"loopback": {"msg_zerocopy": {"measured_at_ns": 1,
+             "published": {"verdict": "never", "model": {
+               "zerocopy": {"per_send_ns": "lots"}}}}}}})",
+       "msg_zerocopy.model.zerocopy: 'per_send_ns' must be a number"},
   };
   for (const auto& [text, fragment] : cases) {
     const std::filesystem::path path = dir.path() / "state.json";
@@ -183,6 +191,64 @@ TEST(State, CorruptFilesAreRejectedWithTheirName) {
     EXPECT_NE(loaded.error().message.find(fragment), std::string::npos)
         << "expected '" << fragment << "' in: " << loaded.error().message;
   }
+}
+
+// The cost model's verdicts keep what a report needs to redraw the curves:
+// the fits, the interval, the rule and the regrets.
+TEST(State, KeepsTheCostModelOfAResult) {
+  AgentState state = SampleState();
+  MethodResult& r = state.paths["loopback"][Method::kUringSendZc].published;
+  r.rule = calibrator::Rule::kModel;
+  r.rule_detail = "decided by its own comparison: uring_send CPU per byte ...";
+  r.interval = calibrator::ThresholdInterval{15872, 17152, 0.95};
+  r.regret = 0.004;
+  r.regret_never = 0.2;
+  r.regret_always = 0.3;
+  r.tail_threshold_bytes = 24576;
+  r.wins_below = {8192};
+  r.losses_above = {16384};
+  r.sizes[0].relative_cost = 0.93;
+  calibrator::CostModel model;
+  model.accepted = true;
+  model.min_size_bytes = 1024;
+  model.max_size_bytes = 262144;
+  model.bootstrap_replicates = 200;
+  model.exceptions = {{16384, 16384, "uring_send CPU per byte at 16384 bytes ..."}};
+  model.zerocopy.method = Method::kUringSendZc;
+  model.zerocopy.per_byte_ns = 0.03;
+  model.zerocopy.per_send_ns = 1400;
+  model.zerocopy.line_rate_bytes_per_second = 1.2e10;
+  model.zerocopy.cpu_bound_cores = 1.0;
+  model.zerocopy.per_byte_per_send_cov = -1e-3;
+  model.baseline.method = Method::kUringSend;
+  model.baseline.per_byte_ns = 0.08;
+  model.baseline.per_send_ns = 700;
+  r.model = model;
+  const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const MethodResult& back = parsed->paths.at("loopback").at(Method::kUringSendZc).published;
+  EXPECT_EQ(calibrator::ToJson(back), calibrator::ToJson(r));
+  EXPECT_EQ(back.model->zerocopy.cpu_bound_cores, 1.0);
+  EXPECT_FALSE(back.model->baseline.line_rate_bytes_per_second.has_value());
+  EXPECT_EQ(back.interval->high_bytes, 17152u);
+  EXPECT_EQ(back.rule, calibrator::Rule::kModel);
+}
+
+TEST(State, FilesWrittenBeforeTheCostModelStillRead) {
+  nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+  for (auto& [method, entry] : document["paths"]["loopback"].items()) {
+    for (const char* key : {"rule", "rule_detail", "interval", "regret", "regret_never",
+                            "regret_always", "tail_threshold_bytes", "wins_below",
+                            "losses_above", "model"}) {
+      entry["published"].erase(key);
+    }
+  }
+  const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const MethodResult& r = parsed->paths.at("loopback").at(Method::kUringSendZc).published;
+  EXPECT_EQ(r.threshold_bytes, 16384u);
+  EXPECT_EQ(r.rule, calibrator::Rule::kNone);
+  EXPECT_FALSE(r.model.has_value());
 }
 
 TEST(State, UnknownKeysAreIgnored) {

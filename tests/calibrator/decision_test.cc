@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -28,18 +29,48 @@ std::vector<Sample> CleanCrossover() {
                 {65536, 9500, 45, 9500, 100}});
 }
 
+DecisionOptions PerSizeOnly() {
+  DecisionOptions options;
+  options.use_model = false;
+  return options;
+}
+
+// The model places the threshold between the probed sizes where the fitted
+// curves cross; the per-size rule can only name a probed size.
 TEST(Decide, FindsCleanCrossover) {
   const auto r = Decide(CleanCrossover(), kMzc, {});
   EXPECT_EQ(r.verdict, Verdict::kThreshold);
+  EXPECT_EQ(r.rule, Rule::kModel) << r.rule_detail;
   ASSERT_TRUE(r.threshold_bytes.has_value());
-  EXPECT_EQ(*r.threshold_bytes, 16384u);
+  EXPECT_GT(*r.threshold_bytes, 8192u) << "zerocopy loses at 8 KiB";
+  EXPECT_LT(*r.threshold_bytes, 16384u) << "and wins clearly at 16 KiB";
+  ASSERT_TRUE(r.interval && r.interval->high_bytes);
+  EXPECT_LE(r.interval->low_bytes, *r.threshold_bytes);
+  EXPECT_GE(*r.interval->high_bytes, *r.threshold_bytes);
+  EXPECT_DOUBLE_EQ(r.interval->level, 0.95);
   EXPECT_EQ(r.reason, Reason::kNone);
   EXPECT_EQ(r.baseline, kCopy);
   EXPECT_FALSE(r.baseline_substituted);
-  EXPECT_FALSE(r.confidence.has_value()) << "one sample per size: unknown";
+  // One sample per size: the spread comes from the scatter around the
+  // curves (the residual bootstrap), so even a pasted table has one.
+  ASSERT_TRUE(r.confidence.has_value());
   ASSERT_EQ(r.sizes.size(), 6u);
   EXPECT_FALSE(r.sizes[2].zerocopy_wins);
   EXPECT_TRUE(r.sizes[3].zerocopy_wins);
+  EXPECT_EQ(r.tail_threshold_bytes, 16384u);
+  EXPECT_TRUE(r.wins_below.empty());
+  EXPECT_TRUE(r.losses_above.empty());
+  ASSERT_TRUE(r.regret.has_value());
+  EXPECT_LT(*r.regret, *r.regret_never);
+  EXPECT_LT(*r.regret, *r.regret_always);
+
+  const auto per_size = Decide(CleanCrossover(), kMzc, PerSizeOnly());
+  EXPECT_EQ(per_size.rule, Rule::kPerSize);
+  EXPECT_EQ(per_size.threshold_bytes.value_or(0), 16384u);
+  EXPECT_FALSE(per_size.confidence.has_value()) << "one sample per size: unknown";
+  EXPECT_EQ(per_size.interval->low_bytes, 8192u);
+  EXPECT_EQ(per_size.interval->high_bytes.value_or(0), 16384u);
+  EXPECT_DOUBLE_EQ(per_size.interval->level, 0.0);
 }
 
 TEST(Decide, ReportsNeverWhenZerocopyNeverWins) {
@@ -64,7 +95,16 @@ TEST(Decide, ReportsAlwaysWhenZerocopyWinsAtSmallestSize) {
   EXPECT_EQ(*r.threshold_bytes, 1024u);
 }
 
-TEST(Decide, ThresholdIsStartOfWinningTailWhenNonMonotone) {
+// This table once encoded the winning-tail rule ("from 16 KiB, where zerocopy
+// wins at every larger size"). Under the least-cost rule its answer follows
+// from its costs: with weights uniform in log size, starting at 8 KiB pays
+// zerocopy's excess at 12 KiB (CPU per byte 0.1667 against 0.1583, 8.6 %
+// with the margin) over that size's log cell (0.50 octave), while starting
+// at 16 KiB gives up zerocopy's saving at 8 KiB (0.160 against 0.180, 9.1 %)
+// over its cell (0.79 octave): 8 KiB costs least. The residuals also show
+// the structure no a + b/size follows, so the model is rejected and the
+// per-size comparisons decide.
+TEST(Decide, NonMonotoneCostsRejectTheModelAndTakeTheLeastCostThreshold) {
   const auto samples = Table(kMzc, kCopy,
                              {{4096, 3000, 100, 3000, 80},
                               {8192, 5000, 80, 5000, 90},     // wins
@@ -72,8 +112,72 @@ TEST(Decide, ThresholdIsStartOfWinningTailWhenNonMonotone) {
                               {16384, 8000, 70, 8000, 100},   // wins on
                               {32768, 9000, 55, 9000, 100}});
   const auto r = Decide(samples, kMzc, {});
+  EXPECT_EQ(r.rule, Rule::kPerSize);
+  EXPECT_EQ(r.rule_detail.rfind("model rejected: ", 0), 0u) << r.rule_detail;
+  ASSERT_TRUE(r.model.has_value()) << "the rejected fit is still reported";
+  EXPECT_FALSE(r.model->accepted);
   EXPECT_EQ(r.verdict, Verdict::kThreshold);
+  EXPECT_EQ(r.threshold_bytes.value_or(0), 8192u);
+  EXPECT_EQ(r.tail_threshold_bytes, 16384u) << "the old rule, as a diagnostic";
+  EXPECT_TRUE(r.wins_below.empty());
+  EXPECT_EQ(r.losses_above, (std::vector<std::uint64_t>{12288}));
+  // The regret of 8 KiB is 12 KiB's excess over its share of log size.
+  const double cell_12k = std::log2(16384.0 / 12288) / 2 + std::log2(12288.0 / 8192) / 2;
+  const double share = cell_12k / std::log2(32768.0 / 4096);
+  EXPECT_NEAR(*r.regret, share * ((100.0 / 6000) / (95.0 / 6000) / 0.97 - 1), 1e-9);
+  EXPECT_NEAR(ExcessCost(r.sizes, 16384, {}), *r.regret_never - 0, 1) << "defined";
+  EXPECT_GT(ExcessCost(r.sizes, 16384, {}), *r.regret);
+}
+
+// Where the traffic goes decides what a dip costs: all bytes at 12 KiB make
+// zerocopy's loss there the only thing that matters.
+TEST(Decide, TrafficHistogramWeighsTheSizes) {
+  const auto samples = Table(kMzc, kCopy,
+                             {{4096, 3000, 100, 3000, 80},
+                              {8192, 5000, 80, 5000, 90},
+                              {12288, 6000, 100, 6000, 95},
+                              {16384, 8000, 70, 8000, 100},
+                              {32768, 9000, 55, 9000, 100}});
+  DecisionOptions at_12k = PerSizeOnly();
+  at_12k.traffic = {{12288, 1.0}, {32768, 1.0}};
+  auto r = Decide(samples, kMzc, at_12k);
   EXPECT_EQ(r.threshold_bytes.value_or(0), 16384u);
+  EXPECT_EQ(r.regret.value_or(1), 0.0);
+  EXPECT_EQ(r.wins_below, (std::vector<std::uint64_t>{8192})) << "the price, listed";
+  DecisionOptions at_8k = PerSizeOnly();
+  at_8k.traffic = {{8192, 3.0}, {12288, 1.0}};
+  EXPECT_EQ(Decide(samples, kMzc, at_8k).threshold_bytes.value_or(0), 8192u);
+  // Bins outside the probed range count at its ends: all traffic at 4 KiB,
+  // where zerocopy loses. Every threshold above costs nothing then; the
+  // first where zerocopy's cost actually crosses below the baseline's is
+  // the one published.
+  DecisionOptions small = PerSizeOnly();
+  small.traffic = {{100, 1.0}};
+  r = Decide(samples, kMzc, small);
+  EXPECT_EQ(r.threshold_bytes.value_or(0), 8192u);
+  EXPECT_EQ(r.regret.value_or(1), 0.0);
+  EXPECT_GT(r.regret_always.value_or(0), 0.0);
+}
+
+TEST(Decide, TrafficHistogramMovesTheModelThreshold) {
+  // A clean crossover near 12 KiB on the model: traffic only above it or
+  // only below it leaves the crossing where it is (the least-cost threshold
+  // is where the curves cross, whatever the weights, when they cross once).
+  std::vector<Sample> samples;
+  for (std::uint64_t size = 1024; size <= 262144; size *= 2) {
+    const double s = static_cast<double>(size);
+    const double zc = 0.12 + 3500 / s;
+    const double copy = 0.30 + 1500 / s;
+    samples.push_back(Row(kMzc, size, 5000, 5000e6 * zc / 1e7));
+    samples.push_back(Row(kCopy, size, 5000, 5000e6 * copy / 1e7));
+  }
+  const auto uniform = Decide(samples, kMzc, {});
+  DecisionOptions weighted;
+  weighted.traffic = {{4096, 1}, {65536, 5}};
+  const auto r = Decide(samples, kMzc, weighted);
+  ASSERT_EQ(uniform.rule, Rule::kModel);
+  EXPECT_EQ(r.threshold_bytes, uniform.threshold_bytes);
+  EXPECT_NE(r.regret_never, uniform.regret_never) << "but the regrets are weighed anew";
 }
 
 // A CPU-bound sender: both burn a whole core; zerocopy moves more bytes
@@ -91,7 +195,17 @@ TEST(Decide, ThroughputObjectiveDecidesCpuBoundCase) {
   throughput.objective = Objective::kThroughput;
   const auto r = Decide(CpuBound(), kMzc, throughput);
   EXPECT_EQ(r.verdict, Verdict::kThreshold);
-  EXPECT_EQ(r.threshold_bytes.value_or(0), 32768u);
+  EXPECT_EQ(r.rule, Rule::kModel) << r.rule_detail;
+  // Fewer bytes at 16 KiB (5200 against 5500 MB/s), 17 % more at 32 KiB:
+  // the fitted curves cross in between.
+  EXPECT_GT(r.threshold_bytes.value_or(0), 8192u);
+  EXPECT_LE(r.threshold_bytes.value_or(0), 32768u);
+  ASSERT_TRUE(r.model.has_value());
+  EXPECT_FALSE(r.model->zerocopy.line_rate_bytes_per_second.has_value())
+      << "CPU-bound at every size: no line rate reached";
+  EXPECT_NEAR(r.model->zerocopy.cpu_bound_cores.value_or(0), 1.0, 0.02);
+  throughput.use_model = false;
+  EXPECT_EQ(Decide(CpuBound(), kMzc, throughput).threshold_bytes.value_or(0), 32768u);
 }
 
 TEST(Decide, EfficiencyRejectsThroughputLossBeyondTolerance) {
@@ -146,8 +260,39 @@ TEST(Decide, ReportsInconclusiveWhenNoiseExceedsDifference) {
   const auto r = Decide(samples, kMzc, {});
   EXPECT_EQ(r.verdict, Verdict::kInconclusive);
   EXPECT_EQ(r.reason, Reason::kNoisy);
+  // Three sizes are too few to fit curves to: the per-size rule decides.
+  EXPECT_EQ(r.rule, Rule::kPerSize);
+  EXPECT_EQ(r.rule_detail, "too few sizes for the cost model: 3 compared (it needs 4)");
   ASSERT_TRUE(r.confidence.has_value());
   EXPECT_LT(*r.confidence, 0.5);
+}
+
+TEST(Decide, ModelIsInconclusiveWhenItsReplicatesDisagree) {
+  // Zerocopy saves exactly the margin (3 %) at every size, with +-40 %
+  // noise: each sample pair shares its noise, so the fitted curves sit
+  // exactly on the bar, and the bootstrap replicates (which draw each
+  // method's scatter on its own) fall on either side of it.
+  std::vector<Sample> samples;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> noise(0.6, 1.4);
+  for (std::uint64_t size = 4096; size <= 131072; size *= 2) {
+    for (int i = 0; i < 5; ++i) {
+      const double mbps = 8000 * noise(rng);
+      const double cpu = noise(rng);
+      samples.push_back(Row(kMzc, size, mbps, 97 * cpu));
+      samples.push_back(Row(kCopy, size, mbps, 100 * cpu));
+    }
+  }
+  const auto r = Decide(samples, kMzc, {});
+  EXPECT_EQ(r.rule, Rule::kModel) << r.rule_detail;
+  EXPECT_EQ(r.verdict, Verdict::kInconclusive) << r.detail;
+  EXPECT_EQ(r.reason, Reason::kNoisy);
+  EXPECT_FALSE(r.threshold_bytes.has_value());
+  // The model's confidence is the share of bootstrap replicates that agree
+  // on whether zerocopy pays off at all; below 0.8 is inconclusive.
+  ASSERT_TRUE(r.confidence.has_value());
+  EXPECT_LT(*r.confidence, 0.8);
+  EXPECT_NE(r.detail.find("would have been"), std::string::npos);
 }
 
 TEST(Decide, RepeatedCleanSamplesGiveFullConfidence) {
@@ -159,7 +304,14 @@ TEST(Decide, RepeatedCleanSamplesGiveFullConfidence) {
       samples.push_back(jittered);
     }
   }
+  // The hand-made table is CPU-bound up to 8 KiB and then not: no
+  // a + b/size follows that, which one sample per size cannot show but
+  // three tight repeats do. The model is rejected and the per-size
+  // comparisons, all decisive, give 16 KiB.
   const auto r = Decide(samples, kMzc, {});
+  EXPECT_EQ(r.rule, Rule::kPerSize);
+  EXPECT_EQ(r.rule_detail.rfind("model rejected: msg_zerocopy ", 0), 0u)
+      << r.rule_detail;
   EXPECT_EQ(r.verdict, Verdict::kThreshold);
   EXPECT_EQ(r.threshold_bytes.value_or(0), 16384u);
   ASSERT_TRUE(r.confidence.has_value());

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +49,84 @@ TEST_F(AnalyzeCli, PrintsVerdictsForTheShippedExample) {
   EXPECT_THAT(r.out, HasSubstr("msg_zerocopy         threshold"));
   EXPECT_THAT(r.out, HasSubstr("msg_zerocopy vs copy:"));
   EXPECT_THAT(r.out, HasSubstr("uring_send_zc_fixed vs uring_send:"));
+  EXPECT_THAT(r.out, HasSubstr("rule: least expected cost on the fitted cost model"));
+  EXPECT_THAT(r.out, HasSubstr("threshold interval (95 %): "));
+  EXPECT_THAT(r.out, HasSubstr("expected excess cost "));
+  EXPECT_THAT(r.out, HasSubstr("winning tail of probed sizes from 16 KiB"));
+  EXPECT_THAT(r.out, HasSubstr("fit copy: "));
+  EXPECT_THAT(r.out, HasSubstr("fit msg_zerocopy: "));
+  EXPECT_THAT(r.out, HasSubstr("probed sizes below the threshold where zerocopy wins: "));
+}
+
+// The shipped example: the per-size rule gave 16, 16 and 12 KiB, the first
+// probed sizes that won. The table's own costs put the crossings between the
+// probed sizes: msg_zerocopy's CPU per byte is 0.965 of copy's at 16 KiB
+// (just under the 0.97 bar) and 1.054 at 12 KiB; registered buffers are at
+// 0.995 of uring_send at 8 KiB and 0.89 at 12 KiB. The model puts them at 15,
+// 14.75 and 8.5 KiB, each with a 95 % interval that excludes the old value.
+TEST_F(AnalyzeCli, ModelThresholdsOfTheShippedExampleLieBetweenTheProbedSizes) {
+  const auto r = Analyze({"--json", SourcePath("configs/examples/xeon-cx6.csv")});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& methods = doc.at("paths").at("xeon-cx6").at("methods");
+  const std::pair<const char*, std::pair<int, int>> expected[] = {
+      {"msg_zerocopy", {12288, 16384}},
+      {"uring_send_zc", {12288, 16384}},
+      {"uring_send_zc_fixed", {8192, 12288}},
+  };
+  for (const auto& [name, range] : expected) {
+    const auto& m = methods.at(name);
+    EXPECT_EQ(m.at("rule"), "model") << name;
+    const int t = m.at("threshold_bytes").get<int>();
+    EXPECT_GT(t, range.first) << name;
+    EXPECT_LT(t, range.second) << name;
+    EXPECT_LE(m.at("interval").at("low_bytes").get<int>(), t) << name;
+    EXPECT_GE(m.at("interval").at("high_bytes").get<int>(), t) << name;
+    EXPECT_LT(m.at("interval").at("high_bytes").get<int>(), range.second) << name;
+    EXPECT_EQ(m.at("tail_threshold_bytes").get<int>(), range.second) << name;
+    // Enough to redraw both curves.
+    for (const char* side : {"zerocopy", "baseline"}) {
+      const auto& fit = m.at("model").at(side);
+      for (const char* key : {"per_byte_ns", "per_send_ns", "cpu_bound_cores",
+                              "per_byte_ns_se", "per_send_ns_se", "per_byte_per_send_cov"}) {
+        EXPECT_TRUE(fit.at(key).is_number()) << name << " " << side << " " << key;
+      }
+    }
+    // Zerocopy reaches the 12.4 GB/s line rate; the copying sends stay
+    // CPU-bound (100 % of a core) up to 256 KiB, so theirs is absent.
+    EXPECT_NEAR(m.at("model").at("zerocopy").at("line_rate_bytes_per_second").get<double>(),
+                12.4e9, 0.1e9) << name;
+    EXPECT_TRUE(m.at("model").at("baseline").at("line_rate_bytes_per_second").is_null()) << name;
+    EXPECT_EQ(m.at("model").at("min_size_bytes"), 1024);
+    EXPECT_EQ(m.at("model").at("max_size_bytes"), 262144);
+    EXPECT_TRUE(m.at("regret").is_number());
+    EXPECT_TRUE(m.at("wins_below").is_array());
+    EXPECT_TRUE(m.at("sizes")[0].at("relative_cost").is_number());
+  }
+}
+
+TEST_F(AnalyzeCli, TrafficHistogramWeighsTheExcessCost) {
+  const std::string file = SourcePath("configs/examples/xeon-cx6.csv");
+  auto uniform = nlohmann::json::parse(Analyze({"--json", file}).out);
+  const auto r = Analyze({"--json", "--traffic", "4KiB:10, 64KiB:90", file});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  auto weighted = nlohmann::json::parse(r.out);
+  const auto& a = uniform["paths"]["xeon-cx6"]["methods"]["msg_zerocopy"];
+  const auto& b = weighted["paths"]["xeon-cx6"]["methods"]["msg_zerocopy"];
+  EXPECT_EQ(a["threshold_bytes"], b["threshold_bytes"]) << "the curves cross once";
+  EXPECT_NE(a["regret_never"], b["regret_never"]);
+  for (const auto& [args, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"4KiB", "'4KiB' is not SIZE:WEIGHT"},
+           {"4KiB:x", "the weight in '4KiB:x' must be a number >= 0"},
+           {"4KiB:-1", "the weight in '4KiB:-1' must be a number >= 0"},
+           {"0:1", "the size in '0:1' must be a size of at least 1 byte"},
+           {"four:1", "the size in 'four:1' must be a size"},
+           {"4KiB:0,8KiB:0", "the weights must not all be zero"}}) {
+    const auto bad = Analyze({"--traffic", args, file});
+    EXPECT_EQ(bad.exit_status, 2) << args;
+    EXPECT_THAT(bad.err, HasSubstr(message)) << args;
+  }
 }
 
 TEST_F(AnalyzeCli, JsonOutputParsesBackWithTheDocumentedShape) {
@@ -77,7 +158,36 @@ TEST_F(AnalyzeCli, NeverOnTheIommuExample) {
     EXPECT_EQ(m.at("verdict"), "never") << name;
     EXPECT_EQ(m.at("reason"), "slower") << name;
     EXPECT_TRUE(m.at("threshold_bytes").is_null()) << name;
+    EXPECT_EQ(m.at("rule"), "model") << name;
+    EXPECT_TRUE(m.at("interval").at("high_bytes").is_null()) << name;
   }
+}
+
+// The seeds' style: one sample per size, pasted from a benchmark. The model
+// decides and gives an interval; with too few sizes the per-size rule does.
+TEST_F(AnalyzeCli, OneSamplePerSizeTables) {
+  std::string table = "method,size,mb_per_s,cpu_pct\n";
+  for (int size = 2048; size <= 131072; size *= 2) {
+    const double s = size;
+    const double zc = 0.12 + 3500 / s;
+    const double copy = 0.30 + 1500 / s;
+    table += "copy," + std::to_string(size) + ",5000," + std::to_string(500 * copy) + "\n";
+    table += "msg_zerocopy," + std::to_string(size) + ",5000," + std::to_string(500 * zc) + "\n";
+  }
+  auto r = Analyze({"--json", Write("one.csv", table)});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  auto m = nlohmann::json::parse(r.out)["paths"]["default"]["methods"]["msg_zerocopy"];
+  EXPECT_EQ(m["rule"], "model");
+  EXPECT_EQ(m["verdict"], "threshold");
+  const int t = m["threshold_bytes"].get<int>();
+  EXPECT_NEAR(t, 11959, 0.05 * 11959) << "(3500 - 0.97 * 1500) / (0.97 * 0.30 - 0.12)";
+  r = Analyze({"--json", Write("two.csv", "method,size,mb_per_s,cpu_pct\n"
+                                           "copy,4096,3000,80\nmsg_zerocopy,4096,3000,100\n"
+                                           "copy,65536,9000,100\nmsg_zerocopy,65536,9000,50\n")});
+  m = nlohmann::json::parse(r.out)["paths"]["default"]["methods"]["msg_zerocopy"];
+  EXPECT_EQ(m["rule"], "per_size");
+  EXPECT_EQ(m["rule_detail"], "too few sizes for the cost model: 2 compared (it needs 4)");
+  EXPECT_EQ(m["threshold_bytes"], 65536);
 }
 
 TEST_F(AnalyzeCli, ObjectiveAndMarginChangeTheDecision) {

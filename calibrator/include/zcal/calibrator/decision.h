@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zcal/calibrator/cost_model.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/calibrator/stats.h"
@@ -31,6 +32,15 @@ enum class Objective : std::uint8_t {
 std::string_view ObjectiveName(Objective objective);
 std::optional<Objective> ParseObjective(std::string_view name);
 
+/// One bin of a traffic size histogram: the share of the bytes an
+/// application sends in messages of about `size_bytes`.
+struct TrafficBin {
+  std::uint64_t size_bytes = 0;  ///< >= 1
+  double weight = 0;             ///< >= 0, finite; bins need not sum to 1
+
+  bool operator==(const TrafficBin&) const = default;
+};
+
 struct DecisionOptions {
   Objective objective = Objective::kEfficiency;
   double tolerance = 0.02;  ///< allowed throughput loss, fraction (0.02=2 %)
@@ -38,9 +48,20 @@ struct DecisionOptions {
   /// A method whose completions were reported copied for at least this
   /// share is "never / kernel_copied".
   double kernel_copied_fraction = 0.5;
+  /// How the expected excess cost weighs sizes: empty = uniform in log size
+  /// over the compared range; otherwise this histogram (bins outside the
+  /// range count at its nearer end). The weights must not all be zero.
+  std::vector<TrafficBin> traffic;
+  /// Fit the cost model (true) or decide from per-size comparisons only.
+  bool use_model = true;
+  /// Bootstrap replicates for the model's interval and confidence, >= 20.
+  std::uint32_t bootstrap_replicates = 200;
 
   bool operator==(const DecisionOptions&) const = default;
 };
+
+/// Checks the options; a sentence naming the bad field, or empty if valid.
+std::string ValidateDecisionOptions(const DecisionOptions& options);
 
 enum class Verdict : std::uint8_t {
   kThreshold = 0,     ///< zerocopy wins from threshold_bytes on
@@ -62,6 +83,31 @@ enum class Reason : std::uint8_t {
 std::string_view VerdictName(Verdict verdict);
 std::string_view ReasonName(Reason reason);  ///< "" for kNone
 
+/// Which rule decided a verdict.
+enum class Rule : std::uint8_t {
+  /// No statistical rule: unsupported, failed, kernel-copied, no baseline.
+  kNone = 0,
+  /// The least-cost threshold on the fitted cost model's curves.
+  kModel = 1,
+  /// The least-cost threshold over the probed sizes' own comparisons (the
+  /// model was rejected, too few sizes, or use_model was false).
+  kPerSize = 2,
+};
+
+std::string_view RuleName(Rule rule);  ///< "", "model", "per_size"
+
+/// Where the threshold plausibly lies. A threshold is a size in the
+/// compared range [smallest, largest size]; "always" is the smallest size.
+struct ThresholdInterval {
+  std::uint64_t low_bytes = 0;
+  /// nullopt: zerocopy may not pay off anywhere in the compared range.
+  std::optional<std::uint64_t> high_bytes;
+  /// Coverage: the model's central bootstrap interval (0.95); for per-size
+  /// verdicts 0, as it only brackets the threshold between two probed sizes
+  /// (the largest size below it and it).
+  double level = 0;
+};
+
 /// Zerocopy against baseline at one size.
 struct SizeComparison {
   std::uint64_t size_bytes = 0;
@@ -69,6 +115,9 @@ struct SizeComparison {
   SizeStats baseline;
   double throughput_ratio = 0;  ///< zerocopy / baseline, medians
   double cpu_ratio = 0;         ///< zerocopy / baseline CPU per byte
+  /// Zerocopy's cost relative to the baseline's under the objective, margin
+  /// included (docs/calibrator.md): below 1 zerocopy is the cheaper send.
+  double relative_cost = 0;
   bool zerocopy_wins = false;
   /// True when the difference judged exceeds the combined dispersion, or
   /// when there is one sample per method (confidence unknown).
@@ -84,10 +133,34 @@ struct MethodResult {
   std::optional<std::uint64_t> threshold_bytes;  ///< with kThreshold/kAlways
   Reason reason = Reason::kNone;
   std::string detail;  ///< a sentence for people, e.g. the probe error
-  /// In [0,1]: share of the compared sizes whose comparison was decisive.
-  /// nullopt when there was only one sample per size ("unknown").
+  /// In [0,1]. Model: the share of bootstrap replicates in which this
+  /// threshold costs at most 0.5 percentage points more (expected excess
+  /// cost) than the replicate's own best threshold; below 0.8 the verdict is
+  /// inconclusive. Per size: the share of compared sizes whose comparison
+  /// was decisive; nullopt with one sample per size.
   std::optional<double> confidence;
   std::vector<SizeComparison> sizes;  ///< ascending size
+
+  Rule rule = Rule::kNone;
+  /// Why the per-size rule decided: "model rejected: ..." or too few sizes.
+  std::string rule_detail;
+  /// The model behind the verdict, also when rejected; nullopt when no fit
+  /// was made (too few sizes, or no statistical verdict).
+  std::optional<CostModel> model;
+  std::optional<ThresholdInterval> interval;
+  /// Expected excess cost, as a fraction (0.01 = 1 %) of the cheaper send's
+  /// cost, of using zerocopy from the threshold on (never: nowhere) rather
+  /// than the cheaper send at every size, weighted as DecisionOptions says.
+  std::optional<double> regret;
+  std::optional<double> regret_never;   ///< the same for never using it
+  std::optional<double> regret_always;  ///< ... for using it at every size
+  /// Diagnostic: the smallest probed size from which zerocopy wins at every
+  /// larger probed size (the rule before the least-cost one).
+  std::optional<std::uint64_t> tail_threshold_bytes;
+  /// Probed sizes below the threshold where zerocopy wins, and at or above
+  /// it where it loses (per-size comparisons; the price of one threshold).
+  std::vector<std::uint64_t> wins_below;
+  std::vector<std::uint64_t> losses_above;
 };
 
 struct PathResult {
@@ -105,9 +178,19 @@ struct Analysis {
 std::optional<std::size_t> WinningTailStart(
     std::span<const SizeComparison> sizes);
 
+/// The expected excess cost (fraction) of using zerocopy at the compared
+/// sizes >= threshold (nullopt: nowhere), judged on these per-size
+/// comparisons with the per-size rule's weights. 0 for no sizes.
+double ExcessCost(std::span<const SizeComparison> sizes,
+                  std::optional<std::uint64_t> threshold,
+                  const DecisionOptions& options);
+
 /// Judges `method` (a zerocopy method) against its baseline using the
 /// samples of one path (samples of other methods are used as baselines,
-/// others ignored).
+/// others ignored). The threshold is the one of least expected excess cost
+/// (docs/calibrator.md, "The threshold rule"): on the fitted cost model when
+/// it fits, else over the per-size comparisons. Deterministic: the
+/// bootstrap's random numbers are seeded from the samples.
 MethodResult Decide(std::span<const Sample> path_samples, Method method,
                     const DecisionOptions& options);
 

@@ -12,12 +12,18 @@
 // max_size), every method at every size, `repeats` times. Within a round the
 // methods are interleaved at each size and sizes are visited in order, and
 // rounds repeat the whole grid, so slow drift on a shared machine affects all
-// methods alike. Then, for each zerocopy method whose verdict is a threshold,
-// the planner bisects between the largest losing and the smallest winning
-// size until they are closer than `resolution` times the winning size, and
-// adds repeats (up to max_repeats) at deciding sizes whose comparison is not
-// decisive. A method that reports unsupported, fails, or whose sends the
-// kernel copied is not probed again.
+// methods alike. Then, in rounds, for each zerocopy method whose verdict
+// rests on the cost model: a probe of it and of its baseline at the
+// estimated threshold, where a probe narrows the interval most, and halfway
+// to each end of the interval, until the interval lies within 0.8 times
+// `resolution` of the threshold (or, for always/never, of the end of the
+// range) or the method has spent `refine_probes`. Where the per-size rule
+// decides (the model was rejected), it bisects between the two probed sizes
+// around the threshold until they are closer than `resolution` times the
+// upper one, and adds repeats (up to max_repeats) at deciding sizes whose
+// comparison is not decisive and at sizes where zerocopy wins below or
+// loses above the threshold. A method that reports unsupported, fails, or
+// whose sends the kernel copied is not probed again.
 #pragma once
 
 #include <cstddef>
@@ -41,9 +47,17 @@ struct PlannerOptions {
   std::uint64_t min_size = 1024;        ///< bytes, >= 1
   std::uint64_t max_size = 256 * 1024;  ///< bytes, >= min_size
   double growth = 2.0;                  ///< coarse grid factor, > 1
-  double resolution = 0.125;  ///< bisect until gap <= resolution * size
-  std::uint32_t repeats = 3;      ///< repeats per size on the coarse grid
-  std::uint32_t max_repeats = 9;  ///< cap when adding repeats for noise
+  /// Stop refining when the threshold's interval lies within this fraction
+  /// of it (model), or the bracketing sizes are this close (per size).
+  double resolution = 0.125;
+  /// Repeats per size on the coarse grid. Two suffice for the model, which
+  /// pools all sizes; the repeats give the noise its own estimate.
+  std::uint32_t repeats = 2;
+  std::uint32_t max_repeats = 9;  ///< per size, when adding repeats (per size)
+  /// Probes after the coarse grid per zerocopy method, its baseline's
+  /// included. 54 by default: one pair then costs at most 36 + 54 = 90
+  /// probes with the default grid (9 sizes, 2 repeats).
+  std::size_t refine_probes = 54;
   std::size_t max_probes = 2000;  ///< hard cap on Next() requests
   std::uint64_t size_alignment = 256;  ///< bisection sizes rounded to this
   DecisionOptions decision;
@@ -86,6 +100,11 @@ class SweepPlanner {
   void PlanCoarse();
   void PlanRefinement();
   bool Active(Method method) const;
+  /// Whether `method` needs more probes, and if so where: adds at most
+  /// `allowance` probes to `planned` as (method, size) -> count.
+  using Planned = std::map<std::pair<Method, std::uint64_t>, std::uint32_t>;
+  void PlanFor(const MethodResult& result, std::size_t allowance, Planned& planned);
+  std::uint64_t Aligned(double size) const;
 
   PlannerOptions options_;
   std::vector<std::uint64_t> grid_;
@@ -93,6 +112,8 @@ class SweepPlanner {
   std::vector<Sample> samples_;
   std::set<Method> dropped_;
   std::map<Method, std::uint32_t> failures_;
+  std::map<Method, std::size_t> refined_;  ///< refinement probes per zc method
+  std::set<Method> settled_;               ///< zc methods needing no more
   std::size_t issued_ = 0;
   std::size_t refinements_ = 0;
   bool coarse_planned_ = false;

@@ -1,23 +1,77 @@
-// Analysis as JSON: the document `zcal analyze --json` prints.
+// Analysis as JSON: the document `zcal analyze --json` prints, and the form
+// in which the agent's state file keeps results.
 //
-// {"paths": {"<path>": {"methods": {"<method>": {
-//    "verdict": "threshold|always|never|inconclusive",
-//    "threshold_bytes": int|null, "reason": string|null,
-//    "baseline": "copy|uring_send", "baseline_substituted": bool,
-//    "confidence": number|null, "detail": string,
-//    "sizes": [{"size": N, "zerocopy_wins": bool, "decisive": bool,
-//               "throughput_ratio": x, "cpu_ratio": x,
-//               "zerocopy": {...}, "baseline": {...}}]}}}}}
+// {"paths": {"<path>": {"methods": {"<method>": MethodResult}}}}
+//
+// MethodResult:
+//   "verdict": "threshold|always|never|inconclusive",
+//   "threshold_bytes": int|null, "reason": string|null, "detail": string,
+//   "baseline": "copy|uring_send", "baseline_substituted": bool,
+//   "confidence": number|null,             in [0, 1]
+//   "rule": "model"|"per_size"|null,       which rule decided (null: a
+//                                          report such as unsupported)
+//   "rule_detail": string,                 why per_size ("model rejected:
+//                                          ..."); "" otherwise
+//   "interval": {"low_bytes": int, "high_bytes": int|null,
+//                "level": number}|null,    high null: may never pay off;
+//                                          level 0.95 (model) or 0 (per
+//                                          size: the two probed sizes
+//                                          around the threshold)
+//   "regret": number|null,                 expected excess cost, fraction
+//   "regret_never": number|null, "regret_always": number|null,
+//   "tail_threshold_bytes": int|null,      diagnostic: start of the
+//                                          winning tail of probed sizes
+//   "wins_below": [int], "losses_above": [int],   probed sizes
+//   "model": Model|null,
+//   "sizes": [{"size": int, "zerocopy_wins": bool, "decisive": bool,
+//              "throughput_ratio": x, "cpu_ratio": x, "relative_cost": x,
+//              "zerocopy": SizeStats, "baseline": SizeStats}]
+//
+// SizeStats: {"samples", "throughput_bytes_per_second", "throughput_spread",
+//   "cpu_ns_per_byte", "cpu_ns_per_byte_spread", "copied_fraction"|null,
+//   "enobufs"}
+//
+// Model: {"accepted": bool, "rejection": string|null,
+//   "min_size_bytes": int, "max_size_bytes": int,   compared range
+//   "bootstrap_replicates": int,                    0 when rejected
+//   "exceptions": [{"min_size_bytes": int, "max_size_bytes": int,
+//                   "reason": string}],   sizes decided by their own
+//                                          comparison, left out of the fits
+//   "zerocopy": Fit, "baseline": Fit}
+//
+// Fit (the curves of cost_model.h; s in bytes):
+//   cpu_ns_per_byte(s) = per_byte_ns + per_send_ns / s
+//   throughput(s) = min(line_rate_bytes_per_second,
+//                       cpu_bound_cores * 1e9 / cpu_ns_per_byte(s))  [B/s]
+//   {"method": string, "per_byte_ns": x, "per_send_ns": x,
+//    "line_rate_bytes_per_second": x|null, "cpu_bound_cores": x|null,
+//    "per_byte_ns_se": x, "per_send_ns_se": x, "per_byte_per_send_cov": x,
+//    "line_rate_se": x|null, "cpu_bound_cores_se": x|null,
+//    "cpu_residual": x, "throughput_residual": x,      relative, robust SD
+//    "samples": int, "sizes": int, "min_size_bytes": int,
+//    "max_size_bytes": int}
+//   A null cap is absent (not reached in the fitted sizes). The standard
+//   errors give a band: var cpu(s) = se_a^2 + 2 cov / s + se_b^2 / s^2.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include "zcal/calibrator/decision.h"
+#include "zcal/common/result.h"
 
 namespace zcal::calibrator {
 
 nlohmann::json ToJson(const SizeStats& stats);
+nlohmann::json ToJson(const MethodFit& fit);
+nlohmann::json ToJson(const CostModel& model);
 nlohmann::json ToJson(const MethodResult& result);
 nlohmann::json ToJson(const Analysis& analysis);
+
+/// Reads back into `result` the fields of the cost model and the threshold
+/// rule (rule, rule_detail, model, interval, regrets, tail_threshold_bytes,
+/// wins_below, losses_above) from a MethodResult object. Absent fields keep
+/// their defaults, so documents written before they existed still read.
+/// Errors (Errc::kParse) name the field that has the wrong type.
+Result<void> ReadModelFields(const nlohmann::json& j, MethodResult& result);
 
 }  // namespace zcal::calibrator

@@ -1,0 +1,166 @@
+#include "least_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace zcal::calibrator::detail {
+
+namespace {
+
+constexpr double kPointsPerOctave = 8;
+constexpr std::size_t kMaxPoints = 8 * 40 + 1;
+
+std::size_t Nearest(const std::vector<double>& sizes, double size) {
+  const double target = std::log(std::max(size, 1.0));
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < sizes.size(); ++i) {
+    if (std::fabs(std::log(sizes[i]) - target) < std::fabs(std::log(sizes[best]) - target)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+void Normalize(std::vector<double>& weight) {
+  double total = 0;
+  for (double w : weight) total += w;
+  if (total <= 0) {
+    std::fill(weight.begin(), weight.end(), 1.0 / static_cast<double>(weight.size()));
+    return;
+  }
+  for (double& w : weight) w /= total;
+}
+
+bool Place(WeightedSizes& out, std::span<const TrafficBin> traffic) {
+  if (traffic.empty()) return false;
+  out.weight.assign(out.size.size(), 0);
+  for (const TrafficBin& bin : traffic) {
+    out.weight[Nearest(out.size, static_cast<double>(bin.size_bytes))] += bin.weight;
+  }
+  Normalize(out.weight);
+  return true;
+}
+
+double ExcessOfBaseline(double cost) { return cost < 1 ? 1 / cost - 1 : 0; }
+double ExcessOfZerocopy(double cost) { return cost > 1 ? cost - 1 : 0; }
+
+}  // namespace
+
+WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traffic) {
+  WeightedSizes out;
+  const double octaves = std::log2(hi / lo);
+  const std::size_t points = std::min(
+      kMaxPoints, static_cast<std::size_t>(std::ceil(octaves * kPointsPerOctave)) + 1);
+  for (std::size_t i = 0; i < points; ++i) {
+    const double t = points == 1 ? 0 : static_cast<double>(i) / static_cast<double>(points - 1);
+    out.size.push_back(lo * std::exp2(t * octaves));
+  }
+  out.size.back() = hi;
+  if (!Place(out, traffic)) {
+    out.weight.assign(points, 1);
+    if (points > 1) out.weight.front() = out.weight.back() = 0.5;
+    Normalize(out.weight);
+  }
+  return out;
+}
+
+WeightedSizes CellSizes(std::span<const double> sizes, std::span<const TrafficBin> traffic) {
+  WeightedSizes out;
+  out.size.assign(sizes.begin(), sizes.end());
+  if (!Place(out, traffic)) {
+    out.weight.assign(sizes.size(), 0);
+    for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+      const double half = std::log(sizes[i + 1] / sizes[i]) / 2;
+      out.weight[i] += half;
+      out.weight[i + 1] += half;
+    }
+    Normalize(out.weight);
+  }
+  return out;
+}
+
+double RelativeCost(double cpu_ratio, double throughput_ratio, bool throughput_acceptable,
+                    const DecisionOptions& options) {
+  const double tiny = 1e-12;
+  switch (options.objective) {
+    case Objective::kCpu:
+      return cpu_ratio / (1 - options.margin);
+    case Objective::kThroughput:
+      return (1 + options.margin) / std::max(throughput_ratio, tiny);
+    case Objective::kEfficiency: {
+      const double cpu = cpu_ratio / (1 - options.margin);
+      if (throughput_acceptable) return cpu;
+      // A shortfall beyond the tolerance makes zerocopy the dearer choice
+      // by that shortfall at least, however much CPU it saves.
+      return std::max(1.0, cpu) * (1 - options.tolerance) / std::max(throughput_ratio, tiny);
+    }
+  }
+  return cpu_ratio;
+}
+
+Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate) {
+  const std::size_t n = sizes.size.size();
+  // regret(split) = sum over i < split of baseline excess + over i >= split
+  // of zerocopy excess; computed for every split in one pass.
+  double zerocopy_excess = 0;
+  for (std::size_t i = 0; i < n; ++i) zerocopy_excess += sizes.weight[i] * ExcessOfZerocopy(cost[i]);
+  Choice best;
+  best.regret_always = zerocopy_excess;
+  double regret = zerocopy_excess;
+  best.regret = regret;
+  best.split = 0;
+  bool best_at_crossing = n > 0 && cost[0] <= 1;
+  for (std::size_t split = 1; split <= n; ++split) {
+    const std::size_t i = split - 1;
+    regret += sizes.weight[i] * (ExcessOfBaseline(cost[i]) - ExcessOfZerocopy(cost[i]));
+    // Among equal regrets (sizes without weight), a split where the cost
+    // actually crosses 1 is the honest threshold.
+    const bool crossing = cost[i] > 1 && (split == n || cost[split] <= 1);
+    const double slack = 1e-12;
+    if (regret < best.regret - slack ||
+        (regret <= best.regret + slack && crossing && !best_at_crossing)) {
+      best.regret = regret;
+      best.split = split;
+      best_at_crossing = crossing;
+    }
+  }
+  // Summed afresh: the running sum drifts by rounding, and a regret of
+  // -1e-16 reads badly.
+  const auto regret_of = [&](std::size_t split) {
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sum += sizes.weight[i] * (i < split ? ExcessOfBaseline(cost[i]) : ExcessOfZerocopy(cost[i]));
+    }
+    return sum;
+  };
+  best.regret = regret_of(best.split);
+  best.regret_never = regret_of(n);
+  if (best.split == n) {
+    best.threshold = kInf;
+  } else if (best.split == 0) {
+    best.threshold = sizes.size.front();
+  } else {
+    const std::size_t lo = best.split - 1;
+    const std::size_t hi = best.split;
+    best.threshold = sizes.size[hi];
+    if (interpolate && cost[lo] > 1 && cost[hi] <= 1) {
+      const double a = std::log(cost[lo]);
+      const double b = std::log(std::max(cost[hi], 1e-300));
+      const double t = a / (a - b);
+      best.threshold = sizes.size[lo] * std::pow(sizes.size[hi] / sizes.size[lo], t);
+    }
+  }
+  return best;
+}
+
+double Regret(const WeightedSizes& sizes, std::span<const double> cost, double threshold) {
+  double regret = 0;
+  for (std::size_t i = 0; i < sizes.size.size(); ++i) {
+    regret += sizes.weight[i] * (sizes.size[i] >= threshold ? ExcessOfZerocopy(cost[i])
+                                                            : ExcessOfBaseline(cost[i]));
+  }
+  return regret;
+}
+
+}  // namespace zcal::calibrator::detail

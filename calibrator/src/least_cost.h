@@ -1,0 +1,55 @@
+// The least-cost threshold (internal to the calibrator; the rule is
+// documented in decision.h and docs/calibrator.md, "The threshold rule").
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "robust_fit.h"
+#include "zcal/calibrator/decision.h"
+
+namespace zcal::calibrator::detail {
+
+/// Sizes at which costs are compared, with weights that sum to 1.
+struct WeightedSizes {
+  std::vector<double> size;    ///< bytes, ascending
+  std::vector<double> weight;  ///< >= 0
+};
+
+/// Points every 1/8 of an octave from `lo` to `hi` (lo <= hi). Weights
+/// uniform in log size, or the traffic histogram's, each bin on the point
+/// nearest its size (bins outside [lo, hi] on the nearer end).
+WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traffic);
+
+/// The probed sizes themselves. Uniform in log size gives each size the log
+/// cell between the geometric midpoints to its neighbours (half cells at
+/// the ends); traffic bins go to the size nearest in log.
+WeightedSizes CellSizes(std::span<const double> sizes, std::span<const TrafficBin> traffic);
+
+/// Zerocopy's cost relative to its baseline's at one size under the
+/// objective: below 1 it is the cheaper send. `throughput_acceptable` is
+/// the efficiency objective's non-inferiority verdict on throughput.
+double RelativeCost(double cpu_ratio, double throughput_ratio, bool throughput_acceptable,
+                    const DecisionOptions& options);
+
+/// The least-cost threshold over weighted sizes, given zerocopy's relative
+/// cost at each.
+struct Choice {
+  /// Sizes [0, split) use the baseline, [split, n) zerocopy: 0 is always,
+  /// n is never.
+  std::size_t split = 0;
+  /// The threshold in bytes: the first zerocopy size, or with `interpolate`
+  /// the point between the two sizes where the cost crosses 1. kInf for
+  /// never.
+  double threshold = 0;
+  double regret = 0;         ///< expected excess cost of this choice
+  double regret_never = 0;   ///< ... of never using zerocopy
+  double regret_always = 0;  ///< ... of using it at every size
+};
+Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate);
+
+/// Expected excess cost of using zerocopy at the sizes >= threshold.
+double Regret(const WeightedSizes& sizes, std::span<const double> cost, double threshold);
+
+}  // namespace zcal::calibrator::detail

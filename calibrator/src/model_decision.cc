@@ -1,0 +1,393 @@
+#include "model_decision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cost_fit.h"
+#include "least_cost.h"
+#include "zcal/common/text.h"
+
+namespace zcal::calibrator::detail {
+
+namespace {
+
+// Under the efficiency objective a throughput shortfall counts only when it
+// lies beyond this many standard errors. Per size that is 2; on the curves
+// the line rate is one parameter shared by all large sizes, so a false
+// shortfall would strike them all at once: 3 (0.13 % one-sided).
+constexpr double kNonInferioritySigmas = 3.0;
+constexpr std::size_t kLiftStride = 2;
+// A replicate agrees with the published threshold when that costs it at most
+// this much more (expected excess cost, 0.005 = half a percentage point)
+// than the replicate's own best threshold.
+constexpr double kRegretSlack = 0.005;
+
+std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
+  return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
+                                        values.size() * sizeof(double)),
+                       hash);
+}
+
+// The bootstrap's seed: the same samples give the same replicates, and so
+// the same interval, run after run.
+std::uint64_t SeedOf(const Observations& a, const Observations& b) {
+  std::uint64_t hash = common::kFnv1aBasis;
+  for (const Observations* obs : {&a, &b}) {
+    hash = common::Fnv1a(MethodName(obs->method), hash);
+    hash = HashValues(obs->cpu, HashValues(obs->thr, HashValues(obs->size, hash)));
+  }
+  return hash;
+}
+
+std::size_t DistinctIn(const Observations& obs, double lo, double hi) {
+  std::size_t n = 0;
+  for (std::size_t g = 0; g < obs.Sizes(); ++g) {
+    const double s = obs.size[obs.groups[g]];
+    n += (s >= lo && s <= hi) ? 1 : 0;
+  }
+  return n;
+}
+
+// Resamples the relative residuals onto the fitted values: the design stays,
+// the scatter (outliers included) is drawn from what was observed. Residuals
+// are inflated for the two parameters fitted to them.
+class ResidualBootstrap {
+ public:
+  ResidualBootstrap(const Observations& obs, const Curve& curve) : obs_(obs) {
+    cpu_residual_ = CpuResiduals(obs, curve);
+    thr_residual_ = ThroughputResiduals(obs, curve);
+    const double n = static_cast<double>(obs.size.size());
+    const double inflate = n > 2 ? std::sqrt(n / (n - 2)) : 1.0;
+    for (double& r : cpu_residual_) r *= inflate;
+    for (double& r : thr_residual_) r *= inflate;
+    for (std::size_t i = 0; i < obs.size.size(); ++i) {
+      cpu_fit_.push_back(curve.Cpu(obs.size[i]));
+      thr_fit_.push_back(curve.Throughput(obs.size[i]));
+    }
+  }
+
+  Observations Draw(std::mt19937_64& rng) const {
+    const std::size_t n = obs_.size.size();
+    std::vector<double> cpu(n);
+    std::vector<double> thr(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      // One index for both: a probe's CPU and throughput errors go together.
+      const std::size_t j = static_cast<std::size_t>(rng() % n);
+      cpu[i] = cpu_fit_[i] * std::max(1 + cpu_residual_[j], 1e-3);
+      thr[i] = thr_fit_[i] * std::max(1 + thr_residual_[j], 1e-3);
+    }
+    return WithValues(obs_, std::move(cpu), std::move(thr));
+  }
+
+ private:
+  const Observations& obs_;
+  std::vector<double> cpu_residual_, thr_residual_, cpu_fit_, thr_fit_;
+};
+
+struct Evaluated {
+  std::vector<double> cpu_ratio;
+  std::vector<double> thr_ratio;
+};
+
+Evaluated Evaluate(const WeightedSizes& grid, const Curve& z, const Curve& b) {
+  Evaluated e;
+  e.cpu_ratio.reserve(grid.size.size());
+  e.thr_ratio.reserve(grid.size.size());
+  for (double s : grid.size) {
+    e.cpu_ratio.push_back(z.Cpu(s) / b.Cpu(s));
+    e.thr_ratio.push_back(z.Throughput(s) / b.Throughput(s));
+  }
+  return e;
+}
+
+// Costs on the grid from the curves, except where an exception's own
+// per-size cost stands.
+struct CostRule {
+  std::vector<bool> acceptable;          // efficiency: throughput not clearly lower
+  std::vector<std::ptrdiff_t> measured;  // index into sizes, or -1
+  std::span<const SizeComparison> sizes;
+};
+
+std::vector<double> Costs(const Evaluated& e, const CostRule& rule,
+                          const DecisionOptions& options) {
+  std::vector<double> cost(e.cpu_ratio.size());
+  for (std::size_t k = 0; k < cost.size(); ++k) {
+    cost[k] = rule.measured[k] >= 0
+                  ? rule.sizes[static_cast<std::size_t>(rule.measured[k])].relative_cost
+                  : RelativeCost(e.cpu_ratio[k], e.thr_ratio[k], rule.acceptable[k], options);
+  }
+  return cost;
+}
+
+double Quantile(std::vector<double>& values, double q) {
+  const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(values.size() - 1));
+  std::nth_element(values.begin(), values.begin() + k, values.end());
+  return values[static_cast<std::size_t>(k)];
+}
+
+// exp(2 sigma) of the log of positive values, sigma from the central 68 %:
+// ignores the odd replicate fitted to a bad draw.
+double Lift(std::vector<double>& ratios) {
+  const double lo = Quantile(ratios, 0.159);
+  const double hi = Quantile(ratios, 0.841);
+  return std::pow(hi / lo, kNonInferioritySigmas / 2);
+}
+
+// Bootstrap moments of the parameters, for MethodFit's standard errors.
+struct Moments {
+  std::vector<double> a, b, line, cores;
+
+  void Add(const Curve& c) {
+    a.push_back(c.cpu.a);
+    b.push_back(c.cpu.b);
+    if (std::isfinite(c.log_line)) line.push_back(std::exp(c.log_line));
+    if (std::isfinite(c.log_cores)) cores.push_back(std::exp(c.log_cores));
+  }
+
+  static double Mean(const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+  }
+  static double Cov(const std::vector<double>& x, const std::vector<double>& y) {
+    if (x.size() < 2) return 0;
+    const double mx = Mean(x), my = Mean(y);
+    double sum = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) sum += (x[i] - mx) * (y[i] - my);
+    return sum / static_cast<double>(x.size() - 1);
+  }
+
+  void Into(MethodFit& fit) const {
+    fit.per_byte_ns_se = std::sqrt(Cov(a, a));
+    fit.per_send_ns_se = std::sqrt(Cov(b, b));
+    fit.per_byte_per_send_cov = Cov(a, b);
+    if (fit.line_rate_bytes_per_second && line.size() >= 2) {
+      fit.line_rate_se = std::sqrt(Cov(line, line));
+    }
+    if (fit.cpu_bound_cores && cores.size() >= 2) fit.cpu_bound_cores_se = std::sqrt(Cov(cores, cores));
+  }
+};
+
+Structure StructureOf(const Observations& obs, const Curve& curve,
+                      const DecisionOptions& options) {
+  Structure found = FindStructure(obs, CpuResiduals(obs, curve), "CPU per byte");
+  if (found.reason.empty() && options.objective != Objective::kCpu) {
+    found = FindStructure(obs, ThroughputResiduals(obs, curve), "throughput");
+  }
+  return found;
+}
+
+// Local exceptions: at most this many, of at most this many adjacent sizes.
+constexpr std::size_t kMaxExceptions = 2;
+constexpr std::size_t kMaxExceptionSizes = 2;
+
+// Fits both methods, leaving out the exceptions found on the way. Returns
+// the structure that rejects the model ("" reason when it fits).
+Structure FitWithExceptions(Observations& zc, Observations& base, Curve& cz, Curve& cb,
+                            std::vector<ModelException>& exceptions,
+                            const DecisionOptions& options) {
+  for (;;) {
+    cz = FitCurve(zc);
+    cb = FitCurve(base);
+    Observations* where = &zc;
+    Structure found = StructureOf(zc, cz, options);
+    if (found.reason.empty()) {
+      where = &base;
+      found = StructureOf(base, cb, options);
+    }
+    if (found.reason.empty()) return found;
+    // A deviation at one or two sizes that repeats confirm, with fitted
+    // sizes on both sides, is a feature of those sizes (their own
+    // comparison decides there). With one sample per size it cannot be told
+    // from an outlier; a longer run, or one at an end of the range, is a
+    // shape the curves do not have: these reject the model.
+    const bool local = found.repeated && found.interior && found.sizes <= kMaxExceptionSizes &&
+                       exceptions.size() < kMaxExceptions &&
+                       where->Sizes() - found.sizes >= kMinModelSizes;
+    if (!local) return found;
+    exceptions.push_back({static_cast<std::uint64_t>(found.first_size),
+                          static_cast<std::uint64_t>(found.last_size), found.reason});
+    zc = Without(zc, found.first_size, found.last_size);
+    base = Without(base, found.first_size, found.last_size);
+  }
+}
+
+// Grid points whose cost the exceptions' own comparisons set: those nearer
+// (in log size) to an exception's sizes than to the compared sizes around
+// it. Returns, per grid point, the index into `sizes` or -1.
+std::vector<std::ptrdiff_t> ExceptionCells(const WeightedSizes& grid,
+                                           const std::vector<ModelException>& exceptions,
+                                           std::span<const SizeComparison> sizes) {
+  std::vector<std::ptrdiff_t> cell(grid.size.size(), -1);
+  for (std::size_t k = 0; k < grid.size.size(); ++k) {
+    std::size_t nearest = 0;
+    for (std::size_t i = 1; i < sizes.size(); ++i) {
+      const auto distance = [&](std::size_t j) {
+        return std::fabs(std::log(grid.size[k] / static_cast<double>(sizes[j].size_bytes)));
+      };
+      if (distance(i) < distance(nearest)) nearest = i;
+    }
+    for (const ModelException& e : exceptions) {
+      const std::uint64_t s = sizes[nearest].size_bytes;
+      if (s >= e.min_size_bytes && s <= e.max_size_bytes) {
+        cell[k] = static_cast<std::ptrdiff_t>(nearest);
+      }
+    }
+  }
+  return cell;
+}
+
+}  // namespace
+
+std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi) {
+  if (!(bytes > static_cast<double>(lo))) return lo;
+  if (bytes >= static_cast<double>(hi)) return hi;
+  const double step = std::max(1.0, std::exp2(std::floor(std::log2(bytes))) / 32);
+  const double rounded = std::round(bytes / step) * step;
+  return std::clamp(static_cast<std::uint64_t>(rounded), lo, hi);
+}
+
+bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
+                   const DecisionOptions& options) {
+  Observations zc = Collect(samples, r.method);
+  Observations base = Collect(samples, r.baseline);
+  if (zc.size.empty() || base.size.empty()) return false;
+  const double lo = std::max(zc.size.front(), base.size.front());
+  const double hi = std::min(zc.size.back(), base.size.back());
+  const std::size_t sizes = std::min(DistinctIn(zc, lo, hi), DistinctIn(base, lo, hi));
+  if (sizes < kMinModelSizes) {
+    r.rule_detail = "too few sizes for the cost model: " + std::to_string(sizes) +
+                    " compared (it needs " + std::to_string(kMinModelSizes) + ")";
+    return false;
+  }
+  Curve cz, cb;
+  CostModel model;
+  model.rejection = FitWithExceptions(zc, base, cz, cb, model.exceptions, options).reason;
+  model.zerocopy = ToMethodFit(zc, cz);
+  model.baseline = ToMethodFit(base, cb);
+  model.min_size_bytes = static_cast<std::uint64_t>(lo);
+  model.max_size_bytes = static_cast<std::uint64_t>(hi);
+  if (!model.rejection.empty()) {
+    r.rule_detail = "model rejected: " + model.rejection;
+    r.model = std::move(model);
+    return false;
+  }
+  model.accepted = true;
+
+  const WeightedSizes grid = DenseSizes(lo, hi, options.traffic);
+  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
+  std::mt19937_64 rng(SeedOf(zc, base));
+  const ResidualBootstrap draw_zc(zc, cz);
+  const ResidualBootstrap draw_base(base, cb);
+  std::vector<Evaluated> boot;
+  boot.reserve(replicates);
+  Moments moments_zc, moments_base;
+  for (std::size_t i = 0; i < replicates; ++i) {
+    const Curve z = FitCurve(draw_zc.Draw(rng), &cz);
+    const Curve b = FitCurve(draw_base.Draw(rng), &cb);
+    moments_zc.Add(z);
+    moments_base.Add(b);
+    boot.push_back(Evaluate(grid, z, b));
+  }
+  moments_zc.Into(model.zerocopy);
+  moments_base.Into(model.baseline);
+  model.bootstrap_replicates = static_cast<std::uint32_t>(replicates);
+
+  std::vector<double> lift(grid.size.size(), 1.0);
+  if (options.objective == Objective::kEfficiency) {
+    // The spread changes slowly with size: every quarter octave, and
+    // interpolated in between.
+    std::vector<double> column(replicates);
+    const std::size_t n = grid.size.size();
+    std::size_t previous = 0;
+    for (std::size_t k = 0; k < n; k = (k + 1 == n) ? n : std::min(k + kLiftStride, n - 1)) {
+      for (std::size_t i = 0; i < replicates; ++i) column[i] = boot[i].thr_ratio[k];
+      lift[k] = Lift(column);
+      for (std::size_t j = previous + 1; j < k; ++j) {
+        const double t = static_cast<double>(j - previous) / static_cast<double>(k - previous);
+        lift[j] = lift[previous] + t * (lift[k] - lift[previous]);
+      }
+      previous = k;
+    }
+  }
+  // The non-inferiority test is made once, on the fitted curves with their
+  // bootstrap spread (`lift` is exp(kNonInferioritySigmas standard errors)
+  // of the throughput ratio); the replicates then share its outcome.
+  // Testing each replicate again would count the same noise twice.
+  const Evaluated point = Evaluate(grid, cz, cb);
+  CostRule rule;
+  rule.acceptable.resize(grid.size.size());
+  for (std::size_t k = 0; k < grid.size.size(); ++k) {
+    rule.acceptable[k] = point.thr_ratio[k] * lift[k] >= 1 - options.tolerance;
+  }
+  rule.sizes = r.sizes;
+  rule.measured = ExceptionCells(grid, model.exceptions, r.sizes);
+  const Choice choice = LeastCost(grid, Costs(point, rule, options), true);
+  std::vector<double> thresholds;
+  thresholds.reserve(replicates);
+  std::size_t agree = 0;
+  for (const Evaluated& e : boot) {
+    const std::vector<double> cost = Costs(e, rule, options);
+    const Choice own = LeastCost(grid, cost, true);
+    thresholds.push_back(own.threshold);
+    agree += Regret(grid, cost, choice.threshold) <= own.regret + kRegretSlack ? 1 : 0;
+  }
+  std::sort(thresholds.begin(), thresholds.end());
+  const bool wins = std::isfinite(choice.threshold);
+
+  const auto lo_bytes = static_cast<std::uint64_t>(lo);
+  const auto hi_bytes = static_cast<std::uint64_t>(hi);
+  const double tail = (1 - kIntervalLevel) / 2;
+  const double low = thresholds[static_cast<std::size_t>(tail * static_cast<double>(replicates))];
+  const double high = thresholds[static_cast<std::size_t>(
+      std::ceil((1 - tail) * static_cast<double>(replicates))) - 1];
+  ThresholdInterval interval;
+  interval.level = kIntervalLevel;
+  interval.low_bytes = RoundThreshold(low, lo_bytes, hi_bytes);
+  if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes);
+
+  r.rule = Rule::kModel;
+  for (const ModelException& e : model.exceptions) {
+    r.rule_detail += std::string(r.rule_detail.empty() ? "" : "; ") + "decided by its own " +
+                     "comparison: " + e.reason;
+  }
+  r.model = std::move(model);
+  r.interval = interval;
+  r.regret = choice.regret;
+  r.regret_never = choice.regret_never;
+  r.regret_always = choice.regret_always;
+  r.confidence = static_cast<double>(agree) / static_cast<double>(replicates);
+  const std::string baseline(MethodName(r.baseline));
+  if (!wins) {
+    r.verdict = Verdict::kNever;
+    r.reason = Reason::kSlower;
+    r.detail = "on the fitted curves zerocopy costs more than " + baseline +
+               " wherever it would matter: never using it costs least";
+  } else {
+    const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes);
+    r.threshold_bytes = t;
+    if (t <= lo_bytes) {
+      r.verdict = Verdict::kAlways;
+      r.detail = "on the fitted curves zerocopy is the cheaper send from the smallest "
+                 "compared size (" + std::to_string(t) + " bytes) on";
+    } else {
+      r.verdict = Verdict::kThreshold;
+      r.detail = "on the fitted curves zerocopy costs least from " + std::to_string(t) +
+                 " bytes on";
+    }
+  }
+  if (*r.confidence < kMinConfidence) {
+    r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
+               std::to_string(agree) + " of " + std::to_string(replicates) +
+               "; would have been: " + std::string(VerdictName(r.verdict)) + ")";
+    r.verdict = Verdict::kInconclusive;
+    r.reason = Reason::kNoisy;
+    r.threshold_bytes.reset();
+  }
+  return true;
+}
+
+}  // namespace zcal::calibrator::detail

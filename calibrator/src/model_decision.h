@@ -1,0 +1,35 @@
+// The verdict from the cost model (internal to the calibrator).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "zcal/calibrator/decision.h"
+
+namespace zcal::calibrator::detail {
+
+/// Distinct sizes each method needs in the compared range for a model fit:
+/// two parameters per curve and at least two sizes to see structure in.
+inline constexpr std::uint32_t kMinModelSizes = 4;
+
+/// Central bootstrap interval of the threshold.
+inline constexpr double kIntervalLevel = 0.95;
+
+/// Below this share of bootstrap replicates in which the published threshold
+/// costs at most half a percentage point more than their own best threshold,
+/// the verdict is inconclusive.
+inline constexpr double kMinConfidence = 0.8;
+
+/// Rounds a threshold to 1/32 of its power of two (under 3 %, far below the
+/// resolution the planner aims at) and into [lo, hi].
+std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi);
+
+/// Fits the model for r.method against r.baseline from `samples` and, when
+/// it fits, sets r's verdict, threshold, reason, detail, confidence, rule,
+/// model, interval and regrets, and returns true. Otherwise sets r.model
+/// (if a fit was made) and r.rule_detail, and returns false: the per-size
+/// rule decides.
+bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
+                   const DecisionOptions& options);
+
+}  // namespace zcal::calibrator::detail
