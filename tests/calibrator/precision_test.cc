@@ -176,10 +176,12 @@ struct Scenario {
 // per byte at 16 KiB, inside the winning range, so that the baseline wins
 // there). On a CPU-bound host the dip also makes copy a third faster at
 // 16 KiB; the truth's two best thresholds (8-9.5 KiB, and just above the
-// dip) then differ by 0.63 pp, and the other run's own noise decides which
-// of the two looks cheaper on it: about 94 % of pairs stay within 1 pp
-// judged on the other run (a fixed, near-optimal 10 KB scores about the
-// same there), 99.8 % judged on the truth (400 pairs).
+// dip) then differ by only 0.63 pp, and the other run's own noise (three
+// repeats of +-20 %) decides which of the two looks cheaper on it. That
+// judge is noisy in itself: a fixed 10 KB, one grid step from the truth's
+// best, stays within 1 pp in only 91-95 % of these pairs. Hence the lower
+// bar for that case on the other run; on the truth every case is held to
+// 95 %.
 TEST(Precision, ThresholdFromOneRunCostsAtMostOnePointMoreOnAnother) {
   constexpr int kPairs = 150;
   const Scenario scenarios[] = {
