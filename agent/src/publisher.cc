@@ -212,6 +212,9 @@ void Publisher::Reconfigure(const Config& next) {
   config_ = next;
   config_.segment = segment;
   PruneState(state_, config_);
+  std::vector<std::string> paths;
+  for (const PathConfig& path : config_.paths) paths.push_back(path.name);
+  metrics_->RetainPaths(paths);
   Publish();
   if (state_moved && !state_.empty()) Save();
 }

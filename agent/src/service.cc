@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "asio.h"
-#include "metrics_endpoint.h"
+#include "zcal/agent/metrics_server.h"
 #include "zcal/agent/publisher.h"
 #include "zcal/agent/reload.h"
 #include "zcal/agent/scheduler.h"
@@ -53,7 +53,6 @@ class Service::Impl {
         guard_timer_(io_),
         metrics_(hooks_.metrics ? hooks_.metrics
                                 : std::make_shared<Metrics>(ZCAL_VERSION)),
-        endpoint_(metrics_),
         scheduler_(ScheduleOptions::From(config_)),
         runner_(hooks_.calibrate ? hooks_.calibrate : probes::RunCalibration,
                 [this] { asio::post(io_, [this] { OnRoundDone(); }); }) {
@@ -97,6 +96,9 @@ class Service::Impl {
   void DoReload();
   void ApplyReload(Config next);
   void RejectReload(const std::string& why);
+  Result<std::unique_ptr<MetricsServer>> BindMetrics(
+      const std::string& listen) const;
+  void ServeMetrics(std::unique_ptr<MetricsServer> server);
   void RequestStop(const std::string& why);
   void FinishStop();
 
@@ -110,7 +112,7 @@ class Service::Impl {
   asio::steady_timer poll_timer_;
   asio::steady_timer guard_timer_;
   std::shared_ptr<Metrics> metrics_;
-  MetricsEndpoint endpoint_;
+  std::unique_ptr<MetricsServer> metrics_server_;  // null: metrics.listen ""
   std::unique_ptr<Publisher> publisher_;
   Scheduler scheduler_;
   HostSnapshot host_;        // as last read
@@ -130,7 +132,7 @@ bool Service::Impl::Start() {
     return false;
   }
   publisher_ = std::move(*publisher);
-  auto server = endpoint_.Bind(config_.metrics.listen);
+  auto server = BindMetrics(config_.metrics.listen);
   if (!server) {
     spdlog::error("{}", server.error().message);
     return false;
@@ -144,7 +146,7 @@ bool Service::Impl::Start() {
                "(/dev/shm{}); `zcal show --segment {}` prints them",
                config_.segment.name, config_.segment.name,
                config_.segment.name);
-  endpoint_.Replace(std::move(*server));
+  ServeMetrics(std::move(*server));
   ArmSignals();
   ArmHeartbeat();
   ArmFingerprintPoll();
@@ -384,13 +386,13 @@ void Service::Impl::ApplyReload(Config next) {
   }
   std::optional<std::unique_ptr<MetricsServer>> server;
   if (change.metrics_listen) {
-    auto bound = endpoint_.Bind(next.metrics.listen);
+    auto bound = BindMetrics(next.metrics.listen);
     if (!bound) return RejectReload(bound.error().message);
     server = std::move(*bound);
   }
   // Then switch over.
   if (segment) publisher_->SwitchSegment(std::move(*segment));
-  if (server) endpoint_.Replace(std::move(*server));
+  if (server) ServeMetrics(std::move(*server));
   config_ = std::move(next);
   if (change.log_level) {
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
@@ -408,6 +410,22 @@ void Service::Impl::ApplyReload(Config next) {
                summary.empty() ? "" : "; changed: " + summary);
   if (change.Scheduling()) {
     Handle(ReloadedEvent{ScheduleOptions::From(config_)});
+  }
+}
+
+Result<std::unique_ptr<MetricsServer>> Service::Impl::BindMetrics(
+    const std::string& listen) const {
+  if (listen.empty()) return std::unique_ptr<MetricsServer>();
+  return MetricsServer::Start(listen, metrics_);
+}
+
+void Service::Impl::ServeMetrics(std::unique_ptr<MetricsServer> server) {
+  // The server being replaced stops within milliseconds (metrics_server.h).
+  metrics_server_ = std::move(server);
+  if (metrics_server_) {
+    spdlog::info("serving metrics at {}", metrics_server_->Url());
+  } else {
+    spdlog::info("metrics disabled (metrics.listen is empty)");
   }
 }
 
@@ -429,7 +447,7 @@ void Service::Impl::FinishStop() {
     timer->cancel();
   }
   signals_.cancel();
-  endpoint_.LeaveToExit();
+  metrics_server_.reset();
   spdlog::info("stopped; segment {} keeps its last table and heartbeat",
                publisher_->segment_name());
   io_.stop();

@@ -269,6 +269,22 @@ TEST_F(PublisherTest, ReconfigureDropsWhatIsNoLongerConfiguredAndMovesTheStateFi
   EXPECT_EQ(moved->paths.at("loopback").size(), 1u);
 }
 
+TEST_F(PublisherTest, ReconfigureDropsTheMetricSeriesOfARemovedPath) {
+  auto publisher = Open();
+  ASSERT_TRUE(publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}),
+                                Host(1), 1000));
+  ASSERT_TRUE(Contains(metrics_->Text(), "path=\"loopback\""));
+  Config next = config_;
+  next.paths = {PathConfig{"lo", PathType::kLoopback}};
+  next.host_default.enabled = false;
+  publisher->Reconfigure(next);
+  EXPECT_FALSE(Contains(metrics_->Text(), "path=\"loopback\""))
+      << metrics_->Text();
+  const auto info = ReadInfo(config_.segment.name);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->count, 0u);
+}
+
 TEST_F(PublisherTest, ANewSegmentNameTakesItsLockAndRemovesTheOldSegment) {
   auto publisher = Open();
   publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}), Host(1),

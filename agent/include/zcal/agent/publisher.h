@@ -92,8 +92,9 @@ class Publisher {
   void SwitchSegment(PreparedSegment prepared);
 
   /// Applies a new configuration: results of paths and methods no longer
-  /// configured are dropped and the table is published; a new state path
-  /// gets the state at once. The segment is switched separately.
+  /// configured are dropped (from the state, the table and every metric
+  /// series of the path) and the table is published; a new state path gets
+  /// the state at once. The segment is switched separately.
   void Reconfigure(const Config& next);
 
   const AgentState& state() const { return state_; }
