@@ -10,9 +10,13 @@ packages=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
   libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
   libseccomp-dev libcap-dev libmnl-dev
+  # the report page: OpenSSL's libcrypto (the CSP's script hashes), Chart.js
+  libssl-dev libjs-chart.js
   # tests and fuzzing
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev
   iproute2 curl python3 prometheus
+  # the report tests: a headless browser loads every kind of page
+  chromium
   # benchmarks
   libbenchmark-dev iperf3
   # manual pages
