@@ -18,6 +18,7 @@ DELIMITER = "zcal_asset"
 PIECE = 32 * 1024
 BANNER_URL = re.compile(r"^ \* https?://\S+\n", re.MULTILINE)
 ANY_URL = re.compile(r"(?:https?|wss?|ftp)://", re.IGNORECASE)
+END_ELEMENT = re.compile(r"</script|</style|<!--", re.IGNORECASE)
 
 
 def pieces(text):
@@ -39,6 +40,9 @@ def main():
         if ANY_URL.search(text):
             sys.exit(f"{src}: names a URL outside its license banner; the "
                      "report page must not (see embed_assets.py)")
+        if END_ELEMENT.search(text):
+            sys.exit(f"{src}: contains '</script', '</style' or '<!--', which "
+                     "would end or disturb its inline element in the page")
         if ")" + DELIMITER + '"' in text:
             sys.exit(f"{src}: contains the raw-string delimiter; change it here")
         lines.append(f"// {src}")

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -110,8 +111,22 @@ Result<ReportModel> LoadCsv(const std::string& name, std::string_view text,
 
 }  // namespace
 
-Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& path) {
-  if (path == "-") return std::unique_ptr<PendingFile>(new PendingFile(path, "", -1));
+Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& given) {
+  if (given == "-") return std::unique_ptr<PendingFile>(new PendingFile(given, "", -1));
+  // A symbolic link keeps pointing where it did: its target is replaced.
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(given, ec);
+  const std::string path = ec ? given : resolved.string();
+  struct stat st{};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written in
+    // place: renaming over it would replace the device node itself.
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+      return Fail(Errc::kIo, given + ": cannot open for writing: " + common::ErrnoText(errno));
+    }
+    return std::unique_ptr<PendingFile>(new PendingFile(given, "", fd));
+  }
   std::string temp = path + ".tmp.XXXXXX";
   const int fd = mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) {
@@ -121,28 +136,37 @@ Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& path
   return std::unique_ptr<PendingFile>(new PendingFile(path, std::move(temp), fd));
 }
 
+Result<void> PendingFile::WriteAll(std::string_view text) {
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = write(fd_, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Fail(Errc::kIo, path_ + ": cannot write: " + common::ErrnoText(errno));
+    written += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
 PendingFile::~PendingFile() {
   if (fd_ >= 0) close(fd_);
   if (!committed_ && !temp_.empty()) unlink(temp_.c_str());
 }
 
 Result<void> PendingFile::Commit(std::string_view text) {
-  if (temp_.empty()) {
+  if (temp_.empty() && fd_ < 0) {
     std::cout << text << std::flush;
     if (!std::cout) return Fail(Errc::kIo, "standard output: write failed");
+    committed_ = true;
+    return {};
+  }
+  if (auto written = WriteAll(text); !written) return written;
+  if (temp_.empty()) {  // a device or pipe, written in place
     committed_ = true;
     return {};
   }
   const auto fail = [&](const char* what) {
     return Fail(Errc::kIo, path_ + ": " + what + ": " + common::ErrnoText(errno));
   };
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = write(fd_, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("cannot write");
-    written += static_cast<std::size_t>(n);
-  }
   if (fchmod(fd_, 0644) != 0) return fail("cannot set the mode");
   const int fd = fd_;
   fd_ = -1;

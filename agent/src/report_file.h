@@ -14,8 +14,10 @@ namespace zcal::agent {
 
 /// A file written under a temporary name in its directory and renamed
 /// over `path` by Commit, so that readers never see part of it; destroyed
-/// uncommitted, the temporary file goes. "-" is standard output, written
-/// by Commit only.
+/// uncommitted, the temporary file goes. A symbolic link's target is
+/// replaced (the link stays); an existing device or pipe (/dev/null, a
+/// FIFO) is written in place; "-" is standard output. Nothing is written
+/// before Commit.
 class PendingFile {
  public:
   /// Creates the temporary file now (so that an unwritable directory is
@@ -31,7 +33,9 @@ class PendingFile {
  private:
   PendingFile(std::string path, std::string temp, int fd)
       : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
-  std::string path_, temp_;
+  Result<void> WriteAll(std::string_view text);
+
+  std::string path_, temp_;  // temp_ "": written in place (fd_) or stdout
   int fd_ = -1;  // -1: standard output, or closed
   bool committed_ = false;
 };

@@ -109,7 +109,7 @@ std::string RuleText(const cal::MethodResult& r) {
   switch (r.rule) {
     case cal::Rule::kModel: return "fitted model";
     case cal::Rule::kPerSize: return "per-size comparisons";
-    case cal::Rule::kNone: return "-";
+    case cal::Rule::kNone: return "a report";
   }
   return "-";
 }
@@ -119,7 +119,7 @@ const char* KindText(ReportKind kind) {
     case ReportKind::kCalibration: return "the calibration";
     case ReportKind::kAnalysis: return "the samples analysed in";
     case ReportKind::kState: return "the agent state";
-    case ReportKind::kLive: return "the running agent";
+    case ReportKind::kLive: return "the running agent of segment";
   }
   return "";
 }
@@ -202,7 +202,8 @@ void AgentSection(std::string& out, const ReportModel& model) {
       "<p>Segment {} (generation {}), {} entries{}. Host default: {}. The same table "
       "as JSON: <a href=\"api/v1/thresholds\">/api/v1/thresholds</a>; metrics: <a "
       "href=\"metrics\">/metrics</a>. This page reloads every minute.</p>\n",
-      Escape(p.value("segment", "")), p.value("generation", 0), p.value("count", 0),
+      Escape(p.value("segment", "")), p.value("generation", std::uint64_t{0}),
+      p.value("count", std::uint64_t{0}),
       model.stale ? ", <strong>stale</strong>: republished from the saved state, not yet "
                     "confirmed by a calibration"
                   : "",
@@ -231,20 +232,22 @@ void AgentSection(std::string& out, const ReportModel& model) {
   out += "</tbody></table></section>\n";
 }
 
+// How to read the charts is said once, above them (kHowToRead).
 void Canvas(std::string& out, std::size_t n, const ReportEntry& e, const char* kind,
             const char* what) {
   out += fmt::format(
       "<figure><div class=\"chart\"><canvas data-entry=\"e{}\" data-kind=\"{}\" "
-      "data-path=\"{}\" data-method=\"{}\" role=\"img\" aria-label=\"{} of {} and {} "
-      "against message size on path {}; the verdict table above holds the verdict\">"
-      "{} chart: see the verdict table.</canvas></div><figcaption>{}: medians with "
-      "whiskers of \u00b1 one spread (robust standard deviation); dashed: the "
-      "calibrator's fitted model; black line: the threshold; grey band: its "
-      "interval.</figcaption></figure>\n",
-      n, kind, Escape(e.path), cal::MethodName(e.result.method), what,
-      cal::MethodName(e.result.method), cal::MethodName(e.result.baseline), Escape(e.path),
-      what, what);
+      "data-path=\"{}\" data-method=\"{}\" role=\"img\" aria-label=\"{} against "
+      "size; numbers in the verdict table\"></canvas></div></figure>\n",
+      n, kind, Escape(e.path), cal::MethodName(e.result.method), what);
 }
+
+constexpr const char* kHowToRead =
+    "<p class=\"note\">In each chart: markers are the medians at each probed size, "
+    "with whiskers of \u00b1 one spread (a robust standard deviation); dashed lines "
+    "are the calibrator's fitted model where it was accepted; the black line is the "
+    "threshold and the grey band its interval. Vermillion triangles: the zerocopy "
+    "method; blue circles: its baseline.</p>\n";
 
 void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
   const cal::MethodResult& r = e.result;
@@ -356,8 +359,8 @@ std::string RenderReport(const ReportModel& model) {
                      model.generated_at_ns ? ", " + Utc(model.generated_at_ns) : "",
                      model.decision.empty() ? "" : "; decision: " + Escape(model.decision));
   out += "<p class=\"note\">Each zerocopy method is judged against the copying send of its "
-         "transport; it wins at a size under the objective above, and the threshold is "
-         "the size from which using it costs least.</p></header>\n";
+         "transport: it wins at a size when it meets the decision's objective, and the "
+         "threshold is the size from which using it costs least.</p></header>\n";
   out += "<div id=\"zcal-errors\" class=\"errors\" role=\"alert\" hidden>"
          "<strong>This page could not draw everything:</strong><ul></ul></div>\n";
   VerdictTable(out, model);
@@ -370,6 +373,7 @@ std::string RenderReport(const ReportModel& model) {
       if (n != 0) out += "</section>\n";
       path = e.path;
       out += "<section class=\"path\"><h2>Path " + Escape(path) + "</h2>\n";
+      if (n == 0) out += kHowToRead;
     }
     MethodSection(out, n, e);
   }

@@ -40,7 +40,7 @@ ReportInterface InterfaceOf(const json& facts, const std::string& path) {
   i.iommu_group = Text(*it, "iommu_group");
   i.iommu_type = Text(*it, "iommu_type");
   if (const auto speed = it->find("speed_mbps");
-      speed != it->end() && speed->is_number_unsigned()) {
+      speed != it->end() && speed->is_number_integer() && speed->get<std::int64_t>() >= 0) {
     i.speed_mbps = speed->get<std::uint64_t>();
   }
   return i;

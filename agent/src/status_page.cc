@@ -7,7 +7,7 @@ namespace zcal::agent {
 
 void StatusPage::Update(const AgentState& state, bool stale, const std::string& segment) {
   auto shown = std::make_shared<Shown>();
-  shown->model = ModelOfState(state, "zcal agent, segment " + segment);
+  shown->model = ModelOfState(state, segment);
   shown->model.kind = ReportKind::kLive;
   shown->model.stale = stale;
   shown->segment = segment;

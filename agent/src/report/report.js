@@ -1,6 +1,6 @@
-// zcal report: draws the charts of the page from its embedded data
-// (<script type="application/json" id="zcal-data">) with Chart.js, which the
-// page embeds after this script. Everything else on the page is static HTML,
+// zcal report: draws the charts of the page from its embedded data (the
+// JSON block #zcal-data) with Chart.js, which the page embeds after this
+// script. Everything else on the page is static HTML,
 // so the verdict table and the host facts read without scripts.
 'use strict';
 (function () {
@@ -34,6 +34,7 @@
   const kMarker = '#000000';
   const kInterval = 'rgba(0, 0, 0, 0.10)';
   const kBitsPerGbit = 1e9;
+  const kDrawAtOnce = 8;  // charts of a lazily drawn page drawn at load
 
   function sizeText(bytes) {
     const units = ['B', 'KiB', 'MiB', 'GiB'];
@@ -198,8 +199,12 @@
   function draw(canvas, entry) {
     const kind = canvas.dataset.kind;
     const sizes = entry.sizes.map((row) => row[0]);
-    const min = Math.pow(2, Math.floor(Math.log2(Math.min(...sizes))));
-    const max = Math.pow(2, Math.ceil(Math.log2(Math.max(...sizes))));
+    let min = Math.pow(2, Math.floor(Math.log2(Math.min(...sizes))));
+    let max = Math.pow(2, Math.ceil(Math.log2(Math.max(...sizes))));
+    if (min === max) {  // one probed size: an octave either side
+      min /= 2;
+      max *= 2;
+    }
     const throughput = kind === 'throughput';
     new Chart(canvas, {
       type: 'scatter',
@@ -254,8 +259,10 @@
         drawn += 1;
       }
     };
-    // A large state is drawn as it scrolls into view, and whole for print.
+    // A large state is drawn as it scrolls into view (the first charts at
+    // once), and whole for print.
     if (data.lazy && 'IntersectionObserver' in window) {
+      Array.from(pending).slice(0, kDrawAtOnce).forEach(drawOne);
       const observer = new IntersectionObserver((seen) => {
         for (const item of seen) {
           if (!item.isIntersecting) continue;
