@@ -35,6 +35,8 @@
   const kInterval = 'rgba(0, 0, 0, 0.10)';
   const kBitsPerGbit = 1e9;
   const kDrawAtOnce = 8;  // charts of a lazily drawn page drawn at load
+  // 125 mm x 65 mm at 96 px per inch: .chart in report.css, @media print.
+  const kPrintSize = [472, 246];
 
   function sizeText(bytes) {
     const units = ['B', 'KiB', 'MiB', 'GiB'];
@@ -279,7 +281,7 @@
     window.addEventListener('beforeprint', () => {
       Array.from(pending).forEach(drawOne);
       noteDrawn();
-      Object.values(Chart.instances).forEach((chart) => chart.resize());
+      Object.values(Chart.instances).forEach((chart) => chart.resize(...kPrintSize));
     });
     window.addEventListener('afterprint', () => {
       Object.values(Chart.instances).forEach((chart) => chart.resize());
