@@ -69,7 +69,8 @@ void ExpectGoodPage(const LoadedPage& page, const fs::path& shot,
 
   const std::vector<std::string> canvases = Tags(page.dom, "canvas");
   ASSERT_FALSE(expected.empty());
-  for (const auto& [key, drawable] : expected) {
+  for (const auto& [entry, drawable] : expected) {
+    const std::pair<std::string, std::string> key = entry;  // clang 14: no captured bindings
     for (const char* kind : {"throughput", "cpu"}) {
       const auto it = std::find_if(canvases.begin(), canvases.end(), [&](const std::string& c) {
         return Attribute(c, "data-path") == key.first &&

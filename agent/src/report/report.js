@@ -228,7 +228,7 @@
             title: {display: true, text: 'throughput (Gbit/s)'},
           } : {
             type: 'logarithmic',
-            title: {display: true, text: 'sender CPU per byte (ns, log scale)'},
+            title: {display: true, text: 'CPU per byte (ns, log scale)'},
           },
         },
         plugins: {
