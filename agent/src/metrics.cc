@@ -233,6 +233,14 @@ void Metrics::SetLastCalibration(const std::string& path,
 
 void Metrics::SetHost(const HostInfo& host) { snapshot_->SetHost(host); }
 
+void Metrics::SetPaths(const std::map<std::string, std::string>& types) {
+  snapshot_->SetPaths(types);
+}
+
+void Metrics::SetHostDefault(const HostDefaultInfo& host_default) {
+  snapshot_->SetHostDefault(host_default);
+}
+
 void Metrics::RetainPaths(std::span<const std::string> paths) {
   const std::set<std::string> keep(paths.begin(), paths.end());
   snapshot_->RetainPaths(keep);

@@ -114,6 +114,17 @@ void Metrics::Snapshot::SetHost(const HostInfo& host) {
   host_ = host;
 }
 
+void Metrics::Snapshot::SetPaths(
+    const std::map<std::string, std::string>& types) {
+  std::lock_guard lock(mutex_);
+  path_types_ = types;
+}
+
+void Metrics::Snapshot::SetHostDefault(const HostDefaultInfo& host_default) {
+  std::lock_guard lock(mutex_);
+  host_default_ = host_default;
+}
+
 void Metrics::Snapshot::RetainPaths(const std::set<std::string>& paths) {
   std::lock_guard lock(mutex_);
   const auto gone = [&](const std::string& path) {
@@ -123,6 +134,7 @@ void Metrics::Snapshot::RetainPaths(const std::set<std::string>& paths) {
   std::erase_if(sizes_, [&](const auto& item) { return gone(item.first.path); });
   std::erase_if(copied_, [&](const auto& item) { return gone(item.first.first); });
   std::erase_if(fresh_, [&](const auto& item) { return gone(item.first.first); });
+  std::erase_if(path_types_, [&](const auto& item) { return gone(item.first); });
   if (host_) {
     std::erase_if(host_->interfaces,
                   [&](const InterfaceInfo& i) { return gone(i.path); });
@@ -134,6 +146,38 @@ void Metrics::Snapshot::AppendTo(std::vector<MetricFamily>& out) const {
   AppendPublished(out);
   AppendLastCalibration(out);
   AppendHost(out);
+  AppendHostDefault(out);
+}
+
+void Metrics::Snapshot::AppendHostDefault(
+    std::vector<MetricFamily>& out) const {
+  {
+    GaugeFamily f(out, "zcal_path_info",
+                  "1 per configured path; type is loopback (kernel-copied "
+                  "by design) or discard (the sender's own costs, no NIC).");
+    for (const auto& [path, type] : path_types_) {
+      f.Add(1, {{"path", path}, {"type", type}});
+    }
+  }
+  if (!host_default_) return;
+  {
+    GaugeFamily f(out, "zcal_host_default_info",
+                  "1; where the host default comes from (source peers, "
+                  "estimated or none) and, for none, why.");
+    f.Add(1, {{"source", host_default_->source},
+              {"reason", host_default_->reason},
+              {"interface", host_default_->interface}});
+  }
+  GaugeFamily f(out, "zcal_host_default_threshold_bytes",
+                "Published host-default threshold per method (+Inf for "
+                "never); estimated is 1 when it comes from the discard path "
+                "rather than from a NIC.");
+  for (const auto& [method, result] : host_default_->methods) {
+    if (const auto value = ThresholdValue(result)) {
+      f.Add(*value, {{"method", MethodLabel(method)},
+                     {"estimated", host_default_->estimated ? "1" : "0"}});
+    }
+  }
 }
 
 void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {

@@ -25,6 +25,8 @@ class Metrics::Snapshot {
                           std::span<const calibrator::Sample> samples,
                           const calibrator::PathResult& fresh);
   void SetHost(const HostInfo& host);
+  void SetPaths(const std::map<std::string, std::string>& types);
+  void SetHostDefault(const HostDefaultInfo& host_default);
   void RetainPaths(const std::set<std::string>& paths);
 
   /// Appends the snapshot's families.
@@ -49,6 +51,7 @@ class Metrics::Snapshot {
   void AppendPublished(std::vector<prometheus::MetricFamily>& out) const;
   void AppendLastCalibration(std::vector<prometheus::MetricFamily>& out) const;
   void AppendHost(std::vector<prometheus::MetricFamily>& out) const;
+  void AppendHostDefault(std::vector<prometheus::MetricFamily>& out) const;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::map<calibrator::Method, MethodState>> published_;
@@ -57,6 +60,8 @@ class Metrics::Snapshot {
   std::map<PathMethod, double> copied_;
   std::map<PathMethod, calibrator::MethodResult> fresh_;
   std::optional<HostInfo> host_;
+  std::map<std::string, std::string> path_types_;
+  std::optional<HostDefaultInfo> host_default_;
 };
 
 }  // namespace zcal::agent

@@ -6,10 +6,37 @@
 
 #include <spdlog/spdlog.h>
 
+#include "zcal/agent/host_default.h"
 #include "zcal/agent/results.h"
 #include "zcal/common/clock.h"
 
 namespace zcal::agent {
+
+namespace {
+
+// The host default of a published table, as the metrics show it.
+HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
+                                   const HostDefaultNic& nic) {
+  HostDefaultInfo info;
+  info.source = std::string(HostDefaultSourceName(table.host_default));
+  info.reason = std::string(HostDefaultAbsenceReason(table.host_default));
+  if (nic.facts) info.interface = nic.facts->name;
+  for (const PublishedEntry& entry : table.entries) {
+    if (entry.scope != ScopeKind::kHostDefault) continue;
+    calibrator::MethodResult result;
+    result.method = entry.method;
+    result.verdict = entry.verdict;
+    result.threshold_bytes = entry.threshold_bytes;
+    result.reason = entry.reason;
+    result.confidence = entry.confidence;
+    info.methods[entry.method] = std::move(result);
+    info.estimated = info.estimated || entry.estimated;
+  }
+  return info;
+}
+
+}  // namespace
+
 
 ShmWriterOptions WriterOptions(const SegmentConfig& segment) {
   ShmWriterOptions options;
@@ -103,6 +130,12 @@ void Publisher::Publish() {
                   stale_ ? " (stale)" : "");
   }
   metrics_->SetPublished(state_.paths, stale_);
+  std::map<std::string, std::string> types;
+  for (const PathConfig& path : config_.paths) {
+    types[path.name] = path.type == PathType::kDiscard ? "discard" : "loopback";
+  }
+  metrics_->SetPaths(types);
+  metrics_->SetHostDefault(DescribeForMetrics(table, host_default_nic_));
 }
 
 void Publisher::Save() {

@@ -93,6 +93,16 @@ std::shared_ptr<Metrics> Populated() {
   host.interfaces.push_back(InterfaceInfo{"loopback", "lo", "", "", "",
                                           "65536", "", ""});
   metrics->SetHost(host);
+  metrics->SetPaths({{"loopback", "loopback"}, {"discard", "discard"}});
+  HostDefaultInfo host_default;
+  host_default.source = "estimated";
+  host_default.interface = "eth0";
+  host_default.estimated = true;
+  MethodResult estimate;
+  estimate.verdict = Verdict::kThreshold;
+  estimate.threshold_bytes = 24576;
+  host_default.methods[Method::kMsgZerocopy] = estimate;
+  metrics->SetHostDefault(host_default);
   return metrics;
 }
 
@@ -254,6 +264,29 @@ TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
                        "zcal_probe_failures_total{method=\"msg_zerocopy\","
                        "path=\"loopback\",reason=\"failed\"} 1"))
       << metrics->Text();
+}
+
+TEST(Metrics, SaysWhatEachPathIsAndWhereTheHostDefaultComesFrom) {
+  const std::string text = Populated()->Text();
+  EXPECT_TRUE(Contains(text, "zcal_path_info{path=\"discard\",type=\"discard\"} 1"))
+      << text;
+  EXPECT_TRUE(Contains(text,
+                       "zcal_host_default_info{source=\"estimated\",reason=\"\","
+                       "interface=\"eth0\"} 1"));
+  EXPECT_TRUE(Contains(text,
+                       "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
+                       "estimated=\"1\"} 24576"));
+
+  auto metrics = std::make_shared<Metrics>("9.9.9");
+  HostDefaultInfo none;
+  none.source = "none";
+  none.reason = "iommu_translates";
+  metrics->SetHostDefault(none);
+  const std::string absent = metrics->Text();
+  EXPECT_TRUE(Contains(absent, "zcal_host_default_info{source=\"none\","
+                               "reason=\"iommu_translates\",interface=\"\"} 1"))
+      << absent;
+  EXPECT_FALSE(Contains(absent, "zcal_host_default_threshold_bytes{"));
 }
 
 TEST(Metrics, PassesPromtoolLint) {

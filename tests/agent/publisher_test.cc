@@ -285,6 +285,45 @@ TEST_F(PublisherTest, ReconfigureDropsTheMetricSeriesOfARemovedPath) {
   EXPECT_EQ(info->count, 0u);
 }
 
+TEST_F(PublisherTest, MetricsSayWhereTheHostDefaultComesFromOrWhyThereIsNone) {
+  config_.paths = {PathConfig{}, PathConfig{"discard", PathType::kDiscard}};
+  auto publisher = Open();
+  ASSERT_TRUE(publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}),
+                                Host(1), 1000));
+  std::string text = metrics_->Text();
+  EXPECT_TRUE(Contains(text, "zcal_path_info{path=\"discard\",type=\"discard\"} 1"))
+      << text;
+  EXPECT_TRUE(Contains(text, "zcal_path_info{path=\"loopback\",type=\"loopback\"} 1"));
+  // The host's NIC was never read: no estimate without knowing its IOMMU.
+  EXPECT_TRUE(Contains(text, "zcal_host_default_info{source=\"none\",reason=\"iommu_unknown\""))
+      << text;
+  EXPECT_FALSE(Contains(text, "zcal_host_default_threshold_bytes{"));
+
+  // A NIC without IOMMU group and a discard threshold: an estimate.
+  HostSnapshot host = Host(1);
+  probes::InterfaceFacts nic;
+  nic.name = "eth0";
+  nic.driver = "virtio_net";
+  host.host_default_nic.facts = nic;
+  publisher->SetHost(host);
+  PathReport discard = Report("discard", {Method::kMsgZerocopy});
+  MethodResult& result =
+      discard.report->analysis.paths["discard"].methods[Method::kMsgZerocopy];
+  result.verdict = Verdict::kThreshold;
+  result.threshold_bytes = 16384;
+  result.reason = Reason::kNone;
+  ASSERT_TRUE(publisher->Accept(Outcome({discard}), host, 2000));
+  text = metrics_->Text();
+  EXPECT_TRUE(Contains(text,
+                       "zcal_host_default_info{source=\"estimated\",reason=\"\","
+                       "interface=\"eth0\"} 1"))
+      << text;
+  EXPECT_TRUE(Contains(text,
+                       "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
+                       "estimated=\"1\"} 16384"))
+      << text;
+}
+
 TEST_F(PublisherTest, ANewSegmentNameTakesItsLockAndRemovesTheOldSegment) {
   auto publisher = Open();
   publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}), Host(1),

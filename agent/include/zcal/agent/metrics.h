@@ -48,6 +48,17 @@ struct HostInfo {
   std::vector<InterfaceInfo> interfaces;
 };
 
+/// The host default as published (zcal_host_default_info and
+/// zcal_host_default_threshold_bytes).
+struct HostDefaultInfo {
+  std::string source;     ///< "peers", "estimated", "none"
+  std::string reason;     ///< why "none": "no_path", "iommu_translates", ...
+  std::string interface;  ///< the NIC it stands for; "" when unknown
+  /// The published host-default verdict per method (empty for "none").
+  std::map<calibrator::Method, calibrator::MethodResult> methods;
+  bool estimated = false;  ///< from the discard path, not from a NIC
+};
+
 /// How a calibration ended (label `result` of zcal_calibrations_total).
 enum class CalibrationResult : std::uint8_t { kSuccess, kFailed, kCancelled };
 
@@ -83,6 +94,10 @@ class Metrics final : public prometheus::Collectable {
                           std::span<const calibrator::Sample> samples,
                           const calibrator::PathResult& fresh);
   void SetHost(const HostInfo& host);
+  /// The configured paths and their types, "loopback" or "discard"
+  /// (zcal_path_info; replaces the previous ones).
+  void SetPaths(const std::map<std::string, std::string>& types);
+  void SetHostDefault(const HostDefaultInfo& host_default);
   /// Drops every series of a path not in `paths` (published results, probe
   /// failures, last calibration, interface): call when a reload removed
   /// paths. A path that comes back counts its failures from 0.

@@ -1,0 +1,19 @@
+// Readers of the configuration's output sections (config_outputs.cc), used by
+// ParseConfig in config.cc. Each reads one top-level section into `config`
+// and records every problem in `reader`.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include "config_reader.h"
+#include "zcal/agent/config.h"
+
+namespace zcal::agent {
+
+void ReadSegment(ConfigReader& reader, const YAML::Node& node, Config& config);
+void ReadMetrics(ConfigReader& reader, const YAML::Node& node, Config& config);
+void ReadState(ConfigReader& reader, const YAML::Node& node, Config& config);
+void ReadLog(ConfigReader& reader, const YAML::Node& node, Config& config);
+void ReadHost(ConfigReader& reader, const YAML::Node& node, Config& config);
+
+}  // namespace zcal::agent
