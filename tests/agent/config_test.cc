@@ -26,9 +26,8 @@ TEST(Config, EmbeddedDefaultEqualsBuiltInDefaults) {
       ParseConfig(DefaultConfigYaml(), "<embedded default>");
   ASSERT_TRUE(parsed) << parsed.error().message;
   // Every field, including ones added later (operator== is defaulted). A
-  // named object: with a temporary, GCC 12 at -O3 warns that a string of it
-  // may be used uninitialised (a false positive that fails the release
-  // build).
+  // named object, not Config{}: GCC 12 at -O3 warns falsely that the
+  // temporary's strings may be used uninitialized (-Werror in release).
   const Config defaults;
   EXPECT_EQ(*parsed, defaults);
   EXPECT_TRUE(EqualInEffect(*parsed, defaults));
