@@ -7,8 +7,9 @@ it, and the calibration's own), the load average, and per zerocopy method
 its verdict, threshold, 95 % interval (relative to the threshold), what the
 threshold may cost over the best one (regret_excess, 95 %), the rule, and
 whether it reached the planner's stated resolution (interval within 1/8 of
-the threshold, or regret_excess within 0.05 percentage points). Ends with a
-summary per budget. A larger budget that changes nothing shows that the
+the threshold, or regret_excess within 0.05 percentage points; flagged
+when the model has exceptions, whose own noise the interval leaves out).
+Ends with a summary per budget. A larger budget that changes nothing shows that the
 planner, not the budget, ends the calibration.
 
 usage: bench/calibration_seconds.py [--zcal BUILD/agent/zcal] [--rounds N]
@@ -52,12 +53,16 @@ def run_once(zcal, budget):
         if t and low and high and interval.get("level", 0) > 0:
             half = max(t / low, high / t) - 1
         excess = r.get("regret_excess")
+        # A threshold that an exception (a size decided by its own
+        # comparison) pins gets an interval and regret_excess without that
+        # size's own noise: the bootstrap holds its cost fixed.
+        pinned = bool((r.get("model") or {}).get("exceptions")) and r.get("rule") == "model"
         resolved = ((half is not None and half <= RESOLUTION) or
                     (excess is not None and excess <= REGRET_RESOLUTION))
         run["methods"][name] = {
             "verdict": r["verdict"], "threshold": t, "low": low, "high": high,
             "level": interval.get("level"), "half": half, "excess": excess,
-            "rule": r.get("rule"), "resolved": resolved,
+            "rule": r.get("rule"), "resolved": resolved, "pinned": pinned,
             "rule_detail": r.get("rule_detail", "")}
     return run
 
@@ -74,7 +79,8 @@ def describe(m):
     excess = "-" if m["excess"] is None else f"{100 * m['excess']:.3f} pp"
     return (f"{m['verdict']:<12} {str(m['threshold']):>6}  {interval:<32} "
             f"excess {excess:<10} {m['rule'] or '-':<8} "
-            f"{'at resolution' if m['resolved'] else ''}")
+            f"{'at resolution' if m['resolved'] else ''}"
+            f"{' (exceptions in the model: interval without their noise)' if m['pinned'] else ''}")
 
 
 def main():
@@ -111,10 +117,12 @@ def main():
             halves = [m["half"] for m in ms if m["half"] is not None]
             thresholds = [m["threshold"] for m in ms if m["threshold"]]
             resolved = sum(m["resolved"] for m in ms)
+            pinned = sum(m["resolved"] and m["pinned"] for m in ms)
             per_size = sum(m["rule"] == "per_size" for m in ms)
             print(f"  {name:<20} thresholds {thresholds}; interval half-width "
                   f"{spread([100 * h for h in halves], '{:.0f} %') if halves else '-'}; "
-                  f"at the stated resolution in {resolved} of {len(ms)}; "
+                  f"at the stated resolution in {resolved} of {len(ms)} "
+                  f"({pinned} with exceptions in the model); "
                   f"per-size rule in {per_size}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
