@@ -9,7 +9,7 @@ packages=(
   meson ninja-build g++ pkg-config
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
   libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
-  libseccomp-dev libcap-dev libmnl-dev
+  libseccomp-dev libcap-dev libmnl-dev libssl-dev
   # tests and fuzzing
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev
   iproute2 curl python3 prometheus

@@ -20,6 +20,7 @@ int RunCli(int argc, char** argv) {
       AddCalibrateCommand(app),
       AddShowCommand(app),
       AddAgentCommand(app),
+      AddKeygenCommand(app),
   };
 
   try {

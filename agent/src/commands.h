@@ -23,5 +23,6 @@ Command AddAnalyzeCommand(CLI::App& parent);
 Command AddCalibrateCommand(CLI::App& parent);
 Command AddShowCommand(CLI::App& parent);
 Command AddAgentCommand(CLI::App& parent);
+Command AddKeygenCommand(CLI::App& parent);
 
 }  // namespace zcal::agent
