@@ -1,5 +1,6 @@
 #include "zcal/agent/calibration_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <stop_token>
@@ -27,7 +28,16 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& calibrate,
   });
   const auto started = std::chrono::steady_clock::now();
   RoundOutcome outcome;
-  for (PathJob& job : jobs) {
+  // What a path leaves of its share goes to the paths after it, evenly: a
+  // loopback path whose zerocopy sends the kernel copies is done in a few
+  // probes, and the discard path after it can use the rest.
+  double unspent = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    PathJob& job = jobs[i];
+    const double carried = unspent / static_cast<double>(jobs.size() - i);
+    unspent -= carried;
+    job.options.budget_seconds += carried;
+    const auto job_started = std::chrono::steady_clock::now();
     job.options.cancel = &cancel;
     const std::string name = job.options.PathName();
     const auto progress = [&name](const probes::CalibrationProgress& p) {
@@ -43,6 +53,9 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& calibrate,
     }
     const bool cancelled = cancel.load(std::memory_order_relaxed) ||
                            (report && report->cancelled);
+    const double used =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - job_started).count();
+    unspent += std::max(0.0, job.options.budget_seconds - used);
     outcome.reports.push_back(PathReport{name, std::move(report)});
     if (cancelled) {
       outcome.cancelled = true;

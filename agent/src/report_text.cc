@@ -78,6 +78,10 @@ void PrintRule(std::ostream& out, const cal::MethodResult& r) {
                          Bytes(r.interval->low_bytes), Bytes(*r.interval->high_bytes));
     }
   }
+  if (r.regret_excess) {
+    out << fmt::format("    this threshold costs at most {:.2f} % more than the best one ({:.0f} %)\n",
+                       100 * *r.regret_excess, 100 * (r.interval ? r.interval->level : 0.95));
+  }
   if (r.regret) {
     out << fmt::format("    expected excess cost {} (never zerocopy: {}, always: {})",
                        Percent(*r.regret), Percent(r.regret_never.value_or(0)),

@@ -265,7 +265,13 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   }
   Curve cz, cb;
   CostModel model;
-  model.rejection = FitWithExceptions(zc, base, cz, cb, model.exceptions, options).reason;
+  const Structure structure = FitWithExceptions(zc, base, cz, cb, model.exceptions, options);
+  model.rejection = structure.reason;
+  if (!structure.reason.empty()) {
+    model.rejected_min_size_bytes = static_cast<std::uint64_t>(structure.first_size);
+    model.rejected_max_size_bytes = static_cast<std::uint64_t>(structure.last_size);
+    model.rejection_confirmed = structure.repeated;
+  }
   model.zerocopy = ToMethodFit(zc, cz);
   model.baseline = ToMethodFit(base, cb);
   model.min_size_bytes = static_cast<std::uint64_t>(lo);
@@ -327,15 +333,19 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   rule.measured = ExceptionCells(grid, model.exceptions, r.sizes);
   const Choice choice = LeastCost(grid, Costs(point, rule, options), true);
   std::vector<double> thresholds;
+  std::vector<double> excess;
   thresholds.reserve(replicates);
+  excess.reserve(replicates);
   std::size_t agree = 0;
   for (const Evaluated& e : boot) {
     const std::vector<double> cost = Costs(e, rule, options);
     const Choice own = LeastCost(grid, cost, true);
     thresholds.push_back(own.threshold);
-    agree += Regret(grid, cost, choice.threshold) <= own.regret + kRegretSlack ? 1 : 0;
+    excess.push_back(std::max(0.0, Regret(grid, cost, choice.threshold) - own.regret));
+    agree += excess.back() <= kRegretSlack ? 1 : 0;
   }
   std::sort(thresholds.begin(), thresholds.end());
+  std::sort(excess.begin(), excess.end());
   const bool wins = std::isfinite(choice.threshold);
 
   const auto lo_bytes = static_cast<std::uint64_t>(lo);
@@ -359,6 +369,8 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   r.regret = choice.regret;
   r.regret_never = choice.regret_never;
   r.regret_always = choice.regret_always;
+  r.regret_excess = excess[static_cast<std::size_t>(
+      std::ceil(kIntervalLevel * static_cast<double>(replicates))) - 1];
   r.confidence = static_cast<double>(agree) / static_cast<double>(replicates);
   const std::string baseline(MethodName(r.baseline));
   if (!wins) {

@@ -41,6 +41,9 @@ std::string ValidatePlannerOptions(const PlannerOptions& o) {
   if (!(o.resolution > 0) || o.resolution >= 1) {
     return "resolution: must be in (0, 1)";
   }
+  if (!(o.regret_resolution >= 0) || o.regret_resolution >= 1) {
+    return "regret_resolution: must be in [0, 1)";
+  }
   if (o.repeats < 1) return "repeats: must be at least 1";
   if (o.max_repeats < o.repeats) return "max_repeats: must be >= repeats";
   if (o.max_probes < 1) return "max_probes: must be at least 1";
@@ -146,7 +149,13 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
         options_.decision.objective == Objective::kEfficiency &&
         z.CpuNsPerByte(hi) <= (1 - options_.decision.margin) * b.CpuNsPerByte(hi);
     const bool never = result.verdict == Verdict::kNever && !cpu_wins_at_top;
-    if (low >= centre / band && (never || high <= centre * band)) {
+    // What matters is what the threshold costs: where both sends cost about
+    // the same around the crossover, its interval stays wide long after any
+    // threshold in it is as cheap as the best (within regret_resolution).
+    const bool cheap = result.regret_excess &&
+                       *result.regret_excess <= kStopShare * options_.regret_resolution &&
+                       (result.verdict != Verdict::kNever || never);
+    if (cheap || (low >= centre / band && (never || high <= centre * band))) {
       settled_.insert(method);
       return;
     }
@@ -158,6 +167,21 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
     plan(Aligned(std::sqrt(centre * std::min(high, hi))), 1);
     plan(Aligned(std::sqrt(centre * low)), 1);
     return;
+  }
+  // A rejection at sizes with one sample may be one wild probe (on a shared
+  // machine, a burst of load): one more probe of both methods there tells
+  // it from a shape the curves cannot follow, and the model decides again.
+  bool confirming = false;
+  if (result.model && !result.model->accepted && !result.model->rejection_confirmed) {
+    for (const SizeComparison& c : sizes) {
+      if (c.size_bytes < result.model->rejected_min_size_bytes ||
+          c.size_bytes > result.model->rejected_max_size_bytes ||
+          std::min(c.zerocopy.samples, c.baseline.samples) >= 2) {
+        continue;
+      }
+      plan(c.size_bytes, 1);
+      confirming = true;
+    }
   }
   // Per-size rule: where the verdict rests are the largest size and the two
   // sizes around the threshold.
@@ -202,7 +226,7 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
       repeating = true;
     }
   }
-  if (!bisecting && !repeating) settled_.insert(method);
+  if (!confirming && !bisecting && !repeating) settled_.insert(method);
 }
 
 void SweepPlanner::PlanRefinement() {

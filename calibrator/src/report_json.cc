@@ -125,6 +125,13 @@ std::string ReadModel(const json& j, const std::string& where, CostModel& model)
   Reader in(j, where);
   in.Flag("accepted", model.accepted);
   in.Text("rejection", model.rejection);
+  if (in.Object("rejected_sizes")) {
+    Reader run(j.at("rejected_sizes"), where + ".rejected_sizes");
+    run.Whole("min_size_bytes", model.rejected_min_size_bytes);
+    run.Whole("max_size_bytes", model.rejected_max_size_bytes);
+    run.Flag("confirmed", model.rejection_confirmed);
+    if (!run.error().empty()) return run.error();
+  }
   in.Whole("min_size_bytes", model.min_size_bytes);
   in.Whole("max_size_bytes", model.max_size_bytes);
   in.Whole("bootstrap_replicates", model.bootstrap_replicates);
@@ -198,6 +205,11 @@ json ToJson(const CostModel& model) {
   return json{
       {"accepted", model.accepted},
       {"rejection", model.rejection.empty() ? json(nullptr) : json(model.rejection)},
+      {"rejected_sizes", model.rejection.empty()
+                             ? json(nullptr)
+                             : json{{"min_size_bytes", model.rejected_min_size_bytes},
+                                    {"max_size_bytes", model.rejected_max_size_bytes},
+                                    {"confirmed", model.rejection_confirmed}}},
       {"min_size_bytes", model.min_size_bytes},
       {"max_size_bytes", model.max_size_bytes},
       {"bootstrap_replicates", model.bootstrap_replicates},
@@ -243,6 +255,7 @@ json ToJson(const MethodResult& result) {
       {"regret", OrNull(result.regret)},
       {"regret_never", OrNull(result.regret_never)},
       {"regret_always", OrNull(result.regret_always)},
+      {"regret_excess", OrNull(result.regret_excess)},
       {"tail_threshold_bytes", OrNull(result.tail_threshold_bytes)},
       {"wins_below", SizeList(result.wins_below)},
       {"losses_above", SizeList(result.losses_above)},
@@ -282,6 +295,7 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
   in.Number("regret", result.regret);
   in.Number("regret_never", result.regret_never);
   in.Number("regret_always", result.regret_always);
+  in.Number("regret_excess", result.regret_excess);
   in.Whole("tail_threshold_bytes", result.tail_threshold_bytes);
   in.Sizes("wins_below", result.wins_below);
   in.Sizes("losses_above", result.losses_above);

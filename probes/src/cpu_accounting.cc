@@ -1,6 +1,6 @@
 #include "zcal/probes/cpu_accounting.h"
 
-#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sstream>
@@ -10,13 +10,13 @@
 namespace zcal::probes {
 
 std::uint64_t ThreadCpuNs() {
-  rusage usage{};
-  if (::getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
-  auto ns = [](const timeval& tv) {
-    return static_cast<std::uint64_t>(tv.tv_sec) * 1000000000ULL +
-           static_cast<std::uint64_t>(tv.tv_usec) * 1000ULL;
-  };
-  return ns(usage.ru_utime) + ns(usage.ru_stime);
+  // The scheduler's own runtime of the thread, in nanoseconds. Not
+  // getrusage(RUSAGE_THREAD): on tick-based kernels that is off by up to a
+  // tick (~2 ms measured here), which is 10 % of a 20 ms probe.
+  timespec ts{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 std::optional<std::uint64_t> HostBusyCpuNs(const std::string& root) {

@@ -221,6 +221,34 @@ TEST(CalibrationRunner, DestructionStopsAndJoinsTheWorkerWithoutNotifying) {
   EXPECT_EQ(notified, 0) << "no notification once the owner goes away";
 }
 
+TEST(CalibrationRunner, WhatAPathLeavesOfItsBudgetGoesToThePathsAfterIt) {
+  std::mutex mutex;
+  std::vector<double> budgets;
+  Events notified;
+  CalibrationRunner runner(
+      [&](const probes::CalibrationOptions& options, const auto&) {
+        const std::lock_guard lock(mutex);
+        budgets.push_back(options.budget_seconds);
+        return Result<probes::CalibrationReport>(Report(options.path_name));
+      },
+      [&] { notified.Add(); });
+  std::vector<PathJob> jobs = Jobs({"a", "b", "c"});
+  for (PathJob& job : jobs) job.options.budget_seconds = 2;
+  ASSERT_TRUE(runner.Start(std::move(jobs)));
+  ASSERT_TRUE(notified.WaitFor(1));
+  ASSERT_TRUE(runner.TakeOutcome().has_value());
+  const std::lock_guard lock(mutex);
+  ASSERT_EQ(budgets.size(), 3u);
+  EXPECT_DOUBLE_EQ(budgets[0], 2) << "the first path gets its share";
+  // Each path returns at once and leaves (nearly) all of its budget: b gets
+  // half of what a left on top of its own 2 s, c, the last, what is left of
+  // the round's 6 s.
+  EXPECT_GT(budgets[1], 2);
+  EXPECT_LE(budgets[1], 3);
+  EXPECT_GT(budgets[2], budgets[1]);
+  EXPECT_LE(budgets[2], 6) << "never more than the round's budget";
+}
+
 TEST(PlanRound, OneJobPerPathSharingTheBudget) {
   Config config;
   config.paths = {PathConfig{"a", PathType::kLoopback},

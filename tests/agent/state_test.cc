@@ -204,6 +204,7 @@ TEST(State, KeepsTheCostModelOfAResult) {
   r.regret = 0.004;
   r.regret_never = 0.2;
   r.regret_always = 0.3;
+  r.regret_excess = 0.0012;
   r.tail_threshold_bytes = 24576;
   r.wins_below = {8192};
   r.losses_above = {16384};
@@ -238,7 +239,7 @@ TEST(State, FilesWrittenBeforeTheCostModelStillRead) {
   nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
   for (auto& [method, entry] : document["paths"]["loopback"].items()) {
     for (const char* key : {"rule", "rule_detail", "interval", "regret", "regret_never",
-                            "regret_always", "tail_threshold_bytes", "wins_below",
+                            "regret_always", "regret_excess", "tail_threshold_bytes", "wins_below",
                             "losses_above", "model"}) {
       entry["published"].erase(key);
     }

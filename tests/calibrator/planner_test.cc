@@ -112,6 +112,98 @@ TEST(SweepPlanner, StopsWhenTheIntervalIsWithinTheResolution) {
   EXPECT_TRUE(WithinResolution(t, host.TrueThreshold(Method::kMsgZerocopy, Method::kCopy)));
 }
 
+// What a threshold really costs on the simulated host: its expected excess
+// over the truth's, uniform in log size over 1 KiB to 256 KiB, on the
+// host's true costs.
+double TrueExcess(const SimulatedHost& host, double threshold) {
+  double excess = 0;
+  constexpr int kPoints = 801;
+  for (int i = 0; i < kPoints; ++i) {
+    const double size = 1024 * std::exp2(8.0 * i / (kPoints - 1));
+    const auto bytes = static_cast<std::uint64_t>(size);
+    const double cost = host.CpuPerByte(Method::kMsgZerocopy, bytes) /
+                        host.CpuPerByte(Method::kCopy, bytes) / 0.97;
+    excess += (size >= threshold ? std::max(0.0, cost - 1) : std::max(0.0, 1 / cost - 1));
+  }
+  return excess / kPoints;
+}
+
+// Costs that run close together around the crossover: copy 0.30 ns/B +
+// 1500 ns per send, zerocopy 0.25 + 2400, crossing at ~23 KiB with a
+// quarter of the usual slope. The threshold's interval narrows slowly, but
+// the thresholds in it soon cost next to nothing more than the best: the
+// planner stops on what the threshold costs, and what it publishes costs
+// little more than the truth's threshold.
+TEST(SweepPlanner, StopsWhenTheThresholdCostsNoMoreThanTheRegretResolution) {
+  SimulatedHost host;
+  host.noise = 0.05;
+  host.costs[Method::kMsgZerocopy] = {0.25, 2400};
+  PlannerOptions interval_only = TwoMethods();
+  interval_only.regret_resolution = 0;
+  constexpr int kSeeds = 40;
+  std::size_t probes = 0, probes_interval_only = 0;
+  int cheap = 0, truly_cheap = 0, within = 0;
+  std::vector<double> excess;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    const Calibration run = Calibrate(host, TwoMethods(), 20 + seed);
+    probes += run.probes;
+    probes_interval_only += Calibrate(host, interval_only, 20 + seed).probes;
+    const MethodResult& r = Zerocopy(run);
+    ASSERT_TRUE(r.threshold_bytes && r.regret_excess) << r.detail;
+    const double t = static_cast<double>(*r.threshold_bytes);
+    cheap += *r.regret_excess <= PlannerOptions{}.regret_resolution ? 1 : 0;
+    excess.push_back(TrueExcess(host, t));
+    truly_cheap += excess.back() <= PlannerOptions{}.regret_resolution ? 1 : 0;
+    within += WithinResolution(t, host.TrueThreshold(Method::kMsgZerocopy, Method::kCopy));
+  }
+  std::sort(excess.begin(), excess.end());
+  std::printf("close costs (+-5 %% noise, %d seeds): %.1f probes (interval only: %.1f); "
+              "regret_excess within %.2f pp in %d; true excess within it in %d (median "
+              "%.3f pp, max %.3f pp); threshold within 1/8 of the truth in %d\n",
+              kSeeds, static_cast<double>(probes) / kSeeds,
+              static_cast<double>(probes_interval_only) / kSeeds,
+              100 * PlannerOptions{}.regret_resolution, cheap, truly_cheap,
+              100 * excess[excess.size() / 2], 100 * excess.back(), within);
+  EXPECT_LT(probes, probes_interval_only);
+  EXPECT_GE(truly_cheap, kSeeds * 8 / 10);
+}
+
+// A probe hit by a burst of load at a size probed once rejects the model
+// (one sample cannot tell an outlier from a dip); the planner probes both
+// methods there again before it settles for the per-size rule.
+TEST(SweepPlanner, ProbesAgainWhereOneSampleRejectedTheModel) {
+  SimulatedHost host;
+  host.noise = 0.02;
+  SweepPlanner planner(TwoMethods());
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 36; ++i) {  // the coarse grid: 9 sizes, 2 methods, 2 repeats
+    const auto request = planner.Next();
+    ASSERT_TRUE(request.has_value());
+    planner.Record(host.Probe(*request, rng));
+  }
+  constexpr std::uint64_t kWild = 12032;
+  for (Method m : {Method::kCopy, Method::kMsgZerocopy}) {
+    Sample s = host.Probe({m, kWild, 0}, rng);
+    if (m == Method::kCopy) s.cpu_ns = s.cpu_ns * 2;  // copy's probe ran on a busy core
+    planner.Record(s);
+  }
+  const MethodResult before = planner.Result().paths.at("default").methods.at(Method::kMsgZerocopy);
+  ASSERT_TRUE(before.model.has_value());
+  ASSERT_FALSE(before.model->accepted) << "one wild sample rejects the model";
+  EXPECT_FALSE(before.model->rejection_confirmed);
+  EXPECT_LE(before.model->rejected_min_size_bytes, kWild);
+  EXPECT_GE(before.model->rejected_max_size_bytes, kWild);
+  std::map<Method, int> again;
+  for (int i = 0; i < 8; ++i) {
+    const auto request = planner.Next();
+    if (!request) break;
+    if (request->size_bytes == kWild) ++again[request->method];
+    planner.Record(host.Probe(*request, rng));
+  }
+  EXPECT_EQ(again[Method::kCopy], 1);
+  EXPECT_EQ(again[Method::kMsgZerocopy], 1);
+}
+
 TEST(SweepPlanner, ProbesTheModelRejectedCaseSizeBySize) {
   SimulatedHost host;
   host.noise = 0.03;
@@ -259,6 +351,9 @@ TEST(ValidatePlannerOptions, NamesTheBadField) {
   options = {};
   options.resolution = 0;
   EXPECT_NE(ValidatePlannerOptions(options).find("resolution"), std::string::npos);
+  options = {};
+  options.regret_resolution = -0.1;
+  EXPECT_NE(ValidatePlannerOptions(options).find("regret_resolution"), std::string::npos);
   options = {};
   options.decision.traffic = {{4096, -1}};
   EXPECT_NE(ValidatePlannerOptions(options).find("traffic"), std::string::npos);

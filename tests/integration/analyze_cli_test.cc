@@ -52,6 +52,7 @@ TEST_F(AnalyzeCli, PrintsVerdictsForTheShippedExample) {
   EXPECT_THAT(r.out, HasSubstr("rule: least expected cost on the fitted cost model"));
   EXPECT_THAT(r.out, HasSubstr("threshold interval (95 %): "));
   EXPECT_THAT(r.out, HasSubstr("expected excess cost "));
+  EXPECT_THAT(r.out, HasSubstr("more than the best one (95 %)"));
   EXPECT_THAT(r.out, HasSubstr("winning tail of probed sizes from 16 KiB"));
   EXPECT_THAT(r.out, HasSubstr("fit copy: "));
   EXPECT_THAT(r.out, HasSubstr("fit msg_zerocopy: "));

@@ -51,6 +51,8 @@ struct PathJob {
 
 /// The jobs of a calibration round for `config`: one per configured path,
 /// in configuration order, sharing budget.seconds_per_calibration evenly.
+/// When the round runs, what a path leaves of its share is added, evenly,
+/// to the budgets of the paths after it.
 std::vector<PathJob> PlanRound(const Config& config);
 
 struct PathReport {

@@ -58,7 +58,7 @@ struct ScheduleConfig {
 };
 
 struct BudgetConfig {
-  double seconds_per_calibration = 12;
+  double seconds_per_calibration = 6;
   double seconds_per_hour = 60;
   std::uint64_t bytes_per_second = 0;  ///< 0 = unlimited
 

@@ -73,6 +73,12 @@ struct CostModel {
   /// below the fit ...") and the verdict comes from per-size comparisons.
   bool accepted = false;
   std::string rejection;
+  /// With a rejection: the run of sizes that showed it (bytes), and whether
+  /// repeats confirm it (every size in it has two samples or more). An
+  /// unconfirmed one may be one wild probe: the planner probes there again.
+  std::uint64_t rejected_min_size_bytes = 0;
+  std::uint64_t rejected_max_size_bytes = 0;
+  bool rejection_confirmed = false;
   std::vector<ModelException> exceptions;  ///< at most two, ascending
   std::uint32_t bootstrap_replicates = 0;  ///< 0 when none ran
 };

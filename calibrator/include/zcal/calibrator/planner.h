@@ -17,7 +17,8 @@
 // estimated threshold, where a probe narrows the interval most, and halfway
 // to each end of the interval, until the interval lies within 0.8 times
 // `resolution` of the threshold (or, for always/never, of the end of the
-// range) or the method has spent `refine_probes`. Where the per-size rule
+// range), or the threshold costs at most 0.8 times `regret_resolution` more
+// than the best one (95 %), or the method has spent `refine_probes`. Where the per-size rule
 // decides (the model was rejected), it bisects between the two probed sizes
 // around the threshold until they are closer than `resolution` times the
 // upper one, and adds repeats (up to max_repeats) at deciding sizes whose
@@ -50,6 +51,14 @@ struct PlannerOptions {
   /// Stop refining when the threshold's interval lies within this fraction
   /// of it (model), or the bracketing sizes are this close (per size).
   double resolution = 0.125;
+  /// Or stop when the threshold costs at most this much more than the best
+  /// one (MethodResult::regret_excess, a fraction), whatever its interval:
+  /// where both sends cost about the same around the crossover the interval
+  /// stays wide although any threshold in it is as cheap. 0.0005 (0.05
+  /// percentage points of expected excess cost) is what an error of 1/8
+  /// costs at a typical crossover (docs/calibrator.md), so neither rule is
+  /// looser than the other. 0: only the interval stops.
+  double regret_resolution = 0.0005;
   /// Repeats per size on the coarse grid. Two suffice for the model, which
   /// pools all sizes; the repeats give the noise its own estimate.
   std::uint32_t repeats = 2;

@@ -19,6 +19,9 @@
 //                                          around the threshold)
 //   "regret": number|null,                 expected excess cost, fraction
 //   "regret_never": number|null, "regret_always": number|null,
+//   "regret_excess": number|null,          model: what the threshold may
+//                                          cost over the best one (95 %
+//                                          bootstrap quantile), fraction
 //   "tail_threshold_bytes": int|null,      diagnostic: start of the
 //                                          winning tail of probed sizes
 //   "wins_below": [int], "losses_above": [int],   probed sizes
@@ -32,6 +35,9 @@
 //   "enobufs"}
 //
 // Model: {"accepted": bool, "rejection": string|null,
+//   "rejected_sizes": {"min_size_bytes": int, "max_size_bytes": int,
+//                      "confirmed": bool}|null,   the run of sizes that
+//                                          rejected it; confirmed: by repeats
 //   "min_size_bytes": int, "max_size_bytes": int,   compared range
 //   "bootstrap_replicates": int,                    0 when rejected
 //   "exceptions": [{"min_size_bytes": int, "max_size_bytes": int,

@@ -29,9 +29,11 @@ struct CalibrationOptions {
   std::uint64_t min_size = 1024;            ///< bytes, >= 1
   std::uint64_t max_size = 256 * 1024;      ///< bytes, >= min_size
   calibrator::DecisionOptions decision;
-  /// Seconds for the whole calibration, > 0. Probe durations are cut to fit
-  /// the planner's estimate of the probes left; when the budget is spent the
-  /// calibration ends with what was measured.
+  /// Seconds for the whole calibration, > 0. Over TCP, probe durations are
+  /// cut to fit the planner's estimate of the probes left (20-250 ms); on
+  /// the discard path every probe takes 10 ms and the calibration ends when
+  /// the planner is done, often well before the budget. When the budget is
+  /// spent the calibration ends with what was measured.
   double budget_seconds = 8;
   /// Average byte rate the probes may send, bytes per second; 0 = unlimited.
   /// Each probe sends at most this times its duration.

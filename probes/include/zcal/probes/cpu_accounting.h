@@ -9,7 +9,8 @@
 namespace zcal::probes {
 
 /// User + system CPU time of the calling thread, in nanoseconds
-/// (getrusage(RUSAGE_THREAD), microsecond resolution).
+/// (CLOCK_THREAD_CPUTIME_ID: the scheduler's runtime of the thread, exact to
+/// the context switch; getrusage can be a scheduler tick off).
 std::uint64_t ThreadCpuNs();
 
 /// Busy time of all CPUs since boot, in nanoseconds: user + nice + system +

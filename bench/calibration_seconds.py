@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""A full calibration of the discard path with all five methods (issue 11):
+runs `zcal calibrate --path discard --json` ROUNDS times for each budget,
+the budgets interleaved (side by side under the same load), and prints per
+run the probes, the wall seconds (of the whole command, as a user waits for
+it, and the calibration's own), the load average, and per zerocopy method
+its verdict, threshold, 95 % interval (relative to the threshold), what the
+threshold may cost over the best one (regret_excess, 95 %), the rule, and
+whether it reached the planner's stated resolution (interval within 1/8 of
+the threshold, or regret_excess within 0.05 percentage points; flagged
+when the model has exceptions, whose own noise the interval leaves out).
+Ends with a summary per budget. A larger budget that changes nothing shows that the
+planner, not the budget, ends the calibration.
+
+usage: bench/calibration_seconds.py [--zcal BUILD/agent/zcal] [--rounds N]
+                                    [--budgets 5,30] [--json FILE]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+RESOLUTION = 0.125          # PlannerOptions::resolution
+REGRET_RESOLUTION = 0.0005  # PlannerOptions::regret_resolution
+ZEROCOPY = ["msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed"]
+
+
+def run_once(zcal, budget):
+    load = os.getloadavg()[0]
+    start = time.monotonic()
+    done = subprocess.run([zcal, "calibrate", "--path", "discard", "--json",
+                           "--budget", str(budget)],
+                          capture_output=True, text=True, check=False)
+    wall = time.monotonic() - start
+    if done.returncode != 0:
+        sys.exit(f"zcal calibrate --path discard failed ({done.returncode}): "
+                 f"{done.stderr.strip()}")
+    doc = json.loads(done.stdout)
+    run = {"budget": budget, "wall_seconds": wall, "load": load,
+           "seconds": doc["timings"]["duration_seconds"],
+           "probes": doc["timings"]["probes_run"], "methods": {}}
+    for name in ZEROCOPY:
+        r = doc["paths"]["discard"]["methods"].get(name)
+        if r is None:
+            continue
+        t = r.get("threshold_bytes")
+        interval = r.get("interval") or {}
+        low, high = interval.get("low_bytes"), interval.get("high_bytes")
+        half = None
+        if t and low and high and interval.get("level", 0) > 0:
+            half = max(t / low, high / t) - 1
+        excess = r.get("regret_excess")
+        # A threshold that an exception (a size decided by its own
+        # comparison) pins gets an interval and regret_excess without that
+        # size's own noise: the bootstrap holds its cost fixed.
+        pinned = bool((r.get("model") or {}).get("exceptions")) and r.get("rule") == "model"
+        resolved = ((half is not None and half <= RESOLUTION) or
+                    (excess is not None and excess <= REGRET_RESOLUTION))
+        run["methods"][name] = {
+            "verdict": r["verdict"], "threshold": t, "low": low, "high": high,
+            "level": interval.get("level"), "half": half, "excess": excess,
+            "rule": r.get("rule"), "resolved": resolved, "pinned": pinned,
+            "rule_detail": r.get("rule_detail", "")}
+    return run
+
+
+def describe(m):
+    if m["half"] is not None:
+        interval = (f"[{m['low']}, {m['high']}] "
+                    f"-{100 * (1 - m['low'] / m['threshold']):.0f}/"
+                    f"+{100 * (m['high'] / m['threshold'] - 1):.0f} %")
+    elif m["low"] is not None:
+        interval = f"probed sizes {m['low']}..{m['high']} (per size, no level)"
+    else:
+        interval = "none"
+    excess = "-" if m["excess"] is None else f"{100 * m['excess']:.3f} pp"
+    return (f"{m['verdict']:<12} {str(m['threshold']):>6}  {interval:<32} "
+            f"excess {excess:<10} {m['rule'] or '-':<8} "
+            f"{'at resolution' if m['resolved'] else ''}"
+            f"{' (exceptions in the model: interval without their noise)' if m['pinned'] else ''}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zcal", default="build/agent/zcal")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--budgets", default="5,30")
+    parser.add_argument("--json", help="also write every run here")
+    args = parser.parse_args()
+    budgets = [float(b) for b in args.budgets.split(",")]
+    runs = []
+    for r in range(args.rounds):
+        for budget in budgets:
+            run = run_once(args.zcal, budget)
+            runs.append(run)
+            print(f"round {r + 1}, budget {budget:g} s: {run['probes']} probes, "
+                  f"{run['seconds']:.2f} s calibrating, {run['wall_seconds']:.2f} s wall; "
+                  f"load average {run['load']:.1f}")
+            for name, m in run["methods"].items():
+                print(f"  {name:<20} {describe(m)}")
+                if m["rule"] == "per_size" and m["rule_detail"]:
+                    print(f"  {'':<20} ({m['rule_detail'][:110]})")
+    print("\nsummary (median [min, max] over the rounds)")
+    for budget in budgets:
+        mine = [x for x in runs if x["budget"] == budget]
+
+        def spread(values, fmt):
+            return (f"{fmt.format(statistics.median(values))} "
+                    f"[{fmt.format(min(values))}, {fmt.format(max(values))}]")
+        print(f"budget {budget:g} s: probes {spread([x['probes'] for x in mine], '{:.0f}')}, "
+              f"wall s {spread([x['wall_seconds'] for x in mine], '{:.2f}')}")
+        for name in ZEROCOPY:
+            ms = [x["methods"][name] for x in mine if name in x["methods"]]
+            halves = [m["half"] for m in ms if m["half"] is not None]
+            thresholds = [m["threshold"] for m in ms if m["threshold"]]
+            resolved = sum(m["resolved"] for m in ms)
+            pinned = sum(m["resolved"] and m["pinned"] for m in ms)
+            per_size = sum(m["rule"] == "per_size" for m in ms)
+            print(f"  {name:<20} thresholds {thresholds}; interval half-width "
+                  f"{spread([100 * h for h in halves], '{:.0f} %') if halves else '-'}; "
+                  f"at the stated resolution in {resolved} of {len(ms)} "
+                  f"({pinned} with exceptions in the model); "
+                  f"per-size rule in {per_size}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(runs, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()
