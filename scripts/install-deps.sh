@@ -9,10 +9,15 @@ packages=(
   meson ninja-build g++ pkg-config
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
   libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
-  libseccomp-dev libcap-dev libmnl-dev libssl-dev
+  libseccomp-dev libcap-dev libmnl-dev
+  # OpenSSL's libcrypto (the peer handshake's HMAC, the report's CSP script
+  # hashes), Chart.js for the report page
+  libssl-dev libjs-chart.js
   # tests and fuzzing
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev
   iproute2 curl python3 prometheus
+  # the report tests: a headless browser loads every kind of page
+  chromium
   # benchmarks
   libbenchmark-dev iperf3
   # manual pages

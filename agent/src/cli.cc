@@ -18,6 +18,7 @@ int RunCli(int argc, char** argv) {
   std::vector<Command> commands = {
       AddAnalyzeCommand(app),
       AddCalibrateCommand(app),
+      AddReportCommand(app),
       AddShowCommand(app),
       AddAgentCommand(app),
       AddKeygenCommand(app),

@@ -1,10 +1,12 @@
 // zcal analyze: the decision rule applied to a CSV of samples.
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "decision_args.h"
+#include "report_file.h"
 #include "report_text.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
@@ -20,6 +22,7 @@ namespace cal = zcal::calibrator;
 struct AnalyzeArgs {
   DecisionArgs decision;
   bool json = false;
+  std::string report;
   std::string file;
 };
 
@@ -51,6 +54,15 @@ int RunAnalyze(const AnalyzeArgs& args) {
     std::cerr << "zcal analyze: " << samples.error().message << "\n";
     return kExitUsage;
   }
+  std::unique_ptr<PendingFile> report;
+  if (!args.report.empty()) {
+    auto created = PendingFile::Create(args.report);
+    if (!created) {
+      std::cerr << "zcal analyze: --report " << created.error().message << "\n";
+      return kExitFailure;
+    }
+    report = std::move(*created);
+  }
   const cal::Analysis analysis = cal::Analyze(*samples, options);
   if (args.json) {
     nlohmann::json doc = cal::ToJson(analysis);
@@ -60,6 +72,17 @@ int RunAnalyze(const AnalyzeArgs& args) {
     std::cout << doc.dump(2) << "\n";
   } else {
     PrintAnalysis(std::cout, analysis, options);
+  }
+  if (report) {
+    ReportModel model;
+    model.kind = ReportKind::kAnalysis;
+    model.source = args.file == "-" ? "<stdin>" : args.file;
+    model.decision = DescribeDecision(options);
+    model.entries = EntriesOf(analysis);
+    if (auto written = WriteReport(*report, std::move(model)); !written) {
+      std::cerr << "zcal analyze: --report " << written.error().message << "\n";
+      return kExitFailure;
+    }
   }
   return kExitOk;
 }
@@ -75,6 +98,9 @@ Command AddAnalyzeCommand(CLI::App& parent) {
       "pays off.");
   AddDecisionOptions(*app, args->decision);
   app->add_flag("--json", args->json, "Print one JSON object on stdout");
+  app->add_option("--report", args->report,
+                  "Also write the HTML page of `zcal report` to this file (- is "
+                  "standard output)");
   app->add_option("FILE", args->file,
                   "CSV with a header row and the columns method, size, "
                   "mb_per_s, cpu_pct (optional: path, copied_pct, repeat); "
@@ -82,8 +108,8 @@ Command AddAnalyzeCommand(CLI::App& parent) {
                   "(path, method, size) keeps at most 256 samples")
       ->required();
   app->footer(
-      "Exit status: 0 analysed; 2 bad arguments or bad input (the message "
-      "names file:line:column).");
+      "Exit status: 0 analysed; 1 the --report page could not be written; 2 "
+      "bad arguments or bad input (the message names file:line:column).");
   return {app, [args] { return RunAnalyze(*args); }};
 }
 

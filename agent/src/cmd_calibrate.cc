@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "decision_args.h"
+#include "report_file.h"
 #include "report_text.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
@@ -39,6 +40,7 @@ struct CalibrateArgs {
   std::string max_rate = "0";
   bool json = false;
   std::string samples_out;
+  std::string report;
   std::string root = "/";
 };
 
@@ -190,6 +192,15 @@ int RunCalibrate(const CalibrateArgs& args) {
       return kExitUsage;
     }
   }
+  std::unique_ptr<PendingFile> report_file;
+  if (!args.report.empty()) {
+    auto created = PendingFile::Create(args.report);
+    if (!created) {
+      std::cerr << "zcal calibrate: --report " << created.error().message << "\n";
+      return kExitUsage;
+    }
+    report_file = std::move(*created);
+  }
 
   g_interrupted.store(false);
   struct sigaction action{};
@@ -253,6 +264,18 @@ int RunCalibrate(const CalibrateArgs& args) {
                              report->probes_run, report->samples.size(),
                              report->duration_seconds, options->budget_seconds);
   }
+  if (report_file) {
+    ReportModel model;
+    model.kind = ReportKind::kCalibration;
+    model.source = "zcal calibrate --path " + args.path;
+    model.decision = DescribeDecision(options->decision);
+    model.host = HostFromFactsJson(probes::ToJson(report->host), args.path);
+    model.entries = EntriesOf(report->analysis);
+    if (auto written = WriteReport(*report_file, std::move(model)); !written) {
+      std::cerr << "zcal calibrate: --report " << written.error().message << "\n";
+      return kExitFailure;
+    }
+  }
   if (report->cancelled) {
     std::cerr << "zcal calibrate: interrupted; the results are partial\n";
     return kExitFailure;
@@ -296,13 +319,17 @@ Command AddCalibrateCommand(CLI::App& parent) {
                 "(null, or the --max the path could not carry)");
   app->add_option("--samples-out", args->samples_out,
                   "Write the raw samples as CSV (what `zcal analyze` reads)");
+  app->add_option("--report", args->report,
+                  "Also write the HTML page of `zcal report` (curves, verdicts, host "
+                  "facts) to this file");
   app->add_option("--root", args->root,
                   "Read sysfs and procfs under this directory instead of / (tests)")
       ->capture_default_str();
   app->footer(
       "Exit status: 0 calibration completed (whatever the verdicts); 1 "
-      "interrupted or the samples file could not be written; 2 bad arguments; "
-      "3 no probe could run (the message says why per method).");
+      "interrupted or the samples file or the --report page could not be "
+      "written; 2 bad arguments; 3 no probe could run (the message says why "
+      "per method).");
   return {app, [args] { return RunCalibrate(*args); }};
 }
 

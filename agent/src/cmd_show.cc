@@ -1,6 +1,4 @@
 // zcal show: the published segment, header and entries, as a table or JSON.
-#include <arpa/inet.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "published_table.h"
 #include "zcal/zcal.hpp"
 #include "zcal/common/clock.h"
 #include "zcal/common/text.h"
@@ -32,12 +31,6 @@ struct ShowArgs {
   std::string segment;
   bool json = false;
 };
-
-std::optional<double> AgeSeconds(std::uint64_t now_ns, std::uint64_t then_ns) {
-  if (then_ns == 0) return std::nullopt;
-  if (then_ns >= now_ns) return 0.0;
-  return static_cast<double>(now_ns - then_ns) / 1e9;
-}
 
 std::string Utc(std::uint64_t ns) {
   if (ns == 0) return "never";
@@ -58,125 +51,6 @@ std::string Age(std::optional<double> seconds) {
   else if (*seconds < 172800) out << *seconds / 3600 << " h ago";
   else out << *seconds / 86400 << " d ago";
   return out.str();
-}
-
-std::string AddressText(const zcal_shm_entry& e) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  inet_ntop(e.family == ZCAL_FAMILY_IPV4 ? AF_INET : AF_INET6, e.address, text,
-            sizeof text);
-  return text;
-}
-
-std::string InterfaceText(const zcal_shm_entry& e) {
-  return std::string(e.interface, strnlen(e.interface, sizeof e.interface));
-}
-
-std::string ScopeText(const zcal_shm_entry& e) {
-  switch (e.scope) {
-    case ZCAL_SCOPE_PEER:
-      return "peer " + AddressText(e) + "/" + std::to_string(e.prefix_len);
-    case ZCAL_SCOPE_INTERFACE:
-      return "interface " + InterfaceText(e);
-    default:
-      return zcal_scope_name(e.scope);
-  }
-}
-
-bool Estimated(const zcal_shm_entry& e) {
-  return (e.entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
-}
-
-// Where the host default comes from, or why there is none (ABI minor 1).
-struct HostDefaultText {
-  const char* source;  // "peers", "estimated", "none", "unknown"
-  const char* reason;  // why none; nullptr otherwise
-  const char* sentence;
-};
-HostDefaultText DescribeHostDefault(std::uint32_t code) {
-  switch (code) {
-    case ZCAL_HOST_DEFAULT_PEERS:
-      return {"peers", nullptr, "from peers reached through the NIC"};
-    case ZCAL_HOST_DEFAULT_ESTIMATED:
-      return {"estimated", nullptr,
-              "estimated from the discard path (the NIC's IOMMU does not "
-              "translate; no NIC, IOMMU or receiver cost is in it)"};
-    case ZCAL_HOST_DEFAULT_NONE_NO_PATH:
-      return {"none", "no_path",
-              "none: no peer or discard-path result (loopback is never a "
-              "source); transports use their own default"};
-    case ZCAL_HOST_DEFAULT_NONE_IOMMU:
-      return {"none", "iommu_translates",
-              "none: the NIC's IOMMU translates, which the discard path cannot "
-              "see; measure a peer; transports use their own default"};
-    case ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN:
-      return {"none", "iommu_unknown",
-              "none: the NIC's IOMMU mode is unknown; measure a peer or name "
-              "the NIC (host_default.interface); transports use their own default"};
-    case ZCAL_HOST_DEFAULT_NONE_DISABLED:
-      return {"none", "disabled", "none: turned off in the configuration"};
-    default:
-      return {"unknown", nullptr, "not said by this agent (ABI minor 0)"};
-  }
-}
-
-std::optional<double> Confidence(const zcal_shm_entry& e) {
-  if (e.confidence_ppm == ZCAL_CONFIDENCE_UNKNOWN) return std::nullopt;
-  return e.confidence_ppm / 1e6;
-}
-
-nlohmann::json ToJson(const std::string& name, const zcal_info& info,
-                      const std::vector<zcal_shm_entry>& entries,
-                      std::uint64_t now_ns) {
-  auto optional = [](std::optional<double> v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
-  nlohmann::json doc;
-  doc["segment"] = name;
-  doc["abi"] = {{"major", info.abi_major}, {"minor", info.abi_minor}};
-  doc["segment_bytes"] = info.segment_bytes;
-  doc["capacity"] = info.capacity;
-  doc["count"] = info.count;
-  doc["generation"] = info.generation;
-  doc["agent_pid"] = info.agent_pid;
-  doc["created_ns"] = info.created_ns;
-  doc["publish_time_ns"] = info.publish_time_ns;
-  doc["publish_age_seconds"] = optional(AgeSeconds(now_ns, info.publish_time_ns));
-  doc["heartbeat_ns"] = info.heartbeat_ns;
-  doc["heartbeat_age_seconds"] = optional(AgeSeconds(now_ns, info.heartbeat_ns));
-  doc["stale"] = (info.flags & ZCAL_FLAG_STALE) != 0;
-  doc["retired"] = (info.flags & ZCAL_FLAG_RETIRED) != 0;
-  const HostDefaultText host_default = DescribeHostDefault(info.host_default_source);
-  doc["host_default"] = {
-      {"source", host_default.source},
-      {"reason", host_default.reason ? nlohmann::json(host_default.reason)
-                                     : nlohmann::json(nullptr)},
-      {"text", host_default.sentence}};
-  doc["entries"] = nlohmann::json::array();
-  for (const zcal_shm_entry& e : entries) {
-    nlohmann::json j;
-    j["scope"] = zcal_scope_name(e.scope);
-    j["address"] = e.scope == ZCAL_SCOPE_PEER ? nlohmann::json(AddressText(e))
-                                              : nlohmann::json(nullptr);
-    j["prefix_len"] = e.scope == ZCAL_SCOPE_PEER ? nlohmann::json(e.prefix_len)
-                                                 : nlohmann::json(nullptr);
-    j["interface"] = e.scope == ZCAL_SCOPE_INTERFACE
-                         ? nlohmann::json(InterfaceText(e))
-                         : nlohmann::json(nullptr);
-    j["method"] = zcal_method_name(e.method);
-    j["verdict"] = zcal_verdict_name(e.verdict);
-    j["threshold_bytes"] = (e.entry_flags & ZCAL_ENTRY_HAS_THRESHOLD)
-                               ? nlohmann::json(e.threshold_bytes)
-                               : nlohmann::json(nullptr);
-    j["confidence"] = optional(Confidence(e));
-    j["reason"] = e.reason == ZCAL_REASON_NONE ? nlohmann::json(nullptr)
-                                               : nlohmann::json(zcal_reason_name(e.reason));
-    j["measured_at_ns"] = e.measured_at_ns;
-    j["age_seconds"] = optional(AgeSeconds(now_ns, e.measured_at_ns));
-    j["fingerprint"] = common::Hex64(e.fingerprint);
-    j["estimated"] = Estimated(e);
-    doc["entries"].push_back(std::move(j));
-  }
-  return doc;
 }
 
 void PrintTable(std::ostream& out, const std::string& name, const zcal_info& info,
@@ -240,19 +114,11 @@ int RunShow(const ShowArgs& args) {
   const std::string name = !args.segment.empty() ? args.segment
                            : (env && *env)       ? std::string(env)
                                                  : std::string(ZCAL_DEFAULT_SEGMENT);
-  auto segment = client::Segment::Open(name.c_str());
-  int error = segment.error();
-  std::string detail = segment.detail();
-  std::optional<zcal_info> info;
-  if (segment) {
-    auto read = segment->Info();
-    if (read) info = *read;
-    error = read.error();
-    detail = read.detail();
-  }
-  if (!info) {
+  const PublishedTable table = ReadPublishedTable(name);
+  if (!table.info) {
+    const std::string& detail = table.detail;
     std::cerr << "zcal show: ";
-    switch (-error) {
+    switch (-table.error) {
       case ENOENT:
         std::cerr << "no segment " << name << " (/dev/shm" << name
                   << " does not exist): no zcal agent has published on this "
@@ -276,15 +142,11 @@ int RunShow(const ShowArgs& args) {
         return kExitFailure;
     }
   }
-  std::vector<zcal_shm_entry> entries;
-  for (std::uint32_t i = 0; i < info->count; ++i) {
-    if (auto entry = segment->Entry(i)) entries.push_back(*entry);
-  }
   const std::uint64_t now_ns = common::RealtimeNs();
   if (args.json) {
-    std::cout << ToJson(name, *info, entries, now_ns).dump(2) << "\n";
+    std::cout << ThresholdsJson(table, now_ns).dump(2) << "\n";
   } else {
-    PrintTable(std::cout, name, *info, entries, now_ns);
+    PrintTable(std::cout, name, *table.info, table.entries, now_ns);
   }
   return kExitOk;
 }

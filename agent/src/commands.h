@@ -21,6 +21,7 @@ struct Command {
 
 Command AddAnalyzeCommand(CLI::App& parent);
 Command AddCalibrateCommand(CLI::App& parent);
+Command AddReportCommand(CLI::App& parent);
 Command AddShowCommand(CLI::App& parent);
 Command AddAgentCommand(CLI::App& parent);
 Command AddKeygenCommand(CLI::App& parent);

@@ -216,6 +216,7 @@ class HttpServer::Impl::Connection
     response_.result(static_cast<unsigned>(answer.status));
     response_.set(http::field::content_type, answer.content_type);
     if (answer.status == 405) response_.set(http::field::allow, "GET, HEAD");
+    for (const auto& [name, value] : answer.headers) response_.set(name, value);
     response_.keep_alive(false);
     response_.body() = std::move(answer.body);
     response_.prepare_payload();

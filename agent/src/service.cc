@@ -15,6 +15,7 @@
 #include "zcal/agent/publisher.h"
 #include "zcal/agent/reload.h"
 #include "zcal/agent/scheduler.h"
+#include "zcal/agent/status_page.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
@@ -99,6 +100,10 @@ class Service::Impl {
   Result<std::unique_ptr<MetricsServer>> BindMetrics(
       const std::string& listen) const;
   void ServeMetrics(std::unique_ptr<MetricsServer> server);
+  void ShowStatus() {
+    status_->Update(publisher_->state(), publisher_->stale(),
+                    publisher_->segment_name());
+  }
   void RequestStop(const std::string& why);
   void FinishStop();
 
@@ -113,6 +118,8 @@ class Service::Impl {
   asio::steady_timer guard_timer_;
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;  // null: metrics.listen ""
+  // "/" and "/api/v1/thresholds" on the metrics listener.
+  std::shared_ptr<StatusPage> status_ = std::make_shared<StatusPage>();
   std::unique_ptr<Publisher> publisher_;
   Scheduler scheduler_;
   HostSnapshot host_;        // as last read
@@ -142,6 +149,7 @@ bool Service::Impl::Start() {
   metrics_->SetHost(host_.info);
   publisher_->LoadSaved();
   publisher_->Publish();
+  ShowStatus();
   spdlog::info("publishing thresholds in shared-memory segment {} "
                "(/dev/shm{}); `zcal show --segment {}` prints them",
                config_.segment.name, config_.segment.name,
@@ -258,6 +266,7 @@ void Service::Impl::OnRoundDone() {
     result = CalibrationResult::kCancelled;
   } else if (publisher_->Accept(*outcome, round_host_, now_ns)) {
     result = CalibrationResult::kSuccess;
+    ShowStatus();
   }
   metrics_->RecordCalibration(result, outcome->duration_seconds, now_ns);
   const auto now = steady_clock::now();
@@ -398,6 +407,7 @@ void Service::Impl::ApplyReload(Config next) {
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
   }
   publisher_->Reconfigure(config_);
+  ShowStatus();
   if (change.host_root || change.paths_or_methods) {
     host_ = hooks_.collect_host(config_);
     publisher_->SetHost(host_);
@@ -416,7 +426,9 @@ void Service::Impl::ApplyReload(Config next) {
 Result<std::unique_ptr<MetricsServer>> Service::Impl::BindMetrics(
     const std::string& listen) const {
   if (listen.empty()) return std::unique_ptr<MetricsServer>();
-  return MetricsServer::Start(listen, metrics_);
+  MetricsServerOptions options;
+  options.routes = status_->Routes();
+  return MetricsServer::Start(listen, metrics_, std::move(options));
 }
 
 void Service::Impl::ServeMetrics(std::unique_ptr<MetricsServer> server) {

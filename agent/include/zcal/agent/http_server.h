@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "zcal/common/address.h"
@@ -58,6 +59,8 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  /// Further header fields (name, value), e.g. Content-Security-Policy.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 /// Answers one path. Runs on the server's thread: while it runs no other

@@ -1,0 +1,181 @@
+// The report page as text: its policy admits exactly its inline scripts and
+// style sheet, names from the input cannot escape their element, the
+// loaders say where a document is wrong, and the agent's status routes.
+#include <openssl/evp.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "zcal/agent/report.h"
+#include "zcal/agent/status_page.h"
+
+namespace zcal::agent {
+namespace {
+
+namespace cal = zcal::calibrator;
+using nlohmann::json;
+
+std::string Sha256Base64(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EXPECT_EQ(EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr), 1);
+  unsigned char out[64] = {};
+  const int n = EVP_EncodeBlock(out, digest, static_cast<int>(length));
+  return std::string(reinterpret_cast<const char*>(out), static_cast<std::size_t>(n));
+}
+
+// The text of every <TAG> element whose opening tag is exactly `open`.
+std::vector<std::string> Elements(const std::string& page, const std::string& open,
+                                  const std::string& close) {
+  std::vector<std::string> texts;
+  for (std::size_t at = page.find(open); at != std::string::npos;
+       at = page.find(open, at + 1)) {
+    const std::size_t start = at + open.size();
+    texts.push_back(page.substr(start, page.find(close, start) - start));
+  }
+  return texts;
+}
+
+ReportEntry Entry(std::string path, cal::Method method) {
+  ReportEntry e;
+  e.path = std::move(path);
+  e.result.method = method;
+  e.result.baseline = cal::NativeBaseline(method);
+  e.result.verdict = cal::Verdict::kThreshold;
+  e.result.threshold_bytes = 16384;
+  e.result.confidence = 0.9;
+  for (std::uint64_t size : {4096u, 16384u, 65536u}) {
+    cal::SizeComparison c;
+    c.size_bytes = size;
+    c.zerocopy.throughput_bytes_per_second = {1e9 * static_cast<double>(size) / 4096, 1e7};
+    c.zerocopy.cpu_ns_per_byte = {0.1, 0.01};
+    c.baseline = c.zerocopy;
+    e.result.sizes.push_back(c);
+  }
+  return e;
+}
+
+TEST(ReportPage, PolicyAdmitsExactlyItsInlineScriptsAndStyleSheet) {
+  ReportModel model;
+  model.source = "test";
+  model.entries.push_back(Entry("loopback", cal::Method::kMsgZerocopy));
+  const std::string page = RenderReport(model);
+  const std::string& policy = ReportContentSecurityPolicy();
+  EXPECT_TRUE(policy.starts_with("default-src 'none'; ")) << policy;
+  EXPECT_EQ(policy.find("unsafe"), std::string::npos) << policy;
+
+  const std::vector<std::string> scripts = Elements(page, "<script>", "</script>");
+  const std::vector<std::string> styles = Elements(page, "<style>", "</style>");
+  ASSERT_EQ(scripts.size(), 2u);
+  ASSERT_EQ(styles.size(), 1u);
+  std::size_t hashes = 0;
+  for (std::size_t at = policy.find("'sha256-"); at != std::string::npos;
+       at = policy.find("'sha256-", at + 1)) {
+    ++hashes;
+  }
+  EXPECT_EQ(hashes, 3u) << policy;
+  for (const std::string& text : {scripts[0], scripts[1], styles[0]}) {
+    EXPECT_NE(policy.find("'sha256-" + Sha256Base64(text) + "'"), std::string::npos);
+  }
+  // The policy is in the page, before the first script.
+  const std::size_t meta = page.find("<meta http-equiv=\"Content-Security-Policy\"");
+  ASSERT_NE(meta, std::string::npos);
+  EXPECT_LT(meta, page.find("<script"));
+}
+
+TEST(ReportPage, NamesFromTheInputCannotLeaveTheirElement) {
+  ReportModel model;
+  model.source = "<img src=x>";
+  model.entries.push_back(Entry("</script><b>p", cal::Method::kUringSendZc));
+  const std::string page = RenderReport(model);
+  EXPECT_EQ(page.find("<img src=x>"), std::string::npos);
+  EXPECT_EQ(page.find("</script><b>"), std::string::npos);
+  EXPECT_NE(page.find("&lt;/script&gt;&lt;b&gt;p"), std::string::npos);
+  const std::vector<std::string> data =
+      Elements(page, "<script type=\"application/json\" id=\"zcal-data\">", "</script>");
+  ASSERT_EQ(data.size(), 1u);
+  const json doc = json::parse(data[0]);
+  EXPECT_FALSE(doc["lazy"].get<bool>());
+  ASSERT_EQ(doc["entries"].size(), 1u);
+  EXPECT_EQ(doc["entries"][0]["threshold"], 16384);
+  EXPECT_EQ(doc["entries"][0]["sizes"].size(), 3u);
+}
+
+TEST(ReportPage, DrawsALargeStateAsItScrolls) {
+  ReportModel model;
+  for (int i = 0; i < 25; ++i) {
+    model.entries.push_back(Entry("peer-" + std::to_string(i), cal::Method::kMsgZerocopy));
+  }
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("{\"entries\":"), std::string::npos);
+  EXPECT_NE(page.find("\"lazy\":true"), std::string::npos);
+}
+
+TEST(ReportModelOf, SaysWhatIsWrongAndWhere) {
+  std::vector<std::string> where;
+  auto unknown = ModelOfDocument(json{{"metrics", 1}}, "x", where);
+  ASSERT_FALSE(unknown);
+  EXPECT_TRUE(unknown.error().message.starts_with("unknown document")) << unknown.error().message;
+
+  const json bad = {{"paths", {{"p", {{"methods", {{"copy", json::object()}}}}}}}};
+  auto baseline = ModelOfDocument(bad, "x", where);
+  ASSERT_FALSE(baseline);
+  EXPECT_EQ(where, (std::vector<std::string>{"paths", "p", "methods", "copy"}));
+  EXPECT_NE(baseline.error().message.find("not a zerocopy method"), std::string::npos);
+}
+
+TEST(ReportModelOf, ReadsTheHostFactsOfACalibration) {
+  const json doc = {
+      {"paths", {{"loopback", {{"methods", json::object()}}}}},
+      {"host",
+       {{"kernel_release", "6.1.0"}, {"cpu_model", "Xeon"}, {"fingerprint", "00000000000000ab"},
+        {"iommu_cmdline", {"intel_iommu=on"}},
+        {"interface", {{"name", "eth0"}, {"driver", "mlx5_core"}, {"iommu_group", "7"},
+                       {"iommu_type", "DMA-FQ"}, {"speed_mbps", 100000}}}}}};
+  std::vector<std::string> where;
+  auto model = ModelOfDocument(doc, "run.json", where);
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(model->kind, ReportKind::kCalibration);
+  ASSERT_TRUE(model->host);
+  const std::string page = RenderReport(*model);
+  for (const char* fact : {"6.1.0", "Xeon", "00000000000000ab", "intel_iommu=on", "mlx5_core",
+                           "DMA-FQ (translated, lazy flush)", "100000 Mbit/s"}) {
+    EXPECT_NE(page.find(fact), std::string::npos) << fact;
+  }
+}
+
+TEST(StatusPage, AnswersOnceTheAgentHasAState) {
+  auto status = std::make_shared<StatusPage>();
+  EXPECT_EQ(status->Page(1).status, 503);
+  EXPECT_EQ(status->Thresholds(1).status, 503);
+
+  AgentState state;
+  state.paths["loopback"][cal::Method::kMsgZerocopy].published =
+      Entry("loopback", cal::Method::kMsgZerocopy).result;
+  status->Update(state, true, "/zcal-report-test-absent");
+  const HttpResponse page = status->Page(1'700'000'000'000'000'000);
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  bool policy = false;
+  for (const auto& [name, value] : page.headers) {
+    if (name == "Content-Security-Policy") {
+      policy = value == ReportContentSecurityPolicy() + "; frame-ancestors 'none'";
+    }
+  }
+  EXPECT_TRUE(policy);
+  EXPECT_NE(page.body.find("The segment could not be read"), std::string::npos);
+  EXPECT_NE(page.body.find("data-method=\"msg_zerocopy\""), std::string::npos);
+
+  const HttpResponse api = status->Thresholds(1);
+  EXPECT_EQ(api.status, 503);
+  EXPECT_EQ(api.content_type, "application/json");
+  EXPECT_NE(json::parse(api.body)["error"].get<std::string>().find("/zcal-report-test-absent"),
+            std::string::npos);
+  EXPECT_EQ(status->Routes().size(), 2u);
+}
+
+}  // namespace
+}  // namespace zcal::agent
