@@ -10,7 +10,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
   libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
   libseccomp-dev libcap-dev libmnl-dev
-  # the report page: OpenSSL's libcrypto (the CSP's script hashes), Chart.js
+  # OpenSSL's libcrypto (the peer handshake's HMAC, the report's CSP script
+  # hashes), Chart.js for the report page
   libssl-dev libjs-chart.js
   # tests and fuzzing
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev

@@ -21,6 +21,7 @@ int RunCli(int argc, char** argv) {
       AddReportCommand(app),
       AddShowCommand(app),
       AddAgentCommand(app),
+      AddKeygenCommand(app),
   };
 
   try {

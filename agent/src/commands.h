@@ -24,5 +24,6 @@ Command AddCalibrateCommand(CLI::App& parent);
 Command AddReportCommand(CLI::App& parent);
 Command AddShowCommand(CLI::App& parent);
 Command AddAgentCommand(CLI::App& parent);
+Command AddKeygenCommand(CLI::App& parent);
 
 }  // namespace zcal::agent
