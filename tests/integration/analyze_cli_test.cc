@@ -19,6 +19,19 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+// This test and the zcal it runs come from one build, with the same flags.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitized = true;
+#else
+constexpr bool kAddressSanitized = false;
+#endif
+#else
+constexpr bool kAddressSanitized = false;
+#endif
+
 class AnalyzeCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -316,8 +329,13 @@ TEST_F(AnalyzeCli, TwoMillionRowsAreStreamedInBoundedMemory) {
   std::printf("zcal analyze of %.1f MB, 2,000,000 rows: peak resident %.1f MiB\n",
               static_cast<double>(std::filesystem::file_size(path)) / 1e6,
               static_cast<double>(r.max_rss_kib) / 1024);
-  // 27 groups of at most 256 samples: a few MiB over the binary itself.
-  EXPECT_LT(r.max_rss_kib, 64 * 1024) << "peak resident KiB";
+  // 27 groups of at most 256 samples: a few MiB over the binary itself. An
+  // AddressSanitizer build keeps every freed block in its quarantine (256 MiB
+  // by default) and pads each allocation, so its peak measures the sanitizer,
+  // not zcal (625 MiB here); the bound is checked by the release build's run.
+  if (!kAddressSanitized) {
+    EXPECT_LT(r.max_rss_kib, 64 * 1024) << "peak resident KiB";
+  }
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_TRUE(doc.at("paths").at("default").at("methods").contains("msg_zerocopy"));
 }
