@@ -22,6 +22,7 @@ int RunCli(int argc, char** argv) {
       AddShowCommand(app),
       AddAgentCommand(app),
       AddKeygenCommand(app),
+      AddSinkCommand(app),
   };
 
   try {

@@ -42,6 +42,7 @@ struct CalibrateArgs {
   std::string samples_out;
   std::string report;
   std::string root = "/";
+  std::string key_file;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -86,6 +87,18 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
   options.budget_seconds = args.budget_seconds;
   options.cancel = &g_interrupted;
   options.root = args.root;
+  if (!args.key_file.empty()) {
+    if (options.target.kind != probes::TargetKind::kPeer) {
+      return Fail(Errc::kInvalidArgument,
+                  "--key-file: only a peer path (--path ADDR:PORT) presents a key");
+    }
+    auto keys = probes::peer::LoadKeyFile(args.key_file);
+    if (!keys) return Fail(Errc::kInvalidArgument, "--key-file: " + keys.error().message);
+    for (const std::string& warning : keys->warnings) {
+      std::cerr << "zcal calibrate: warning: " << warning << "\n";
+    }
+    options.peer_key = keys->Presented();
+  }
   if (std::string why = probes::ValidateCalibrationOptions(options); !why.empty()) {
     return Fail(Errc::kInvalidArgument, why);
   }
@@ -322,6 +335,9 @@ Command AddCalibrateCommand(CLI::App& parent) {
   app->add_option("--report", args->report,
                   "Also write the HTML page of `zcal report` (curves, verdicts, host "
                   "facts) to this file");
+  app->add_option("--key-file", args->key_file,
+                  "With a peer path: the key file whose first key is presented to "
+                  "the peer's sink (lines KEYID HEXSECRET, zcal keygen)");
   app->add_option("--root", args->root,
                   "Read sysfs and procfs under this directory instead of / (tests)")
       ->capture_default_str();
@@ -329,7 +345,7 @@ Command AddCalibrateCommand(CLI::App& parent) {
       "Exit status: 0 calibration completed (whatever the verdicts); 1 "
       "interrupted or the samples file or the --report page could not be "
       "written; 2 bad arguments; 3 no probe could run (the message says why "
-      "per method).");
+      "per method, or why the peer's sink refused the session).");
   return {app, [args] { return RunCalibrate(*args); }};
 }
 

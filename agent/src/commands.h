@@ -25,5 +25,6 @@ Command AddReportCommand(CLI::App& parent);
 Command AddShowCommand(CLI::App& parent);
 Command AddAgentCommand(CLI::App& parent);
 Command AddKeygenCommand(CLI::App& parent);
+Command AddSinkCommand(CLI::App& parent);
 
 }  // namespace zcal::agent

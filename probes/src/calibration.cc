@@ -8,9 +8,11 @@
 #include <set>
 #include <thread>
 
+#include "probe_runner.h"
 #include "zcal/calibrator/planner.h"
 #include "zcal/probes/capabilities.h"
 #include "zcal/probes/discard.h"
+#include "zcal/probes/peer_client.h"
 #include "zcal/probes/probe.h"
 #include "zcal/probes/sink.h"
 
@@ -71,6 +73,26 @@ calibrator::PlannerOptions PlannerOptionsOf(const CalibrationOptions& options) {
   return planner;
 }
 
+// How long a peer's sink may take to connect and answer a handshake.
+constexpr auto kPeerConnectTimeout = std::chrono::milliseconds(3000);
+// What a peer session adds to the budget: setup, the last probe's drain.
+constexpr Seconds kPeerSessionSlack{2.0};
+
+Result<PeerSession> OpenPeerSession(const CalibrationOptions& options) {
+  PeerSessionRequest request;
+  const Seconds wanted = Seconds(options.budget_seconds) + kPeerSessionSlack;
+  request.duration = std::chrono::milliseconds(static_cast<std::int64_t>(
+      std::min(std::ceil(wanted.count() * 1000), double{peer::kMaxSessionMs})));
+  request.max_bytes_per_second = options.max_bytes_per_second;
+  if (options.max_bytes_per_second != 0) {
+    request.max_bytes = static_cast<std::uint64_t>(std::min(
+        static_cast<double>(options.max_bytes_per_second) * wanted.count(),
+        static_cast<double>(peer::kMaxSessionBytes)));
+    request.max_bytes = std::max<std::uint64_t>(request.max_bytes, 1);
+  }
+  return PeerSession::Open(options.target.peer, options.peer_key, request, kPeerConnectTimeout);
+}
+
 std::string NoProbeMessage(const CalibrationOptions& options,
                            const std::vector<Sample>& samples) {
   std::string text = "no probe could run on path " + options.PathName() + ":";
@@ -105,7 +127,7 @@ Result<CalibrationReport> RunCalibration(
     return Fail(Errc::kInvalidArgument, why);
   }
   const auto start = Clock::now();
-  const auto budget_end = start + std::chrono::duration_cast<Clock::duration>(
+  auto budget_end = start + std::chrono::duration_cast<Clock::duration>(
                                       Seconds(options.budget_seconds));
   CalibrationReport report;
   report.host = CollectHostFacts({options.root, "", options.target});
@@ -122,6 +144,23 @@ Result<CalibrationReport> RunCalibration(
     sink = std::move(*started);
     target = sink->endpoint();
   }
+  // A peer path is one session of the peer's sink, for the whole budget.
+  std::optional<PeerSession> session;
+  if (options.target.kind == TargetKind::kPeer) {
+    auto opened = OpenPeerSession(options);
+    if (!opened) {
+      const Errc code = opened.error().code;
+      const bool keep = code == Errc::kBusy || code == Errc::kPermission ||
+                        code == Errc::kInvalidArgument;
+      return Fail(keep ? code : Errc::kUnsupported,
+                  "no probe could run on path " + options.PathName() + ": " +
+                      opened.error().message);
+    }
+    session = std::move(*opened);
+    // The calibration ends with the grant, whatever the budget said.
+    budget_end = std::min(budget_end, Clock::now() + session->granted_duration());
+  }
+  std::uint64_t peer_bytes_sent = 0;
   // The discard path's namespace lives as long as this calibration.
   std::unique_ptr<DiscardNamespace> discard;
   std::optional<Error> no_discard;
@@ -190,10 +229,23 @@ Result<CalibrationReport> RunCalibration(
       if (options.max_bytes_per_second != 0) {
         probe.max_bytes = std::max<std::uint64_t>(probe.max_bytes, request->size_bytes);
       }
+      if (session) {
+        // The session's bytes are granted once, for all its probes.
+        const std::uint64_t left = session->granted_bytes() - std::min(peer_bytes_sent, session->granted_bytes());
+        if (left < request->size_bytes) break;
+        probe.max_bytes = probe.max_bytes == 0 ? left : std::min(probe.max_bytes, left);
+      }
       probe.cancel = options.cancel;
       probe.root = options.root;
       const auto probe_start = Clock::now();
-      sample = discard ? RunDiscardProbe(*discard, probe) : RunProbe(probe);
+      if (discard) {
+        sample = RunDiscardProbe(*discard, probe);
+      } else if (session) {
+        sample = RunProbeOn(probe, [&session] { return session->OpenData(kPeerConnectTimeout); });
+        peer_bytes_sent += sample.bytes;
+      } else {
+        sample = RunProbe(probe);
+      }
       sent = sample.status != SampleStatus::kUnsupported;
       if (options.max_bytes_per_second != 0) {
         // A probe that hit its byte cap early rests until its bytes fit the

@@ -17,7 +17,6 @@ constexpr std::string_view kGreetingMagic = "ZCALSINK";
 constexpr std::string_view kHelloMagic = "ZCALHELO";
 constexpr std::string_view kAnswerMagic = "ZCALANSR";
 constexpr std::string_view kDataMagic = "ZCALDATA";
-constexpr std::size_t kMagicBytes = 8;
 
 // Big-endian writer and reader over a fixed frame. Offsets are constants of
 // the layout; a reader past the end is a bug caught by the size check that
@@ -297,6 +296,17 @@ Result<Token> DecodeDataOpen(std::span<const std::uint8_t> bytes) {
   const auto part = reader->Bytes(kTokenBytes);
   std::copy(part.begin(), part.end(), token.begin());
   return token;
+}
+
+std::size_t ClientFrameBytes(std::span<const std::uint8_t> magic) {
+  auto is = [&](std::string_view expected) {
+    return magic.size() == kMagicBytes &&
+           std::equal(expected.begin(), expected.end(), magic.begin(),
+                      [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; });
+  };
+  if (is(kHelloMagic)) return kHelloBytes;
+  if (is(kDataMagic)) return kDataOpenBytes;
+  return 0;
 }
 
 std::uint16_t NegotiateVersion(const Greeting& greeting,

@@ -15,6 +15,7 @@
 #include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/probes/host_facts.h"
+#include "zcal/probes/peer_keys.h"
 #include "zcal/probes/target.h"
 
 namespace zcal::probes {
@@ -42,6 +43,9 @@ struct CalibrationOptions {
   /// calibration stops within ~1 s and returns what was measured.
   const std::atomic<bool>* cancel = nullptr;
   std::string root = "/";  ///< sysfs/procfs root for host facts
+  /// kPeer: the key presented to the peer's sink; absent = none (only a
+  /// sink with `auth: none` accepts that).
+  std::optional<peer::PeerKey> peer_key;
 
   /// path_name, or the target's spelling when it is empty.
   std::string PathName() const {
@@ -81,7 +85,10 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options);
 /// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
 /// sentence of ValidateCalibrationOptions); Errc::kUnsupported when no probe
 /// could run at all (every method unsupported, the peer unreachable, the
-/// sink unable to start), with the reasons. Otherwise the report, whatever
+/// sink unable to start), with the reasons. On a peer path the calibration
+/// is one session of the peer's sink (peer_client.h), and its refusals keep
+/// their codes: kBusy (try later or another peer), kPermission (the key),
+/// kInvalidArgument (over the sink's limits). Otherwise the report, whatever
 /// the verdicts. `on_progress` is called on the calling thread before each
 /// probe.
 Result<CalibrationReport> RunCalibration(

@@ -111,6 +111,12 @@ Result<Hello> DecodeHello(std::span<const std::uint8_t> bytes);
 Result<Answer> DecodeAnswer(std::span<const std::uint8_t> bytes);
 Result<Token> DecodeDataOpen(std::span<const std::uint8_t> bytes);
 
+/// The first 8 bytes a client sends on a connection name its frame: the
+/// size of that frame (kHelloBytes or kDataOpenBytes), or 0 for any other
+/// magic. A sink reads exactly this many bytes and nothing more.
+inline constexpr std::size_t kMagicBytes = 8;
+std::size_t ClientFrameBytes(std::span<const std::uint8_t> magic);
+
 /// The version both speak: the highest of the client's that lies within
 /// [greeting.min_version, greeting.version]; 0 when there is none.
 std::uint16_t NegotiateVersion(const Greeting& greeting,

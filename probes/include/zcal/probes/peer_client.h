@@ -1,0 +1,64 @@
+// The client side of the peer handshake (docs/peer-protocol.md): a session
+// granted by another host's sink, and the data connections its probes send
+// on. Used by calibrations of peer paths.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include "zcal/common/address.h"
+#include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
+#include "zcal/probes/peer_keys.h"
+#include "zcal/probes/peer_protocol.h"
+
+namespace zcal::probes {
+
+/// The key id a client without a key presents (with a zero MAC); only a sink
+/// started with `auth: none` accepts it.
+inline constexpr std::string_view kNoKeyId = "none";
+
+struct PeerSessionRequest {
+  std::chrono::milliseconds duration{10000};  ///< 1 ms..600 s
+  std::uint64_t max_bytes = peer::kMaxSessionBytes;
+  std::uint64_t max_bytes_per_second = 0;  ///< the client's own cap; 0 = none
+};
+
+/// One granted session: the control connection stays open while it lasts.
+/// Movable, not copyable; not thread-safe.
+class PeerSession {
+ public:
+  /// Connects to `sink`, answers its greeting with `key` (nullopt: no key)
+  /// and waits for the answer, all within `timeout`. Errors, each naming the
+  /// sink: kBusy (the sink serves another session, or its host is
+  /// probing), kPermission (bad_auth: wrong or unknown key, or a key is
+  /// required), kUnsupported (no protocol version in common),
+  /// kInvalidArgument (over a limit of the sink), kParse (a malformed frame,
+  /// or not a zcal sink), kFailed (refused, unreachable, timed out, closed).
+  static Result<PeerSession> Open(const common::HostPort& sink,
+                                  const std::optional<peer::PeerKey>& key,
+                                  const PeerSessionRequest& request,
+                                  std::chrono::milliseconds timeout);
+
+  /// A data connection of this session (blocking, TCP_NODELAY): connect,
+  /// the sink's greeting, then the DataOpen frame with the token.
+  Result<common::UniqueFd> OpenData(std::chrono::milliseconds timeout) const;
+
+  std::chrono::milliseconds granted_duration() const { return granted_duration_; }
+  std::uint64_t granted_bytes() const { return granted_bytes_; }
+  const common::HostPort& sink() const { return sink_; }
+
+  /// Ends the session: closes the control connection. Idempotent.
+  void Close() { control_.Reset(); }
+
+ private:
+  PeerSession() = default;
+  common::HostPort sink_;
+  common::UniqueFd control_;
+  peer::Token token_{};
+  std::chrono::milliseconds granted_duration_{0};
+  std::uint64_t granted_bytes_ = 0;
+};
+
+}  // namespace zcal::probes
