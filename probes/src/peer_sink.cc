@@ -131,8 +131,8 @@ std::string ValidatePeerSinkOptions(const PeerSinkOptions& o) {
   if (o.keys && o.auth_none) return "auth: none excludes a key file";
   if (!o.keys && !o.auth_none && !o.listen.address.IsLoopback()) {
     return "key_file: required to listen on " + common::ToString(o.listen.address) +
-           " (not loopback); make one with zcal keygen, or set auth: none to serve "
-           "anyone who can reach the port";
+           " (not loopback); make one with zcal keygen, or set auth to none to "
+           "serve anyone who can reach the port";
   }
   for (const auto& prefix : o.allow) {
     if (prefix.address.family != o.listen.address.family &&
