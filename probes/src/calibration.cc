@@ -230,10 +230,16 @@ Result<CalibrationReport> RunCalibration(
         probe.max_bytes = std::max<std::uint64_t>(probe.max_bytes, request->size_bytes);
       }
       if (session) {
-        // The session's bytes are granted once, for all its probes.
-        const std::uint64_t left = session->granted_bytes() - std::min(peer_bytes_sent, session->granted_bytes());
-        if (left < request->size_bytes) break;
-        probe.max_bytes = probe.max_bytes == 0 ? left : std::min(probe.max_bytes, left);
+        // The session's bytes are granted once, for all its probes: each
+        // probe gets its share of what is left.
+        const std::uint64_t granted = session->granted_bytes();
+        const std::uint64_t grant_left = granted - std::min(peer_bytes_sent, granted);
+        const std::uint64_t share = std::max<std::uint64_t>(grant_left / left, request->size_bytes);
+        if (grant_left < request->size_bytes) break;
+        // A probe stops issuing once it reached its cap, so it may pass it
+        // by less than one message: cap it one message short of the share.
+        const std::uint64_t cap = share - request->size_bytes + 1;
+        probe.max_bytes = probe.max_bytes == 0 ? cap : std::min(probe.max_bytes, cap);
       }
       probe.cancel = options.cancel;
       probe.root = options.root;

@@ -1,0 +1,135 @@
+// A calibration of a peer path: one session of a real PeerSink on loopback,
+// the grant respected by the client, and each refusal with its code.
+#include <chrono>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "zcal/probes/calibration.h"
+#include "zcal/probes/peer_client.h"
+#include "zcal/probes/peer_sink.h"
+
+namespace zcal::probes {
+namespace {
+
+using namespace std::chrono_literals;
+using calibrator::Method;
+
+peer::PeerKey TheKey() { return {"fleet-1", std::vector<std::uint8_t>(32, 0x11)}; }
+
+std::unique_ptr<PeerSink> StartKeyedSink(PeerSinkOptions options = {}) {
+  peer::KeyRing ring;
+  ring.keys.push_back(TheKey());
+  options.keys = ring;
+  auto sink = PeerSink::Start(options);
+  EXPECT_TRUE(sink) << (sink ? "" : sink.error().message);
+  return sink ? std::move(*sink) : nullptr;
+}
+
+CalibrationOptions PeerOptions(const PeerSink& sink) {
+  CalibrationOptions o;
+  o.target = Target::Peer(sink.endpoint());
+  // The copying methods: on loopback the zerocopy ones end early as
+  // kernel_copied, and these tests are about the session.
+  o.methods = {Method::kCopy, Method::kUringSend};
+  o.min_size = 4096;
+  o.max_size = 65536;
+  o.budget_seconds = 1.5;
+  o.peer_key = TheKey();
+  return o;
+}
+
+std::uint64_t BytesSent(const CalibrationReport& report) {
+  return std::accumulate(report.samples.begin(), report.samples.end(), std::uint64_t{0},
+                         [](std::uint64_t sum, const calibrator::Sample& s) { return sum + s.bytes; });
+}
+
+TEST(PeerCalibration, IsOneServedSessionWhoseBytesTheSinkReceives) {
+  auto sink = StartKeyedSink();
+  ASSERT_TRUE(sink);
+  auto report = RunCalibration(PeerOptions(*sink));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_GT(report->probes_run, 2U);
+  ASSERT_TRUE(sink->WaitFor(
+      [](const PeerSinkStats& s) { return s.Count(SinkOutcome::kServed) == 1; }, 3000ms));
+  const PeerSinkStats s = sink->Stats();
+  EXPECT_EQ(s.Count(SinkOutcome::kLimit), 0U);
+  EXPECT_EQ(s.max_sessions_seen, 1U);
+  const std::uint64_t sent = BytesSent(*report);
+  EXPECT_GT(sent, 0U);
+  // Every probe's connection is drained to its end before the next opens;
+  // only the last one's tail may be cut when the session closes.
+  EXPECT_LE(s.bytes_received, sent);
+  EXPECT_GE(static_cast<double>(s.bytes_received), 0.5 * static_cast<double>(sent));
+}
+
+TEST(PeerCalibration, StaysWithinTheBytesTheSinkGrants) {
+  PeerSinkOptions options;
+  options.max_session_bytes = 16ULL << 20;
+  auto sink = StartKeyedSink(options);
+  ASSERT_TRUE(sink);
+  CalibrationOptions o = PeerOptions(*sink);
+  o.budget_seconds = 3;
+  auto report = RunCalibration(o);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_LE(BytesSent(*report), options.max_session_bytes);
+  // Shared out over the probes, not spent by the first.
+  EXPECT_GT(report->probes_run, 4U);
+  ASSERT_TRUE(sink->WaitFor(
+      [](const PeerSinkStats& s) { return s.Count(SinkOutcome::kServed) == 1; }, 3000ms));
+  EXPECT_EQ(sink->Stats().Count(SinkOutcome::kLimit), 0U);  // never cut by the sink
+}
+
+TEST(PeerCalibration, ABusySinkIsErrcBusy) {
+  auto sink = StartKeyedSink();
+  ASSERT_TRUE(sink);
+  auto held = PeerSession::Open(sink->endpoint(), TheKey(), {}, 2000ms);
+  ASSERT_TRUE(held);
+  auto report = RunCalibration(PeerOptions(*sink));
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kBusy);
+  EXPECT_NE(report.error().message.find("busy"), std::string::npos) << report.error().message;
+}
+
+TEST(PeerCalibration, AWrongKeyIsErrcPermission) {
+  auto sink = StartKeyedSink();
+  ASSERT_TRUE(sink);
+  CalibrationOptions o = PeerOptions(*sink);
+  o.peer_key = peer::PeerKey{"fleet-1", std::vector<std::uint8_t>(32, 0x22)};
+  auto report = RunCalibration(o);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kPermission);
+}
+
+TEST(PeerCalibration, ARateCappedSinkWantsTheCallersRateAndGetsIt) {
+  PeerSinkOptions options;
+  options.max_bytes_per_second = 64ULL << 20;
+  auto sink = StartKeyedSink(options);
+  ASSERT_TRUE(sink);
+  CalibrationOptions o = PeerOptions(*sink);
+  auto refused = RunCalibration(o);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("over_limit"), std::string::npos);
+  o.max_bytes_per_second = 32ULL << 20;
+  auto report = RunCalibration(o);
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_TRUE(sink->WaitFor(
+      [](const PeerSinkStats& s) { return s.Count(SinkOutcome::kServed) == 1; }, 3000ms));
+  // over_limit counted once (the refusal); the capped session never cut.
+  EXPECT_EQ(sink->Stats().Count(SinkOutcome::kLimit), 1U);
+}
+
+TEST(PeerCalibration, NoSinkThereIsErrcUnsupportedNamingTheAddress) {
+  auto sink = StartKeyedSink();
+  ASSERT_TRUE(sink);
+  CalibrationOptions o = PeerOptions(*sink);
+  sink.reset();  // the port is closed now
+  auto report = RunCalibration(o);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kUnsupported);
+  EXPECT_NE(report.error().message.find(common::ToString(o.target.peer)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zcal::probes
