@@ -14,6 +14,7 @@
 
 #include "agent_harness.h"
 #include "test_util.h"
+#include "zcal/probes/peer_client.h"
 
 namespace zcal::agent::testing {
 namespace {
@@ -87,6 +88,46 @@ TEST(AgentSink, ServesACalibrationAndCountsItInTheMetrics) {
   std::printf("sink served 1 session, %.0f bytes received\n", *bytes);
   EXPECT_EQ(SeriesValue(after->body, "zcal_sink_sessions_open"), 0.0);
 
+  agent->Signal(SIGTERM);
+  EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
+}
+
+TEST(AgentSink, TheAgentDoesNotCalibrateWhileItsSinkServesAPeer) {
+  TempDir dir;
+  const std::filesystem::path keys = MakeKeyFile(dir);
+  const int port = FreePort();
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = dir.path() / "state.json";
+  settings.at_startup = false;
+  settings.sink_listen = "127.0.0.1:" + std::to_string(port);
+  settings.sink_key_file = keys.string();
+  SegmentCleanup cleanup(settings.segment);
+  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
+  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  ASSERT_TRUE(agent->WaitForLog("serving the peer sink on", milliseconds(20'000)))
+      << agent->Log();
+
+  // A peer's session, held open by this test.
+  const auto ring = probes::peer::LoadKeyFile(keys.string());
+  ASSERT_TRUE(ring) << ring.error().message;
+  auto session = probes::PeerSession::Open(
+      {*common::ParseIpAddress("127.0.0.1"), static_cast<std::uint16_t>(port)},
+      ring->Presented(), probes::PeerSessionRequest{std::chrono::seconds(60)},
+      milliseconds(5000));
+  ASSERT_TRUE(session) << session.error().message;
+
+  agent->Signal(SIGUSR1);
+  EXPECT_TRUE(agent->WaitForLog(
+      "the sink is serving a peer's probe; the signal calibration waits", milliseconds(10'000)))
+      << agent->Log();
+  EXPECT_FALSE(Contains(agent->Log(), "calibration started"));
+
+  // Once the session ends, the retry a few seconds later calibrates.
+  session->Close();
+  EXPECT_TRUE(agent->WaitForLog("calibration started (signal)", milliseconds(20'000)))
+      << agent->Log();
+  EXPECT_TRUE(agent->WaitForLog("calibration finished", milliseconds(30'000))) << agent->Log();
   agent->Signal(SIGTERM);
   EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
 }
