@@ -32,15 +32,7 @@ struct ShowArgs {
   bool json = false;
 };
 
-std::string Utc(std::uint64_t ns) {
-  if (ns == 0) return "never";
-  const time_t seconds = static_cast<time_t>(ns / 1000000000u);
-  tm parts{};
-  gmtime_r(&seconds, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
-}
+std::string Utc(std::uint64_t ns) { return common::FormatUtc(ns, "%Y-%m-%dT%H:%M:%SZ", "never"); }
 
 std::string Age(std::optional<double> seconds) {
   if (!seconds) return "-";

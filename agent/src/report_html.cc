@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "zcal/common/clock.h"
 #include "report_assets.h"
 #include "zcal/agent/report.h"
 #include "zcal/common/units.h"
@@ -40,13 +41,7 @@ std::string Escape(std::string_view text) {
 std::string Size(std::uint64_t bytes) { return common::FormatSizeApprox(static_cast<double>(bytes)); }
 
 std::string Utc(std::uint64_t ns) {
-  if (ns == 0) return "unknown";
-  const time_t seconds = static_cast<time_t>(ns / 1000000000u);
-  tm parts{};
-  gmtime_r(&seconds, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
-  return text;
+  return common::FormatUtc(ns, "%Y-%m-%d %H:%M:%S UTC", "unknown");
 }
 
 std::string Or(const std::string& value, const char* unknown = "unknown") {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace zcal::common {
 
@@ -14,6 +16,11 @@ double RealtimeSeconds();
 
 /// CLOCK_MONOTONIC in nanoseconds: for intervals that must not jump.
 std::uint64_t MonotonicNs();
+
+/// A realtime stamp (ns since the epoch) as UTC text: `format` is for
+/// strftime(3) ("%Y-%m-%dT%H:%M:%SZ"); `zero` is the text for 0 (no time,
+/// "never" or "unknown").
+std::string FormatUtc(std::uint64_t ns, const char* format, std::string_view zero);
 
 /// Nanoseconds as seconds.
 inline double NsToSeconds(std::uint64_t ns) {

@@ -1,0 +1,241 @@
+// Is the peer sink ever the bottleneck of what it measures? The same sender
+// (zcal's own probe, one method and size) into three receivers, interleaved
+// round by round in one run on loopback:
+//   sink     the PeerSink behind a real session (handshake, token)
+//   recv     a reference: one thread, a tight blocking recv(2) loop
+//   uring    a reference: io_uring recv, several buffers in flight
+// Prints GB/s of each, the sink's ratio to the best reference (target
+// >= 0.95), the receivers' CPU per byte (the process's CPU less the
+// sender's thread), and then the handshake's cost per session (target
+// <= 5 ms).
+//
+//   sink_throughput [SIZE_BYTES] [SECONDS_PER_RUN] [ROUNDS] [METHOD]
+#include <liburing.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "probe_runner.h"
+#include "zcal/calibrator/method.h"
+#include "zcal/probes/peer_client.h"
+#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/target.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using zcal::probes::ProbeOptions;
+
+std::uint64_t ProcessCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+struct Run {
+  double gbps = 0;
+  double receiver_ns_per_byte = 0;
+};
+
+template <typename Connect>
+Run Measure(const ProbeOptions& probe, Connect&& connect) {
+  const std::uint64_t cpu_before = ProcessCpuNs();
+  const auto sample = zcal::probes::RunProbeOn(probe, connect);
+  const std::uint64_t cpu_after = ProcessCpuNs();
+  if (!sample.ok() || sample.bytes == 0) {
+    std::fprintf(stderr, "sink_throughput: probe failed: %s\n", sample.error.c_str());
+    std::exit(1);
+  }
+  Run run;
+  run.gbps = static_cast<double>(sample.bytes) / static_cast<double>(sample.wall_ns);
+  const double receiver_ns = static_cast<double>(cpu_after - cpu_before) -
+                             static_cast<double>(sample.cpu_ns);
+  run.receiver_ns_per_byte = std::max(0.0, receiver_ns) / static_cast<double>(sample.bytes);
+  return run;
+}
+
+// A listening socket on 127.0.0.1, any port.
+int Listen(std::uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0) {
+    std::perror("sink_throughput: listen");
+    std::exit(1);
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+// Accepts one connection and drains it with recv(2) until EOF.
+void RecvReceiver(int listen_fd, std::size_t buffer_bytes) {
+  const int fd = ::accept(listen_fd, nullptr, nullptr);
+  std::vector<char> buffer(buffer_bytes);
+  while (::recv(fd, buffer.data(), buffer.size(), 0) > 0) {
+  }
+  ::close(fd);
+}
+
+// Accepts one connection and drains it with io_uring recv, `depth` buffers
+// in flight.
+void UringReceiver(int listen_fd, std::size_t buffer_bytes, unsigned depth) {
+  const int fd = ::accept(listen_fd, nullptr, nullptr);
+  io_uring ring{};
+  io_uring_queue_init(depth * 2, &ring, 0);
+  std::vector<std::vector<char>> buffers(depth, std::vector<char>(buffer_bytes));
+  // One recv per buffer, in order: completions of one socket arrive in order.
+  for (unsigned i = 0; i < depth; ++i) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    io_uring_prep_recv(sqe, fd, buffers[i].data(), buffer_bytes, 0);
+    io_uring_sqe_set_data64(sqe, i);
+  }
+  io_uring_submit(&ring);
+  bool done = false;
+  unsigned outstanding = depth;
+  while (outstanding > 0) {
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_wait_cqe(&ring, &cqe) != 0) break;
+    const int res = cqe->res;
+    const auto i = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
+    io_uring_cqe_seen(&ring, cqe);
+    --outstanding;
+    if (res <= 0) done = true;
+    if (!done) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+      io_uring_prep_recv(sqe, fd, buffers[i].data(), buffer_bytes, 0);
+      io_uring_sqe_set_data64(sqe, i);
+      io_uring_submit(&ring);
+      ++outstanding;
+    }
+  }
+  io_uring_queue_exit(&ring);
+  ::close(fd);
+}
+
+Run MeasureSink(zcal::probes::PeerSink& sink, const ProbeOptions& probe, double seconds) {
+  zcal::probes::PeerSessionRequest request;
+  request.duration = std::chrono::milliseconds(static_cast<long>(seconds * 1000) + 5000);
+  auto session = zcal::probes::PeerSession::Open(sink.endpoint(), std::nullopt, request, 2s);
+  if (!session) {
+    std::fprintf(stderr, "sink_throughput: %s\n", session.error().message.c_str());
+    std::exit(1);
+  }
+  const Run run = Measure(probe, [&] { return session->OpenData(2s); });
+  session->Close();
+  sink.WaitFor([](const zcal::probes::PeerSinkStats& st) { return st.sessions_open == 0; }, 5s);
+  return run;
+}
+
+Run MeasureReference(const ProbeOptions& probe, std::size_t buffer_bytes, bool uring) {
+  std::uint16_t port = 0;
+  const int listen_fd = Listen(port);
+  const zcal::common::HostPort target{*zcal::common::ParseIpAddress("127.0.0.1"), port};
+  std::thread receiver = uring ? std::thread(UringReceiver, listen_fd, buffer_bytes / 4, 4U)
+                               : std::thread(RecvReceiver, listen_fd, buffer_bytes);
+  const Run run = Measure(probe, [&] { return zcal::probes::ConnectTcp(target); });
+  receiver.join();
+  ::close(listen_fd);
+  return run;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::uint64_t size = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 65536;
+  const double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
+  const auto method = zcal::calibrator::ParseMethod(argc > 4 ? argv[4] : "uring_send");
+  if (!method || size == 0 || seconds <= 0 || rounds <= 0) {
+    std::fprintf(stderr, "usage: sink_throughput [SIZE_BYTES] [SECONDS] [ROUNDS] [METHOD]\n");
+    return 2;
+  }
+  zcal::probes::PeerSinkOptions options;  // 127.0.0.1, any port, auth none
+  options.auth_none = true;
+  options.max_session_seconds = std::chrono::seconds(600);
+  auto sink = zcal::probes::PeerSink::Start(options);
+  if (!sink) {
+    std::fprintf(stderr, "sink_throughput: %s\n", sink.error().message.c_str());
+    return 1;
+  }
+  ProbeOptions probe;
+  probe.method = *method;
+  probe.size_bytes = size;
+  probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(seconds));
+
+  std::vector<double> sink_gbps, recv_gbps, uring_gbps, sink_cpu, recv_cpu, uring_cpu;
+  std::printf("round  sink GB/s  recv GB/s  uring GB/s   (%s, %llu B, %.1f s each)\n",
+              std::string(zcal::calibrator::MethodName(*method)).c_str(),
+              static_cast<unsigned long long>(size), seconds);
+  for (int round = 0; round < rounds; ++round) {
+    // The three receivers in a rotating order, so that none always runs
+    // first (after a pause) or last.
+    Run s{}, r{}, u{};
+    for (int k = 0; k < 3; ++k) {
+      switch ((round + k) % 3) {
+        case 0: s = MeasureSink(**sink, probe, seconds); break;
+        case 1: r = MeasureReference(probe, options.read_bytes, false); break;
+        case 2: u = MeasureReference(probe, options.read_bytes, true); break;
+      }
+    }
+    std::printf("%5d  %9.2f  %9.2f  %10.2f\n", round + 1, s.gbps, r.gbps, u.gbps);
+    sink_gbps.push_back(s.gbps);
+    recv_gbps.push_back(r.gbps);
+    uring_gbps.push_back(u.gbps);
+    sink_cpu.push_back(s.receiver_ns_per_byte);
+    recv_cpu.push_back(r.receiver_ns_per_byte);
+    uring_cpu.push_back(u.receiver_ns_per_byte);
+  }
+  const double best_ref = std::max(Median(recv_gbps), Median(uring_gbps));
+  std::printf("median: sink %.2f, recv %.2f, uring %.2f GB/s; sink / best reference = %.3f "
+              "(target >= 0.95)\n",
+              Median(sink_gbps), Median(recv_gbps), Median(uring_gbps), Median(sink_gbps) / best_ref);
+  std::printf("receiver CPU per byte (process less the sender's thread): sink %.3f, recv %.3f, "
+              "uring %.3f ns/B\n",
+              Median(sink_cpu), Median(recv_cpu), Median(uring_cpu));
+
+  // The handshake: a keyed sink, sessions opened and closed one after the other.
+  zcal::probes::PeerSinkOptions keyed;
+  zcal::probes::peer::KeyRing ring;
+  ring.keys.push_back({"bench", std::vector<std::uint8_t>(32, 0x42)});
+  keyed.keys = ring;
+  auto keyed_sink = zcal::probes::PeerSink::Start(keyed);
+  if (!keyed_sink) return 1;
+  std::vector<double> open_ms;
+  for (int i = 0; i < 200; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    auto session = zcal::probes::PeerSession::Open((*keyed_sink)->endpoint(), ring.keys.front(),
+                                                   {}, 2s);
+    const auto end = std::chrono::steady_clock::now();
+    if (!session) {
+      std::fprintf(stderr, "sink_throughput: handshake %d: %s\n", i, session.error().message.c_str());
+      return 1;
+    }
+    open_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    session->Close();
+    (*keyed_sink)->WaitFor([&](const zcal::probes::PeerSinkStats& st) { return st.sessions_open == 0; }, 5s);
+  }
+  std::sort(open_ms.begin(), open_ms.end());
+  std::printf("handshake (connect, greeting, hello, answer; HMAC-SHA256): median %.3f ms, "
+              "p99 %.3f ms over %zu sessions (target <= 5 ms)\n",
+              open_ms[open_ms.size() / 2], open_ms[open_ms.size() * 99 / 100], open_ms.size());
+  return 0;
+}

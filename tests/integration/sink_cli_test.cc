@@ -1,0 +1,175 @@
+// `zcal sink` and `zcal calibrate --path ADDR:PORT --key-file`, the real
+// binaries on loopback: a served calibration, the refusals a user meets,
+// and every bad option.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent_harness.h"
+#include "run_command.h"
+
+namespace zcal::agent::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using zcal::testing::CommandResult;
+using zcal::testing::RunCommand;
+using zcal::testing::ZcalPath;
+
+class SinkCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("zcal-sink-cli-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    keys_ = WriteKeys("keys", "fleet-1");
+    other_keys_ = WriteKeys("other.keys", "fleet-1");
+  }
+  void TearDown() override {
+    sink_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string WriteKeys(const std::string& name, const std::string& id) {
+    const CommandResult r = RunCommand({ZcalPath(), "keygen", "--id", id});
+    EXPECT_EQ(r.exit_status, 0) << r.err;
+    const auto path = dir_ / name;
+    std::ofstream(path) << r.out;
+    ::chmod(path.c_str(), 0600);
+    return path.string();
+  }
+
+  // Starts `zcal sink --listen 127.0.0.1:0 ARGS` and returns its port.
+  int StartSink(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {ZcalPath(), "sink", "--listen", "127.0.0.1:0",
+                                     "--report-every", "1s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    sink_ = AgentProcess::StartProgram(argv, dir_ / "sink.log");
+    if (!sink_->WaitForLog("serving on 127.0.0.1:", 10s)) return 0;
+    const std::string log = sink_->Log();
+    const auto at = log.find("serving on 127.0.0.1:") + std::string("serving on 127.0.0.1:").size();
+    return std::stoi(log.substr(at));
+  }
+
+  CommandResult Calibrate(int port, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {ZcalPath(), "calibrate", "--path",
+                                     "127.0.0.1:" + std::to_string(port), "--budget", "1",
+                                     "--methods", "copy,uring_send", "--max", "64K"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv);
+  }
+
+  std::filesystem::path dir_;
+  std::string keys_;
+  std::string other_keys_;
+  std::unique_ptr<AgentProcess> sink_;
+};
+
+TEST_F(SinkCli, ACalibrationWithTheKeyIsServedAndCounted) {
+  const int port = StartSink({"--key-file", keys_});
+  ASSERT_GT(port, 0) << sink_->Log();
+  const CommandResult r = Calibrate(port, {"--key-file", keys_, "--json"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_GT(doc.at("probes").at("copy").at("ok").get<int>(), 0);
+  EXPECT_TRUE(doc.at("paths").contains("127.0.0.1:" + std::to_string(port)));
+  ASSERT_TRUE(sink_->WaitForLog("served=1", 5s)) << sink_->Log();
+  sink_->Signal(SIGTERM);
+  EXPECT_EQ(sink_->WaitExit(5s), 0);
+  EXPECT_THAT(sink_->Log(), HasSubstr("stopped by SIGTERM"));
+}
+
+TEST_F(SinkCli, WithoutTheRightKeyTheCalibrationExitsThreeSayingWhy) {
+  const int port = StartSink({"--key-file", keys_});
+  ASSERT_GT(port, 0) << sink_->Log();
+  CommandResult r = Calibrate(port, {});
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_THAT(r.err, HasSubstr("bad_auth"));
+  EXPECT_THAT(r.err, HasSubstr("--key-file"));
+  // Same id, another secret.
+  r = Calibrate(port, {"--key-file", other_keys_});
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_THAT(r.err, HasSubstr("does not accept this key"));
+  ASSERT_TRUE(sink_->WaitForLog("auth_failed=2", 5s)) << sink_->Log();
+}
+
+TEST_F(SinkCli, AnAuthNoneSinkServesAClientWithoutAKey) {
+  const int port = StartSink({"--auth", "none"});
+  ASSERT_GT(port, 0) << sink_->Log();
+  const CommandResult r = Calibrate(port, {});
+  EXPECT_EQ(r.exit_status, 0) << r.err;
+}
+
+TEST_F(SinkCli, NoSinkThereIsExitThree) {
+  // A port nothing listens on: bind one sink, stop it, use its port.
+  const int port = StartSink({"--auth", "none"});
+  ASSERT_GT(port, 0);
+  sink_->Signal(SIGTERM);
+  ASSERT_EQ(sink_->WaitExit(5s), 0);
+  const CommandResult r = Calibrate(port, {});
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_THAT(r.err, HasSubstr("127.0.0.1:" + std::to_string(port)));
+}
+
+TEST_F(SinkCli, BadOptionsExitTwoNamingTheOption) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--listen", "0.0.0.0:0"}, "--key-file: required"},
+      {{"--listen", "127.0.0.1:0", "--allow", "10.0.0.1/8"}, "--allow"},
+      {{"--listen", "127.0.0.1:0", "--allow", "2001:db8::/32"}, "can never match"},
+      {{"--listen", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions"},
+      {{"--listen", "127.0.0.1:0", "--max-session-seconds", "1500ms"}, "--max-session-seconds"},
+      {{"--listen", "127.0.0.1:0", "--idle-timeout", "soon"}, "--idle-timeout"},
+      {{"--listen", "127.0.0.1:0", "--auth", "maybe"}, "--auth"},
+      {{"--listen", "127.0.0.1:0", "--key-file", "/nonexistent/keys"}, "--key-file"},
+      {{"--listen", "localhost:7070"}, "--listen"},
+      {{"--listen", "127.0.0.1:0", "--key-file", "KEYS", "--auth", "none"}, "--auth"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {ZcalPath(), "sink"};
+    for (const std::string& a : c.args) argv.push_back(a == "KEYS" ? keys_ : a);
+    const CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_status, 2) << c.says << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+  }
+  // A key file that is not one.
+  const auto bad = dir_ / "bad.keys";
+  std::ofstream(bad) << "fleet-1 abcd\n";
+  const CommandResult r =
+      RunCommand({ZcalPath(), "sink", "--listen", "127.0.0.1:0", "--key-file", bad.string()});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.keys:1"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("abcd")));  // never the secret
+}
+
+TEST_F(SinkCli, AnAddressInUseExitsOne) {
+  const int port = StartSink({"--auth", "none"});
+  ASSERT_GT(port, 0);
+  const CommandResult r = RunCommand(
+      {ZcalPath(), "sink", "--listen", "127.0.0.1:" + std::to_string(port), "--auth", "none"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot listen"));
+}
+
+TEST_F(SinkCli, CalibrateRefusesAKeyFileOffAPeerPath) {
+  const CommandResult r =
+      RunCommand({ZcalPath(), "calibrate", "--path", "loopback", "--key-file", keys_});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_THAT(r.err, HasSubstr("only a peer path"));
+}
+
+}  // namespace
+}  // namespace zcal::agent::testing
