@@ -333,10 +333,10 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   const std::optional<YAML::Node> root = reader.Load(yaml_text);
   if (!root) return Fail(Errc::kParse, reader.Message());
 
-  static constexpr std::array<std::string_view, 13> kKeys = {
+  static constexpr std::array<std::string_view, 14> kKeys = {
       "paths",    "host_default", "methods",  "sizes",   "decision",
       "hysteresis", "schedule",   "budget",   "segment", "metrics",
-      "state",    "log",          "host"};
+      "sink",     "state",        "log",      "host"};
   const auto fields = reader.Map(*root, "", kKeys);
   if (!fields) return Fail(Errc::kParse, reader.Message());
 
@@ -358,6 +358,7 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   read("budget", ReadBudget);
   read("segment", ReadSegment);
   read("metrics", ReadMetrics);
+  read("sink", ReadSink);
   read("state", ReadState);
   read("log", ReadLog);
   read("host", ReadHost);

@@ -1,4 +1,5 @@
-// Readers of the configuration's output sections (config_outputs.cc), used by
+// Readers of the configuration's output sections (config_outputs.cc) and of
+// the sink (config_sink.cc), used by
 // ParseConfig in config.cc. Each reads one top-level section into `config`
 // and records every problem in `reader`.
 #pragma once
@@ -15,5 +16,7 @@ void ReadMetrics(ConfigReader& reader, const YAML::Node& node, Config& config);
 void ReadState(ConfigReader& reader, const YAML::Node& node, Config& config);
 void ReadLog(ConfigReader& reader, const YAML::Node& node, Config& config);
 void ReadHost(ConfigReader& reader, const YAML::Node& node, Config& config);
+/// config_sink.cc; the key file is read to check it.
+void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config);
 
 }  // namespace zcal::agent

@@ -12,6 +12,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "metrics_sink.h"
 #include "metrics_snapshot.h"
 #include "zcal/common/clock.h"
 
@@ -215,7 +216,8 @@ Metrics::Live::Live(const std::string& version) {
 
 Metrics::Metrics(std::string version)
     : live_(std::make_unique<Live>(version)),
-      snapshot_(std::make_unique<Snapshot>()) {}
+      snapshot_(std::make_unique<Snapshot>()),
+      sink_(std::make_unique<SinkView>()) {}
 
 Metrics::~Metrics() = default;
 
@@ -322,6 +324,10 @@ void Metrics::SetNextCalibration(double unix_seconds) {
 
 void Metrics::SetBudgetUsed(double seconds) { live_->budget_used->Set(seconds); }
 
+void Metrics::SetSink(std::shared_ptr<const probes::PeerSink> sink) {
+  sink_->Set(std::move(sink));
+}
+
 void Metrics::RecordHttpDrop(HttpDrop drop) {
   live_->http_drops.at(drop)->Increment();
 }
@@ -350,6 +356,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
                    prometheus::MetricType::Counter, {}});
   }
   snapshot_->AppendTo(out);
+  sink_->AppendTo(out);
   return out;
 }
 

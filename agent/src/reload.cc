@@ -11,6 +11,7 @@ std::string ConfigChange::Summary() const {
   const std::pair<bool, const char*> names[] = {
       {segment, "segment"},
       {metrics_listen, "metrics"},
+      {sink, "sink"},
       {schedule, "schedule"},
       {retry, "retry delay"},
       {at_startup, "calibration at startup"},
@@ -41,6 +42,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   c.segment = c.segment_name || ns.mode != rs.mode || ns.group != rs.group;
   c.heartbeat = ns.heartbeat != rs.heartbeat;
   c.metrics_listen = next.metrics.listen != running.metrics.listen;
+  c.sink = next.sink != running.sink;
   c.schedule = next.schedule.interval != running.schedule.interval ||
                next.schedule.jitter != running.schedule.jitter;
   c.retry = next.schedule.retry_after_failure !=
@@ -62,6 +64,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   Config rest = next;
   rest.segment = running.segment;
   rest.metrics = running.metrics;
+  rest.sink = running.sink;
   rest.schedule = running.schedule;
   rest.budget = running.budget;
   rest.paths = running.paths;

@@ -53,6 +53,8 @@ std::string_view TimerReasonName(TimerReason reason) {
       return "retry";
     case TimerReason::kBudget:
       return "budget";
+    case TimerReason::kSinkBusy:
+      return "sink_busy";
   }
   return "?";
 }
@@ -64,8 +66,9 @@ RandomSource DefaultRandomSource() {
   };
 }
 
-Scheduler::Scheduler(ScheduleOptions options, RandomSource random)
-    : options_(options), random_(std::move(random)) {}
+Scheduler::Scheduler(ScheduleOptions options, RandomSource random,
+                     StartGate gate)
+    : options_(options), random_(std::move(random)), gate_(std::move(gate)) {}
 
 double Scheduler::BudgetUsedSeconds(SteadyTime now) const {
   double used = 0;
@@ -121,6 +124,15 @@ void Scheduler::TryStart(CalibrationTrigger trigger, SteadyTime now,
     d.budget_limit_seconds = limit;
     return;
   }
+  // After the budget: a gate that says yes has marked the host probing.
+  if (gate_ && !gate_()) {
+    Arm(kSinkBusyRetry + milliseconds(random_(-kSinkBusyJitter.count(),
+                                              kSinkBusyJitter.count())),
+        trigger, TimerReason::kSinkBusy, d);
+    d.note = Note::kSinkBusy;
+    d.about = trigger;
+    return;
+  }
   if (armed_) {
     armed_.reset();
     d.disarm = true;
@@ -171,6 +183,8 @@ void Scheduler::OnReloaded(const ReloadedEvent& e, SteadyTime now,
     case TimerReason::kRetry:
       // retry_after_failure applies from the next failure.
       break;
+    case TimerReason::kSinkBusy:
+      break;  // the gate is asked again when the timer fires
   }
 }
 

@@ -62,6 +62,12 @@ const std::vector<Case>& Cases() {
        [](ConfigChange& e) { e.calibration = true; }},
       {"hysteresis", [](Config& c) { c.hysteresis.threshold_tolerance = 0.25; },
        [](ConfigChange& e) { e.calibration = true; }},
+      {"sink.listen", [](Config& c) { c.sink.listen = "127.0.0.1:7070"; },
+       [](ConfigChange& e) { e.sink = true; }},
+      {"sink.max_sessions", [](Config& c) { c.sink.max_sessions = 2; },
+       [](ConfigChange& e) { e.sink = true; }},
+      {"sink.allow", [](Config& c) { c.sink.allow = {"10.0.0.0/8"}; },
+       [](ConfigChange& e) { e.sink = true; }},
       {"state.path", [](Config& c) { c.state_path = "/tmp/elsewhere.json"; },
        [](ConfigChange& e) { e.state_path = true; }},
       {"log.level", [](Config& c) { c.log_level = "debug"; },
@@ -124,12 +130,12 @@ TEST(DiffConfig, TheSchedulerHearsOfScheduleAndBudgetChanges) {
 
 TEST(ConfigChange, SummaryNamesEveryFlag) {
   ConfigChange all;
-  all.segment = all.segment_name = all.metrics_listen = all.schedule = all.retry =
+  all.segment = all.segment_name = all.metrics_listen = all.sink = all.schedule = all.retry =
       all.at_startup = all.fingerprint_poll = all.heartbeat = all.budget =
           all.paths_or_methods = all.host_default = all.calibration =
               all.state_path = all.log_level = all.host_root = true;
   EXPECT_EQ(all.Summary(),
-            "segment, metrics, schedule, retry delay, calibration at startup, "
+            "segment, metrics, sink, schedule, retry delay, calibration at startup, "
             "fingerprint poll, heartbeat, budget, paths or methods, host "
             "default, calibration settings, state path, log level, host root");
 }

@@ -66,6 +66,7 @@ std::set<std::string> ServedFamilies() {
   AgentSettings settings;
   settings.segment = UniqueSegment();
   settings.state = dir.path() / "state.json";
+  settings.sink_listen = "127.0.0.1:0";  // its zcal_sink_* series too
   SegmentCleanup cleanup(settings.segment);
   WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
   auto agent = AgentProcess::Start(dir.path() / "agent.yaml",

@@ -56,7 +56,13 @@ std::string AgentConfig(const AgentSettings& s) {
       << "metrics:\n"
       << "  listen: \"" << s.metrics << "\"\n"
       << "state:\n"
-      << "  path: " << s.state.string() << "\n"
+      << "  path: " << s.state.string() << "\n";
+  if (!s.sink_listen.empty()) {
+    out << "sink:\n"
+        << "  listen: \"" << s.sink_listen << "\"\n"
+        << "  key_file: \"" << s.sink_key_file << "\"\n";
+  }
+  out
       << "log:\n"
       << "  level: debug\n"
       << "host:\n"

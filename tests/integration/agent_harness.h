@@ -25,6 +25,9 @@ struct AgentSettings {
   double budget_seconds = 2;
   /// Calibrate the discard path too (slower; most tests need loopback only).
   bool discard = false;
+  /// sink.listen and sink.key_file; "" = no sink section.
+  std::string sink_listen;
+  std::string sink_key_file;
 };
 
 /// The YAML of a configuration with these settings.

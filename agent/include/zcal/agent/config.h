@@ -74,6 +74,26 @@ struct SegmentConfig {
   bool operator==(const SegmentConfig&) const = default;
 };
 
+/// The peer sink the agent serves (section `sink:`), as the operator wrote
+/// it: the same names and grammar (docs/units.md) as the options of `zcal
+/// sink`. ParseConfig checks it through the one conversion both use
+/// (ToPeerSinkOptions, agent/src/sink_settings.h), which also reads the key
+/// file; the service converts it again when it starts the sink.
+struct SinkSettings {
+  std::string listen;               ///< ADDR:PORT; "" = no sink
+  std::vector<std::string> allow;   ///< CIDR prefixes; empty = any source
+  std::string key_file;             ///< "" = none
+  std::string auth = "key";         ///< "key" or "none"
+  std::uint64_t max_sessions = 1;
+  std::uint64_t max_connections = 64;
+  std::string max_session_seconds = "60s";   ///< a duration
+  std::string max_bytes_per_second = "0";    ///< a rate; 0 = no cap
+  std::string idle_timeout = "10s";          ///< a duration
+  std::string handshake_deadline = "2s";     ///< a duration
+
+  bool operator==(const SinkSettings&) const = default;
+};
+
 struct MetricsConfig {
   std::string listen = "127.0.0.1:9464";  ///< empty: no endpoint
 
@@ -96,6 +116,7 @@ struct Config {
   BudgetConfig budget;
   SegmentConfig segment;
   MetricsConfig metrics;
+  SinkSettings sink;
   std::string state_path = "/run/zcal/state.json";
   std::string log_level = "info";
   std::string host_root = "/";

@@ -25,6 +25,10 @@
 #include "zcal/agent/state.h"
 #include "zcal/calibrator/sample.h"
 
+namespace zcal::probes {
+class PeerSink;
+}  // namespace zcal::probes
+
 namespace zcal::agent {
 
 /// Facts of the egress interface of one path (zcal_interface_info).
@@ -120,6 +124,12 @@ class Metrics final : public prometheus::Collectable {
   /// Probe seconds spent within the last hour.
   void SetBudgetUsed(double seconds);
 
+  /// The sink whose counters are served as zcal_sink_* (docs/metrics.md),
+  /// read from PeerSink::Stats() at each scrape; nullptr = no sink, and no
+  /// zcal_sink_* series. The totals of a sink replaced by another (a
+  /// reload) are carried over, so that the counters never go down.
+  void SetSink(std::shared_ptr<const probes::PeerSink> sink);
+
   /// The HTTP listener's events (MetricsServer reports them).
   void RecordHttpDrop(HttpDrop drop);
   void RecordHttpResponse(int status);
@@ -133,8 +143,10 @@ class Metrics final : public prometheus::Collectable {
  private:
   struct Live;
   class Snapshot;
+  class SinkView;
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
+  std::unique_ptr<SinkView> sink_;
 };
 
 /// Upper bounds of zcal_calibration_duration_seconds, seconds.

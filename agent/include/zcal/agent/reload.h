@@ -14,6 +14,10 @@ struct ConfigChange {
   bool segment = false;       ///< segment.name, mode or group: a new segment
   bool segment_name = false;  ///< segment.name (then also a new lock)
   bool metrics_listen = false;  ///< metrics.listen: a new endpoint
+  /// sink.*: a new sink is started (or none), then the old one stopped.
+  /// A sink whose settings are the same is kept, unless its key file now
+  /// holds other keys (the service compares those, DiffConfig does not).
+  bool sink = false;
   bool schedule = false;  ///< schedule.interval or jitter: re-arm the timer
   bool retry = false;     ///< schedule.retry_after_failure: next failure
   bool at_startup = false;        ///< schedule.at_startup: next start

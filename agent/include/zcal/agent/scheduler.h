@@ -23,11 +23,13 @@
 // - A stop cancels the running calibration and waits for it, at most
 //   kStopGuard; when idle it finishes at once. Nothing starts afterwards.
 //
-// Where the next issues plug in: a sink that must not serve while the agent
-// probes reads Phase (or CalibrationRunner::Probing() from other threads);
-// an agent must not start probing while its sink serves, which is one more
-// condition beside the budget in the one place a start is decided
-// (Scheduler::TryStart).
+// - A start that fits the budget asks the start gate (the sink: no session
+//   of a peer open, and none granted from then until the calibration ends;
+//   PeerSink::TryBeginLocalProbe). When the gate says no, the start is
+//   retried after kSinkBusyRetry plus a uniform jitter in
+//   [-kSinkBusyJitter, +kSinkBusyJitter], with the same trigger: two
+//   throughput tests on one host spoil both. Whoever the gate marked
+//   probing is unmarked by the caller when the calibration ends.
 //
 // Thread safety: none; one thread (the service's event loop) owns it.
 #pragma once
@@ -69,6 +71,13 @@ struct ScheduleOptions {
 /// saving the state and leaving a last heartbeat.
 inline constexpr milliseconds kStopGuard{5000};
 
+/// How long a start waits while the host's sink serves a peer: a session
+/// lasts at most sink.max_session_seconds (60 s by default), so a few
+/// seconds keep the wait short without polling; the jitter keeps two
+/// agents that serve each other from retrying in step.
+inline constexpr milliseconds kSinkBusyRetry{5000};
+inline constexpr milliseconds kSinkBusyJitter{2000};
+
 /// Delays the scheduler never goes below, so that a clock or configuration
 /// at a limit cannot make it spin.
 inline constexpr milliseconds kMinDelay{1000};
@@ -86,6 +95,7 @@ enum class TimerReason : std::uint8_t {
   kSchedule,  ///< the regular interval (with jitter)
   kRetry,     ///< retry_after_failure after a failed calibration
   kBudget,    ///< a calibration waits for the hourly budget
+  kSinkBusy,  ///< a calibration waits while the sink serves a peer
 };
 std::string_view TimerReasonName(TimerReason reason);
 
@@ -141,6 +151,7 @@ enum class Note : std::uint8_t {
   kIgnoredWhileCalibrating,  ///< a calibrate-now while one runs
   kRerunQueued,              ///< fingerprint change while one runs
   kBudgetWait,               ///< the start waits; see Decision::budget_*
+  kSinkBusy,                 ///< the start waits: the gate said no
   kIgnoredWhileStopping,     ///< any request after a stop began
   kAlreadyStopping,          ///< a second stop request
   kStaleTimer,               ///< a timer that was disarmed or replaced
@@ -169,10 +180,16 @@ struct Decision {
 using RandomSource = std::function<std::int64_t(std::int64_t lo, std::int64_t hi)>;
 RandomSource DefaultRandomSource();
 
+/// Asked once per start that fits the budget, just before the start is
+/// decided: true lets it start (and may mark the host probing), false makes
+/// it wait (kSinkBusy). Empty = always true.
+using StartGate = std::function<bool()>;
+
 class Scheduler {
  public:
   explicit Scheduler(ScheduleOptions options,
-                     RandomSource random = DefaultRandomSource());
+                     RandomSource random = DefaultRandomSource(),
+                     StartGate gate = {});
 
   /// Applies one event that happened at `now` (a steady-clock time, never
   /// earlier than the last one passed) and returns what to do.
@@ -206,6 +223,7 @@ class Scheduler {
 
   ScheduleOptions options_;
   RandomSource random_;
+  StartGate gate_;
   Phase phase_ = Phase::kIdle;
   bool rerun_ = false;
   std::optional<TimerRequest> armed_;

@@ -1,0 +1,86 @@
+#include "metrics_sink.h"
+
+#include <string>
+#include <utility>
+
+namespace zcal::agent {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  return family;
+}
+
+void AddValue(MetricFamily& family, double value, ClientMetric metric = {}) {
+  if (family.type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+}
+
+}  // namespace
+
+void Metrics::SinkView::Set(std::shared_ptr<const probes::PeerSink> sink) {
+  std::lock_guard lock(mutex_);
+  if (sink_) {
+    const probes::PeerSinkStats last = sink_->Stats();
+    for (std::size_t i = 0; i < probes::kSinkOutcomes; ++i) {
+      carried_.outcomes[i] += last.outcomes[i];
+    }
+    carried_.bytes_received += last.bytes_received;
+  }
+  sink_ = std::move(sink);
+}
+
+void Metrics::SinkView::AppendTo(std::vector<MetricFamily>& out) const {
+  std::lock_guard lock(mutex_);
+  if (!sink_) return;
+  const probes::PeerSinkStats now = sink_->Stats();
+
+  MetricFamily sessions = Family(
+      "zcal_sink_sessions_total",
+      "Connections to the peer sink, by how they ended (served, busy, "
+      "not_allowed, auth_failed, protocol_error, timeout, limit, "
+      "unsupported_version).",
+      MetricType::Counter);
+  for (std::size_t i = 0; i < probes::kSinkOutcomes; ++i) {
+    ClientMetric metric;
+    metric.label.push_back(
+        {"outcome",
+         std::string(probes::SinkOutcomeName(static_cast<probes::SinkOutcome>(i)))});
+    AddValue(sessions, static_cast<double>(carried_.outcomes[i] + now.outcomes[i]),
+             std::move(metric));
+  }
+  out.push_back(std::move(sessions));
+
+  MetricFamily bytes = Family("zcal_sink_bytes_received_total",
+                              "Bytes the peer sink received on data connections.",
+                              MetricType::Counter);
+  AddValue(bytes, static_cast<double>(carried_.bytes_received + now.bytes_received));
+  out.push_back(std::move(bytes));
+
+  MetricFamily sessions_open = Family(
+      "zcal_sink_sessions_open", "Peer sessions the sink is serving now.",
+      MetricType::Gauge);
+  AddValue(sessions_open, static_cast<double>(now.sessions_open));
+  out.push_back(std::move(sessions_open));
+
+  MetricFamily connections_open = Family(
+      "zcal_sink_connections_open",
+      "Sockets open to the peer sink (handshakes, sessions and data "
+      "connections).",
+      MetricType::Gauge);
+  AddValue(connections_open, static_cast<double>(now.connections_open));
+  out.push_back(std::move(connections_open));
+}
+
+}  // namespace zcal::agent

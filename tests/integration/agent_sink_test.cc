@@ -1,0 +1,175 @@
+// The agent's `sink:` through the real binaries: `zcal calibrate --path`
+// probes toward a running `zcal agent`, whose metrics count the session;
+// the configuration and start errors an operator can hit.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "agent_harness.h"
+#include "test_util.h"
+#include "zcal/probes/peer_client.h"
+
+namespace zcal::agent::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool Contains(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+// The value of the series `name` exactly as written ("name{labels}").
+std::optional<double> SeriesValue(const std::string& metrics, const std::string& name) {
+  const std::size_t at = metrics.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(metrics.substr(at + name.size() + 2));
+}
+
+// A key file made by the real `zcal keygen`, readable by its owner only.
+std::filesystem::path MakeKeyFile(const TempDir& dir) {
+  const CommandResult keygen = RunCommand({ZcalBinary(), "keygen"});
+  EXPECT_EQ(keygen.status, 0) << keygen.err;
+  const std::filesystem::path path = dir.path() / "peer.keys";
+  WriteFile(path, keygen.out);
+  chmod(path.c_str(), 0600);
+  return path;
+}
+
+TEST(AgentSink, ServesACalibrationAndCountsItInTheMetrics) {
+  TempDir dir;
+  const std::filesystem::path keys = MakeKeyFile(dir);
+  const int port = FreePort();
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = dir.path() / "state.json";
+  // No calibration of its own: while the agent probes, its sink answers busy.
+  settings.at_startup = false;
+  settings.sink_listen = "127.0.0.1:" + std::to_string(port);
+  settings.sink_key_file = keys.string();
+  SegmentCleanup cleanup(settings.segment);
+  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
+  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  ASSERT_TRUE(agent->WaitForLog("serving metrics at", milliseconds(20'000))) << agent->Log();
+  ASSERT_TRUE(agent->WaitForLog("serving the peer sink on " + settings.sink_listen + " (1 key(s)",
+                                milliseconds(5000)))
+      << agent->Log();
+
+  const auto before = HttpGet(agent->MetricsPort(), "/metrics");
+  ASSERT_TRUE(before);
+  for (const std::string outcome : {"served", "busy", "not_allowed", "auth_failed",
+                                    "protocol_error", "timeout", "limit",
+                                    "unsupported_version"}) {
+    EXPECT_EQ(SeriesValue(before->body, "zcal_sink_sessions_total{outcome=\"" + outcome + "\"}"),
+              0.0)
+        << outcome << "\n" << before->body;
+  }
+  EXPECT_EQ(SeriesValue(before->body, "zcal_sink_sessions_open"), 0.0);
+
+  const CommandResult calibrate =
+      RunCommand({ZcalBinary(), "calibrate", "--path", settings.sink_listen, "--key-file",
+                  keys.string(), "--budget", "2"});
+  EXPECT_EQ(calibrate.status, 0) << calibrate.out << calibrate.err << agent->Log();
+
+  const auto after = HttpGet(agent->MetricsPort(), "/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(SeriesValue(after->body, "zcal_sink_sessions_total{outcome=\"served\"}"), 1.0)
+      << after->body;
+  EXPECT_EQ(SeriesValue(after->body, "zcal_sink_sessions_total{outcome=\"auth_failed\"}"), 0.0);
+  const auto bytes = SeriesValue(after->body, "zcal_sink_bytes_received_total");
+  ASSERT_TRUE(bytes) << after->body;
+  EXPECT_GT(*bytes, 0.0);
+  std::printf("sink served 1 session, %.0f bytes received\n", *bytes);
+  EXPECT_EQ(SeriesValue(after->body, "zcal_sink_sessions_open"), 0.0);
+
+  agent->Signal(SIGTERM);
+  EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
+}
+
+TEST(AgentSink, TheAgentDoesNotCalibrateWhileItsSinkServesAPeer) {
+  TempDir dir;
+  const std::filesystem::path keys = MakeKeyFile(dir);
+  const int port = FreePort();
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = dir.path() / "state.json";
+  settings.at_startup = false;
+  settings.sink_listen = "127.0.0.1:" + std::to_string(port);
+  settings.sink_key_file = keys.string();
+  SegmentCleanup cleanup(settings.segment);
+  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
+  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  ASSERT_TRUE(agent->WaitForLog("serving the peer sink on", milliseconds(20'000)))
+      << agent->Log();
+
+  // A peer's session, held open by this test.
+  const auto ring = probes::peer::LoadKeyFile(keys.string());
+  ASSERT_TRUE(ring) << ring.error().message;
+  auto session = probes::PeerSession::Open(
+      {*common::ParseIpAddress("127.0.0.1"), static_cast<std::uint16_t>(port)},
+      ring->Presented(), probes::PeerSessionRequest{std::chrono::seconds(60)},
+      milliseconds(5000));
+  ASSERT_TRUE(session) << session.error().message;
+
+  agent->Signal(SIGUSR1);
+  EXPECT_TRUE(agent->WaitForLog(
+      "the sink is serving a peer's probe; the signal calibration waits", milliseconds(10'000)))
+      << agent->Log();
+  EXPECT_FALSE(Contains(agent->Log(), "calibration started"));
+
+  // Once the session ends, the retry a few seconds later calibrates.
+  session->Close();
+  EXPECT_TRUE(agent->WaitForLog("calibration started (signal)", milliseconds(20'000)))
+      << agent->Log();
+  EXPECT_TRUE(agent->WaitForLog("calibration finished", milliseconds(30'000))) << agent->Log();
+  agent->Signal(SIGTERM);
+  EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
+}
+
+TEST(AgentSink, AnAddressInUseIsAnErrorAtStart) {
+  // Holds the port the agent's sink would listen on.
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string listen_at = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+
+  TempDir dir;
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = dir.path() / "state.json";
+  settings.sink_listen = listen_at;
+  SegmentCleanup cleanup(settings.segment);
+  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
+  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  EXPECT_EQ(agent->WaitExit(milliseconds(20'000)), 1) << agent->Log();
+  EXPECT_TRUE(Contains(agent->Log(), "cannot start the peer sink (sink.listen " + listen_at + ")"))
+      << agent->Log();
+  close(held);
+}
+
+TEST(AgentSink, CheckConfigRequiresAKeyFileOffLoopback) {
+  TempDir dir;
+  const std::filesystem::path config = dir.path() / "agent.yaml";
+  WriteFile(config, "sink: {listen: \"0.0.0.0:7070\"}\n");
+  const CommandResult result =
+      RunCommand({ZcalBinary(), "agent", "--check-config", config.string()});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_TRUE(Contains(result.err, config.string() + ":1:7: sink.key_file: required to listen "
+                                   "on 0.0.0.0 (not loopback)"))
+      << result.err;
+}
+
+}  // namespace
+}  // namespace zcal::agent::testing
