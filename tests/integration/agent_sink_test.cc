@@ -159,6 +159,81 @@ TEST(AgentSink, AnAddressInUseIsAnErrorAtStart) {
   close(held);
 }
 
+// Listens on a free loopback port until destroyed; "127.0.0.1:PORT".
+class HeldPort {
+ public:
+  HeldPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(listen(fd_, 1), 0);
+    EXPECT_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    text_ = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  ~HeldPort() { close(fd_); }
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+  const std::string& text() const { return text_; }
+
+ private:
+  int fd_;
+  std::string text_;
+};
+
+TEST(AgentSink, AReloadMovesTheSinkOrKeepsItWhenTheNewOneCannotStart) {
+  TempDir dir;
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = dir.path() / "state.json";
+  settings.at_startup = false;
+  settings.sink_listen = "127.0.0.1:" + std::to_string(FreePort());
+  SegmentCleanup cleanup(settings.segment);
+  const std::filesystem::path config = dir.path() / "agent.yaml";
+  WriteFile(config, AgentConfig(settings));
+  auto agent = AgentProcess::Start(config, dir.path() / "agent.log");
+  ASSERT_TRUE(agent->WaitForLog("serving the peer sink on " + settings.sink_listen,
+                                milliseconds(20'000)))
+      << agent->Log();
+
+  // A busy address: the reload is rejected and the old sink keeps serving.
+  {
+    HeldPort held;
+    AgentSettings busy = settings;
+    busy.sink_listen = held.text();
+    WriteFile(config, AgentConfig(busy));
+    agent->Signal(SIGHUP);
+    ASSERT_TRUE(agent->WaitForLog("configuration reload rejected", milliseconds(10'000)))
+        << agent->Log();
+    EXPECT_TRUE(Contains(agent->Log(), "cannot start the peer sink (sink.listen " +
+                                           held.text() + ")"));
+  }
+  const CommandResult old_sink = RunCommand(
+      {ZcalBinary(), "calibrate", "--path", settings.sink_listen, "--budget", "1"});
+  EXPECT_EQ(old_sink.status, 0) << old_sink.err << agent->Log();
+
+  // A free address: the sink moves there.
+  AgentSettings moved = settings;
+  moved.sink_listen = "127.0.0.1:" + std::to_string(FreePort());
+  WriteFile(config, AgentConfig(moved));
+  agent->Signal(SIGHUP);
+  ASSERT_TRUE(agent->WaitForLog("serving the peer sink on " + moved.sink_listen,
+                                milliseconds(10'000)))
+      << agent->Log();
+  EXPECT_TRUE(agent->WaitForLog("changed: sink", milliseconds(5000))) << agent->Log();
+  const CommandResult new_sink = RunCommand(
+      {ZcalBinary(), "calibrate", "--path", moved.sink_listen, "--budget", "1"});
+  EXPECT_EQ(new_sink.status, 0) << new_sink.err << agent->Log();
+  const auto metrics = HttpGet(agent->MetricsPort(), "/metrics");
+  ASSERT_TRUE(metrics);
+  // The totals of the replaced sink are carried over.
+  EXPECT_EQ(SeriesValue(metrics->body, "zcal_sink_sessions_total{outcome=\"served\"}"), 2.0)
+      << metrics->body;
+  agent->Signal(SIGTERM);
+  EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
+}
+
 TEST(AgentSink, CheckConfigRequiresAKeyFileOffLoopback) {
   TempDir dir;
   const std::filesystem::path config = dir.path() / "agent.yaml";
