@@ -8,8 +8,11 @@ startup calibration to finish, then measures over a window:
   - CPU time of all its threads (/proc/PID/task/*/schedstat, ns) per
     second of wall time, idle and while scraped once a second.
 Targets (issue 5): at most 20 MiB resident, at most 0.1 % of a core idle.
+With --sink the agent also serves its peer sink on 127.0.0.1 (auth none:
+nothing leaves loopback); issue 9's target for that: RSS <= 10 MiB and
+<= 0.1 % of a core idle.
 
-usage: bench/agent_footprint.py [--zcal build/agent/zcal] [--seconds 30]
+usage: bench/agent_footprint.py [--zcal build/agent/zcal] [--seconds 30] [--sink]
 """
 import argparse
 import os
@@ -66,6 +69,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zcal", default="build/agent/zcal")
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--sink", action="store_true",
+                        help="serve the peer sink too (127.0.0.1, any port)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="zcal-footprint-") as tmp:
@@ -75,6 +80,8 @@ def main():
             f.write(f"segment: {{name: {segment}}}\n"
                     f"state: {{path: {tmp}/state.json}}\n"
                     "metrics: {listen: \"127.0.0.1:0\"}\n")
+            if args.sink:
+                f.write("sink: {listen: \"127.0.0.1:0\", auth: none}\n")
         log = os.path.join(tmp, "agent.log")
         with open(log, "w") as err:
             agent = subprocess.Popen([args.zcal, "agent", "--config", config],
@@ -100,7 +107,8 @@ def main():
                 if os.path.exists(path):
                     os.unlink(path)
 
-    print(f"zcal agent footprint, idle between calibrations, {args.seconds:.0f} s windows")
+    print(f"zcal agent footprint, idle between calibrations, {args.seconds:.0f} s windows"
+          + (", peer sink on" if args.sink else ""))
     print(f"  resident memory     {rss:6.1f} MiB  (peak {peak:.1f} MiB, target <= 20 MiB)")
     print(f"  cpu idle            {idle:6.3f} %   of one core (target <= 0.1 %)")
     print(f"  cpu, scraped 1/s    {scraped:6.3f} %   of one core")

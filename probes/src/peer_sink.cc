@@ -224,7 +224,10 @@ struct PeerSink::Loop {
   int epoll_fd;
   std::unordered_map<int, Connection> connections;
   std::vector<Session> sessions;
-  std::vector<std::byte> buffer;
+  // The one read buffer, left uninitialised: its pages become resident only
+  // once a data connection fills them, so an idle sink costs no memory.
+  std::unique_ptr<std::byte[]> buffer;
+  std::size_t buffer_bytes = 0;
   std::uint64_t next_session = 1;
 
   template <typename Change>
@@ -405,7 +408,7 @@ struct PeerSink::Loop {
     // stream arrives faster than one wakeup per segment can drain it, and
     // every wakeup is an epoll_wait more than a blocking recv loop pays.
     // The end of the stream (EOF) wakes regardless.
-    const int low_water = static_cast<int>(buffer.size() / 2);
+    const int low_water = static_cast<int>(buffer_bytes / 2);
     ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &low_water, sizeof low_water);
     c.kind = Kind::kData;
     c.session = session->id;
@@ -440,7 +443,7 @@ struct PeerSink::Loop {
     std::uint64_t received = 0;
     bool closed = false;
     for (int k = 0; k < kReadsPerWakeup; ++k) {
-      const ssize_t got = ::recv(fd, buffer.data(), buffer.size(), 0);
+      const ssize_t got = ::recv(fd, buffer.get(), buffer_bytes, 0);
       if (got > 0) {
         received += static_cast<std::uint64_t>(got);
         // (no break on a short read: more may have arrived meanwhile)
@@ -509,12 +512,16 @@ struct PeerSink::Loop {
 };
 
 void PeerSink::Run(int listen_fd, int wake_fd, int epoll_fd) {
-  Loop loop{*this, options_, listen_fd, epoll_fd, {}, {}, {}, 1};
-  loop.buffer.resize(options_.read_bytes);
+  Loop loop{*this, options_, listen_fd, epoll_fd, {}, {}, {}, 0, 1};
+  loop.buffer = std::make_unique_for_overwrite<std::byte[]>(options_.read_bytes);
+  loop.buffer_bytes = options_.read_bytes;
   std::vector<epoll_event> events(64);
   for (;;) {
-    // 100 ms: the resolution of deadlines, timeouts and session ends.
-    const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), 100);
+    // 100 ms: the resolution of deadlines, timeouts and session ends. With
+    // no connection there is nothing to expire, and an idle sink sleeps
+    // until a client or Stop() wakes it.
+    const int timeout_ms = loop.connections.empty() ? -1 : 100;
+    const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), timeout_ms);
     if (n < 0 && errno != EINTR) break;
     bool stop = false;
     for (int i = 0; i < n; ++i) {
