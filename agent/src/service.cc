@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "asio.h"
-#include "sink_settings.h"
+#include "served_sink.h"
 #include "zcal/agent/metrics_server.h"
 #include "zcal/agent/publisher.h"
 #include "zcal/agent/reload.h"
@@ -43,16 +43,6 @@ double Seconds(milliseconds delay) {
   return std::chrono::duration<double>(delay).count();
 }
 
-bool SameKeys(const std::optional<probes::peer::KeyRing>& a,
-              const std::optional<probes::peer::KeyRing>& b) {
-  if (a.has_value() != b.has_value()) return false;
-  if (!a) return true;
-  return std::equal(a->keys.begin(), a->keys.end(), b->keys.begin(), b->keys.end(),
-                    [](const probes::peer::PeerKey& x, const probes::peer::PeerKey& y) {
-                      return x.id == y.id && x.secret == y.secret;
-                    });
-}
-
 }  // namespace
 
 class Service::Impl {
@@ -68,8 +58,9 @@ class Service::Impl {
         guard_timer_(io_),
         metrics_(hooks_.metrics ? hooks_.metrics
                                 : std::make_shared<Metrics>(ZCAL_VERSION)),
+        sink_(metrics_),
         scheduler_(ScheduleOptions::From(config_), DefaultRandomSource(),
-                   [this] { return !sink_ || sink_->TryBeginLocalProbe(); }),
+                   [this] { return sink_.TryBeginLocalProbe(); }),
         runner_(hooks_.calibrate ? hooks_.calibrate : probes::RunCalibration,
                 [this] { asio::post(io_, [this] { OnRoundDone(); }); }) {
     if (!hooks_.collect_host) hooks_.collect_host = CollectHostSnapshot;
@@ -114,15 +105,6 @@ class Service::Impl {
   void RejectReload(const std::string& why);
   Result<std::unique_ptr<MetricsServer>> BindMetrics(
       const std::string& listen) const;
-  // The sink for `settings` (null when sink.listen is ""), with the
-  // options it was started with.
-  struct StartedSink {
-    std::shared_ptr<probes::PeerSink> sink;
-    std::optional<probes::PeerSinkOptions> options;
-  };
-  static Result<StartedSink> StartSink(const SinkSettings& settings);
-  void ServeSink(StartedSink started);
-  Result<bool> ReplaceSinkIfChanged(const SinkSettings& next);
   void ServeMetrics(std::unique_ptr<MetricsServer> server);
   void ShowStatus() {
     status_->Update(publisher_->state(), publisher_->stale(),
@@ -145,10 +127,7 @@ class Service::Impl {
   // "/" and "/api/v1/thresholds" on the metrics listener.
   std::shared_ptr<StatusPage> status_ = std::make_shared<StatusPage>();
   std::unique_ptr<Publisher> publisher_;
-  // Null without sink.listen. Shared with metrics_, which reads its
-  // counters on scrapes.
-  std::shared_ptr<probes::PeerSink> sink_;
-  std::optional<probes::PeerSinkOptions> sink_options_;
+  ServedSink sink_;  // the peer sink of `sink:`, if any
   Scheduler scheduler_;
   HostSnapshot host_;        // as last read
   HostSnapshot round_host_;  // as when the running round started
@@ -172,12 +151,10 @@ bool Service::Impl::Start() {
     spdlog::error("{}", server.error().message);
     return false;
   }
-  auto sink = StartSink(config_.sink);
-  if (!sink) {
+  if (auto sink = sink_.Start(config_.sink, scheduler_.Probing()); !sink) {
     spdlog::error("{}", sink.error().message);
     return false;
   }
-  ServeSink(std::move(*sink));
   host_ = hooks_.collect_host(config_);
   publisher_->SetHost(host_);
   metrics_->SetHost(host_.info);
@@ -298,7 +275,7 @@ void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
 void Service::Impl::OnRoundDone() {
   std::optional<RoundOutcome> outcome = runner_.TakeOutcome();
   if (!outcome) return;
-  if (sink_) sink_->EndLocalProbe();
+  sink_.EndLocalProbe();
   guard_timer_.cancel();
   metrics_->SetCalibrationRunning(false);
   const std::uint64_t now_ns = common::RealtimeNs();
@@ -442,7 +419,7 @@ void Service::Impl::ApplyReload(Config next) {
   }
   // The sink last: replacing it on the same address means closing the old
   // one first, which only a reload that goes through may do.
-  Result<bool> sink_replaced = ReplaceSinkIfChanged(next.sink);
+  Result<bool> sink_replaced = sink_.Replace(config_.sink, next.sink, scheduler_.Probing());
   if (!sink_replaced) return RejectReload(sink_replaced.error().message);
   // Then switch over.
   if (segment) publisher_->SwitchSegment(std::move(*segment));
@@ -479,84 +456,6 @@ Result<std::unique_ptr<MetricsServer>> Service::Impl::BindMetrics(
   return MetricsServer::Start(listen, metrics_, std::move(options));
 }
 
-Result<Service::Impl::StartedSink> Service::Impl::StartSink(
-    const SinkSettings& settings) {
-  if (settings.listen.empty()) return StartedSink{};
-  std::vector<std::string> warnings;
-  auto options = ToPeerSinkOptions(settings, SettingSpelling::kConfig, warnings);
-  if (!options) {
-    return Fail(options.error().code,
-                "cannot start the peer sink: " + options.error().message);
-  }
-  for (const std::string& w : warnings) spdlog::warn("peer sink: {}", w);
-  auto sink = probes::PeerSink::Start(*options);
-  if (!sink) {
-    return Fail(sink.error().code,
-                "cannot start the peer sink (sink.listen " + settings.listen +
-                    "): " + sink.error().message +
-                    "; choose a free address:port, or \"\" for no sink");
-  }
-  return StartedSink{std::move(*sink), std::move(*options)};
-}
-
-void Service::Impl::ServeSink(StartedSink started) {
-  if (sink_) sink_->Stop();
-  sink_ = std::move(started.sink);
-  sink_options_ = std::move(started.options);
-  // A sink that replaces another while the agent probes must not grant a
-  // session either; it has none open yet, so the mark always takes.
-  if (sink_ && scheduler_.Probing()) sink_->TryBeginLocalProbe();
-  metrics_->SetSink(sink_);
-  if (!sink_) {
-    spdlog::info("no peer sink (sink.listen is empty)");
-    return;
-  }
-  const std::size_t keys = sink_options_->keys ? sink_options_->keys->keys.size() : 0;
-  spdlog::info("serving the peer sink on {} ({}, {}, at most {} session(s) of {} s)",
-               common::ToString(sink_->endpoint()),
-               keys != 0 ? std::to_string(keys) + " key(s)"
-                         : std::string("no authentication"),
-               sink_options_->allow.empty()
-                   ? std::string("any source")
-                   : std::to_string(sink_options_->allow.size()) +
-                         " allowed prefix(es)",
-               sink_options_->max_sessions,
-               sink_options_->max_session_seconds.count());
-}
-
-Result<bool> Service::Impl::ReplaceSinkIfChanged(const SinkSettings& next) {
-  const bool settings_changed = next != config_.sink;
-  if (!settings_changed) {
-    // Same settings: the sink stays unless its key file was rotated.
-    if (!sink_) return false;
-    std::vector<std::string> warnings;
-    auto options = ToPeerSinkOptions(next, SettingSpelling::kConfig, warnings);
-    if (!options) return Fail(options.error().code, options.error().message);
-    if (SameKeys(options->keys, sink_options_->keys)) return false;
-  }
-  // A new address is bound before the old sink closes; the same address
-  // can only be bound once the old one is closed, and the old one comes
-  // back when the new one cannot start.
-  const bool same_address = sink_ && next.listen == config_.sink.listen &&
-                            sink_options_->listen.port != 0;
-  if (same_address) sink_->Stop();
-  auto started = StartSink(next);
-  if (!started) {
-    if (same_address) {
-      auto old = StartSink(config_.sink);
-      if (old) {
-        ServeSink(std::move(*old));
-      } else {
-        spdlog::error("{}; running without a peer sink", old.error().message);
-        ServeSink(StartedSink{});
-      }
-    }
-    return Fail(started.error().code, started.error().message);
-  }
-  ServeSink(std::move(*started));
-  return true;
-}
-
 void Service::Impl::ServeMetrics(std::unique_ptr<MetricsServer> server) {
   // The server being replaced stops within milliseconds (metrics_server.h).
   metrics_server_ = std::move(server);
@@ -586,7 +485,7 @@ void Service::Impl::FinishStop() {
   }
   signals_.cancel();
   metrics_server_.reset();
-  if (sink_) sink_->Stop();
+  sink_.Stop();
   spdlog::info("stopped; segment {} keeps its last table and heartbeat",
                publisher_->segment_name());
   io_.stop();
