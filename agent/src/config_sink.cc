@@ -13,7 +13,9 @@
 namespace zcal::agent {
 namespace {
 
-constexpr std::string_view kLoopbackPlaceholder = "127.0.0.1:0";
+// The address the other settings are checked against while sink.listen is
+// empty (no sink): loopback, where every setting is allowed.
+constexpr std::string_view kListenForChecks = "127.0.0.1:0";
 
 bool WholeNumber(ConfigReader& reader, const YAML::Node& node,
                  const std::string& key, std::uint64_t& out) {
@@ -100,7 +102,7 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
   // Without a listen address the other settings are checked as they would
   // apply on loopback, so that a mistake shows before the sink is enabled.
   SinkSettings check = s;
-  if (check.listen.empty()) check.listen = kLoopbackPlaceholder;
+  if (check.listen.empty()) check.listen = kListenForChecks;
   std::vector<std::string> warnings;  // logged when the service starts it
   const auto options = ToPeerSinkOptions(check, SettingSpelling::kConfig, warnings);
   if (options) return;
