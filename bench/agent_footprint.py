@@ -109,7 +109,8 @@ def main():
 
     print(f"zcal agent footprint, idle between calibrations, {args.seconds:.0f} s windows"
           + (", peer sink on" if args.sink else ""))
-    print(f"  resident memory     {rss:6.1f} MiB  (peak {peak:.1f} MiB, target <= 20 MiB)")
+    target = 10 if args.sink else 20
+    print(f"  resident memory     {rss:6.1f} MiB  (peak {peak:.1f} MiB, target <= {target} MiB)")
     print(f"  cpu idle            {idle:6.3f} %   of one core (target <= 0.1 %)")
     print(f"  cpu, scraped 1/s    {scraped:6.3f} %   of one core")
     print(f"  threads             {threads}")

@@ -10,12 +10,15 @@ packages=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
   libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
   libseccomp-dev libcap-dev libmnl-dev
-  # OpenSSL's libcrypto (the peer handshake's HMAC, the report's CSP script
-  # hashes), Chart.js for the report page
-  libssl-dev libjs-chart.js
+  # libsodium (the peer handshake's HMAC and randomness, the report's CSP
+  # script hashes), Chart.js for the report page; OpenSSL's libcrypto only
+  # for a test that checks those hashes with a second implementation
+  libsodium-dev libjs-chart.js libssl-dev
   # tests and fuzzing
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev
   iproute2 curl python3 prometheus
+  # the fleet tests: a DNS server in network namespaces (/usr/sbin/dnsmasq)
+  dnsmasq-base
   # the report tests: a headless browser loads every kind of page
   chromium
   # benchmarks

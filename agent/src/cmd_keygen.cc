@@ -26,7 +26,7 @@ Command AddKeygenCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "keygen",
       "Print a new peer key line, KEYID HEXSECRET (32 random bytes from "
-      "OpenSSL), for the key files of sinks and peers. Append it with a "
+      "libsodium), for the key files of sinks and peers. Append it with a "
       "umask that keeps others out: (umask 077; zcal keygen >> FILE).");
   app->add_option("--id", *id,
                   "Key id, 1 to 16 of [A-Za-z0-9_.-] (default: k and 8 random "

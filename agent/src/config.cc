@@ -80,8 +80,8 @@ void ReadPaths(ConfigReader& reader, const YAML::Node& node, Config& config) {
         }
       } else if (type_name == "peer") {
         reader.Error(type->second, key + ".type",
-                     "peer paths are not supported yet; allowed: loopback, "
-                     "discard");
+                     "peers are not paths: list them under peers.static or "
+                     "peers.dns; allowed here: loopback, discard");
       } else {
         reader.Error(type->second, key + ".type",
                      "unknown path type '" + type_name +
@@ -333,10 +333,10 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   const std::optional<YAML::Node> root = reader.Load(yaml_text);
   if (!root) return Fail(Errc::kParse, reader.Message());
 
-  static constexpr std::array<std::string_view, 14> kKeys = {
+  static constexpr std::array<std::string_view, 15> kKeys = {
       "paths",    "host_default", "methods",  "sizes",   "decision",
       "hysteresis", "schedule",   "budget",   "segment", "metrics",
-      "sink",     "state",        "log",      "host"};
+      "sink",     "peers",        "state",    "log",     "host"};
   const auto fields = reader.Map(*root, "", kKeys);
   if (!fields) return Fail(Errc::kParse, reader.Message());
 
@@ -359,6 +359,7 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   read("segment", ReadSegment);
   read("metrics", ReadMetrics);
   read("sink", ReadSink);
+  read("peers", ReadPeers);
   read("state", ReadState);
   read("log", ReadLog);
   read("host", ReadHost);

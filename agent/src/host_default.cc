@@ -118,7 +118,8 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
   if (estimate.empty()) {
     choice.source = HostDefaultSource::kNoPath;
     choice.explanation =
-        std::string("no host default: no peer result through a NIC") +
+        std::string("no host default: no usable peer result through ") + nic_name +
+        " (kernel-copied, failed and inconclusive ones never are)" +
         (!config.host_default.estimate ? " (estimates from the discard path are off)"
          : discard_configured
              ? " and no usable discard-path result yet (loopback is never a source: "

@@ -1,5 +1,7 @@
 #include "zcal/agent/host_snapshot.h"
 
+#include <algorithm>
+
 #include "zcal/common/text.h"
 #include "zcal/probes/host_facts.h"
 
@@ -9,6 +11,19 @@ namespace {
 template <typename T>
 std::string OrEmpty(const std::optional<T>& value) {
   return value ? std::to_string(*value) : std::string();
+}
+
+InterfaceInfo Info(std::string path, const probes::InterfaceFacts& i) {
+  InterfaceInfo info;
+  info.path = std::move(path);
+  info.interface = i.name;
+  info.driver = i.driver;
+  info.pci_device = i.pci_device;
+  info.speed_bits_per_second = i.speed_mbps ? std::to_string(*i.speed_mbps * 1'000'000) : "";
+  info.mtu_bytes = OrEmpty(i.mtu);
+  info.iommu_group = i.iommu_group;
+  info.iommu_type = i.iommu_type;
+  return info;
 }
 
 HostDefaultNic FindHostDefaultNic(const Config& config) {
@@ -39,6 +54,34 @@ HostDefaultNic FindHostDefaultNic(const Config& config) {
 
 }  // namespace
 
+bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
+                            const std::set<std::string>& names) {
+  std::vector<InterfaceInfo>& list = snapshot.info.interfaces;
+  const auto peer_nic = [](const InterfaceInfo& i) {
+    return i.path.starts_with(kPeerInterfacePathPrefix);
+  };
+  const std::size_t before = list.size();
+  std::erase_if(list, [&](const InterfaceInfo& i) {
+    return peer_nic(i) && !names.contains(i.interface);
+  });
+  bool changed = list.size() != before;
+  for (const std::string& name : names) {
+    if (name.empty() || std::any_of(list.begin(), list.end(), [&](const InterfaceInfo& i) {
+          return peer_nic(i) && i.interface == name;
+        })) {
+      continue;
+    }
+    probes::HostFactsOptions options;
+    options.root = config.host_root;
+    options.interface = name;
+    const probes::HostFacts facts = probes::CollectHostFacts(options);
+    if (!facts.interface.mtu && facts.interface.driver.empty()) continue;  // gone
+    list.push_back(Info(std::string(kPeerInterfacePathPrefix) + name, facts.interface));
+    changed = true;
+  }
+  return changed;
+}
+
 probes::Target ProbeTarget(const PathConfig& path) {
   switch (path.type) {
     case PathType::kLoopback:
@@ -65,21 +108,16 @@ HostSnapshot CollectHostSnapshot(const Config& config) {
       snapshot.info.cpu_model = facts.cpu_model;
       snapshot.info.iommu_cmdline = common::Join(facts.iommu_cmdline, " ");
     }
-    const probes::InterfaceFacts& i = facts.interface;
-    InterfaceInfo info;
-    info.path = path.name;
-    info.interface = i.name;
-    info.driver = i.driver;
-    info.pci_device = i.pci_device;
-    info.speed_bits_per_second =
-        i.speed_mbps ? std::to_string(*i.speed_mbps * 1'000'000) : "";
-    info.mtu_bytes = OrEmpty(i.mtu);
-    info.iommu_group = i.iommu_group;
-    info.iommu_type = i.iommu_type;
-    snapshot.info.interfaces.push_back(std::move(info));
+    snapshot.info.interfaces.push_back(Info(path.name, facts.interface));
   }
   snapshot.info.fingerprint = snapshot.fingerprint;
   snapshot.host_default_nic = FindHostDefaultNic(config);
+  // The NIC the host default and the peers through it stand for: the
+  // fleet's hardware classes are joined on its facts (docs/metrics.md).
+  if (snapshot.host_default_nic.facts) {
+    snapshot.info.interfaces.push_back(
+        Info(std::string(kHostDefaultInterfacePath), *snapshot.host_default_nic.facts));
+  }
   snapshot.facts = {{"fingerprint", common::Hex64(snapshot.fingerprint)},
                     {"paths", std::move(paths)}};
   return snapshot;

@@ -12,6 +12,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "metrics_peers.h"
 #include "metrics_sink.h"
 #include "metrics_snapshot.h"
 #include "zcal/common/clock.h"
@@ -217,7 +218,8 @@ Metrics::Live::Live(const std::string& version) {
 Metrics::Metrics(std::string version)
     : live_(std::make_unique<Live>(version)),
       snapshot_(std::make_unique<Snapshot>()),
-      sink_(std::make_unique<SinkView>()) {}
+      sink_(std::make_unique<SinkView>()),
+      peers_(std::make_unique<PeerView>()) {}
 
 Metrics::~Metrics() = default;
 
@@ -285,6 +287,15 @@ void Metrics::RecordProbeFailures(const std::string& path,
     }
     counter->Increment();
   }
+}
+
+void Metrics::SetPeersEnabled(bool enabled) { peers_->SetEnabled(enabled); }
+void Metrics::RecordPeerAttempt(std::string_view outcome) { peers_->RecordAttempt(outcome); }
+void Metrics::RecordPeerDiscovery(std::size_t peers, std::string_view failure) {
+  peers_->RecordDiscovery(peers, failure);
+}
+void Metrics::SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces) {
+  peers_->SetPublished(std::move(stale), std::move(interfaces));
 }
 
 void Metrics::RecordReload(bool ok) {
@@ -357,6 +368,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   }
   snapshot_->AppendTo(out);
   sink_->AppendTo(out);
+  peers_->AppendTo(out);
   return out;
 }
 

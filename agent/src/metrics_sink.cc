@@ -3,31 +3,13 @@
 #include <string>
 #include <utility>
 
+#include "metrics_family.h"
+
 namespace zcal::agent {
-namespace {
 
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-MetricFamily Family(std::string name, std::string help, MetricType type) {
-  MetricFamily family;
-  family.name = std::move(name);
-  family.help = std::move(help);
-  family.type = type;
-  return family;
-}
-
-void AddValue(MetricFamily& family, double value, ClientMetric metric = {}) {
-  if (family.type == MetricType::Counter) {
-    metric.counter.value = value;
-  } else {
-    metric.gauge.value = value;
-  }
-  family.metric.push_back(std::move(metric));
-}
-
-}  // namespace
 
 void Metrics::SinkView::Set(std::shared_ptr<const probes::PeerSink> sink) {
   std::lock_guard lock(mutex_);

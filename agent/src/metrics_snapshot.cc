@@ -136,8 +136,11 @@ void Metrics::Snapshot::RetainPaths(const std::set<std::string>& paths) {
   std::erase_if(fresh_, [&](const auto& item) { return gone(item.first.first); });
   std::erase_if(path_types_, [&](const auto& item) { return gone(item.first); });
   if (host_) {
-    std::erase_if(host_->interfaces,
-                  [&](const InterfaceInfo& i) { return gone(i.path); });
+    // The host default NIC's and the peers' NICs' facts belong to no path.
+    std::erase_if(host_->interfaces, [&](const InterfaceInfo& i) {
+      return i.path != kHostDefaultInterfacePath &&
+             !i.path.starts_with(kPeerInterfacePathPrefix) && gone(i.path);
+    });
   }
 }
 

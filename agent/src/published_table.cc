@@ -73,8 +73,8 @@ HostDefaultText DescribeHostDefault(std::uint32_t code) {
               "translate; no NIC, IOMMU or receiver cost is in it)"};
     case ZCAL_HOST_DEFAULT_NONE_NO_PATH:
       return {"none", "no_path",
-              "none: no peer or discard-path result (loopback is never a "
-              "source); transports use their own default"};
+              "none: no usable peer or discard-path result (loopback and "
+              "kernel-copied paths never are); transports use their own default"};
     case ZCAL_HOST_DEFAULT_NONE_IOMMU:
       return {"none", "iommu_translates",
               "none: the NIC's IOMMU translates, which the discard path cannot "

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "zcal/agent/host_default.h"
+#include "zcal/agent/peer_results.h"
 #include "zcal/agent/results.h"
 #include "zcal/common/clock.h"
 
@@ -112,7 +113,8 @@ void Publisher::SetHost(const HostSnapshot& host) {
 }
 
 void Publisher::Publish() {
-  const PublishedTable table = BuildEntries(state_, config_, host_default_nic_);
+  const std::uint64_t now_ns = common::RealtimeNs();
+  PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns);
   const std::vector<PublishedEntry>& entries = table.entries;
   if (table.host_default_explanation != host_default_explanation_) {
     // Logged when it changes, not on every publish.
@@ -134,7 +136,14 @@ void Publisher::Publish() {
   for (const PathConfig& path : config_.paths) {
     types[path.name] = path.type == PathType::kDiscard ? "discard" : "loopback";
   }
+  std::map<std::string, bool> stale_peers;
+  for (const auto& [path, peer] : state_.peers) {
+    types[path] = "peer";
+    stale_peers[path] = PeerStale(peer, config_, now_ns);
+  }
   metrics_->SetPaths(types);
+  metrics_->SetPeersEnabled(config_.peers.enabled());
+  metrics_->SetPeers(std::move(stale_peers), std::move(table.interfaces));
   metrics_->SetHostDefault(DescribeForMetrics(table, host_default_nic_));
 }
 
@@ -154,8 +163,9 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
   }
   const probes::CalibrationReport& report = *r.report;
   metrics_->RecordProbeFailures(r.path, report.samples);
-  if (std::none_of(config_.paths.begin(), config_.paths.end(),
-                   [&](const PathConfig& p) { return p.name == r.path; })) {
+  const bool peer = IsPeerPath(r.path) && config_.peers.enabled();
+  if (!peer && std::none_of(config_.paths.begin(), config_.paths.end(),
+                            [&](const PathConfig& p) { return p.name == r.path; })) {
     spdlog::info("path {} is no longer configured; its results are dropped",
                  r.path);
     return false;
@@ -186,7 +196,15 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
                        std::uint64_t now_ns) {
   bool any = false;
   for (const PathReport& r : outcome.reports) any |= AcceptPath(r, now_ns);
-  if (!any) return false;
+  AcceptPeers(outcome, now_ns);
+  if (!any) {
+    if (!outcome.peer_attempts.empty()) {
+      // No result, but the peers' records changed (their last attempts).
+      Publish();
+      Save();
+    }
+    return false;
+  }
   state_.fingerprint = host.fingerprint;
   state_.host = host.facts;
   SetHost(host);
@@ -197,6 +215,37 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
   Save();
   return true;
 }
+
+void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
+  if (outcome.discovery) {
+    const Discovery& d = *outcome.discovery;
+    metrics_->RecordPeerDiscovery(d.peers.size(), DnsFailureName(d.dns_failure));
+    spdlog::info("peers: {} found{}", d.peers.size(),
+                 d.own_excluded == 0
+                     ? std::string()
+                     : " (" + std::to_string(d.own_excluded) + " of this host's own left out)");
+  }
+  for (const PeerAttempt& attempt : outcome.peer_attempts) {
+    metrics_->RecordPeerAttempt(attempt.outcome);
+    if (attempt.outcome != "success") {
+      const bool kept = state_.paths.contains(attempt.path);
+      spdlog::warn("{}: {} ({}){}", attempt.path, attempt.outcome, attempt.detail,
+                   kept ? "; its last good result stays published" : "");
+    }
+  }
+  RecordPeerAttempts(state_, outcome.peer_attempts, now_ns);
+  PrunePeers(state_, config_);
+  metrics_->RetainPaths(KeptPaths());
+}
+
+std::vector<std::string> Publisher::KeptPaths() const {
+  std::vector<std::string> paths;
+  for (const PathConfig& path : config_.paths) paths.push_back(path.name);
+  for (const auto& [path, peer] : state_.peers) paths.push_back(path);
+  return paths;
+}
+
+std::uint64_t Publisher::NextPeerRound() { return state_.peer_round++; }
 
 void Publisher::Heartbeat() {
   writer_->Heartbeat();
@@ -245,9 +294,7 @@ void Publisher::Reconfigure(const Config& next) {
   config_ = next;
   config_.segment = segment;
   PruneState(state_, config_);
-  std::vector<std::string> paths;
-  for (const PathConfig& path : config_.paths) paths.push_back(path.name);
-  metrics_->RetainPaths(paths);
+  metrics_->RetainPaths(KeptPaths());
   Publish();
   if (state_moved && !state_.empty()) Save();
 }

@@ -14,8 +14,8 @@ const std::string& ChartJs();
 /// The style sheet (agent/src/report/report.css).
 const std::string& Style();
 /// "default-src 'none'; script-src 'sha256-...' 'sha256-...'; style-src
-/// 'sha256-...'; base-uri 'none'; form-action 'none'": SHA-256 (OpenSSL
-/// libcrypto), base64, of the three texts above. Computed once.
+/// 'sha256-...'; base-uri 'none'; form-action 'none'": SHA-256 (libsodium),
+/// base64, of the three texts above. Computed once.
 const std::string& Policy();
 
 }  // namespace zcal::agent::report_assets

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "zcal/agent/host_default.h"
+#include "zcal/agent/peer_results.h"
+#include "zcal/common/address.h"
 #include "zcal/common/units.h"
 
 namespace zcal::agent {
@@ -68,7 +70,9 @@ std::vector<std::string> MergeCalibration(
 
 void PruneState(AgentState& state, const Config& config) {
   std::erase_if(state.paths, [&](const auto& item) {
-    return std::none_of(config.paths.begin(), config.paths.end(),
+    // Peer paths are not configured one by one: PrunePeers keeps them.
+    return !IsPeerPath(item.first) &&
+           std::none_of(config.paths.begin(), config.paths.end(),
                         [&](const PathConfig& p) { return p.name == item.first; });
   });
   for (auto& [path, methods] : state.paths) {
@@ -78,15 +82,17 @@ void PruneState(AgentState& state, const Config& config) {
     });
   }
   std::erase_if(state.paths, [](const auto& item) { return item.second.empty(); });
+  PrunePeers(state, config);
 }
 
 PublishedTable BuildEntries(const AgentState& state, const Config& config,
-                            const HostDefaultNic& nic) {
+                            const HostDefaultNic& nic, std::uint64_t now_ns) {
   PublishedTable table;
   const auto add = [&](const std::map<Method, MethodState>& methods,
-                       ScopeKind scope, bool estimated) {
+                       ScopeKind scope, bool estimated,
+                       const PublishedEntry& where = {}) {
     for (const auto& [method, s] : methods) {
-      PublishedEntry e;
+      PublishedEntry e = where;
       e.scope = scope;
       e.method = method;
       e.verdict = s.published.verdict;
@@ -112,7 +118,55 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
         break;
     }
   }
-  HostDefaultChoice choice = ChooseHostDefault(state, config, nic);
+  // Each kept peer under its own host prefix, whatever it measured: a
+  // transport connected to that peer is told what its path measured.
+  for (const auto& [path, peer] : state.peers) {
+    const auto results = state.paths.find(path);
+    const Result<common::HostPort> endpoint = common::ParseHostPort(peer.endpoint);
+    if (results == state.paths.end() || !endpoint) continue;
+    PublishedEntry where;
+    where.address = common::ToString(endpoint->address);
+    where.prefix_len = endpoint->address.IsIpv6() ? 128 : 32;
+    add(results->second, ScopeKind::kPeer, false, where);
+  }
+  // Two peers on one address (two sinks on different ports) share one
+  // prefix: the segment holds one entry per scope and method, so the one
+  // measured last stays.
+  std::map<std::pair<std::string, Method>, std::size_t> seen;
+  std::vector<PublishedEntry> unique;
+  for (PublishedEntry& e : table.entries) {
+    if (e.scope != ScopeKind::kPeer) {
+      unique.push_back(std::move(e));
+      continue;
+    }
+    const auto [it, fresh] = seen.try_emplace({e.address, e.method}, unique.size());
+    if (fresh) {
+      unique.push_back(std::move(e));
+    } else if (e.measured_at_ns > unique[it->second].measured_at_ns) {
+      unique[it->second] = std::move(e);
+    }
+  }
+  table.entries = std::move(unique);
+  table.interfaces = AggregatePeers(state, config, now_ns);
+  for (const auto& [interface, methods] : table.interfaces) {
+    std::map<Method, MethodState> medians;
+    for (const auto& [method, a] : methods) medians.emplace(method, a.state);
+    PublishedEntry where;
+    where.interface = interface;
+    add(medians, ScopeKind::kInterface, false, where);
+  }
+  // The host default stands for the NIC of the default route, or the one
+  // the configuration names.
+  std::map<Method, MethodState> through_nic;
+  const std::string nic_name = !config.host_default.interface.empty()
+                                   ? config.host_default.interface
+                               : nic.facts ? nic.facts->name
+                                           : std::string();
+  if (const auto it = table.interfaces.find(nic_name);
+      !nic_name.empty() && it != table.interfaces.end()) {
+    for (const auto& [method, a] : it->second) through_nic.emplace(method, a.state);
+  }
+  HostDefaultChoice choice = ChooseHostDefault(state, config, nic, through_nic);
   add(choice.methods, ScopeKind::kHostDefault, choice.estimated);
   table.host_default = choice.source;
   table.host_default_explanation = std::move(choice.explanation);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -100,6 +101,13 @@ class Service::Impl {
   void ArmHeartbeat();
   void ArmFingerprintPoll();
   void PollHost();
+  // Takes `snapshot` as the host's facts (publisher and metrics), with the
+  // NICs that the kept peers are reached through described too.
+  void AdoptHost(HostSnapshot snapshot);
+  // Describes the kept peers' NICs anew after they may have changed (a
+  // round, the saved state loaded); the metrics get them when they did.
+  void DescribePeerNics();
+  std::set<std::string> PeerNicNames() const;
   void DoReload();
   void ApplyReload(Config next);
   void RejectReload(const std::string& why);
@@ -131,6 +139,9 @@ class Service::Impl {
   Scheduler scheduler_;
   HostSnapshot host_;        // as last read
   HostSnapshot round_host_;  // as when the running round started
+  // The last peer discovery, reused by rounds within peers.refresh.
+  std::optional<Discovery> discovery_;
+  steady_clock::time_point discovered_at_{};
   // After io_: its destructor detaches the notification that posts to io_
   // and joins the worker before io_ goes.
   CalibrationRunner runner_;
@@ -140,6 +151,10 @@ bool Service::Impl::Start() {
   spdlog::set_level(spdlog::level::from_str(config_.log_level));
   spdlog::info("zcal agent {} starting (pid {}), configuration: {}",
                ZCAL_VERSION, getpid(), config_.source);
+  // First: a SIGHUP or SIGTERM that arrives while the start reads the host
+  // (slow on a loaded host) waits for the event loop instead of killing
+  // the process with the default action.
+  ArmSignals();
   auto publisher = Publisher::Open(config_, hooks_.lock_dir, metrics_);
   if (!publisher) {
     spdlog::error("{}", publisher.error().message);
@@ -155,10 +170,9 @@ bool Service::Impl::Start() {
     spdlog::error("{}", sink.error().message);
     return false;
   }
-  host_ = hooks_.collect_host(config_);
-  publisher_->SetHost(host_);
-  metrics_->SetHost(host_.info);
+  AdoptHost(hooks_.collect_host(config_));
   publisher_->LoadSaved();
+  DescribePeerNics();
   publisher_->Publish();
   ShowStatus();
   spdlog::info("publishing thresholds in shared-memory segment {} "
@@ -166,7 +180,6 @@ bool Service::Impl::Start() {
                config_.segment.name, config_.segment.name,
                config_.segment.name);
   ServeMetrics(std::move(*server));
-  ArmSignals();
   ArmHeartbeat();
   ArmFingerprintPoll();
   const AgentState& saved = publisher_->state();
@@ -255,19 +268,20 @@ void Service::Impl::ArmCalibrationTimer(const TimerRequest& timer) {
 }
 
 void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
-  host_ = hooks_.collect_host(config_);
-  publisher_->SetHost(host_);
-  metrics_->SetHost(host_.info);
+  AdoptHost(hooks_.collect_host(config_));
   round_host_ = host_;
   metrics_->RecordTrigger(trigger);
   metrics_->SetCalibrationRunning(true);
-  std::vector<PathJob> jobs = PlanRound(config_);
-  spdlog::info("calibration started ({}): {} path(s), budget {} s",
-               CalibrationTriggerName(trigger), jobs.size(),
+  RoundPlan plan = PlanAgentRound(
+      config_, [this] { return publisher_->NextPeerRound(); }, discovery_, discovered_at_);
+  spdlog::info("calibration started ({}): {} path(s){}, budget {} s",
+               CalibrationTriggerName(trigger), plan.jobs.size(),
+               plan.peers ? " and " + std::to_string(config_.peers.per_calibration) + " peer(s)"
+                          : std::string(),
                config_.budget.seconds_per_calibration);
   // The scheduler starts only from idle, which it enters when the previous
   // outcome was taken (OnRoundDone).
-  const bool started = runner_.Start(std::move(jobs));
+  const bool started = runner_.Start(std::move(plan));
   assert(started);
   (void)started;
 }
@@ -277,6 +291,10 @@ void Service::Impl::OnRoundDone() {
   if (!outcome) return;
   sink_.EndLocalProbe();
   guard_timer_.cancel();
+  if (outcome->discovery) {
+    discovery_ = outcome->discovery;
+    discovered_at_ = outcome->discovered_at;
+  }
   metrics_->SetCalibrationRunning(false);
   const std::uint64_t now_ns = common::RealtimeNs();
   CalibrationResult result = CalibrationResult::kFailed;
@@ -286,6 +304,7 @@ void Service::Impl::OnRoundDone() {
     result = CalibrationResult::kSuccess;
     ShowStatus();
   }
+  DescribePeerNics();
   metrics_->RecordCalibration(result, outcome->duration_seconds, now_ns);
   const auto now = steady_clock::now();
   const Decision d = scheduler_.On(
@@ -372,10 +391,25 @@ void Service::Impl::PollHost() {
     spdlog::debug("host facts unchanged (fingerprint {})",
                   common::Hex64(now.fingerprint));
   }
-  host_ = std::move(now);
+  AdoptHost(std::move(now));
+  if (changed) Handle(FingerprintChangedEvent{});
+}
+
+void Service::Impl::AdoptHost(HostSnapshot snapshot) {
+  host_ = std::move(snapshot);
+  DescribePeerInterfaces(host_, config_, PeerNicNames());
   publisher_->SetHost(host_);
   metrics_->SetHost(host_.info);
-  if (changed) Handle(FingerprintChangedEvent{});
+}
+
+std::set<std::string> Service::Impl::PeerNicNames() const {
+  std::set<std::string> names;
+  for (const auto& [path, peer] : publisher_->state().peers) names.insert(peer.interface);
+  return names;
+}
+
+void Service::Impl::DescribePeerNics() {
+  if (DescribePeerInterfaces(host_, config_, PeerNicNames())) metrics_->SetHost(host_.info);
 }
 
 void Service::Impl::DoReload() {
@@ -424,6 +458,8 @@ void Service::Impl::ApplyReload(Config next) {
   // Then switch over.
   if (segment) publisher_->SwitchSegment(std::move(*segment));
   if (server) ServeMetrics(std::move(*server));
+  // Peers found under other settings are not the peers of these.
+  if (next.peers != config_.peers) discovery_.reset();
   config_ = std::move(next);
   if (change.log_level) {
     spdlog::set_level(spdlog::level::from_str(config_.log_level));

@@ -196,6 +196,14 @@ std::string SerializeState(const AgentState& state) {
     }
     paths[path] = std::move(by_method);
   }
+  json peers = json::object();
+  for (const auto& [path, p] : state.peers) {
+    peers[path] = json{{"endpoint", p.endpoint},
+                       {"interface", p.interface},
+                       {"last_attempt_ns", p.last_attempt_ns},
+                       {"last_success_ns", p.last_success_ns},
+                       {"last_outcome", p.last_outcome}};
+  }
   const json document{
       {"format", "zcal-state"},
       {"version", kStateVersion},
@@ -204,6 +212,8 @@ std::string SerializeState(const AgentState& state) {
       {"last_success_ns", state.last_success_ns},
       {"host", state.host},
       {"paths", std::move(paths)},
+      {"peers", std::move(peers)},
+      {"peer_round", state.peer_round},
   };
   return document.dump(2) + "\n";
 }
@@ -285,6 +295,42 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
         s.pending = std::move(*pending);
       }
       state.paths[path][*method] = std::move(s);
+    }
+  }
+  // Written since the peers: section; a version-1 file without them is a
+  // state without peers, not an error.
+  if (const auto round = document.find("peer_round");
+      round != document.end() && round->is_number_unsigned()) {
+    state.peer_round = round->get<std::uint64_t>();
+  }
+  if (const auto peers = document.find("peers");
+      peers != document.end() && !peers->is_null()) {
+    if (!peers->is_object()) {
+      return Fail(Errc::kParse, where + ": 'peers' is no object");
+    }
+    for (const auto& [path, entry] : peers->items()) {
+      const std::string at = where + ": peers." + path;
+      if (!path.starts_with(kPeerPathPrefix) || !entry.is_object() ||
+          !entry.value("endpoint", json()).is_string()) {
+        return Fail(Errc::kParse, at + ": not a peer record (a \"peer/ADDR:PORT\" "
+                                       "key with an 'endpoint')");
+      }
+      PeerRecord p;
+      p.endpoint = entry["endpoint"].get<std::string>();
+      if (const auto i = entry.find("interface"); i != entry.end() && i->is_string()) {
+        p.interface = i->get<std::string>();
+      }
+      if (const auto o = entry.find("last_outcome"); o != entry.end() && o->is_string()) {
+        p.last_outcome = o->get<std::string>();
+      }
+      for (const auto& [key, out] :
+           {std::pair{"last_attempt_ns", &p.last_attempt_ns},
+            std::pair{"last_success_ns", &p.last_success_ns}}) {
+        const auto value = RequiredUint(entry, key, at);
+        if (!value) return tl::unexpected(value.error());
+        *out = *value;
+      }
+      state.peers[path] = std::move(p);
     }
   }
   return state;

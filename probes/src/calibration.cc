@@ -149,10 +149,9 @@ Result<CalibrationReport> RunCalibration(
   if (options.target.kind == TargetKind::kPeer) {
     auto opened = OpenPeerSession(options);
     if (!opened) {
-      const Errc code = opened.error().code;
-      const bool keep = code == Errc::kBusy || code == Errc::kPermission ||
-                        code == Errc::kInvalidArgument;
-      return Fail(keep ? code : Errc::kUnsupported,
+      // The codes stay as the session said (busy, key, limit, version,
+      // protocol, unreachable): the agent counts a peer's refusals by them.
+      return Fail(opened.error().code,
                   "no probe could run on path " + options.PathName() + ": " +
                       opened.error().message);
     }
@@ -247,8 +246,21 @@ Result<CalibrationReport> RunCalibration(
       if (discard) {
         sample = RunDiscardProbe(*discard, probe);
       } else if (session) {
-        sample = RunProbeOn(probe, [&session] { return session->OpenData(kPeerConnectTimeout); });
+        std::optional<Error> lost;
+        sample = RunProbeOn(probe, [&session, &lost] {
+          auto data = session->OpenData(kPeerConnectTimeout);
+          if (!data) lost = data.error();
+          return data;
+        });
         peer_bytes_sent += sample.bytes;
+        if (lost) {
+          // The sink no longer takes this session's connections: every
+          // further probe would fail the same way.
+          report.session_lost = true;
+          report.session_error = lost->message;
+          planner.Record(sample);
+          break;
+        }
       } else {
         sample = RunProbe(probe);
       }
@@ -273,12 +285,29 @@ Result<CalibrationReport> RunCalibration(
     planner.Record(sample);
   }
 
+  if (session && !report.session_lost && !report.cancelled &&
+      std::any_of(planner.samples().begin(), planner.samples().end(),
+                  [](const Sample& s) { return s.status == SampleStatus::kFailed; })) {
+    // A probe failed while its connection was open (the peer killed, its
+    // link down mid-send): whether the session is still there decides
+    // whether the failure is the method's or the session's.
+    auto alive = session->OpenData(std::chrono::milliseconds(1000));
+    if (!alive) {
+      report.session_lost = true;
+      report.session_error = alive.error().message;
+    }
+  }
   report.samples = planner.samples();
   report.analysis = planner.Result();
   report.duration_seconds = Seconds(Clock::now() - start).count();
   const bool any_ok = std::any_of(report.samples.begin(), report.samples.end(),
                                   [](const Sample& s) { return s.ok(); });
   if (!any_ok && !report.cancelled) {
+    if (report.session_lost) {
+      return Fail(Errc::kFailed, "the session with the sink of path " + options.PathName() +
+                                     " was lost before a probe measured: " +
+                                     report.session_error);
+    }
     return Fail(Errc::kUnsupported, NoProbeMessage(options, report.samples));
   }
   return report;

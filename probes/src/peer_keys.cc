@@ -95,7 +95,7 @@ Result<KeyRing> LoadKeyFile(const std::string& path) {
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     ring->warnings.push_back("key file " + path + " has mode " + mode +
                              ": its group or others may read the secrets; "
-                             "chmod 600 it (or 640 for a group the agent is in)");
+                             "chmod 600 it, owned by the user the agent runs as");
   }
   return ring;
 }

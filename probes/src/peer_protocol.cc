@@ -1,9 +1,6 @@
 #include "zcal/probes/peer_protocol.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <cstring>
@@ -315,6 +312,18 @@ std::uint16_t NegotiateVersion(const Greeting& greeting,
   return std::min(client_version, greeting.version);
 }
 
+namespace {
+
+// libsodium asks for sodium_init before any other of its functions; it is
+// thread-safe and idempotent, and fails only when the kernel's random
+// source cannot be opened (getrandom(2), /dev/urandom).
+bool SodiumReady() {
+  static const bool ready = sodium_init() >= 0;
+  return ready;
+}
+
+}  // namespace
+
 Mac ComputeMac(std::span<const std::uint8_t> secret, const Nonce& nonce,
                const common::HostPort& client, const common::HostPort& sink,
                const Request& request) {
@@ -325,23 +334,29 @@ Mac ComputeMac(std::span<const std::uint8_t> secret, const Nonce& nonce,
   WriteEndpoint(w, client);
   WriteEndpoint(w, sink);
   WriteRequest(w, request);
+  // libsodium's HMAC-SHA256 takes a key of any length (hashed when longer
+  // than the block, as RFC 2104 says); a secret is at least 32 bytes.
+  (void)SodiumReady();  // HMAC needs no random source: computed regardless
   Mac mac{};
-  unsigned int length = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       message.data(), message.size(), mac.data(), &length);
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, secret.data(), secret.size());
+  crypto_auth_hmacsha256_update(&state, message.data(), message.size());
+  crypto_auth_hmacsha256_final(&state, mac.data());
+  sodium_memzero(&state, sizeof state);
   return mac;
 }
 
 bool MacEqual(const Mac& a, const Mac& b) {
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return sodium_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 Result<void> FillRandom(std::span<std::uint8_t> out) {
-  if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) {
+  if (!SodiumReady()) {
     return Fail(Errc::kIo,
-                "the random number generator (OpenSSL RAND_bytes) could not "
-                "be seeded; check that /dev/urandom or getrandom(2) works");
+                "the random number generator (libsodium) could not be "
+                "initialised; check that getrandom(2) or /dev/urandom works");
   }
+  randombytes_buf(out.data(), out.size());
   return {};
 }
 

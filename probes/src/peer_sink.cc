@@ -2,7 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/crypto.h>
+#include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -335,7 +335,7 @@ struct PeerSink::Loop {
     if (!token) return Refuse(fd, SinkOutcome::kProtocolError, std::nullopt);
     Session* session = nullptr;
     for (Session& s : sessions) {
-      if (CRYPTO_memcmp(s.token.data(), token->data(), token->size()) == 0) session = &s;
+      if (sodium_memcmp(s.token.data(), token->data(), token->size()) == 0) session = &s;
     }
     // A token is good only from the address that opened its session.
     if (session == nullptr || !(session->client == c.client.address)) {
@@ -387,7 +387,10 @@ struct PeerSink::Loop {
       const ssize_t got = ::recv(fd, buffer.get(), buffer_bytes, 0);
       if (got > 0) {
         received += static_cast<std::uint64_t>(got);
-        // (no break on a short read: more may have arrived meanwhile)
+        // A short read took all there was: another would find less than
+        // the low-water mark or nothing (EAGAIN), a system call for no
+        // data. epoll (level-triggered) wakes again at the mark.
+        if (static_cast<std::size_t>(got) < buffer_bytes) break;
         continue;
       }
       if (got < 0 && errno == EINTR) continue;

@@ -44,14 +44,14 @@ probes::CalibrationReport Report(const std::string& path) {
   return report;
 }
 
-std::vector<PathJob> Jobs(std::initializer_list<const char*> names) {
-  std::vector<PathJob> jobs;
+RoundPlan Jobs(std::initializer_list<const char*> names) {
+  RoundPlan plan;
   for (const char* name : names) {
     PathJob job;
     job.options.path_name = name;
-    jobs.push_back(job);
+    plan.jobs.push_back(job);
   }
-  return jobs;
+  return plan;
 }
 
 // A calibration that runs until it is cancelled, like a probe does.
@@ -232,9 +232,9 @@ TEST(CalibrationRunner, WhatAPathLeavesOfItsBudgetGoesToThePathsAfterIt) {
         return Result<probes::CalibrationReport>(Report(options.path_name));
       },
       [&] { notified.Add(); });
-  std::vector<PathJob> jobs = Jobs({"a", "b", "c"});
-  for (PathJob& job : jobs) job.options.budget_seconds = 2;
-  ASSERT_TRUE(runner.Start(std::move(jobs)));
+  RoundPlan plan = Jobs({"a", "b", "c"});
+  for (PathJob& job : plan.jobs) job.options.budget_seconds = 2;
+  ASSERT_TRUE(runner.Start(std::move(plan)));
   ASSERT_TRUE(notified.WaitFor(1));
   ASSERT_TRUE(runner.TakeOutcome().has_value());
   const std::lock_guard lock(mutex);
@@ -259,7 +259,7 @@ TEST(PlanRound, OneJobPerPathSharingTheBudget) {
   config.budget.seconds_per_calibration = 6;
   config.budget.bytes_per_second = 1'000'000;
   config.host_root = "/tmp/root";
-  const std::vector<PathJob> jobs = PlanRound(config);
+  const std::vector<PathJob> jobs = PlanRound(config).jobs;
   ASSERT_EQ(jobs.size(), 2u);
   for (const PathJob& job : jobs) {
     EXPECT_EQ(job.options.target, probes::Target::Loopback());

@@ -3,6 +3,8 @@
 // not translate; otherwise none, with the reason.
 #include "zcal/agent/host_default.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "zcal/agent/host_snapshot.h"
@@ -53,6 +55,37 @@ TEST(HostDefault, TheDefaultRouteNamesTheNic) {
   const HostSnapshot host = On("", config);  // 0.0.0.0/0 via eth0
   ASSERT_TRUE(host.host_default_nic.facts) << host.host_default_nic.why_unknown;
   EXPECT_EQ(host.host_default_nic.facts->name, "eth0");
+}
+
+// A NIC that only peers leave by (eth1, not the default route's) is
+// described under "interface/eth1", for the fleet's per-interface classes;
+// one no kept peer uses any more goes, and an unknown name gets nothing.
+TEST(HostDefault, ThePeersNicsAreDescribedToo) {
+  Config config;
+  HostSnapshot host = On("", config);
+  const auto peer_nics = [&] {
+    std::vector<InterfaceInfo> found;
+    for (const InterfaceInfo& i : host.info.interfaces) {
+      if (i.path.starts_with(kPeerInterfacePathPrefix)) found.push_back(i);
+    }
+    return found;
+  };
+  EXPECT_TRUE(peer_nics().empty());
+  EXPECT_TRUE(DescribePeerInterfaces(host, config, {"eth1", "eth9", ""}));
+  ASSERT_EQ(peer_nics().size(), 1U);
+  EXPECT_EQ(peer_nics()[0].path, "interface/eth1");
+  EXPECT_EQ(peer_nics()[0].interface, "eth1");
+  EXPECT_EQ(peer_nics()[0].iommu_type, "DMA");
+  EXPECT_EQ(peer_nics()[0].speed_bits_per_second, "25000000000");
+  EXPECT_FALSE(DescribePeerInterfaces(host, config, {"eth1"}));  // unchanged
+  EXPECT_TRUE(DescribePeerInterfaces(host, config, {"eth2"}));
+  ASSERT_EQ(peer_nics().size(), 1U);
+  EXPECT_EQ(peer_nics()[0].interface, "eth2");
+  EXPECT_TRUE(DescribePeerInterfaces(host, config, {}));
+  EXPECT_TRUE(peer_nics().empty());
+  // The host default's own entry is not a peer NIC's and stays.
+  EXPECT_TRUE(std::any_of(host.info.interfaces.begin(), host.info.interfaces.end(),
+                          [](const InterfaceInfo& i) { return i.path == kHostDefaultInterfacePath; }));
 }
 
 TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {
@@ -140,7 +173,7 @@ TEST(HostDefault, TheConfigurationCanTurnItOffOrForbidTheEstimate) {
 TEST(HostDefault, EntriesCarryTheEstimatedFlag) {
   Config config;
   const HostSnapshot host = On("eth3", config);
-  const PublishedTable table = BuildEntries(LoopbackAndDiscard(), config, host.host_default_nic);
+  const PublishedTable table = BuildEntries(LoopbackAndDiscard(), config, host.host_default_nic, 0);
   EXPECT_EQ(table.host_default, HostDefaultSource::kEstimated);
   std::size_t defaults = 0;
   for (const PublishedEntry& e : table.entries) {

@@ -94,7 +94,7 @@ TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault
                    100, {});
   Config config;
   config.paths = {PathConfig{}};  // loopback only
-  const PublishedTable table = BuildEntries(state, config, HostDefaultNic{});
+  const PublishedTable table = BuildEntries(state, config, HostDefaultNic{}, 0);
   ASSERT_EQ(table.entries.size(), 2u);
   EXPECT_EQ(table.entries[0].scope, ScopeKind::kLoopback);
   EXPECT_EQ(table.entries[0].method, Method::kMsgZerocopy);
@@ -117,7 +117,7 @@ TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
                    Fresh({Threshold(Method::kUringSendZc, 24576, 0.8)}), 100, {});
   Config config;
   config.host_default.enabled = false;
-  const PublishedTable table = BuildEntries(state, config, HostDefaultNic{});
+  const PublishedTable table = BuildEntries(state, config, HostDefaultNic{}, 0);
   ASSERT_EQ(table.entries.size(), 1u);
   EXPECT_EQ(table.entries[0].scope, ScopeKind::kDiscard);
   EXPECT_EQ(table.host_default, HostDefaultSource::kDisabled);

@@ -62,6 +62,11 @@ std::string AgentConfig(const AgentSettings& s) {
         << "  listen: \"" << s.sink_listen << "\"\n"
         << "  key_file: \"" << s.sink_key_file << "\"\n";
   }
+  if (!s.peers_static.empty()) {
+    out << "peers:\n"
+        << "  static:\n";
+    for (const std::string& peer : s.peers_static) out << "    - \"" << peer << "\"\n";
+  }
   out
       << "log:\n"
       << "  level: debug\n"

@@ -28,6 +28,8 @@ struct AgentSettings {
   /// sink.listen and sink.key_file; "" = no sink section.
   std::string sink_listen;
   std::string sink_key_file;
+  /// peers.static ("ADDR:PORT" each); empty = no peers section.
+  std::vector<std::string> peers_static;
 };
 
 /// The YAML of a configuration with these settings.

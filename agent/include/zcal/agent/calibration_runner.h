@@ -18,10 +18,8 @@
 // the owner goes away is dropped, not written into freed memory, and no
 // std::_Exit or deliberate leak is ever needed.
 //
-// Room for what follows (issues 9 and 10): a round is a list of jobs, each
-// a probes::CalibrationOptions with its own target (loopback, discard, a
-// peer chosen for this round); Probing() tells a sink on another thread to
-// answer BUSY while the agent probes.
+// A round is a list of jobs, each a probes::CalibrationOptions with its own
+// target (loopback, discard), then the peers chosen for this round.
 #pragma once
 
 #include <atomic>
@@ -33,6 +31,7 @@
 #include <vector>
 
 #include "zcal/agent/config.h"
+#include "zcal/agent/peer_discovery.h"
 #include "zcal/common/result.h"
 #include "zcal/probes/calibration.h"
 
@@ -49,20 +48,99 @@ struct PathJob {
   probes::CalibrationOptions options;
 };
 
+/// The peers of a round. They are found on the worker thread (a DNS lookup
+/// blocks for as long as the resolver does), then K of them are chosen by
+/// rendezvous hashing (peer_selection.h) and probed one after another; a
+/// peer that answers busy is followed, after a pause of kPeerBusyPause with
+/// jitter, by the next peer of the ranking not yet asked, up to
+/// kPeerTriesPerSlot peers per slot.
+struct PeerRoundPlan {
+  PeersConfig settings;
+  std::string identity;      ///< this host's, for the rendezvous score
+  std::uint64_t round = 0;   ///< the rendezvous round
+  /// Options of every peer job (target and path name are set per peer);
+  /// budget_seconds is one peer's share.
+  probes::CalibrationOptions base;
+  /// The last discovery, reused while it is younger than settings.refresh
+  /// (`discovered_at`, steady clock).
+  std::optional<Discovery> previous;
+  std::chrono::steady_clock::time_point discovered_at{};
+};
+
+inline constexpr std::chrono::milliseconds kPeerBusyPause{300};  ///< +/- 200 ms
+inline constexpr int kPeerTriesPerSlot = 3;
+
+/// What a round runs: the configured paths, then the peers.
+struct RoundPlan {
+  std::vector<PathJob> jobs;
+  std::optional<PeerRoundPlan> peers;
+};
+
 /// The jobs of a calibration round for `config`: one per configured path,
-/// in configuration order, sharing budget.seconds_per_calibration evenly.
-/// When the round runs, what a path leaves of its share is added, evenly,
-/// to the budgets of the paths after it.
-std::vector<PathJob> PlanRound(const Config& config);
+/// in configuration order, and, with peers configured, K peer slots; all
+/// share budget.seconds_per_calibration evenly. When the round runs, what a
+/// path leaves of its share is added, evenly, to the budgets of the paths
+/// after it (peers excluded: a peer's grant is asked before it starts).
+/// `key` is what peers are shown (LoadPeerKey); `previous` and
+/// `discovered_at` as in PeerRoundPlan.
+RoundPlan PlanRound(const Config& config, std::string identity = {},
+                    std::uint64_t peer_round = 0,
+                    std::optional<probes::peer::PeerKey> key = std::nullopt,
+                    std::optional<Discovery> previous = std::nullopt,
+                    std::chrono::steady_clock::time_point discovered_at = {});
+
+/// The agent's round: PlanRound with this host's identity (HostIdentity),
+/// the next rendezvous round (asked of `next_round` only when peers are
+/// configured) and the peers' key (LoadPeerKey). A key that cannot be read
+/// leaves the round without peers, logged as an error: the other paths
+/// still run.
+RoundPlan PlanAgentRound(const Config& config,
+                         const std::function<std::uint64_t()>& next_round,
+                         std::optional<Discovery> previous,
+                         std::chrono::steady_clock::time_point discovered_at);
+
+/// The key presented to peers: the first of peers.key_file, or of
+/// sink.key_file when that is empty; nullopt when both are empty. kIo or
+/// kParse (naming the file) when it cannot be read.
+Result<std::optional<probes::peer::PeerKey>> LoadPeerKey(const Config& config);
 
 struct PathReport {
   std::string path;  ///< the job's path name
   Result<probes::CalibrationReport> report;
 };
 
+/// One peer asked in a round.
+struct PeerAttempt {
+  std::string path;      ///< "peer/ADDR:PORT"
+  std::string endpoint;  ///< "ADDR:PORT"
+  /// zcal_peer_probes_total's label: success, busy, auth_failed,
+  /// over_limit, unsupported_version, protocol_error, unreachable,
+  /// timeout, vanished, failed (PeerOutcome).
+  std::string outcome;
+  std::string detail;     ///< the error's sentence, "" on success
+  std::string interface;  ///< egress interface, "" when not known
+};
+
+/// How a peer calibration ended, as zcal_peer_probes_total counts it:
+/// a session that did not open by its code (busy, auth_failed, over_limit,
+/// unsupported_version, protocol_error; unreachable or timeout for a
+/// connection that failed or got no answer in time); a report whose
+/// probes all failed, or whose last probes failed for two methods or more
+/// (the session was lost: the peer killed, its link down), is `vanished`,
+/// or `timeout` when the last failure was a deadline; its partial results
+/// are not used. Any other report is `success`.
+std::string PeerOutcome(const Result<probes::CalibrationReport>& report);
+
 /// What a round produced. Jobs after a cancellation are not run.
 struct RoundOutcome {
-  std::vector<PathReport> reports;  ///< in job order
+  /// In job order; for peers, one report per peer that calibrated
+  /// (outcome success), under the peer's path name.
+  std::vector<PathReport> reports;
+  std::vector<PeerAttempt> peer_attempts;  ///< every peer asked, in order
+  /// The discovery this round ran a lookup for (nullopt when it reused the
+  /// previous one, or without peers), and when (steady clock).
+  std::optional<Discovery> discovery;
+  std::chrono::steady_clock::time_point discovered_at{};
   double duration_seconds = 0;      ///< wall time of the whole round
   bool cancelled = false;  ///< a stop was requested, or a probe reported one
 };
@@ -83,7 +161,7 @@ class CalibrationRunner {
 
   /// Starts a round on a new worker. False (nothing started) while the
   /// previous round's outcome has not been taken.
-  bool Start(std::vector<PathJob> jobs);
+  bool Start(RoundPlan plan);
   /// Asks the running round to end; its probes return what they measured
   /// within about a second and the outcome says cancelled. No-op when idle.
   void RequestStop();

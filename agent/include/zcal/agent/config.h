@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zcal/agent/peer_discovery.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/hysteresis.h"
 #include "zcal/calibrator/method.h"
@@ -94,6 +95,30 @@ struct SinkSettings {
   bool operator==(const SinkSettings&) const = default;
 };
 
+/// The peers this agent probes (section `peers:`, docs/peers.md): found
+/// from a static list and a DNS name, K of them per calibration round
+/// chosen by rendezvous hashing (peer_selection.h), the last M results
+/// kept. No static peer and no DNS name = no peer probes (the embedded
+/// default).
+struct PeersConfig {
+  /// The keys presented to peers' sinks; "" = the sink's key_file; both
+  /// empty = no key (only a sink with `auth: none` serves it).
+  std::string key_file;
+  std::vector<common::HostPort> static_peers;  ///< key `static`
+  DnsPeerName dns;  ///< key `dns`, "NAME:PORT"; name "" = none
+  /// How long a DNS answer is used before it is resolved again.
+  std::chrono::milliseconds refresh = std::chrono::seconds(60);
+  std::uint32_t per_calibration = 3;  ///< K, 1..64
+  std::uint32_t keep = 8;             ///< M, per_calibration..256
+  /// A peer result older than this is marked stale: still published under
+  /// its own peer entry, no longer aggregated into its interface's entry
+  /// or the host default.
+  std::chrono::milliseconds stale_after = std::chrono::hours(24);
+
+  bool enabled() const { return !static_peers.empty() || !dns.name.empty(); }
+  bool operator==(const PeersConfig&) const = default;
+};
+
 struct MetricsConfig {
   std::string listen = "127.0.0.1:9464";  ///< empty: no endpoint
 
@@ -117,6 +142,7 @@ struct Config {
   SegmentConfig segment;
   MetricsConfig metrics;
   SinkSettings sink;
+  PeersConfig peers;
   std::string state_path = "/run/zcal/state.json";
   std::string log_level = "info";
   std::string host_root = "/";

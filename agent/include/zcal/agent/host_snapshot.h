@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,15 @@ struct HostSnapshot {
 /// Reads the facts below config.host_root. Never fails: what cannot be read
 /// is left unknown (and named in the facts' notes).
 HostSnapshot CollectHostSnapshot(const Config& config);
+
+/// Describes, in snapshot.info.interfaces (path "interface/NAME"), each of
+/// `names`: the interfaces that kept peers are reached through, so that the
+/// fleet's per-interface classes have the facts of a second NIC too, not
+/// only of the host default's. Entries of names no longer given go; an
+/// interface that cannot be found gets none. Reads below config.host_root.
+/// Returns whether the list changed.
+bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
+                            const std::set<std::string>& names);
 
 /// Where the probes of a configured path send.
 probes::Target ProbeTarget(const PathConfig& path);

@@ -22,6 +22,7 @@
 #include <prometheus/metric_family.h>
 
 #include "zcal/agent/http_server.h"
+#include "zcal/agent/peer_results.h"
 #include "zcal/agent/state.h"
 #include "zcal/calibrator/sample.h"
 
@@ -30,6 +31,12 @@ class PeerSink;
 }  // namespace zcal::probes
 
 namespace zcal::agent {
+
+/// The `path` label of the host default NIC's zcal_interface_info series.
+inline constexpr std::string_view kHostDefaultInterfacePath = "host_default";
+/// The `path` label's prefix of the zcal_interface_info series of an
+/// interface that kept peers are reached through ("interface/eth1").
+inline constexpr std::string_view kPeerInterfacePathPrefix = "interface/";
 
 /// Facts of the egress interface of one path (zcal_interface_info).
 struct InterfaceInfo {
@@ -130,6 +137,16 @@ class Metrics final : public prometheus::Collectable {
   /// reload) are carried over, so that the counters never go down.
   void SetSink(std::shared_ptr<const probes::PeerSink> sink);
 
+  /// Peers (metrics_peers.cc): whether they are configured (without, no
+  /// zcal_peer* series), each peer asked and how it ended (PeerOutcome),
+  /// each discovery (its peers, and DnsFailureName when DNS gave none),
+  /// and, at each publish, the kept peers' staleness and the interface
+  /// aggregates.
+  void SetPeersEnabled(bool enabled);
+  void RecordPeerAttempt(std::string_view outcome);
+  void RecordPeerDiscovery(std::size_t peers, std::string_view failure);
+  void SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
+
   /// The HTTP listener's events (MetricsServer reports them).
   void RecordHttpDrop(HttpDrop drop);
   void RecordHttpResponse(int status);
@@ -144,9 +161,11 @@ class Metrics final : public prometheus::Collectable {
   struct Live;
   class Snapshot;
   class SinkView;
+  class PeerView;
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;
+  std::unique_ptr<PeerView> peers_;
 };
 
 /// Upper bounds of zcal_calibration_duration_seconds, seconds.

@@ -70,8 +70,9 @@ class Publisher {
   /// per method); failed paths are logged; paths and methods no longer
   /// configured (a reload while it ran) are skipped. When at least one path
   /// succeeded, the state takes `host` (as when the round started) and
-  /// `now_ns`, loses its stale flag, and is published and saved. Returns
-  /// whether one succeeded. A cancelled round must not be passed.
+  /// `now_ns`, loses its stale flag, and is published and saved. Peers
+  /// asked are recorded (outcome metrics, their records, the M kept)
+  /// whatever the rest did. Returns whether one path succeeded. A cancelled round must not be passed.
   bool Accept(const RoundOutcome& outcome, const HostSnapshot& host,
               std::uint64_t now_ns);
 
@@ -97,6 +98,10 @@ class Publisher {
   /// the state at once. The segment is switched separately.
   void Reconfigure(const Config& next);
 
+  /// The rendezvous round for the next calibration with peers; each call
+  /// moves on by one (kept in the state, so across restarts too).
+  std::uint64_t NextPeerRound();
+
   const AgentState& state() const { return state_; }
   bool stale() const { return stale_; }
   const std::string& segment_name() const { return config_.segment.name; }
@@ -107,6 +112,11 @@ class Publisher {
             std::unique_ptr<ShmWriter> writer, std::string lock_dir);
   void Save();
   bool AcceptPath(const PathReport& r, std::uint64_t now_ns);
+  // The round's discovery and peer attempts: metrics, log, the peers'
+  // records, and the kept M.
+  void AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns);
+  std::vector<std::string> KeptPaths() const;  // configured and kept peers'
+
 
   Config config_;
   std::shared_ptr<Metrics> metrics_;

@@ -8,6 +8,7 @@
 
 #include "zcal/agent/config.h"
 #include "zcal/agent/host_snapshot.h"
+#include "zcal/agent/peer_results.h"
 #include "zcal/agent/shm_writer.h"
 #include "zcal/agent/state.h"
 #include "zcal/calibrator/decision.h"
@@ -31,16 +32,21 @@ void PruneState(AgentState& state, const Config& config);
 /// What the segment holds, and where its host default comes from.
 struct PublishedTable {
   std::vector<PublishedEntry> entries;
+  /// The peer aggregates behind the interface entries (for the metrics).
+  InterfaceAggregates interfaces;
   HostDefaultSource host_default = HostDefaultSource::kNoPath;
   std::string host_default_explanation;  ///< a sentence (host_default.h)
 };
 
 /// The segment's table: per configured path and zerocopy method one entry
-/// under the path's own scope (loopback, discard), then the host default as
-/// ChooseHostDefault (host_default.h) decides, with `nic` the NIC whose
-/// results it stands for.
+/// under the path's own scope (loopback, discard); per kept peer its
+/// entries under its host prefix (/32, /128); per egress interface the
+/// aggregate of its fresh peer results (AggregatePeers, at `now_ns`); then
+/// the host default as ChooseHostDefault (host_default.h) decides, with
+/// `nic` the NIC whose results it stands for and the aggregate of that
+/// NIC's interface (or of host_default.interface) as its peers.
 PublishedTable BuildEntries(const AgentState& state, const Config& config,
-                            const HostDefaultNic& nic);
+                            const HostDefaultNic& nic, std::uint64_t now_ns);
 
 /// "threshold 16KiB", "always from 1KiB", "never (kernel_copied)",
 /// "inconclusive (noisy)".

@@ -33,6 +33,22 @@ struct MethodState {
   std::optional<calibrator::MethodResult> pending;
 };
 
+/// The path name of a peer's results: "peer/ADDR:PORT" (metric label,
+/// state key, log).
+inline constexpr std::string_view kPeerPathPrefix = "peer/";
+
+/// What is known about one peer besides its results (AgentState::paths
+/// under the peer's path name).
+struct PeerRecord {
+  std::string endpoint;   ///< "ADDR:PORT" or "[V6]:PORT"
+  /// The interface a connection to it left through at the last success
+  /// (peer_discovery.h, EgressInterface); "" when not known.
+  std::string interface;
+  std::uint64_t last_attempt_ns = 0;  ///< CLOCK_REALTIME
+  std::uint64_t last_success_ns = 0;  ///< 0 = never; results are from then
+  std::string last_outcome;  ///< zcal_peer_probes_total's outcome label
+};
+
 struct AgentState {
   std::uint64_t saved_at_ns = 0;         ///< CLOCK_REALTIME when written
   std::uint64_t fingerprint = 0;         ///< host facts of the calibration
@@ -40,6 +56,13 @@ struct AgentState {
   nlohmann::json host = nlohmann::json::object();  ///< facts, for people
   /// path name -> method -> state. Zerocopy methods only.
   std::map<std::string, std::map<calibrator::Method, MethodState>> paths;
+  /// Peer path name -> what is known of it: the peers whose results are
+  /// kept (at most peers.keep with results) and those tried without one.
+  std::map<std::string, PeerRecord> peers;
+  /// Calibration rounds that probed peers; the round of the rendezvous
+  /// choice (peer_selection.h), kept across restarts so that a restarting
+  /// agent moves on to the next peers instead of asking the same again.
+  std::uint64_t peer_round = 0;
 
   bool empty() const { return paths.empty(); }
 };

@@ -77,6 +77,12 @@ struct CalibrationReport {
   double duration_seconds = 0;
   std::size_t probes_run = 0;  ///< probes that sent (unsupported excluded)
   bool cancelled = false;
+  /// A peer path whose session was lost after it was granted (a data
+  /// connection could not be opened: the sink gone, its host unreachable):
+  /// the sweep stopped there, and its samples are a partial measurement.
+  /// `session_error` is the failed connection's sentence.
+  bool session_lost = false;
+  std::string session_error;
 };
 
 /// Checks the options; a sentence naming the bad field, or empty if valid.
@@ -84,12 +90,16 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options);
 
 /// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
 /// sentence of ValidateCalibrationOptions); Errc::kUnsupported when no probe
-/// could run at all (every method unsupported, the peer unreachable, the
-/// sink unable to start), with the reasons. On a peer path the calibration
-/// is one session of the peer's sink (peer_client.h), and its refusals keep
-/// their codes: kBusy (try later or another peer), kPermission (the key),
-/// kInvalidArgument (over the sink's limits). Otherwise the report, whatever
-/// the verdicts. `on_progress` is called on the calling thread before each
+/// could run at all (every method unsupported, the sink unable to start),
+/// with the reasons. On a peer path the calibration is one session of the
+/// peer's sink (peer_client.h), and a session that does not open keeps the
+/// code PeerSession::Open gave: kBusy (try later or another peer),
+/// kPermission (the key), kInvalidArgument (over the sink's limits),
+/// kUnsupported (no common version), kParse (a malformed answer), kFailed
+/// (unreachable, closed, or no answer in time); a session lost after its
+/// grant ends the sweep with session_lost set (and kFailed instead of
+/// kUnsupported when not one probe had measured). Otherwise the report,
+/// whatever the verdicts. `on_progress` is called on the calling thread before each
 /// probe.
 Result<CalibrationReport> RunCalibration(
     const CalibrationOptions& options,

@@ -45,7 +45,7 @@ Result<KeyRing> ParseKeyFile(std::string_view text, std::string_view source);
 /// that its group or others may read gets a warning in the ring.
 Result<KeyRing> LoadKeyFile(const std::string& path);
 
-/// A new key line, `ID HEX` with a 32-byte secret from OpenSSL's CSPRNG.
+/// A new key line, `ID HEX` with a 32-byte secret from libsodium's CSPRNG.
 /// An empty `id` gets a random one ("k" and 8 hex digits).
 /// Errc::kInvalidArgument for an invalid id.
 Result<std::string> NewKeyLine(std::string_view id);

@@ -130,10 +130,10 @@ Mac ComputeMac(std::span<const std::uint8_t> secret, const Nonce& nonce,
                const common::HostPort& client, const common::HostPort& sink,
                const Request& request);
 
-/// Constant-time comparison (OpenSSL's CRYPTO_memcmp).
+/// Constant-time comparison (libsodium's sodium_memcmp).
 bool MacEqual(const Mac& a, const Mac& b);
 
-/// Random bytes from OpenSSL's CSPRNG; kIo when it cannot be seeded.
+/// Random bytes from libsodium's CSPRNG; kIo when it cannot be initialised.
 Result<void> FillRandom(std::span<std::uint8_t> out);
 
 }  // namespace zcal::probes::peer

@@ -1,0 +1,69 @@
+// Peer results in the state: which are kept, which are stale, and their
+// aggregate per egress interface, which the interface entries and the host
+// default are made of (host_default.h, rule 1).
+//
+// Thread safety: pure functions over the values passed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zcal/agent/calibration_runner.h"
+#include "zcal/agent/config.h"
+#include "zcal/agent/state.h"
+#include "zcal/calibrator/method.h"
+
+namespace zcal::agent {
+
+/// This host's identity for the rendezvous choice of peers: its host name
+/// and its non-loopback addresses (OwnAddresses), so that hosts which share
+/// a name (containers, network namespaces of one machine) still rank their
+/// peers differently.
+std::string HostIdentity();
+
+/// True for a path name of a peer ("peer/...").
+bool IsPeerPath(const std::string& path);
+
+/// A peer result older than peers.stale_after at `now_ns` (CLOCK_REALTIME),
+/// or one that never succeeded.
+bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_ns);
+
+/// The kept peers' results through one interface, for one method.
+struct InterfaceAggregate {
+  /// The median result: the results ordered by threshold (`always` by its
+  /// start, `never` above every threshold), the upper of the two middle
+  /// ones for an even count so that ties lean to copying; its
+  /// measured_at_ns is the newest of those aggregated.
+  MethodState state;
+  std::size_t peers = 0;  ///< results aggregated
+  /// Largest minus smallest threshold among them; nullopt with fewer than
+  /// two thresholds.
+  std::optional<std::uint64_t> spread_bytes;
+};
+/// interface -> method -> aggregate.
+using InterfaceAggregates =
+    std::map<std::string, std::map<calibrator::Method, InterfaceAggregate>>;
+
+/// Aggregates, per egress interface, the kept peer results that are fresh
+/// (not PeerStale) and usable (UsableForHostDefault: never a kernel-copied,
+/// failed or inconclusive result). Peers whose interface is unknown are
+/// left out.
+InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config,
+                                   std::uint64_t now_ns);
+
+/// Takes a round's peer attempts into the records: the attempt time and
+/// outcome of every peer asked; for a success also the egress interface
+/// and last_success_ns (the caller merged its results under its path).
+void RecordPeerAttempts(AgentState& state, const std::vector<PeerAttempt>& attempts,
+                        std::uint64_t now_ns);
+
+/// Keeps the peers.keep peers with results that succeeded last (their
+/// records and results), drops records of peers without results, and every
+/// peer when no peers are configured.
+void PrunePeers(AgentState& state, const Config& config);
+
+}  // namespace zcal::agent

@@ -1,0 +1,455 @@
+// The agent's peers (issue 9): the peers: section, the round that asks K
+// peers with a fallback for busy ones, how an attempt is named, the kept M,
+// the per-interface median and what it makes of the segment's table.
+#include <condition_variable>
+#include <mutex>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "zcal/agent/calibration_runner.h"
+#include "zcal/agent/config.h"
+#include "zcal/agent/peer_results.h"
+#include "zcal/agent/results.h"
+#include "zcal/agent/state.h"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+constexpr std::uint64_t kSecond = 1'000'000'000;
+
+Result<Config> Parse(const std::string& peers) {
+  return ParseConfig("peers:\n" + peers, "t.yaml");
+}
+
+TEST(ConfigPeers, AbsentIsNoPeers) {
+  const Config config;
+  EXPECT_FALSE(config.peers.enabled());
+  const Result<Config> empty = ParseConfig("peers:\n", "t.yaml");
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_FALSE(empty->peers.enabled());
+  EXPECT_EQ(DefaultConfig().peers, PeersConfig{}) << "configs/default.yaml agrees";
+}
+
+TEST(ConfigPeers, ReadsEveryKey) {
+  const Result<Config> config = Parse(
+      "  key_file: /etc/zcal/peer.keys\n"
+      "  static: [198.18.0.2:7070, \"[2001:db8::2]:7070\"]\n"
+      "  dns: zcal-peers.zcal.svc.cluster.local:7070\n"
+      "  refresh: 30s\n"
+      "  per_calibration: 2\n"
+      "  keep: 5\n"
+      "  stale_after: 12h\n");
+  ASSERT_TRUE(config) << config.error().message;
+  const PeersConfig& p = config->peers;
+  EXPECT_TRUE(p.enabled());
+  EXPECT_EQ(p.key_file, "/etc/zcal/peer.keys");
+  ASSERT_EQ(p.static_peers.size(), 2u);
+  EXPECT_EQ(common::ToString(p.static_peers[1]), "[2001:db8::2]:7070");
+  EXPECT_EQ(p.dns.name, "zcal-peers.zcal.svc.cluster.local");
+  EXPECT_EQ(p.dns.port, 7070);
+  EXPECT_EQ(p.refresh, std::chrono::seconds(30));
+  EXPECT_EQ(p.per_calibration, 2u);
+  EXPECT_EQ(p.keep, 5u);
+  EXPECT_EQ(p.stale_after, std::chrono::hours(12));
+}
+
+TEST(ConfigPeers, KeepFollowsALargerKWhenNotWritten) {
+  const Result<Config> config = Parse("  dns: a.example:7070\n  per_calibration: 12\n");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->peers.keep, 12u);
+}
+
+TEST(ConfigPeers, EachMistakeIsNamedWithItsKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"  static: [peer.example:7070]\n", "peers.static[0]"},
+      {"  static: [198.18.0.2]\n", "peers.static[0]"},
+      {"  static: [198.18.0.2:7070, 198.18.0.2:7070]\n", "listed twice"},
+      {"  static: 198.18.0.2:7070\n", "peers.static"},
+      {"  dns: 198.18.0.2:7070\n", "peers.dns"},
+      {"  dns: zcal.svc\n", "peers.dns"},
+      {"  dns: a.example:7070\n  per_calibration: 0\n", "peers.per_calibration"},
+      {"  dns: a.example:7070\n  per_calibration: 65\n", "peers.per_calibration"},
+      {"  dns: a.example:7070\n  per_calibration: 2.5\n", "peers.per_calibration"},
+      {"  dns: a.example:7070\n  per_calibration: 4\n  keep: 2\n", "peers.keep"},
+      {"  key_file: peer.keys\n", "not an absolute file path"},
+      {"  refresh: 0s\n", "peers.refresh"},
+      {"  stale_after: 1s\n", "peers.stale_after"},
+      {"  lifetime: 1h\n", "lifetime"},
+  };
+  for (const auto& [text, expected] : cases) {
+    const Result<Config> config = Parse(text);
+    ASSERT_FALSE(config) << text;
+    EXPECT_EQ(config.error().code, Errc::kParse);
+    EXPECT_NE(config.error().message.find(expected), std::string::npos)
+        << text << " -> " << config.error().message;
+    EXPECT_NE(config.error().message.find("t.yaml:"), std::string::npos)
+        << "with its position: " << config.error().message;
+  }
+}
+
+TEST(PeerOutcome, NamesEachWayASessionEnds) {
+  const std::pair<Errc, const char*> refused[] = {
+      {Errc::kBusy, "busy"},
+      {Errc::kPermission, "auth_failed"},
+      {Errc::kInvalidArgument, "over_limit"},
+      {Errc::kUnsupported, "unsupported_version"},
+      {Errc::kParse, "protocol_error"},
+      {Errc::kIo, "failed"},
+  };
+  for (const auto& [code, name] : refused) {
+    EXPECT_EQ(PeerOutcome(Fail(code, "sink 198.18.0.2:7070: said no")), name);
+  }
+  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed, "connect 198.18.0.2:7070: Connection refused")),
+            "unreachable");
+  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed, "sink 198.18.0.2:7070: no answer in time")),
+            "timeout");
+  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed, "connect 198.18.0.2:7070: timed out after 3000 ms,")),
+            "timeout");
+  probes::CalibrationReport report;
+  calibrator::Sample failed;
+  failed.status = calibrator::SampleStatus::kFailed;
+  report.samples = {failed, failed};
+  EXPECT_EQ(PeerOutcome(report), "vanished") << "every probe failed after the grant";
+  calibrator::Sample ok;
+  report.samples.insert(report.samples.begin(), ok);
+  failed.method = Method::kMsgZerocopy;
+  report.samples.push_back(failed);
+  EXPECT_EQ(PeerOutcome(report), "vanished")
+      << "measured, then every method failed: the session was lost";
+  report.samples.back().error = "connect 198.18.0.2:7070: timed out after 3000 ms,";
+  EXPECT_EQ(PeerOutcome(report), "timeout") << "lost to a deadline (a link down)";
+  report.samples = {ok, failed, ok, failed};
+  EXPECT_EQ(PeerOutcome(report), "success")
+      << "one method failing while the others measure is that method's result";
+  report.session_lost = true;
+  report.session_error = "connect 198.18.0.2:7070: failed with ECONNREFUSED";
+  EXPECT_EQ(PeerOutcome(report), "vanished") << "the sink went away after the grant";
+  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed,
+                             "the session with the sink of path peer/x was lost before a "
+                             "probe measured: connect x: timed out after 3000 ms,")),
+            "timeout");
+}
+
+// Runs one round synchronously.
+RoundOutcome RunOnce(const CalibrateFn& calibrate, RoundPlan plan) {
+  std::mutex mutex;
+  std::condition_variable done;
+  bool notified = false;
+  CalibrationRunner runner(calibrate, [&] {
+    const std::lock_guard lock(mutex);
+    notified = true;
+    done.notify_one();
+  });
+  EXPECT_TRUE(runner.Start(std::move(plan)));
+  std::unique_lock lock(mutex);
+  EXPECT_TRUE(done.wait_for(lock, std::chrono::seconds(30), [&] { return notified; }));
+  lock.unlock();
+  std::optional<RoundOutcome> outcome = runner.TakeOutcome();
+  EXPECT_TRUE(outcome);
+  return outcome ? std::move(*outcome) : RoundOutcome{};
+}
+
+Config FivePeers(std::uint32_t k) {
+  Config config;
+  config.paths = {PathConfig{}};
+  for (int i = 1; i <= 5; ++i) {
+    config.peers.static_peers.push_back(
+        *common::ParseHostPort("198.18.9." + std::to_string(i) + ":7070"));
+  }
+  config.peers.per_calibration = k;
+  config.peers.keep = 5;
+  return config;
+}
+
+probes::CalibrationReport OkReport(const std::string& path) {
+  probes::CalibrationReport report;
+  calibrator::Sample ok;
+  ok.path = path;
+  report.samples = {ok};
+  report.analysis.paths[path].path = path;
+  return report;
+}
+
+TEST(PeerRound, AsksKPeersAfterThePathsAndSharesTheBudget) {
+  const Config config = FivePeers(2);
+  const RoundPlan plan = PlanRound(config, "host-a", 0);
+  ASSERT_EQ(plan.jobs.size(), 1u);
+  ASSERT_TRUE(plan.peers);
+  // One path and two peers share the 6 s.
+  EXPECT_DOUBLE_EQ(plan.jobs[0].options.budget_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(plan.peers->base.budget_seconds, 2.0);
+  std::mutex mutex;
+  std::vector<std::string> asked;
+  const RoundOutcome outcome = RunOnce(
+      [&](const probes::CalibrationOptions& o, const auto&) {
+        const std::lock_guard lock(mutex);
+        asked.push_back(o.path_name);
+        return Result<probes::CalibrationReport>(OkReport(o.path_name));
+      },
+      plan);
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_EQ(asked[0], "loopback");
+  EXPECT_TRUE(asked[1].starts_with("peer/198.18.9."));
+  EXPECT_NE(asked[1], asked[2]);
+  ASSERT_EQ(outcome.peer_attempts.size(), 2u);
+  EXPECT_EQ(outcome.peer_attempts[0].outcome, "success");
+  EXPECT_EQ(outcome.reports.size(), 3u) << "the path's and each peer's report";
+  ASSERT_TRUE(outcome.discovery) << "the first round looks the peers up";
+  EXPECT_EQ(outcome.discovery->peers.size(), 5u);
+}
+
+TEST(PeerRound, ABusyPeerIsFollowedByTheNextOfTheRankingAtMostThreeTimes) {
+  const Config config = FivePeers(1);
+  RoundPlan plan = PlanRound(config, "host-a", 0);
+  plan.jobs.clear();
+  std::vector<std::string> asked;
+  const RoundOutcome outcome = RunOnce(
+      [&](const probes::CalibrationOptions& o, const auto&) -> Result<probes::CalibrationReport> {
+        asked.push_back(o.path_name);
+        return Fail(Errc::kBusy, "sink " + o.path_name + ": busy");
+      },
+      plan);
+  ASSERT_EQ(asked.size(), 3u) << "one slot, three tries";
+  EXPECT_EQ(std::set<std::string>(asked.begin(), asked.end()).size(), 3u)
+      << "each peer asked once";
+  ASSERT_EQ(outcome.peer_attempts.size(), 3u);
+  for (const PeerAttempt& a : outcome.peer_attempts) {
+    EXPECT_EQ(a.outcome, "busy");
+    EXPECT_NE(a.detail.find("busy"), std::string::npos);
+  }
+  EXPECT_TRUE(outcome.reports.empty());
+  // The same host and round choose the same first peer; the next round
+  // moves on.
+  std::vector<std::string> again;
+  RoundPlan next = PlanRound(config, "host-a", 1);
+  next.jobs.clear();
+  RunOnce(
+      [&](const probes::CalibrationOptions& o, const auto&) {
+        again.push_back(o.path_name);
+        return Result<probes::CalibrationReport>(OkReport(o.path_name));
+      },
+      next);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_NE(again[0], asked[0]) << "round 1 takes the next rank";
+}
+
+TEST(PeerRound, AnUnreadableKeyFileLeavesTheRoundWithoutPeers) {
+  Config config = FivePeers(2);
+  config.peers.key_file = "/nonexistent/zcal/peer.keys";
+  int asked = 0;
+  const RoundPlan plan = PlanAgentRound(
+      config, [&] { return static_cast<std::uint64_t>(++asked); }, std::nullopt, {});
+  EXPECT_FALSE(plan.peers);
+  EXPECT_EQ(plan.jobs.size(), 1u) << "the paths still run";
+  EXPECT_EQ(asked, 0) << "no rendezvous round is used up";
+  Config none;
+  EXPECT_FALSE(PlanAgentRound(none, [&] { return static_cast<std::uint64_t>(++asked); },
+                              std::nullopt, {})
+                   .peers);
+  EXPECT_EQ(asked, 0);
+  const RoundPlan with = PlanAgentRound(
+      FivePeers(2), [&] { return static_cast<std::uint64_t>(++asked); }, std::nullopt, {});
+  ASSERT_TRUE(with.peers);
+  EXPECT_EQ(with.peers->round, 1u);
+  EXPECT_FALSE(with.peers->identity.empty());
+}
+
+TEST(PeerRound, AFreshDiscoveryIsReusedWithinRefresh) {
+  Config config = FivePeers(1);
+  Discovery previous;
+  previous.peers = {*common::ParseHostPort("198.18.9.77:7070")};
+  RoundPlan plan = PlanRound(config, "host-a", 0, std::nullopt, previous,
+                             std::chrono::steady_clock::now());
+  plan.jobs.clear();
+  std::vector<std::string> asked;
+  const RoundOutcome outcome = RunOnce(
+      [&](const probes::CalibrationOptions& o, const auto&) {
+        asked.push_back(o.path_name);
+        return Result<probes::CalibrationReport>(OkReport(o.path_name));
+      },
+      plan);
+  EXPECT_FALSE(outcome.discovery) << "no lookup within refresh";
+  EXPECT_EQ(asked, std::vector<std::string>{"peer/198.18.9.77:7070"});
+}
+
+MethodResult Threshold(Method method, std::uint64_t bytes) {
+  MethodResult r;
+  r.method = method;
+  r.verdict = Verdict::kThreshold;
+  r.threshold_bytes = bytes;
+  r.confidence = 0.8;
+  return r;
+}
+
+MethodResult Never(Method method, Reason reason) {
+  MethodResult r;
+  r.method = method;
+  r.verdict = Verdict::kNever;
+  r.reason = reason;
+  r.confidence = 1.0;
+  return r;
+}
+
+void AddPeer(AgentState& state, const std::string& endpoint, const std::string& interface,
+             std::uint64_t success_ns, const MethodResult& result) {
+  const std::string path = std::string(kPeerPathPrefix) + endpoint;
+  state.peers[path] = PeerRecord{endpoint, interface, success_ns, success_ns, "success"};
+  state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt};
+}
+
+Config PeersOn() {
+  Config config;
+  config.peers.dns = DnsPeerName{"peers.example", 7070};
+  return config;
+}
+
+TEST(AggregatePeers, TheUpperMedianPerInterfaceWithItsSpread) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.3:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
+  AddPeer(state, "198.18.0.4:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 12288));
+  AddPeer(state, "198.18.0.5:7070", "eth0", now,
+          Never(Method::kMsgZerocopy, Reason::kSlower));
+  AddPeer(state, "198.18.1.2:7070", "eth1", now, Threshold(Method::kMsgZerocopy, 4096));
+  const InterfaceAggregates a = AggregatePeers(state, PeersOn(), now);
+  ASSERT_EQ(a.size(), 2u);
+  const InterfaceAggregate& eth0 = a.at("eth0").at(Method::kMsgZerocopy);
+  EXPECT_EQ(eth0.peers, 4u);
+  // 8, 12, 16 KiB, never: the upper of the middle two is 16 KiB.
+  EXPECT_EQ(eth0.state.published.threshold_bytes, 16384u);
+  EXPECT_EQ(eth0.spread_bytes, 8192u);
+  const InterfaceAggregate& eth1 = a.at("eth1").at(Method::kMsgZerocopy);
+  EXPECT_EQ(eth1.peers, 1u);
+  EXPECT_FALSE(eth1.spread_bytes) << "one threshold has no spread";
+}
+
+TEST(AggregatePeers, LeavesOutStaleCopiedAndUnroutedResults) {
+  AgentState state;
+  Config config = PeersOn();
+  config.peers.stale_after = std::chrono::hours(1);
+  const std::uint64_t now = 100'000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now - 2 * 3600 * kSecond,
+          Threshold(Method::kMsgZerocopy, 8192));  // stale
+  AddPeer(state, "198.18.0.3:7070", "veth0", now,
+          Never(Method::kMsgZerocopy, Reason::kKernelCopied));
+  AddPeer(state, "198.18.0.4:7070", "", now, Threshold(Method::kMsgZerocopy, 8192));
+  EXPECT_TRUE(PeerStale(state.peers.at("peer/198.18.0.2:7070"), config, now));
+  EXPECT_FALSE(PeerStale(state.peers.at("peer/198.18.0.3:7070"), config, now));
+  EXPECT_TRUE(AggregatePeers(state, config, now).empty());
+}
+
+TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
+  AgentState state;
+  Config config = PeersOn();
+  config.peers.keep = 2;
+  AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.3:7070", "eth0", 30, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.4:7070", "eth0", 20, Threshold(Method::kMsgZerocopy, 8192));
+  state.peers["peer/198.18.0.9:7070"] = PeerRecord{"198.18.0.9:7070", "", 40, 0, "busy"};
+  PruneState(state, config);
+  EXPECT_EQ(state.peers.size(), 2u);
+  EXPECT_TRUE(state.peers.contains("peer/198.18.0.3:7070"));
+  EXPECT_TRUE(state.peers.contains("peer/198.18.0.4:7070"));
+  EXPECT_FALSE(state.paths.contains("peer/198.18.0.2:7070")) << "its results go with it";
+  const Config without_peers;
+  PruneState(state, without_peers);
+  EXPECT_TRUE(state.peers.empty()) << "no peers configured, none kept";
+  EXPECT_TRUE(state.paths.empty());
+}
+
+TEST(RecordPeerAttempts, AFailureKeepsTheLastGoodResult) {
+  AgentState state;
+  AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
+  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", "198.18.0.2:7070", "timeout",
+                                         "no answer in time", ""}},
+                     50);
+  const PeerRecord& p = state.peers.at("peer/198.18.0.2:7070");
+  EXPECT_EQ(p.last_attempt_ns, 50u);
+  EXPECT_EQ(p.last_success_ns, 10u);
+  EXPECT_EQ(p.last_outcome, "timeout");
+  EXPECT_EQ(p.interface, "eth0");
+  PruneState(state, PeersOn());
+  EXPECT_TRUE(state.paths.contains("peer/198.18.0.2:7070"));
+}
+
+HostDefaultNic Nic(const std::string& name) {
+  HostDefaultNic nic;
+  nic.facts = probes::InterfaceFacts{};
+  nic.facts->name = name;
+  return nic;
+}
+
+TEST(BuildEntries, PeersGetHostPrefixesAndTheDefaultRouteNicsMedianIsTheHostDefault) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "[2001:db8::3]:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
+  AddPeer(state, "198.18.1.2:7070", "eth1", now, Threshold(Method::kMsgZerocopy, 65536));
+  const PublishedTable table = BuildEntries(state, PeersOn(), Nic("eth0"), now);
+  std::map<std::string, const PublishedEntry*> peers;
+  std::map<std::string, const PublishedEntry*> interfaces;
+  const PublishedEntry* host_default = nullptr;
+  for (const PublishedEntry& e : table.entries) {
+    if (e.scope == ScopeKind::kPeer) peers[e.address] = &e;
+    if (e.scope == ScopeKind::kInterface) interfaces[e.interface] = &e;
+    if (e.scope == ScopeKind::kHostDefault) host_default = &e;
+  }
+  ASSERT_EQ(peers.size(), 3u);
+  EXPECT_EQ(peers.at("198.18.0.2")->prefix_len, 32);
+  EXPECT_EQ(peers.at("2001:db8::3")->prefix_len, 128);
+  EXPECT_EQ(peers.at("198.18.1.2")->threshold_bytes, 65536u);
+  ASSERT_EQ(interfaces.size(), 2u);
+  EXPECT_EQ(interfaces.at("eth0")->threshold_bytes, 16384u);
+  ASSERT_NE(host_default, nullptr);
+  EXPECT_EQ(table.host_default, HostDefaultSource::kPeers);
+  EXPECT_EQ(host_default->threshold_bytes, 16384u) << "eth0 holds the default route";
+  EXPECT_FALSE(host_default->estimated);
+}
+
+TEST(BuildEntries, KernelCopiedPeersAreNeverTheHostDefault) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "veth0", now,
+          Never(Method::kMsgZerocopy, Reason::kKernelCopied));
+  Config config = PeersOn();
+  config.paths = {PathConfig{}};
+  const PublishedTable table = BuildEntries(state, config, Nic("veth0"), now);
+  std::size_t peers = 0;
+  for (const PublishedEntry& e : table.entries) {
+    EXPECT_NE(e.scope, ScopeKind::kHostDefault);
+    EXPECT_NE(e.scope, ScopeKind::kInterface);
+    peers += e.scope == ScopeKind::kPeer ? 1 : 0;
+  }
+  EXPECT_EQ(peers, 1u) << "published for what it measured: its own /32";
+  EXPECT_EQ(table.host_default, HostDefaultSource::kNoPath);
+}
+
+TEST(PeerState, RoundTripsTheRecordsAndTheRound) {
+  AgentState state;
+  AddPeer(state, "198.18.0.2:7070", "eth0", 77, Threshold(Method::kMsgZerocopy, 8192));
+  state.peer_round = 41;
+  const Result<AgentState> back = ParseState(SerializeState(state), "s.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->peer_round, 41u);
+  const PeerRecord& p = back->peers.at("peer/198.18.0.2:7070");
+  EXPECT_EQ(p.endpoint, "198.18.0.2:7070");
+  EXPECT_EQ(p.interface, "eth0");
+  EXPECT_EQ(p.last_success_ns, 77u);
+  EXPECT_EQ(p.last_outcome, "success");
+  const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
+    "fingerprint":"0000000000000000","paths":{},"peers":{"loopback":{"endpoint":"x"}}})";
+  const Result<AgentState> refused = ParseState(bad, "s.json");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("peers.loopback"), std::string::npos)
+      << refused.error().message;
+}
+
+}  // namespace
+}  // namespace zcal::agent
