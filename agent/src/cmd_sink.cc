@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "sink_settings.h"
+#include "zcal/agent/metrics.h"
 #include "zcal/common/units.h"
 
 namespace zcal::agent {
@@ -29,7 +30,8 @@ std::string Summary(const probes::PeerSinkStats& s) {
   return text;
 }
 
-int RunSink(const SinkSettings& settings, const std::string& report_every) {
+int RunSink(const SinkSettings& settings, const std::string& report_every,
+            const std::string& metrics_listen) {
   auto logger = spdlog::stderr_color_mt("zcal-sink");
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_default_logger(logger);
@@ -57,30 +59,51 @@ int RunSink(const SinkSettings& settings, const std::string& report_every) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto sink = probes::PeerSink::Start(*options);
-  if (!sink) {
-    spdlog::error("zcal sink: {}", sink.error().message);
-    return sink.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+  auto started = probes::PeerSink::Start(*options);
+  if (!started) {
+    spdlog::error("zcal sink: {}", started.error().message);
+    return started.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  const std::shared_ptr<probes::PeerSink> sink = std::move(*started);
+  // The same zcal_sink_* series as the agent's sink, and the same bounded
+  // listener (docs/metrics.md, "The HTTP listener"), for hosts that run
+  // the sink alone and are scraped all the same.
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    auto metrics = std::make_shared<Metrics>(ZCAL_VERSION, MetricsRole::kSink);
+    metrics->SetSink(sink);
+    MetricsServerOptions server_options;
+    server_options.setting = "--metrics-listen";
+    server_options.disable_hint = "leave --metrics-listen out";
+    auto server = MetricsServer::Start(metrics_listen, metrics, std::move(server_options));
+    if (!server) {
+      sink->Stop();
+      spdlog::error("zcal sink: {}", server.error().message);
+      return server.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    metrics_server = std::move(*server);
+    spdlog::info("zcal sink: metrics at {}", metrics_server->Url());
   }
   const std::size_t keys = options->keys ? options->keys->keys.size() : 0;
   spdlog::info("zcal sink: serving on {} ({}, {}, at most {} session(s) of {}s)",
-               common::ToString((*sink)->endpoint()),
+               common::ToString(sink->endpoint()),
                keys != 0 ? std::to_string(keys) + " key(s)" : std::string("no authentication"),
                settings.allow.empty() ? std::string("any source")
                                       : std::to_string(settings.allow.size()) + " allowed prefix(es)",
                options->max_sessions, options->max_session_seconds.count());
 
-  probes::PeerSinkStats reported = (*sink)->Stats();
+  probes::PeerSinkStats reported = sink->Stats();
   for (;;) {
     timespec wait{};
     wait.tv_sec = static_cast<time_t>(every->count() / 1000);
     wait.tv_nsec = static_cast<long>(every->count() % 1000) * 1'000'000;
     const int signal = sigtimedwait(&stop_signals, nullptr, &wait);
-    const probes::PeerSinkStats now = (*sink)->Stats();
+    const probes::PeerSinkStats now = sink->Stats();
     if (signal == SIGTERM || signal == SIGINT) {
-      (*sink)->Stop();
+      if (metrics_server) metrics_server->Stop();
+      sink->Stop();
       spdlog::info("zcal sink: stopped by {}; {}", signal == SIGTERM ? "SIGTERM" : "SIGINT",
-                   Summary((*sink)->Stats()));
+                   Summary(sink->Stats()));
       return kExitOk;
     }
     // A line only when something happened, so an idle sink logs nothing.
@@ -97,6 +120,7 @@ int RunSink(const SinkSettings& settings, const std::string& report_every) {
 Command AddSinkCommand(CLI::App& parent) {
   auto settings = std::make_shared<SinkSettings>();
   auto report_every = std::make_shared<std::string>("60s");
+  auto metrics_listen = std::make_shared<std::string>();
   CLI::App* app = parent.add_subcommand(
       "sink",
       "Serve the peer sink that other hosts' zcal agents and `zcal calibrate "
@@ -138,10 +162,16 @@ Command AddSinkCommand(CLI::App& parent) {
   app->add_option("--report-every", *report_every,
                   "Log the counters this often when they changed")
       ->capture_default_str();
+  app->add_option("--metrics-listen", *metrics_listen,
+                  "ADDR:PORT to serve Prometheus metrics on (/metrics: "
+                  "zcal_sink_*, zcal_http_*, zcal_build_info; port 0: any free "
+                  "port); default: none");
   app->footer(
-      "Exit status: 0 stopped by a signal; 1 the address cannot be bound; 2 "
-      "bad options or key file.");
-  return {app, [settings, report_every] { return RunSink(*settings, *report_every); }};
+      "Exit status: 0 stopped by a signal; 1 an address (--listen, "
+      "--metrics-listen) cannot be bound; 2 bad options or key file.");
+  return {app, [settings, report_every, metrics_listen] {
+            return RunSink(*settings, *report_every, *metrics_listen);
+          }};
 }
 
 }  // namespace zcal::agent

@@ -215,11 +215,12 @@ Metrics::Live::Live(const std::string& version) {
                         "Connections open to the metrics listener.");
 }
 
-Metrics::Metrics(std::string version)
+Metrics::Metrics(std::string version, MetricsRole role)
     : live_(std::make_unique<Live>(version)),
       snapshot_(std::make_unique<Snapshot>()),
       sink_(std::make_unique<SinkView>()),
-      peers_(std::make_unique<PeerView>()) {}
+      peers_(std::make_unique<PeerView>()),
+      role_(role) {}
 
 Metrics::~Metrics() = default;
 
@@ -357,6 +358,13 @@ void Metrics::AddHttpOpenConnections(int change) {
 
 std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   std::vector<prometheus::MetricFamily> out = live_->registry.Collect();
+  if (role_ == MetricsRole::kSink) {
+    std::erase_if(out, [](const prometheus::MetricFamily& family) {
+      return family.name != "zcal_build_info" && !family.name.starts_with("zcal_http_");
+    });
+    sink_->AppendTo(out);
+    return out;
+  }
   // prometheus-cpp leaves out a family without series; its HELP and TYPE
   // are still served, as for every other family, so that the reference
   // and what a scrape shows agree before the first failure.

@@ -12,7 +12,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
       common::ParseHostPort(listen, common::PortRule::kZeroAllowed);
   if (!address) {
     return Fail(Errc::kInvalidArgument,
-                "metrics.listen '" + listen +
+                options.setting + " '" + listen +
                     "' is not ADDRESS:PORT, e.g. 127.0.0.1:9464 or "
                     "[::1]:9464");
   }
@@ -37,9 +37,9 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
       return tl::unexpected(server.error());
     }
     return Fail(server.error().code,
-                "metrics.listen " + server.error().message +
-                    "; choose a free port on a local address, or set "
-                    "metrics.listen: \"\" to disable metrics");
+                options.setting + " " + server.error().message +
+                    "; choose a free port on a local address, or " +
+                    options.disable_hint);
   }
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(*server)));
 }

@@ -3,6 +3,7 @@
 // and every bad option.
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent_harness.h"
+#include "test_util.h"
 #include "run_command.h"
 
 namespace zcal::agent::testing {
@@ -162,6 +164,76 @@ TEST_F(SinkCli, AnAddressInUseExitsOne) {
       {ZcalPath(), "sink", "--listen", "127.0.0.1:" + std::to_string(port), "--auth", "none"});
   EXPECT_EQ(r.exit_status, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot listen"));
+}
+
+// The value of the series `name{outcome="OUTCOME"}` in a scrape, or -1.
+double OutcomeValue(const std::string& scrape, const std::string& name,
+                    const std::string& outcome) {
+  const std::string key = name + "{outcome=\"" + outcome + "\"} ";
+  const auto at = scrape.find(key);
+  return at == std::string::npos ? -1 : std::stod(scrape.substr(at + key.size()));
+}
+
+TEST_F(SinkCli, MetricsListenServesTheSinksCountersAndNoAgentSeries) {
+  const int port = StartSink({"--key-file", keys_, "--metrics-listen", "127.0.0.1:0"});
+  ASSERT_GT(port, 0) << sink_->Log();
+  ASSERT_TRUE(sink_->WaitForLog("metrics at http://127.0.0.1:", 5s)) << sink_->Log();
+  const std::string log = sink_->Log();
+  const std::string marker = "metrics at http://127.0.0.1:";
+  const int metrics_port = std::stoi(log.substr(log.find(marker) + marker.size()));
+
+  ASSERT_EQ(Calibrate(port, {"--key-file", keys_}).exit_status, 0);
+  EXPECT_EQ(Calibrate(port, {"--key-file", other_keys_}).exit_status, 3);
+  ASSERT_TRUE(sink_->WaitForLog("auth_failed=1", 5s)) << sink_->Log();
+
+  const auto scrape = HttpGet(metrics_port, "/metrics");
+  ASSERT_TRUE(scrape) << sink_->Log();
+  ASSERT_EQ(scrape->status, 200);
+  const std::string& text = scrape->body;
+  EXPECT_EQ(OutcomeValue(text, "zcal_sink_sessions_total", "served"), 1) << text;
+  EXPECT_EQ(OutcomeValue(text, "zcal_sink_sessions_total", "auth_failed"), 1) << text;
+  EXPECT_EQ(OutcomeValue(text, "zcal_sink_sessions_total", "busy"), 0) << text;
+  const std::string bytes = "\nzcal_sink_bytes_received_total ";  // not its # HELP
+  ASSERT_THAT(text, HasSubstr(bytes));
+  EXPECT_GT(std::stod(text.substr(text.find(bytes) + bytes.size())), 0);
+  EXPECT_THAT(text, HasSubstr("zcal_build_info{"));
+  EXPECT_THAT(text, HasSubstr("zcal_http_responses_total"));
+  // Nothing of an agent: no calibration, heartbeat or published result that
+  // would stand at zero and look like an agent that never calibrates.
+  for (const char* agent_only : {"zcal_calibrations_total", "zcal_heartbeat",
+                                  "zcal_published", "zcal_agent_start_time_seconds",
+                                  "zcal_threshold_bytes", "zcal_peer"}) {
+    EXPECT_THAT(text, ::testing::Not(HasSubstr(agent_only))) << agent_only;
+  }
+  if (access("/usr/bin/promtool", X_OK) == 0) {
+    const auto file = dir_ / "scrape.txt";
+    std::ofstream(file) << text;
+    const CommandResult check =
+        RunCommand({"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + file.string()});
+    EXPECT_EQ(check.exit_status, 0) << check.out;
+  }
+  sink_->Signal(SIGTERM);
+  EXPECT_EQ(sink_->WaitExit(5s), 0) << sink_->Log();
+}
+
+TEST_F(SinkCli, ABadOrBusyMetricsListenIsRefusedNamingTheOption) {
+  CommandResult r = RunCommand({ZcalPath(), "sink", "--listen", "127.0.0.1:0", "--auth", "none",
+                                "--metrics-listen", "localhost:9464"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--metrics-listen 'localhost:9464' is not ADDRESS:PORT"));
+  // A port that one sink's metrics already hold.
+  const int port = StartSink({"--auth", "none", "--metrics-listen", "127.0.0.1:0"});
+  ASSERT_GT(port, 0) << sink_->Log();
+  ASSERT_TRUE(sink_->WaitForLog("metrics at http://127.0.0.1:", 5s)) << sink_->Log();
+  const std::string log = sink_->Log();
+  const std::string marker = "metrics at http://127.0.0.1:";
+  const std::string taken = "127.0.0.1:" + std::to_string(std::stoi(
+                                               log.substr(log.find(marker) + marker.size())));
+  r = RunCommand({ZcalPath(), "sink", "--listen", "127.0.0.1:0", "--auth", "none",
+                  "--metrics-listen", taken});
+  EXPECT_EQ(r.exit_status, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--metrics-listen"));
+  EXPECT_THAT(r.err, HasSubstr("leave --metrics-listen out"));
 }
 
 TEST_F(SinkCli, CalibrateRefusesAKeyFileOffAPeerPath) {

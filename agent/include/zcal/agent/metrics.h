@@ -85,10 +85,19 @@ enum class CalibrationTrigger : std::uint8_t {
 std::string_view CalibrationResultName(CalibrationResult result);
 std::string_view CalibrationTriggerName(CalibrationTrigger trigger);
 
+/// Which series a Metrics serves.
+enum class MetricsRole : std::uint8_t {
+  kAgent,  ///< every series of docs/metrics.md
+  /// A standalone `zcal sink`: zcal_build_info, zcal_sink_* and
+  /// zcal_http_* only, so that no agent series (calibrations, heartbeat,
+  /// published results) stands at zero for a process that has none.
+  kSink,
+};
+
 class Metrics final : public prometheus::Collectable {
  public:
   /// `version` is the zcal version for zcal_build_info.
-  explicit Metrics(std::string version);
+  explicit Metrics(std::string version, MetricsRole role = MetricsRole::kAgent);
   ~Metrics() override;
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -166,6 +175,7 @@ class Metrics final : public prometheus::Collectable {
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;
   std::unique_ptr<PeerView> peers_;
+  MetricsRole role_;
 };
 
 /// Upper bounds of zcal_calibration_duration_seconds, seconds.

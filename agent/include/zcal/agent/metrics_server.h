@@ -19,6 +19,11 @@ struct MetricsServerOptions {
   HttpLimits limits;
   /// Paths served beside /metrics, e.g. "/" and "/api/v1/thresholds".
   std::vector<HttpRoute> routes;
+  /// How the listen address was given, for error messages: the
+  /// configuration key, or a command-line option ("--metrics-listen").
+  std::string setting = "metrics.listen";
+  /// What turns the listener off, as the error's advice.
+  std::string disable_hint = "set metrics.listen: \"\" to disable metrics";
 };
 
 class MetricsServer {
