@@ -115,6 +115,17 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
       colon == std::string::npos ? message : message.substr(colon + 2);
   const std::string key = name.starts_with("sink.") ? name.substr(5) : name;
   const YAML::Node* at = field(key);
+  if (key == "allow" && at != nullptr && at->IsSequence()) {
+    // The prefix that the message quotes, at its own element: in a long
+    // allow-list the list's line alone leaves the reader searching.
+    for (std::size_t i = 0; i < s.allow.size() && i < at->size(); ++i) {
+      if (text.find('"' + s.allow[i] + '"') != std::string::npos ||
+          text.starts_with(s.allow[i] + " can never match")) {
+        reader.Error((*at)[i], name + "[" + std::to_string(i) + "]", text);
+        return;
+      }
+    }
+  }
   reader.Error(at != nullptr ? *at : node, name, text);
 }
 
