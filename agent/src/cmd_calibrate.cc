@@ -255,7 +255,9 @@ int RunCalibrate(const CalibrateArgs& args) {
         {"probes_run", report->probes_run},
         {"samples", report->samples.size()},
         {"cancelled", report->cancelled},
+        {"session_lost", report->session_lost},
     };
+    if (report->session_lost) doc["timings"]["session_error"] = report->session_error;
     doc["size_clamp"] = nullptr;
     if (const auto& clamp = report->max_size_clamp) {
       doc["size_clamp"] = {
@@ -291,6 +293,11 @@ int RunCalibrate(const CalibrateArgs& args) {
   }
   if (report->cancelled) {
     std::cerr << "zcal calibrate: interrupted; the results are partial\n";
+    return kExitFailure;
+  }
+  if (report->session_lost) {
+    std::cerr << "zcal calibrate: the session was lost (" << report->session_error
+              << "); the results are partial, an agent would not use them\n";
     return kExitFailure;
   }
   return kExitOk;
@@ -343,7 +350,8 @@ Command AddCalibrateCommand(CLI::App& parent) {
       ->capture_default_str();
   app->footer(
       "Exit status: 0 calibration completed (whatever the verdicts); 1 "
-      "interrupted or the samples file or the --report page could not be "
+      "interrupted, the peer's session lost mid-calibration (partial "
+      "results), or the samples file or the --report page could not be "
       "written; 2 bad arguments; 3 no probe could run (the message says why "
       "per method, or why the peer's sink refused the session).");
   return {app, [args] { return RunCalibrate(*args); }};

@@ -285,18 +285,30 @@ Result<CalibrationReport> RunCalibration(
     planner.Record(sample);
   }
 
-  if (session && !report.session_lost && !report.cancelled &&
-      std::any_of(planner.samples().begin(), planner.samples().end(),
-                  [](const Sample& s) { return s.status == SampleStatus::kFailed; })) {
-    // A probe failed while its connection was open (the peer killed, its
-    // link down mid-send): whether the session is still there decides
-    // whether the failure is the method's or the session's.
-    auto alive = session->OpenData(std::chrono::milliseconds(1000));
-    if (!alive) {
+  if (session && !report.session_lost && !report.cancelled) {
+    // A sink that ended the session before its client did (its agent
+    // killed, a limit) may have cut the last probe short even where the
+    // probe ended on its clock without a failed send: the session's
+    // results are not used (the peer's last good ones stay).
+    if (auto open = session->StillOpen(); !open) {
       report.session_lost = true;
-      report.session_error = alive.error().message;
+      report.session_error = open.error().message;
+    } else if (std::any_of(planner.samples().begin(), planner.samples().end(),
+                           [](const Sample& s) { return s.status == SampleStatus::kFailed; })) {
+      // A probe failed while its connection was open (the peer killed, its
+      // link down mid-send): whether the session is still there decides
+      // whether the failure is the method's or the session's.
+      auto alive = session->OpenData(std::chrono::milliseconds(1000));
+      if (!alive) {
+        report.session_lost = true;
+        report.session_error = alive.error().message;
+      }
     }
   }
+  // The sink is free for its next client (and its own host's calibration)
+  // once the probes are done, not after the analysis below, which may take
+  // longer than the probes on a short budget.
+  if (session) session->Close();
   report.samples = planner.samples();
   report.analysis = planner.Result();
   report.duration_seconds = Seconds(Clock::now() - start).count();

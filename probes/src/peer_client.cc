@@ -166,6 +166,22 @@ Result<PeerSession> PeerSession::Open(const common::HostPort& sink,
   return session;
 }
 
+Result<void> PeerSession::StillOpen() const {
+  const std::string where = "sink " + common::ToString(sink_);
+  if (!control_) return Fail(Errc::kFailed, where + ": the session is closed");
+  pollfd p{control_.get(), POLLIN | POLLRDHUP, 0};
+  const int ready = ::poll(&p, 1, 0);
+  if (ready < 0) return Fail(Errc::kFailed, where + ": poll: " + common::ErrnoText(errno));
+  if (ready == 0) return {};
+  int error = 0;
+  socklen_t length = sizeof error;
+  ::getsockopt(control_.get(), SOL_SOCKET, SO_ERROR, &error, &length);
+  return Fail(Errc::kFailed,
+              where + " ended the session before its client did" +
+                  (error != 0 ? " (" + common::ErrnoText(error) + ")"
+                              : std::string(" (it closed the control connection)")));
+}
+
 Result<common::UniqueFd> PeerSession::OpenData(std::chrono::milliseconds timeout) const {
   const std::string where = "sink " + common::ToString(sink_) + " (data)";
   if (!control_) return Fail(Errc::kFailed, where + ": the session is closed");

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -234,6 +235,23 @@ TEST_F(SinkCli, ABadOrBusyMetricsListenIsRefusedNamingTheOption) {
   EXPECT_EQ(r.exit_status, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--metrics-listen"));
   EXPECT_THAT(r.err, HasSubstr("leave --metrics-listen out"));
+}
+
+TEST_F(SinkCli, ASinkKilledMidCalibrationExitsOneWithPartialResults) {
+  const int port = StartSink({"--auth", "none"});
+  ASSERT_GT(port, 0) << sink_->Log();
+  auto calibrate = AgentProcess::StartProgram(
+      {ZcalPath(), "calibrate", "--path", "127.0.0.1:" + std::to_string(port), "--budget", "4",
+       "--methods", "copy,uring_send", "--max", "64K"},
+      dir_ / "calibrate.log");
+  // A 4 s budget: one second in, its probes are under way.
+  std::this_thread::sleep_for(1s);
+  sink_->Signal(SIGKILL);
+  const auto status = calibrate->WaitExit(10s);
+  ASSERT_TRUE(status) << calibrate->Log();
+  EXPECT_EQ(*status, 1) << calibrate->Log();
+  EXPECT_THAT(calibrate->Log(), HasSubstr("the session was lost"));
+  EXPECT_THAT(calibrate->Log(), HasSubstr("the results are partial"));
 }
 
 TEST_F(SinkCli, CalibrateRefusesAKeyFileOffAPeerPath) {

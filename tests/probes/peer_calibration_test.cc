@@ -1,7 +1,9 @@
 // A calibration of a peer path: one session of a real PeerSink on loopback,
 // the grant respected by the client, and each refusal with its code.
 #include <chrono>
+#include <future>
 #include <numeric>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -130,6 +132,55 @@ TEST(PeerCalibration, NoSinkThereIsErrcFailedNamingTheAddress) {
   // kFailed, as the session said: the agent counts it as unreachable.
   EXPECT_EQ(report.error().code, Errc::kFailed);
   EXPECT_NE(report.error().message.find(common::ToString(o.target.peer)), std::string::npos);
+}
+
+TEST(PeerSession, SeesTheSinkEndingTheSessionWithoutSendingAByte) {
+  auto sink = StartKeyedSink();
+  ASSERT_TRUE(sink);
+  auto session = PeerSession::Open(sink->endpoint(), TheKey(), {}, 2000ms);
+  ASSERT_TRUE(session) << session.error().message;
+  EXPECT_TRUE(session->StillOpen());
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(session->StillOpen()) << "an idle session the sink holds is open";
+  sink->Stop();
+  bool ended = false;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    if (auto open = session->StillOpen(); !open) {
+      ended = true;
+      EXPECT_EQ(open.error().code, Errc::kFailed);
+      EXPECT_NE(open.error().message.find("ended the session before its client did"),
+                std::string::npos)
+          << open.error().message;
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  EXPECT_TRUE(ended);
+  session->Close();
+  EXPECT_FALSE(session->StillOpen());
+}
+
+TEST(PeerCalibration, ASinkGoneMidCalibrationMarksTheReportLost) {
+  auto sink = StartKeyedSink();
+  ASSERT_TRUE(sink);
+  CalibrationOptions o = PeerOptions(*sink);
+  o.budget_seconds = 3;
+  auto running = std::async(std::launch::async, [&o] { return RunCalibration(o); });
+  ASSERT_TRUE(sink->WaitFor([](const PeerSinkStats& s) { return s.bytes_received > 0; },
+                            3000ms));
+  sink.reset();  // as when its process ends: the listener closes too
+  const Result<CalibrationReport> report = running.get();
+  EXPECT_LT(report ? report->duration_seconds : 0.0, 2.5)
+      << "the sweep stops at the loss, not at its budget";
+  // Lost with some probes measured: a report marked lost; before any: kFailed.
+  if (report) {
+    EXPECT_TRUE(report->session_lost);
+    EXPECT_FALSE(report->session_error.empty());
+  } else {
+    EXPECT_EQ(report.error().code, Errc::kFailed) << report.error().message;
+    EXPECT_NE(report.error().message.find("was lost"), std::string::npos)
+        << report.error().message;
+  }
 }
 
 }  // namespace

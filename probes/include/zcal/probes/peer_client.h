@@ -49,6 +49,13 @@ class PeerSession {
   std::uint64_t granted_bytes() const { return granted_bytes_; }
   const common::HostPort& sink() const { return sink_; }
 
+  /// Whether the sink still holds the session: kFailed (naming the sink)
+  /// when it closed or reset the control connection (its process ended,
+  /// or it ended the session over a limit), else success. The sink never
+  /// writes on the control connection after its answer, so anything
+  /// readable there is its end. Does not block.
+  Result<void> StillOpen() const;
+
   /// Ends the session: closes the control connection. Idempotent.
   void Close() { control_.Reset(); }
 
