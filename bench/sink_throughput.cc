@@ -9,10 +9,11 @@
 //            runs the receive path), so that the sink is judged against a
 //            reference that batches its wakeups as it does
 //   uring    a reference: io_uring recv, several buffers in flight
-// Prints GB/s of each, the sink's ratio to the best reference (target
-// >= 0.95), the receivers' CPU per byte (the process's CPU less the
-// sender's thread), and then the handshake's cost per session (target
-// <= 5 ms).
+// Prints GB/s of each, the sink's ratio to each reference round by round
+// (target >= 0.95) beside a control (the recv reference run twice in a
+// round: how far two identical receivers land apart here), the
+// receivers' CPU per byte (the process's CPU less the sender's thread),
+// and then the handshake's cost per session (target <= 5 ms).
 //
 //   sink_throughput [SIZE_BYTES] [SECONDS_PER_RUN] [ROUNDS] [METHOD]
 #include <liburing.h>
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
 
   std::vector<double> sink_gbps, recv_gbps, wait_gbps, uring_gbps, sink_cpu, recv_cpu, wait_cpu,
       uring_cpu, ratios;
+  // Pairwise, round by round: the sink against each reference, and the
+  // control, the recv reference against itself (a second run in the same
+  // round): how far two identical receivers land apart on this machine.
+  std::vector<double> vs_recv, vs_lowat, vs_uring, control;
   std::printf("round  sink GB/s  recv GB/s  lowat GB/s  uring GB/s  sink/best   "
               "(%s, %llu B, %.1f s each)\n",
               std::string(zcal::calibrator::MethodName(*method)).c_str(),
@@ -204,15 +209,20 @@ int main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     // The four receivers in a rotating order, so that none always runs
     // first (after a pause) or last.
-    Run s{}, r{}, w{}, u{};
-    for (int k = 0; k < 4; ++k) {
-      switch ((round + k) % 4) {
+    Run s{}, r{}, w{}, u{}, r2{};
+    for (int k = 0; k < 5; ++k) {
+      switch ((round + k) % 5) {
         case 0: s = MeasureSink(**sink, probe, seconds); break;
         case 1: r = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
         case 2: w = MeasureReference(probe, options.read_bytes, Reference::kLowWater); break;
         case 3: u = MeasureReference(probe, options.read_bytes, Reference::kUring); break;
+        case 4: r2 = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
       }
     }
+    vs_recv.push_back(s.gbps / r.gbps);
+    vs_lowat.push_back(s.gbps / w.gbps);
+    vs_uring.push_back(s.gbps / u.gbps);
+    control.push_back(r2.gbps / r.gbps);
     // The ratio within one round: the four ran within a few seconds of each
     // other, so a shared machine's slower minutes move all of them alike.
     const double ratio = s.gbps / std::max({r.gbps, w.gbps, u.gbps});
@@ -235,8 +245,13 @@ int main(int argc, char** argv) {
               Median(sink_gbps) / best_ref);
   std::sort(ratios.begin(), ratios.end());
   std::printf("per round, sink / best reference of that round: median %.3f, min %.3f, max %.3f "
-              "(target >= 0.95)\n",
+              "(biased low: the best of three noisy figures)\n",
               Median(ratios), ratios.front(), ratios.back());
+  std::printf("per round, pairwise medians (target >= 0.95): sink/recv %.3f, sink/lowat %.3f, "
+              "sink/uring %.3f; control recv/recv %.3f (spread %.3f to %.3f)\n",
+              Median(vs_recv), Median(vs_lowat), Median(vs_uring), Median(control),
+              *std::min_element(control.begin(), control.end()),
+              *std::max_element(control.begin(), control.end()));
   std::printf("receiver CPU per byte (process less the sender's thread): sink %.3f, recv %.3f, "
               "lowat %.3f, uring %.3f ns/B\n",
               Median(sink_cpu), Median(recv_cpu), Median(wait_cpu), Median(uring_cpu));
