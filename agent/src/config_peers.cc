@@ -6,6 +6,7 @@
 
 #include "config_sections.h"
 #include "zcal/common/address.h"
+#include "zcal/probes/peer_keys.h"
 
 namespace zcal::agent {
 namespace {
@@ -67,11 +68,19 @@ void ReadPeers(ConfigReader& reader, const YAML::Node& node, Config& config) {
   };
   if (const YAML::Node* value = field("key_file");
       value != nullptr && reader.String(*value, "peers.key_file", p.key_file) &&
-      !p.key_file.empty() && p.key_file.front() != '/') {
-    reader.Error(*value, "peers.key_file",
-                 "'" + p.key_file +
-                     "' is not an absolute file path; write one such as "
-                     "/etc/zcal/peer.keys");
+      !p.key_file.empty()) {
+    if (p.key_file.front() != '/') {
+      reader.Error(*value, "peers.key_file",
+                   "'" + p.key_file +
+                       "' is not an absolute file path; write one such as "
+                       "/etc/zcal/peer.keys");
+    } else if (Result<probes::peer::KeyRing> ring = probes::peer::LoadKeyFile(p.key_file);
+               !ring) {
+      // Read as the sink's key file is: a file that cannot be used shows
+      // at start or reload, not as a failed peer round hours later. Each
+      // round reads it again, so a rotated file is taken without a reload.
+      reader.Error(*value, "peers.key_file", ring.error().message);
+    }
   }
   if (const YAML::Node* value = field("static")) ReadStatic(reader, *value, p);
   if (const YAML::Node* value = field("dns")) {

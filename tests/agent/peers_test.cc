@@ -1,7 +1,11 @@
 // The agent's peers (issue 9): the peers: section, the round that asks K
 // peers with a fallback for busy ones, how an attempt is named, the kept M,
 // the per-interface median and what it makes of the segment's table.
+#include <unistd.h>
+
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 
@@ -36,9 +40,28 @@ TEST(ConfigPeers, AbsentIsNoPeers) {
   EXPECT_EQ(DefaultConfig().peers, PeersConfig{}) << "configs/default.yaml agrees";
 }
 
+// A key file of one key, mode 0600, removed at the end of the test.
+class KeyFile {
+ public:
+  KeyFile() : path_(std::filesystem::temp_directory_path() /
+                    ("zcal-peers-test-" + std::to_string(::getpid()) + ".keys")) {
+    std::ofstream(path_) << "fleet-1 " << std::string(64, 'a') << "\n";
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_read |
+                                            std::filesystem::perms::owner_write);
+  }
+  ~KeyFile() { std::filesystem::remove(path_); }
+  KeyFile(const KeyFile&) = delete;
+  KeyFile& operator=(const KeyFile&) = delete;
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
 TEST(ConfigPeers, ReadsEveryKey) {
+  const KeyFile keys;
   const Result<Config> config = Parse(
-      "  key_file: /etc/zcal/peer.keys\n"
+      "  key_file: " + keys.path() + "\n"
       "  static: [198.18.0.2:7070, \"[2001:db8::2]:7070\"]\n"
       "  dns: zcal-peers.zcal.svc.cluster.local:7070\n"
       "  refresh: 30s\n"
@@ -48,7 +71,7 @@ TEST(ConfigPeers, ReadsEveryKey) {
   ASSERT_TRUE(config) << config.error().message;
   const PeersConfig& p = config->peers;
   EXPECT_TRUE(p.enabled());
-  EXPECT_EQ(p.key_file, "/etc/zcal/peer.keys");
+  EXPECT_EQ(p.key_file, keys.path());
   ASSERT_EQ(p.static_peers.size(), 2u);
   EXPECT_EQ(common::ToString(p.static_peers[1]), "[2001:db8::2]:7070");
   EXPECT_EQ(p.dns.name, "zcal-peers.zcal.svc.cluster.local");
@@ -78,6 +101,7 @@ TEST(ConfigPeers, EachMistakeIsNamedWithItsKey) {
       {"  dns: a.example:7070\n  per_calibration: 2.5\n", "peers.per_calibration"},
       {"  dns: a.example:7070\n  per_calibration: 4\n  keep: 2\n", "peers.keep"},
       {"  key_file: peer.keys\n", "not an absolute file path"},
+      {"  key_file: /nonexistent/zcal/peer.keys\n", "cannot open the key file"},
       {"  refresh: 0s\n", "peers.refresh"},
       {"  stale_after: 1s\n", "peers.stale_after"},
       {"  lifetime: 1h\n", "lifetime"},
