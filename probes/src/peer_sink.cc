@@ -5,7 +5,9 @@
 #include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +25,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using peer::AnswerCode;
 
-// Reads per data connection per wakeup, so that one fast sender cannot
-// starve the others (or the handshakes).
-constexpr int kReadsPerWakeup = 16;
+// A data connection is read with blocking reads for as long as its data
+// keep coming, up to kDataTurn, so that one fast sender cannot starve the
+// others (or the handshakes); kDataReadWait without data ends a turn early.
+// Why blocking: a thread waiting inside recv(2) owns the socket, so the
+// segments that arrive meanwhile are queued to its backlog and processed
+// by the reader. Between epoll wakeups nobody owns it, and on loopback the
+// sender's own softirq then runs the whole receive path: the sender is
+// charged the receiver's work and the sink caps what it measures (64 KiB
+// uring_send probes reached 0.64x of a blocking SO_RCVLOWAT loop here with
+// one read per epoll wakeup; bench/sink_throughput).
+constexpr auto kDataTurn = std::chrono::milliseconds(20);
+constexpr int kDataReadWaitUs = 5000;
 // Data connections one session may hold open at once: a probe uses one,
 // and a client that opens many is over a limit.
 constexpr std::size_t kDataConnectionsPerSession = 4;
@@ -351,6 +362,11 @@ struct PeerSink::Loop {
     // The end of the stream (EOF) wakes regardless.
     const int low_water = static_cast<int>(buffer_bytes / 2);
     ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &low_water, sizeof low_water);
+    // Blocking from here on, each read bounded by kDataReadWait (see
+    // kDataTurn); the handshake before it was read without blocking.
+    const timeval wait{0, kDataReadWaitUs};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     c.kind = Kind::kData;
     c.session = session->id;
     c.last_data = Clock::now();
@@ -383,14 +399,14 @@ struct PeerSink::Loop {
   void OnDataReadable(int fd, Connection& c) {
     std::uint64_t received = 0;
     bool closed = false;
-    for (int k = 0; k < kReadsPerWakeup; ++k) {
+    const auto turn_end = Clock::now() + kDataTurn;
+    for (;;) {
+      // Returns at the low-water mark, at EOF, or after kDataReadWait with
+      // what there is (EAGAIN when nothing came).
       const ssize_t got = ::recv(fd, buffer.get(), buffer_bytes, 0);
       if (got > 0) {
         received += static_cast<std::uint64_t>(got);
-        // A short read took all there was: another would find less than
-        // the low-water mark or nothing (EAGAIN), a system call for no
-        // data. epoll (level-triggered) wakes again at the mark.
-        if (static_cast<std::size_t>(got) < buffer_bytes) break;
+        if (Clock::now() >= turn_end) break;
         continue;
       }
       if (got < 0 && errno == EINTR) continue;
