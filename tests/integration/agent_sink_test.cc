@@ -8,12 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "agent_harness.h"
 #include "test_util.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/probes/peer_client.h"
 
 namespace zcal::agent::testing {
@@ -87,6 +92,90 @@ TEST(AgentSink, ServesACalibrationAndCountsItInTheMetrics) {
   EXPECT_GT(*bytes, 0.0);
   std::printf("sink served 1 session, %.0f bytes received\n", *bytes);
   EXPECT_EQ(SeriesValue(after->body, "zcal_sink_sessions_open"), 0.0);
+
+  agent->Signal(SIGTERM);
+  EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
+}
+
+std::size_t Entries(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+std::uint64_t Heartbeat(const std::string& segment) {
+  const CommandResult show = RunCommand({ZcalBinary(), "show", "--segment", segment, "--json"});
+  if (show.status != 0) return 0;
+  return nlohmann::json::parse(show.out).at("heartbeat_ns").get<std::uint64_t>();
+}
+
+// 500 connections at once against the agent's own sink: its file
+// descriptors and threads stay bounded, its heartbeat and metrics go on,
+// and a legitimate probe is served afterwards.
+TEST(AgentSink, FiveHundredConnectionsLeaveTheAgentBeatingAndAProbeServedAfter) {
+  TempDir dir;
+  const std::filesystem::path keys = MakeKeyFile(dir);
+  const int port = FreePort();
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = dir.path() / "state.json";
+  settings.at_startup = false;
+  settings.sink_listen = "127.0.0.1:" + std::to_string(port);
+  settings.sink_key_file = keys.string();
+  SegmentCleanup cleanup(settings.segment);
+  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
+  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  ASSERT_TRUE(agent->WaitForLog("serving the peer sink on", milliseconds(20'000)))
+      << agent->Log();
+  const std::filesystem::path proc = "/proc/" + std::to_string(agent->pid());
+  const std::size_t fds_before = Entries(proc / "fd");
+  const std::size_t threads_before = Entries(proc / "task");
+
+  sockaddr_in sink{};
+  sink.sin_family = AF_INET;
+  sink.sin_port = htons(static_cast<std::uint16_t>(port));
+  sink.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<common::UniqueFd> clients;
+  for (int i = 0; i < 500; ++i) {
+    common::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(fd) << "socket " << i;
+    (void)::connect(fd.get(), reinterpret_cast<const sockaddr*>(&sink), sizeof sink);
+    clients.push_back(std::move(fd));
+  }
+  // Held (silent) for longer than the heartbeat's period many times over.
+  const std::uint64_t beat_before = Heartbeat(settings.segment);
+  std::size_t most_fds = 0;
+  double most_open = 0;
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    most_fds = std::max(most_fds, Entries(proc / "fd"));
+    const auto metrics = HttpGet(agent->MetricsPort(), "/metrics");
+    ASSERT_TRUE(metrics) << "a scrape while 500 connections are held\n" << agent->Log();
+    most_open = std::max(most_open,
+                         SeriesValue(metrics->body, "zcal_sink_connections_open").value_or(-1));
+  }
+  const std::uint64_t beat_after = Heartbeat(settings.segment);
+  EXPECT_GT(beat_after, beat_before) << "the heartbeat went on";
+  EXPECT_LE(most_open, 64.0) << "sink.max_connections";
+  // The sink's 64 sockets, and a few the metrics listener and `zcal show`
+  // hold for a moment: nowhere near one per client.
+  EXPECT_LE(most_fds, fds_before + 64 + 8) << fds_before;
+  EXPECT_EQ(Entries(proc / "task"), threads_before) << "no thread per client";
+  std::printf("500 connections held: agent fds %zu -> at most %zu, sink sockets at most %.0f, "
+              "threads %zu\n",
+              fds_before, most_fds, most_open, threads_before);
+  clients.clear();
+
+  const CommandResult calibrate =
+      RunCommand({ZcalBinary(), "calibrate", "--path", settings.sink_listen, "--key-file",
+                  keys.string(), "--budget", "1", "--methods", "copy,uring_send"});
+  EXPECT_EQ(calibrate.status, 0) << calibrate.err << agent->Log();
+  const auto metrics = HttpGet(agent->MetricsPort(), "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(SeriesValue(metrics->body, "zcal_sink_sessions_total{outcome=\"served\"}"), 1.0);
+  EXPECT_GT(SeriesValue(metrics->body, "zcal_sink_sessions_total{outcome=\"limit\"}").value_or(0),
+            0.0)
+      << "the connections over the limit were counted\n" << metrics->body;
 
   agent->Signal(SIGTERM);
   EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
