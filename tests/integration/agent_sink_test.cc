@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,6 +98,27 @@ TEST(AgentSink, ServesACalibrationAndCountsItInTheMetrics) {
   EXPECT_EQ(agent->WaitExit(milliseconds(10'000)), 0) << agent->Log();
 }
 
+// An agent that serves a keyed sink on a free loopback port and does not
+// calibrate on its own (while it probes, its sink answers busy).
+struct KeyedSinkAgent {
+  KeyedSinkAgent() : keys(MakeKeyFile(dir)), port(FreePort()) {
+    settings.segment = UniqueSegment();
+    settings.state = dir.path() / "state.json";
+    settings.at_startup = false;
+    settings.sink_listen = "127.0.0.1:" + std::to_string(port);
+    settings.sink_key_file = keys.string();
+    cleanup = std::make_unique<SegmentCleanup>(settings.segment);
+    WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
+    agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  }
+  TempDir dir;
+  std::filesystem::path keys;
+  int port;
+  AgentSettings settings;
+  std::unique_ptr<SegmentCleanup> cleanup;
+  std::unique_ptr<AgentProcess> agent;
+};
+
 std::size_t Entries(const std::filesystem::path& dir) {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
@@ -113,18 +135,11 @@ std::uint64_t Heartbeat(const std::string& segment) {
 // descriptors and threads stay bounded, its heartbeat and metrics go on,
 // and a legitimate probe is served afterwards.
 TEST(AgentSink, FiveHundredConnectionsLeaveTheAgentBeatingAndAProbeServedAfter) {
-  TempDir dir;
-  const std::filesystem::path keys = MakeKeyFile(dir);
-  const int port = FreePort();
-  AgentSettings settings;
-  settings.segment = UniqueSegment();
-  settings.state = dir.path() / "state.json";
-  settings.at_startup = false;
-  settings.sink_listen = "127.0.0.1:" + std::to_string(port);
-  settings.sink_key_file = keys.string();
-  SegmentCleanup cleanup(settings.segment);
-  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
-  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  KeyedSinkAgent started;
+  const std::filesystem::path& keys = started.keys;
+  const int port = started.port;
+  const AgentSettings& settings = started.settings;
+  auto& agent = started.agent;
   ASSERT_TRUE(agent->WaitForLog("serving the peer sink on", milliseconds(20'000)))
       << agent->Log();
   const std::filesystem::path proc = "/proc/" + std::to_string(agent->pid());
@@ -182,18 +197,10 @@ TEST(AgentSink, FiveHundredConnectionsLeaveTheAgentBeatingAndAProbeServedAfter) 
 }
 
 TEST(AgentSink, TheAgentDoesNotCalibrateWhileItsSinkServesAPeer) {
-  TempDir dir;
-  const std::filesystem::path keys = MakeKeyFile(dir);
-  const int port = FreePort();
-  AgentSettings settings;
-  settings.segment = UniqueSegment();
-  settings.state = dir.path() / "state.json";
-  settings.at_startup = false;
-  settings.sink_listen = "127.0.0.1:" + std::to_string(port);
-  settings.sink_key_file = keys.string();
-  SegmentCleanup cleanup(settings.segment);
-  WriteFile(dir.path() / "agent.yaml", AgentConfig(settings));
-  auto agent = AgentProcess::Start(dir.path() / "agent.yaml", dir.path() / "agent.log");
+  KeyedSinkAgent started;
+  const std::filesystem::path& keys = started.keys;
+  const int port = started.port;
+  auto& agent = started.agent;
   ASSERT_TRUE(agent->WaitForLog("serving the peer sink on", milliseconds(20'000)))
       << agent->Log();
 
