@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "method_results.h"
+
 #include "zcal/agent/calibration_runner.h"
 #include "zcal/agent/config.h"
 #include "zcal/agent/peer_results.h"
@@ -302,23 +304,8 @@ TEST(PeerRound, AFreshDiscoveryIsReusedWithinRefresh) {
   EXPECT_EQ(asked, std::vector<std::string>{"peer/198.18.9.77:7070"});
 }
 
-MethodResult Threshold(Method method, std::uint64_t bytes) {
-  MethodResult r;
-  r.method = method;
-  r.verdict = Verdict::kThreshold;
-  r.threshold_bytes = bytes;
-  r.confidence = 0.8;
-  return r;
-}
-
-MethodResult Never(Method method, Reason reason) {
-  MethodResult r;
-  r.method = method;
-  r.verdict = Verdict::kNever;
-  r.reason = reason;
-  r.confidence = 1.0;
-  return r;
-}
+using testing::Never;
+using testing::Threshold;
 
 void AddPeer(AgentState& state, const std::string& endpoint, const std::string& interface,
              std::uint64_t success_ns, const MethodResult& result) {

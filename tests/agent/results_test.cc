@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "method_results.h"
+
 namespace zcal::agent {
 namespace {
 
@@ -10,23 +12,8 @@ using calibrator::MethodResult;
 using calibrator::Reason;
 using calibrator::Verdict;
 
-MethodResult Threshold(Method method, std::uint64_t bytes, double confidence) {
-  MethodResult r;
-  r.method = method;
-  r.verdict = Verdict::kThreshold;
-  r.threshold_bytes = bytes;
-  r.confidence = confidence;
-  return r;
-}
-
-MethodResult Never(Method method, Reason reason) {
-  MethodResult r;
-  r.method = method;
-  r.verdict = Verdict::kNever;
-  r.reason = reason;
-  r.confidence = 1.0;
-  return r;
-}
+using testing::Never;
+using testing::Threshold;
 
 calibrator::PathResult Fresh(std::initializer_list<MethodResult> results) {
   calibrator::PathResult path;
