@@ -6,9 +6,10 @@ run the probes, the wall seconds (of the whole command, as a user waits for
 it, and the calibration's own), the load average, and per zerocopy method
 its verdict, threshold, 95 % interval (relative to the threshold), what the
 threshold may cost over the best one (regret_excess, 95 %), the rule, and
-whether it reached the planner's stated resolution (interval within 1/8 of
-the threshold, or regret_excess within 0.05 percentage points; flagged
-when the model has exceptions, whose own noise the interval leaves out).
+whether it reached the planner's stated resolution (model: interval within
+1/8 of the threshold, or regret_excess within 0.05 percentage points;
+per-size rule: the bracket of probed sizes within 1/8, and both of its
+comparisons decisive or regret_excess within 0.05 pp).
 Ends with a summary per budget. A larger budget that changes nothing shows that the
 planner, not the budget, ends the calibration.
 
@@ -53,16 +54,25 @@ def run_once(zcal, budget):
         if t and low and high and interval.get("level", 0) > 0:
             half = max(t / low, high / t) - 1
         excess = r.get("regret_excess")
-        # A threshold that an exception (a size decided by its own
-        # comparison) pins gets an interval and regret_excess without that
-        # size's own noise: the bootstrap holds its cost fixed.
-        pinned = bool((r.get("model") or {}).get("exceptions")) and r.get("rule") == "model"
-        resolved = ((half is not None and half <= RESOLUTION) or
-                    (excess is not None and excess <= REGRET_RESOLUTION))
+        exceptions = len((r.get("model") or {}).get("exceptions") or [])
+        if r.get("rule") == "per_size":
+            # The per-size rule's interval is the bracket between the
+            # probed size below the threshold and it (level 0): at the
+            # planner's resolution when it is within 1/8 and either both
+            # comparisons at its ends are decisive or the threshold costs
+            # at most 0.05 pp over the best (the per-size bootstrap).
+            ends = [c for c in r.get("sizes", []) if c["size"] in (low, t)]
+            bracket = (t / low - 1) if t and low else None
+            decided = ((len(ends) == 2 and all(c["decisive"] for c in ends)) or
+                       (excess is not None and excess <= REGRET_RESOLUTION))
+            resolved = bracket is not None and bracket <= RESOLUTION and decided
+        else:
+            resolved = ((half is not None and half <= RESOLUTION) or
+                        (excess is not None and excess <= REGRET_RESOLUTION))
         run["methods"][name] = {
             "verdict": r["verdict"], "threshold": t, "low": low, "high": high,
             "level": interval.get("level"), "half": half, "excess": excess,
-            "rule": r.get("rule"), "resolved": resolved, "pinned": pinned,
+            "rule": r.get("rule"), "resolved": resolved, "exceptions": exceptions,
             "rule_detail": r.get("rule_detail", "")}
     return run
 
@@ -80,7 +90,7 @@ def describe(m):
     return (f"{m['verdict']:<12} {str(m['threshold']):>6}  {interval:<32} "
             f"excess {excess:<10} {m['rule'] or '-':<8} "
             f"{'at resolution' if m['resolved'] else ''}"
-            f"{' (exceptions in the model: interval without their noise)' if m['pinned'] else ''}")
+            f"{' (' + str(m['exceptions']) + ' exception(s) in the model)' if m['exceptions'] else ''}")
 
 
 def main():
@@ -117,12 +127,10 @@ def main():
             halves = [m["half"] for m in ms if m["half"] is not None]
             thresholds = [m["threshold"] for m in ms if m["threshold"]]
             resolved = sum(m["resolved"] for m in ms)
-            pinned = sum(m["resolved"] and m["pinned"] for m in ms)
             per_size = sum(m["rule"] == "per_size" for m in ms)
             print(f"  {name:<20} thresholds {thresholds}; interval half-width "
                   f"{spread([100 * h for h in halves], '{:.0f} %') if halves else '-'}; "
-                  f"at the stated resolution in {resolved} of {len(ms)} "
-                  f"({pinned} with exceptions in the model); "
+                  f"at the stated resolution in {resolved} of {len(ms)}; "
                   f"per-size rule in {per_size}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
+#include <string_view>
 
 #include "least_cost.h"
 #include "model_decision.h"
+#include "zcal/common/text.h"
 
 namespace zcal::calibrator {
 
@@ -117,17 +120,6 @@ bool HasOk(const SamplesBySize& by_size) {
   return false;
 }
 
-// Standard error of the ratio of two medians, relative, from the spreads:
-// 1.2533 * sqrt(ra^2/na + rb^2/nb) (the median's standard error is
-// sqrt(pi/2) times the mean's). Zero when either side has one sample.
-double RatioNoise(const Estimate& a, std::uint32_t na, const Estimate& b,
-                  std::uint32_t nb) {
-  if (na < 2 || nb < 2) return 0;
-  const double ra = a.Relative();
-  const double rb = b.Relative();
-  return 1.2533 * std::sqrt(ra * ra / na + rb * rb / nb);
-}
-
 // One criterion: `value` compared with `bar`; `higher_wins` says which side
 // passes. Decisive when the distance to the bar exceeds the noise.
 struct Criterion {
@@ -157,10 +149,10 @@ void JudgeSize(SizeComparison& c, const DecisionOptions& options) {
   c.cpu_ratio = bc > 0 ? z.cpu_ns_per_byte.median / bc : 0;
   const bool noise_known = z.samples >= 2 && b.samples >= 2;
   const double thr_noise =
-      RatioNoise(z.throughput_bytes_per_second, z.samples,
+      detail::RatioNoise(z.throughput_bytes_per_second, z.samples,
                  b.throughput_bytes_per_second, b.samples);
   const double cpu_noise =
-      RatioNoise(z.cpu_ns_per_byte, z.samples, b.cpu_ns_per_byte, b.samples);
+      detail::RatioNoise(z.cpu_ns_per_byte, z.samples, b.cpu_ns_per_byte, b.samples);
 
   // "Not lower by more than the tolerance" is a non-inferiority test: a
   // throughput shortfall counts only when it exceeds the noise, otherwise
@@ -172,6 +164,7 @@ void JudgeSize(SizeComparison& c, const DecisionOptions& options) {
                                    true, thr_noise, noise_known);
   const Criterion cpu_gain = Judge(c.cpu_ratio, 1 - options.margin, false,
                                    cpu_noise, noise_known);
+  c.throughput_acceptable = thr_ok.passes;
   c.relative_cost = detail::RelativeCost(c.cpu_ratio, c.throughput_ratio,
                                          thr_ok.passes, options);
   switch (options.objective) {
@@ -237,6 +230,38 @@ std::vector<double> CostsOf(std::span<const SizeComparison> sizes) {
   return out;
 }
 
+// What the per-size threshold may cost over the best one, as the model's
+// regret_excess: each size's cost redrawn from its own noise (200
+// replicates by default, seeded from the costs, so the same samples give
+// the same figure), the published threshold's excess over each replicate's
+// own least-cost threshold, its 95 % quantile. It covers the probed sizes
+// only: between two of them the bracket (the interval) says what is not
+// known.
+double PerSizeRegretExcess(const MethodResult& r, const detail::WeightedSizes& cells,
+                           const detail::Choice& choice, const DecisionOptions& options) {
+  std::uint64_t seed = common::kFnv1aBasis;
+  for (const SizeComparison& c : r.sizes) {
+    const double v[] = {static_cast<double>(c.size_bytes), c.cpu_ratio, c.throughput_ratio};
+    seed = common::Fnv1a(std::string_view(reinterpret_cast<const char*>(v), sizeof v), seed);
+  }
+  std::mt19937_64 rng(seed);
+  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
+  std::vector<double> excess;
+  excess.reserve(replicates);
+  std::vector<double> cost(r.sizes.size());
+  for (std::size_t i = 0; i < replicates; ++i) {
+    for (std::size_t k = 0; k < r.sizes.size(); ++k) {
+      cost[k] = detail::DrawRelativeCost(r.sizes[k], rng, options);
+    }
+    const detail::Choice own = detail::LeastCost(cells, cost, false);
+    excess.push_back(std::max(0.0, detail::Regret(cells, cost, choice.threshold) - own.regret));
+  }
+  std::sort(excess.begin(), excess.end());
+  return excess[static_cast<std::size_t>(
+                    std::ceil(detail::kIntervalLevel * static_cast<double>(replicates))) -
+                1];
+}
+
 // The least-cost threshold over the probed sizes: verdict, threshold,
 // interval and regrets; inconclusive when the comparisons it rests on are
 // not decisive.
@@ -296,6 +321,7 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
   }
   r.confidence = static_cast<double>(decisive) /
                  static_cast<double>(sizes.size());
+  r.regret_excess = PerSizeRegretExcess(r, cells, choice, options);
   if (!conclusive) {
     r.detail = "the dispersion of repeated samples at the deciding sizes "
                "exceeds the difference being judged (would have been: " +

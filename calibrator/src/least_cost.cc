@@ -47,6 +47,27 @@ double ExcessOfZerocopy(double cost) { return cost > 1 ? cost - 1 : 0; }
 
 }  // namespace
 
+double RatioNoise(const Estimate& a, std::uint32_t na, const Estimate& b, std::uint32_t nb) {
+  if (na < 2 || nb < 2) return 0;
+  const double ra = a.Relative();
+  const double rb = b.Relative();
+  return 1.2533 * std::sqrt(ra * ra / na + rb * rb / nb);
+}
+
+double DrawRelativeCost(const SizeComparison& c, std::mt19937_64& rng,
+                        const DecisionOptions& options) {
+  const double cpu = RatioNoise(c.zerocopy.cpu_ns_per_byte, c.zerocopy.samples,
+                                c.baseline.cpu_ns_per_byte, c.baseline.samples);
+  const double thr = RatioNoise(c.zerocopy.throughput_bytes_per_second, c.zerocopy.samples,
+                                c.baseline.throughput_bytes_per_second, c.baseline.samples);
+  std::normal_distribution<double> normal;
+  const double z_cpu = normal(rng);
+  const double z_thr = normal(rng);
+  return RelativeCost(c.cpu_ratio * std::exp(cpu * z_cpu),
+                      c.throughput_ratio * std::exp(thr * z_thr), c.throughput_acceptable,
+                      options);
+}
+
 WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traffic) {
   WeightedSizes out;
   const double octaves = std::log2(hi / lo);

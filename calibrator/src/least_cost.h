@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -26,6 +28,19 @@ WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traff
 /// cell between the geometric midpoints to its neighbours (half cells at
 /// the ends); traffic bins go to the size nearest in log.
 WeightedSizes CellSizes(std::span<const double> sizes, std::span<const TrafficBin> traffic);
+
+/// Standard error of the ratio of two medians, relative, from their
+/// spreads: 1.2533 * sqrt(ra^2/na + rb^2/nb) (the median's standard error is
+/// sqrt(pi/2) times the mean's). Zero when either side has one sample.
+double RatioNoise(const Estimate& a, std::uint32_t na, const Estimate& b, std::uint32_t nb);
+
+/// One bootstrap draw of a probed size's relative cost: its CPU and
+/// throughput ratios redrawn around the medians (log-normal, with the
+/// standard errors of the ratios from the size's repeats), its
+/// non-inferiority verdict kept. With one sample per side the ratio has no
+/// noise estimate and the cost stays as measured.
+double DrawRelativeCost(const SizeComparison& c, std::mt19937_64& rng,
+                        const DecisionOptions& options);
 
 /// Zerocopy's cost relative to its baseline's at one size under the
 /// objective: below 1 it is the cheaper send. `throughput_acceptable` is

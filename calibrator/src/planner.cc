@@ -159,6 +159,35 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
       settled_.insert(method);
       return;
     }
+    // An exception near the threshold (one or two sizes decided by their
+    // own comparison) was measured at its own sizes only: how far it
+    // reaches towards the fitted sizes around it, and its cost within its
+    // own noise, move the threshold (the interval counts both). Probe
+    // halfway (in log size) into each unmeasured gap wider than the
+    // resolution, and the exception itself again, up to max_repeats.
+    for (const ModelException& e : result.model->exceptions) {
+      if (static_cast<double>(e.max_size_bytes) * band < low ||
+          static_cast<double>(e.min_size_bytes) > std::min(high, hi) * band) {
+        continue;
+      }
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const std::uint64_t s = sizes[i].size_bytes;
+        if (s < e.min_size_bytes || s > e.max_size_bytes) continue;
+        const double here = static_cast<double>(s);
+        if (s == e.min_size_bytes && i > 0) {
+          const double below = static_cast<double>(sizes[i - 1].size_bytes);
+          if (here > below * (1 + res)) plan(Aligned(std::sqrt(here * below)), 1);
+        }
+        if (s == e.max_size_bytes && i + 1 < sizes.size()) {
+          const double above = static_cast<double>(sizes[i + 1].size_bytes);
+          if (above > here * (1 + res)) plan(Aligned(std::sqrt(here * above)), 1);
+        }
+        if (std::min(sizes[i].zerocopy.samples, sizes[i].baseline.samples) <
+            options_.max_repeats) {
+          plan(s, 1);
+        }
+      }
+    }
     // A probe pair at the threshold narrows the fitted cost difference
     // there most; one more pair on each side of it, halfway (in log size)
     // to the interval's ends, finds out a centre that is off and keeps the
@@ -226,7 +255,14 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
       repeating = true;
     }
   }
-  if (!confirming && !bisecting && !repeating) settled_.insert(method);
+  // Repeats until every deciding comparison is decisive are not needed
+  // where the threshold already costs no more than the best one within
+  // regret_resolution (by the per-size bootstrap): at a crossover the two
+  // costs are equal by definition, and no number of repeats makes that
+  // comparison decisive.
+  const bool cheap = result.regret_excess &&
+                     *result.regret_excess <= kStopShare * options_.regret_resolution;
+  if (!confirming && !bisecting && (!repeating || cheap)) settled_.insert(method);
 }
 
 void SweepPlanner::PlanRefinement() {
@@ -238,16 +274,25 @@ void SweepPlanner::PlanRefinement() {
   const Analysis analysis = Analyze(samples_, planning);
   const auto path = analysis.paths.find(options_.path);
   if (path == analysis.paths.end()) return;
+  // A method at its resolution is judged again every round: probes of a
+  // baseline it shares with another method (uring_send) can change its
+  // verdict, e.g. reveal a step that rejects its model. Only a spent
+  // refinement budget ends a method for good.
+  settled_ = exhausted_;
   Planned planned;
   for (const auto& [method, result] : path->second.methods) {
     if (!Active(method) || result.sizes.empty() || settled_.contains(method)) continue;
     if (refined_[method] >= options_.refine_probes) {
+      exhausted_.insert(method);
       settled_.insert(method);
       continue;
     }
     Planned mine;
     PlanFor(result, options_.refine_probes - refined_[method], mine);
-    if (mine.empty() && !settled_.contains(method)) settled_.insert(method);  // budget spent
+    if (mine.empty() && !settled_.contains(method)) {  // what it needs exceeds its budget
+      exhausted_.insert(method);
+      settled_.insert(method);
+    }
     for (const auto& [key, count] : mine) {
       refined_[method] += count;
       auto& n = planned[key];

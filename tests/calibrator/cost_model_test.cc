@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -155,6 +156,38 @@ TEST(CostModel, KeepsTheModelAroundALocalDipThatRepeatsConfirm) {
   MethodResult back;
   ASSERT_TRUE(ReadModelFields(ToJson(r), back));
   EXPECT_EQ(back.model->exceptions, r.model->exceptions);
+}
+
+// An exception was measured at its own size only. On a coarse grid (a
+// factor of 2) it used to stand for everything halfway to its neighbours,
+// and a threshold it pinned sat at that edge (about 6 KiB here, where
+// nothing was measured) with an interval of zero width. Now it reaches
+// 1/8 octave, and the bootstrap draws how far it may reach into the
+// unmeasured gaps, so the interval spans them.
+TEST(CostModel, AnExceptionDoesNotPinTheThresholdWhereNothingWasMeasured) {
+  SimulatedHost host;
+  host.noise = 0.05;
+  host.costs[kMzc] = {0.12, 3336};  // crossover near 11 KiB
+  host.local_factor[{kCopy, 8192}] = 1.3;
+  const auto r = Decide(TableOf(host, 3, 11), kMzc, {});
+  ASSERT_EQ(r.rule, Rule::kModel) << r.rule_detail;
+  ASSERT_TRUE(r.model.has_value());
+  ASSERT_EQ(r.model->exceptions.size(), 1u) << r.rule_detail;
+  EXPECT_EQ(r.model->exceptions[0].min_size_bytes, 8192u);
+  ASSERT_TRUE(r.threshold_bytes.has_value());
+  ASSERT_TRUE(r.interval && r.interval->high_bytes);
+  std::printf("threshold %llu, interval [%llu, %llu], regret_excess %.3f pp\n",
+              static_cast<unsigned long long>(*r.threshold_bytes),
+              static_cast<unsigned long long>(r.interval->low_bytes),
+              static_cast<unsigned long long>(*r.interval->high_bytes),
+              100 * r.regret_excess.value_or(-1));
+  // Not at the old cell's edge (sqrt(4096 * 8192) = 5793 and up to 6 KiB).
+  EXPECT_GT(*r.threshold_bytes, 6900u);
+  EXPECT_LT(*r.threshold_bytes, 12000u);
+  // The interval reaches into the gap below 8 KiB that nobody probed.
+  EXPECT_LT(r.interval->low_bytes, 7000u);
+  EXPECT_GE(*r.interval->high_bytes, *r.threshold_bytes);
+  EXPECT_GT(r.regret_excess.value_or(0), 0.0005) << "not at the resolution: the planner probes on";
 }
 
 TEST(CostModel, RejectsALocalDipThatOneSampleCannotConfirm) {

@@ -71,6 +71,7 @@ TEST(Decide, FindsCleanCrossover) {
   EXPECT_EQ(per_size.interval->low_bytes, 8192u);
   EXPECT_EQ(per_size.interval->high_bytes.value_or(0), 16384u);
   EXPECT_DOUBLE_EQ(per_size.interval->level, 0.0);
+  EXPECT_FALSE(per_size.regret_excess.has_value()) << "no noise estimate, no bootstrap";
 }
 
 TEST(Decide, ReportsNeverWhenZerocopyNeverWins) {
@@ -316,6 +317,46 @@ TEST(Decide, RepeatedCleanSamplesGiveFullConfidence) {
   EXPECT_EQ(r.threshold_bytes.value_or(0), 16384u);
   ASSERT_TRUE(r.confidence.has_value());
   EXPECT_DOUBLE_EQ(*r.confidence, 1.0);
+}
+
+// The per-size rule reports what its threshold may cost over the best one
+// (regret_excess, the planner's second stopping measure) from a bootstrap
+// of each size's own noise: nothing where every comparison is clear, more
+// where the costs around the threshold are within their noise.
+TEST(Decide, PerSizeRegretExcessComesFromEachSizesNoise) {
+  std::vector<Sample> clear;
+  for (int i = 0; i < 3; ++i) {
+    for (const Sample& s : CleanCrossover()) {
+      Sample jittered = s;
+      jittered.cpu_ns += static_cast<std::uint64_t>(i) * 1'000'000;
+      clear.push_back(jittered);
+    }
+  }
+  const auto sharp = Decide(clear, kMzc, PerSizeOnly());
+  EXPECT_EQ(sharp.threshold_bytes.value_or(0), 16384u);
+  ASSERT_TRUE(sharp.regret_excess.has_value());
+  EXPECT_LT(*sharp.regret_excess, 1e-6);
+
+  // Zerocopy's CPU per byte within a few percent of copy's over 8-32 KiB,
+  // +-15 % noise per probe, 3 repeats: which of those sizes is the best
+  // threshold is a matter of chance, and the excess says so.
+  std::vector<Sample> flat;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> noise(0.85, 1.15);
+  const std::pair<std::uint64_t, double> zc_cpu[] = {
+      {2048, 130}, {4096, 115}, {8192, 99}, {12288, 96}, {16384, 95}, {24576, 93},
+      {32768, 90}, {65536, 70}};
+  for (const auto& [size, cpu] : zc_cpu) {
+    for (int i = 0; i < 3; ++i) {
+      flat.push_back(Row(kMzc, size, 8000, cpu * noise(rng)));
+      flat.push_back(Row(kCopy, size, 8000, 100 * noise(rng)));
+    }
+  }
+  const auto unsure = Decide(flat, kMzc, PerSizeOnly());
+  ASSERT_TRUE(unsure.regret_excess.has_value());
+  EXPECT_GT(*unsure.regret_excess, 0.001);
+  EXPECT_EQ(Decide(flat, kMzc, PerSizeOnly()).regret_excess, unsure.regret_excess)
+      << "seeded from the samples: the same figure every time";
 }
 
 TEST(Decide, CopyStandsInForMissingUringSend) {

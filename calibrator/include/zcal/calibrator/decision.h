@@ -118,6 +118,9 @@ struct SizeComparison {
   /// Zerocopy's cost relative to the baseline's under the objective, margin
   /// included (docs/calibrator.md): below 1 zerocopy is the cheaper send.
   double relative_cost = 0;
+  /// Efficiency objective: throughput not clearly below the tolerance (the
+  /// non-inferiority test at this size); relative_cost was computed with it.
+  bool throughput_acceptable = true;
   bool zerocopy_wins = false;
   /// True when the difference judged exceeds the combined dispersion, or
   /// when there is one sample per method (confidence unknown).

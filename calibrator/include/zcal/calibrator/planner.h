@@ -122,6 +122,7 @@ class SweepPlanner {
   std::set<Method> dropped_;
   std::map<Method, std::uint32_t> failures_;
   std::map<Method, std::size_t> refined_;  ///< refinement probes per zc method
+  std::set<Method> exhausted_;             ///< zc methods whose refinement budget is spent
   std::set<Method> settled_;               ///< zc methods needing no more
   std::size_t issued_ = 0;
   std::size_t refinements_ = 0;
