@@ -65,32 +65,6 @@ std::optional<SizeClamp> MaxSizeClamp(const CalibrationOptions& options) {
   return SizeClamp{options.max_size, kMaxUdpPayloadBytes, "the largest UDP payload over IPv4"};
 }
 
-calibrator::PlannerOptions PlannerOptionsOf(const CalibrationOptions& options) {
-  calibrator::PlannerOptions planner;
-  planner.path = options.PathName();
-  planner.methods = MethodsOf(options);
-  planner.min_size = options.min_size;
-  const auto clamp = MaxSizeClamp(options);
-  planner.max_size = clamp ? clamp->used_bytes : options.max_size;
-  planner.decision = options.decision;
-  if (options.target.kind == TargetKind::kDiscard) {
-    // A discard probe has a fixed length, so the budget says how many
-    // probes fit: the refinement may use what the coarse grid leaves, up to
-    // the planner's own stop (the threshold at the stated resolution). The
-    // planner's default (54 per method) ended five-method calibrations
-    // after ~230 probes, 2.9 s, with intervals still at +-10-50 % here.
-    const calibrator::SweepPlanner plain(planner);
-    std::size_t zerocopy = 0;
-    for (Method m : planner.methods) zerocopy += calibrator::IsZerocopy(m) ? 1 : 0;
-    const std::size_t coarse = plain.EstimatedTotal() - zerocopy * planner.refine_probes;
-    const auto fit = static_cast<std::size_t>(options.budget_seconds * kBudgetShareForProbes /
-                                              (kDiscardProbe + kDiscardOverhead).count());
-    if (zerocopy > 0 && fit > coarse) {
-      planner.refine_probes = std::max(planner.refine_probes, (fit - coarse) / zerocopy);
-    }
-  }
-  return planner;
-}
 
 // How long a peer's sink may take to connect and answer a handshake.
 constexpr auto kPeerConnectTimeout = std::chrono::milliseconds(3000);
@@ -126,6 +100,33 @@ std::string NoProbeMessage(const CalibrationOptions& options,
 
 }  // namespace
 
+calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) {
+  calibrator::PlannerOptions planner;
+  planner.path = options.PathName();
+  planner.methods = MethodsOf(options);
+  planner.min_size = options.min_size;
+  const auto clamp = MaxSizeClamp(options);
+  planner.max_size = clamp ? clamp->used_bytes : options.max_size;
+  planner.decision = options.decision;
+  if (options.target.kind == TargetKind::kDiscard) {
+    // A discard probe has a fixed length, so the budget says how many
+    // probes fit: the refinement may use what the coarse grid leaves, up to
+    // the planner's own stop (the threshold at the stated resolution). The
+    // planner's default (54 per method) ended five-method calibrations
+    // after ~230 probes, 2.9 s, with intervals still at +-10-50 % here.
+    const calibrator::SweepPlanner plain(planner);
+    std::size_t zerocopy = 0;
+    for (Method m : planner.methods) zerocopy += calibrator::IsZerocopy(m) ? 1 : 0;
+    const std::size_t coarse = plain.EstimatedTotal() - zerocopy * planner.refine_probes;
+    const auto fit = static_cast<std::size_t>(options.budget_seconds * kBudgetShareForProbes /
+                                              (kDiscardProbe + kDiscardOverhead).count());
+    if (zerocopy > 0 && fit > coarse) {
+      planner.refine_probes = std::max(planner.refine_probes, (fit - coarse) / zerocopy);
+    }
+  }
+  return planner;
+}
+
 std::string ValidateCalibrationOptions(const CalibrationOptions& options) {
   if (!(options.budget_seconds > 0) || !std::isfinite(options.budget_seconds) ||
       options.budget_seconds > 86400) {
@@ -136,7 +137,7 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options) {
     return "min_size: at most " + std::to_string(kMaxUdpPayloadBytes) +
            " bytes on the discard path (the largest UDP payload over IPv4)";
   }
-  return calibrator::ValidatePlannerOptions(PlannerOptionsOf(options));
+  return calibrator::ValidatePlannerOptions(PlannerOptionsFor(options));
 }
 
 Result<CalibrationReport> RunCalibration(
@@ -194,7 +195,7 @@ Result<CalibrationReport> RunCalibration(
     }
   }
 
-  calibrator::SweepPlanner planner(PlannerOptionsOf(options));
+  calibrator::SweepPlanner planner(PlannerOptionsFor(options));
   std::map<Method, Support> support;
   for (Method m : planner.options().methods) {
     // The path, not the method, is missing: one sentence for all.

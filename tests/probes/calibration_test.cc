@@ -201,5 +201,33 @@ TEST(Calibration, RejectsBadOptionsNamingTheField) {
   EXPECT_EQ(ValidateCalibrationOptions({}), "");
 }
 
+// Discard probes last 10 ms each, so the budget says how many fit: the
+// refinement may use what the coarse grid leaves (the planner still stops
+// at its resolution first). Other paths stretch their probes instead.
+TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
+  const calibrator::PlannerOptions defaults;
+  CalibrationOptions options;
+  options.target.kind = TargetKind::kDiscard;
+  options.max_size = 65507;
+  options.budget_seconds = 5;
+  const calibrator::PlannerOptions five = PlannerOptionsFor(options);
+  // 5 s * 0.85 / 12.5 ms = 340 probes; the coarse grid (7 sizes, 5 methods,
+  // 2 repeats) takes 70; 270 left for 3 zerocopy methods.
+  EXPECT_EQ(five.refine_probes, 90u);
+  const calibrator::SweepPlanner planner(five);
+  EXPECT_LE(planner.EstimatedTotal(), 340u);
+
+  options.budget_seconds = 1;
+  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, defaults.refine_probes)
+      << "never below the planner's own";
+  options.budget_seconds = 5;
+  options.methods = {calibrator::Method::kCopy, calibrator::Method::kMsgZerocopy};
+  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 340u - 28u) << "7 sizes, 2 methods, 2 repeats";
+
+  CalibrationOptions loopback;
+  loopback.budget_seconds = 30;
+  EXPECT_EQ(PlannerOptionsFor(loopback).refine_probes, defaults.refine_probes);
+}
+
 }  // namespace
 }  // namespace zcal::probes

@@ -12,6 +12,7 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/calibrator/planner.h"
 #include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/probes/host_facts.h"
@@ -87,6 +88,13 @@ struct CalibrationReport {
 
 /// Checks the options; a sentence naming the bad field, or empty if valid.
 std::string ValidateCalibrationOptions(const CalibrationOptions& options);
+
+/// The sweep planner's options for these calibration options (path name,
+/// methods, sizes, decision). On the discard path, whose probes have a
+/// fixed length, the refinement may also use the probes the budget leaves
+/// after the coarse grid (refine_probes raised to that share per zerocopy
+/// method); elsewhere probes are stretched to fill the budget instead.
+calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options);
 
 /// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
 /// sentence of ValidateCalibrationOptions); Errc::kUnsupported when no probe
