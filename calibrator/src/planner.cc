@@ -245,6 +245,26 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
     const bool exception = sizes[i].zerocopy_wins == (i < split);
     if (exception) deciding.push_back(i);
   }
+  // Repeats until every deciding comparison is decisive are not needed
+  // where the threshold already costs no more than the best one within
+  // regret_resolution (by the per-size bootstrap): at a crossover the two
+  // costs are equal by definition, and no number of repeats makes that
+  // comparison decisive.
+  const bool cheap = result.regret_excess &&
+                     *result.regret_excess <= kStopShare * options_.regret_resolution;
+  if (!confirming && !bisecting && cheap) {
+    planned.clear();
+    settled_.insert(method);
+    return;
+  }
+  // Otherwise any size whose comparison is within its noise may be where
+  // the best threshold lies (a flat crossover: costs within a few percent
+  // over an octave): those are repeated too, deciding sizes first.
+  if (result.regret_excess) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (!sizes[i].decisive) deciding.push_back(i);
+    }
+  }
   bool repeating = false;
   for (std::size_t i : deciding) {
     const SizeComparison& c = sizes[i];
@@ -255,14 +275,7 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
       repeating = true;
     }
   }
-  // Repeats until every deciding comparison is decisive are not needed
-  // where the threshold already costs no more than the best one within
-  // regret_resolution (by the per-size bootstrap): at a crossover the two
-  // costs are equal by definition, and no number of repeats makes that
-  // comparison decisive.
-  const bool cheap = result.regret_excess &&
-                     *result.regret_excess <= kStopShare * options_.regret_resolution;
-  if (!confirming && !bisecting && (!repeating || cheap)) settled_.insert(method);
+  if (!confirming && !bisecting && !repeating) settled_.insert(method);
 }
 
 void SweepPlanner::PlanRefinement() {
