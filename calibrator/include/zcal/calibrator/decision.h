@@ -157,13 +157,15 @@ struct MethodResult {
   std::optional<double> regret;
   std::optional<double> regret_never;   ///< the same for never using it
   std::optional<double> regret_always;  ///< ... for using it at every size
-  /// Model: what choosing this threshold may cost over the best one, as a
+  /// What choosing this threshold may cost over the best one, as a
   /// fraction: the interval's level (95 %) quantile, over the bootstrap
   /// replicates, of its expected excess cost over the replicate's own
   /// least-cost threshold. Small where the threshold's interval is wide only
   /// because the costs of both sends run close together around it
-  /// (docs/calibrator.md, "The sweep planner"). nullopt for per-size
-  /// verdicts.
+  /// (docs/calibrator.md, "The sweep planner"). Model: the residual
+  /// bootstrap, exceptions' reach and cost drawn too; per size: each size's
+  /// cost drawn from its own noise (over the probed sizes only). nullopt
+  /// with one sample per size under the per-size rule.
   std::optional<double> regret_excess;
   /// Diagnostic: the smallest probed size from which zerocopy wins at every
   /// larger probed size (the rule before the least-cost one).

@@ -18,13 +18,19 @@
 // to each end of the interval, until the interval lies within 0.8 times
 // `resolution` of the threshold (or, for always/never, of the end of the
 // range), or the threshold costs at most 0.8 times `regret_resolution` more
-// than the best one (95 %), or the method has spent `refine_probes`. Where the per-size rule
-// decides (the model was rejected), it bisects between the two probed sizes
-// around the threshold until they are closer than `resolution` times the
-// upper one, and adds repeats (up to max_repeats) at deciding sizes whose
-// comparison is not decisive and at sizes where zerocopy wins below or
-// loses above the threshold. A method that reports unsupported, fails, or
-// whose sends the kernel copied is not probed again.
+// than the best one (95 %), or the method has spent `refine_probes`; an
+// exception of the model near the threshold is repeated and the gaps
+// around it probed halfway. Where the per-size rule decides (the model was
+// rejected), it bisects between the two probed sizes around the threshold
+// until they are closer than `resolution` times the upper one, and adds
+// repeats (up to max_repeats) at deciding sizes whose comparison is not
+// decisive and at sizes where zerocopy wins below or loses above the
+// threshold, and while the threshold may cost more than
+// `regret_resolution` over the best, at every size whose comparison is not
+// decisive. Every round judges every method again (a shared baseline's new
+// probes can change a verdict); only a spent `refine_probes` ends a method
+// for good. A method that reports unsupported, fails, or whose sends the
+// kernel copied is not probed again.
 #pragma once
 
 #include <cstddef>
@@ -65,7 +71,8 @@ struct PlannerOptions {
   std::uint32_t max_repeats = 9;  ///< per size, when adding repeats (per size)
   /// Probes after the coarse grid per zerocopy method, its baseline's
   /// included. 54 by default: one pair then costs at most 36 + 54 = 90
-  /// probes with the default grid (9 sizes, 2 repeats).
+  /// probes with the default grid (9 sizes, 2 repeats). The discard path
+  /// raises it to what its budget leaves (probes::PlannerOptionsFor).
   std::size_t refine_probes = 54;
   std::size_t max_probes = 2000;  ///< hard cap on Next() requests
   std::uint64_t size_alignment = 256;  ///< bisection sizes rounded to this

@@ -19,9 +19,10 @@
 //                                          around the threshold)
 //   "regret": number|null,                 expected excess cost, fraction
 //   "regret_never": number|null, "regret_always": number|null,
-//   "regret_excess": number|null,          model: what the threshold may
-//                                          cost over the best one (95 %
-//                                          bootstrap quantile), fraction
+//   "regret_excess": number|null,          what the threshold may cost
+//                                          over the best one (95 %
+//                                          bootstrap quantile), fraction;
+//                                          null: per size with one sample
 //   "tail_threshold_bytes": int|null,      diagnostic: start of the
 //                                          winning tail of probed sizes
 //   "wins_below": [int], "losses_above": [int],   probed sizes

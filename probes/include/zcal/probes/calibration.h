@@ -34,9 +34,12 @@ struct CalibrationOptions {
   /// Seconds for the whole calibration, > 0. Over TCP, probe durations are
   /// cut to fit the planner's estimate of the probes left (20-250 ms); on
   /// the discard path every probe takes 10 ms and the calibration ends when
-  /// the planner is done, often well before the budget. When the budget is
-  /// spent the calibration ends with what was measured.
-  double budget_seconds = 8;
+  /// the planner is done, often well before the budget; the budget also
+  /// says how many refinement probes it may take (PlannerOptionsFor). When
+  /// the budget is spent the calibration ends with what was measured.
+  /// 5 s: what a five-method discard calibration needs here (1.7-4.3 s,
+  /// bench/calibration_seconds.py).
+  double budget_seconds = 5;
   /// Average byte rate the probes may send, bytes per second; 0 = unlimited.
   /// Each probe sends at most this times its duration.
   std::uint64_t max_bytes_per_second = 0;
