@@ -62,7 +62,8 @@ def run_once(zcal, budget):
             # comparisons at its ends are decisive or the threshold costs
             # at most 0.05 pp over the best (the per-size bootstrap).
             ends = [c for c in r.get("sizes", []) if c["size"] in (low, t)]
-            bracket = (t / low - 1) if t and low else None
+            # (t - low) / t, as the planner bisects: 7168..8192 is 1/8.
+            bracket = (1 - low / t) if t and low else None
             decided = ((len(ends) == 2 and all(c["decisive"] for c in ends)) or
                        (excess is not None and excess <= REGRET_RESOLUTION))
             resolved = bracket is not None and bracket <= RESOLUTION and decided

@@ -29,6 +29,20 @@ std::vector<Sample> CleanCrossover() {
                 {65536, 9500, 45, 9500, 100}});
 }
 
+// The clean crossover three times, each repeat's CPU a little apart (so
+// the spread is small but not zero).
+std::vector<Sample> CleanCrossoverThreeTimes() {
+  std::vector<Sample> samples;
+  for (int i = 0; i < 3; ++i) {
+    for (const Sample& s : CleanCrossover()) {
+      Sample jittered = s;
+      jittered.cpu_ns += static_cast<std::uint64_t>(i) * 1'000'000;
+      samples.push_back(jittered);
+    }
+  }
+  return samples;
+}
+
 DecisionOptions PerSizeOnly() {
   DecisionOptions options;
   options.use_model = false;
@@ -297,14 +311,7 @@ TEST(Decide, ModelIsInconclusiveWhenItsReplicatesDisagree) {
 }
 
 TEST(Decide, RepeatedCleanSamplesGiveFullConfidence) {
-  std::vector<Sample> samples;
-  for (int i = 0; i < 3; ++i) {
-    for (const Sample& s : CleanCrossover()) {
-      Sample jittered = s;
-      jittered.cpu_ns += static_cast<std::uint64_t>(i) * 1'000'000;
-      samples.push_back(jittered);
-    }
-  }
+  const std::vector<Sample> samples = CleanCrossoverThreeTimes();
   // The hand-made table is CPU-bound up to 8 KiB and then not: no
   // a + b/size follows that, which one sample per size cannot show but
   // three tight repeats do. The model is rejected and the per-size
@@ -324,14 +331,7 @@ TEST(Decide, RepeatedCleanSamplesGiveFullConfidence) {
 // of each size's own noise: nothing where every comparison is clear, more
 // where the costs around the threshold are within their noise.
 TEST(Decide, PerSizeRegretExcessComesFromEachSizesNoise) {
-  std::vector<Sample> clear;
-  for (int i = 0; i < 3; ++i) {
-    for (const Sample& s : CleanCrossover()) {
-      Sample jittered = s;
-      jittered.cpu_ns += static_cast<std::uint64_t>(i) * 1'000'000;
-      clear.push_back(jittered);
-    }
-  }
+  const std::vector<Sample> clear = CleanCrossoverThreeTimes();
   const auto sharp = Decide(clear, kMzc, PerSizeOnly());
   EXPECT_EQ(sharp.threshold_bytes.value_or(0), 16384u);
   ASSERT_TRUE(sharp.regret_excess.has_value());

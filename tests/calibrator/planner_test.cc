@@ -23,6 +23,15 @@ PlannerOptions TwoMethods() {
   return options;
 }
 
+// The coarse grid of TwoMethods(): 9 sizes, 2 methods, 2 repeats.
+void ProbeTheCoarseGrid(SweepPlanner& planner, const SimulatedHost& host, std::mt19937_64& rng) {
+  for (int i = 0; i < 36; ++i) {
+    const auto request = planner.Next();
+    ASSERT_TRUE(request.has_value());
+    planner.Record(host.Probe(*request, rng));
+  }
+}
+
 const MethodResult& Zerocopy(const Calibration& run) {
   return run.analysis.paths.at("default").methods.at(Method::kMsgZerocopy);
 }
@@ -176,11 +185,7 @@ TEST(SweepPlanner, ProbesAgainWhereOneSampleRejectedTheModel) {
   host.noise = 0.02;
   SweepPlanner planner(TwoMethods());
   std::mt19937_64 rng(5);
-  for (int i = 0; i < 36; ++i) {  // the coarse grid: 9 sizes, 2 methods, 2 repeats
-    const auto request = planner.Next();
-    ASSERT_TRUE(request.has_value());
-    planner.Record(host.Probe(*request, rng));
-  }
+  ProbeTheCoarseGrid(planner, host, rng);
   constexpr std::uint64_t kWild = 12032;
   for (Method m : {Method::kCopy, Method::kMsgZerocopy}) {
     Sample s = host.Probe({m, kWild, 0}, rng);
@@ -215,11 +220,7 @@ TEST(SweepPlanner, ProbesTheGapsAroundAnExceptionNearTheThreshold) {
   host.local_factor[{Method::kCopy, 8192}] = 1.3;
   SweepPlanner planner(TwoMethods());
   std::mt19937_64 rng(11);
-  for (int i = 0; i < 36; ++i) {  // the coarse grid: 9 sizes, 2 methods, 2 repeats
-    const auto request = planner.Next();
-    ASSERT_TRUE(request.has_value());
-    planner.Record(host.Probe(*request, rng));
-  }
+  ProbeTheCoarseGrid(planner, host, rng);
   // Three repeats confirm the exception (two leave it to chance whether
   // its scatter passes for structure).
   for (Method m : {Method::kCopy, Method::kMsgZerocopy}) planner.Record(host.Probe({m, 8192, 2}, rng));
