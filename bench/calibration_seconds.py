@@ -3,7 +3,9 @@
 runs `zcal calibrate --path discard --json` ROUNDS times for each budget,
 the budgets interleaved (side by side under the same load), and prints per
 run the probes, the wall seconds (of the whole command, as a user waits for
-it, and the calibration's own), the load average, and per zerocopy method
+it, and the calibration's own), the load average, the probes' scatter (the
+median relative spread of copy's CPU per byte between repeats: this VM's
+neighbours move it from a few percent to over 30 %), and per zerocopy method
 its verdict, threshold, 95 % interval (relative to the threshold), what the
 threshold may cost over the best one (regret_excess, 95 %), the rule, and
 whether it reached the planner's stated resolution (model: interval within
@@ -40,9 +42,18 @@ def run_once(zcal, budget):
         sys.exit(f"zcal calibrate --path discard failed ({done.returncode}): "
                  f"{done.stderr.strip()}")
     doc = json.loads(done.stdout)
+    # How much the machine scattered during the run: the median, over the
+    # sizes copy was probed at more than once, of copy's CPU per byte
+    # spread relative to its median (the probes' own noise, which decides
+    # how far the planner can narrow anything in the budget).
+    copy_sizes = (doc["paths"]["discard"]["methods"].get("msg_zerocopy") or {}).get("sizes", [])
+    scatter = [c["baseline"]["cpu_ns_per_byte_spread"] / c["baseline"]["cpu_ns_per_byte"]
+               for c in copy_sizes
+               if c["baseline"]["samples"] >= 2 and c["baseline"]["cpu_ns_per_byte"] > 0]
     run = {"budget": budget, "wall_seconds": wall, "load": load,
            "seconds": doc["timings"]["duration_seconds"],
-           "probes": doc["timings"]["probes_run"], "methods": {}}
+           "probes": doc["timings"]["probes_run"], "methods": {},
+           "scatter": statistics.median(scatter) if scatter else None}
     for name in ZEROCOPY:
         r = doc["paths"]["discard"]["methods"].get(name)
         if r is None:
@@ -109,7 +120,8 @@ def main():
             runs.append(run)
             print(f"round {r + 1}, budget {budget:g} s: {run['probes']} probes, "
                   f"{run['seconds']:.2f} s calibrating, {run['wall_seconds']:.2f} s wall; "
-                  f"load average {run['load']:.1f}")
+                  f"load average {run['load']:.1f}; probe scatter "
+                  f"{'-' if run['scatter'] is None else format(100 * run['scatter'], '.0f') + ' %'}")
             for name, m in run["methods"].items():
                 print(f"  {name:<20} {describe(m)}")
                 if m["rule"] == "per_size" and m["rule_detail"]:
@@ -121,8 +133,12 @@ def main():
         def spread(values, fmt):
             return (f"{fmt.format(statistics.median(values))} "
                     f"[{fmt.format(min(values))}, {fmt.format(max(values))}]")
+        scatters = [100 * x["scatter"] for x in mine if x["scatter"] is not None]
+        whole = sum(all(m["resolved"] for m in x["methods"].values()) for x in mine)
         print(f"budget {budget:g} s: probes {spread([x['probes'] for x in mine], '{:.0f}')}, "
-              f"wall s {spread([x['wall_seconds'] for x in mine], '{:.2f}')}")
+              f"wall s {spread([x['wall_seconds'] for x in mine], '{:.2f}')}, "
+              f"probe scatter {spread(scatters, '{:.0f} %') if scatters else '-'}; "
+              f"every method at the stated resolution in {whole} of {len(mine)} runs")
         for name in ZEROCOPY:
             ms = [x["methods"][name] for x in mine if name in x["methods"]]
             halves = [m["half"] for m in ms if m["half"] is not None]

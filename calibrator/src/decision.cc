@@ -231,9 +231,9 @@ std::vector<double> CostsOf(std::span<const SizeComparison> sizes) {
 }
 
 // What the per-size threshold may cost over the best one, as the model's
-// regret_excess: each size's cost redrawn from its own noise (200
-// replicates by default, seeded from the costs, so the same samples give
-// the same figure), the published threshold's excess over each replicate's
+// regret_excess: each size's cost redrawn from its own noise (at least 200
+// replicates, seeded from the costs, so the same samples give the same
+// figure), the published threshold's excess over each replicate's
 // own least-cost threshold, its 95 % quantile. It covers the probed sizes
 // only: between two of them the bracket (the interval) says what is not
 // known.
@@ -245,7 +245,11 @@ double PerSizeRegretExcess(const MethodResult& r, const detail::WeightedSizes& c
     seed = common::Fnv1a(std::string_view(reinterpret_cast<const char*>(v), sizeof v), seed);
   }
   std::mt19937_64 rng(seed);
-  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
+  // At least the published default, also when the planner asks for fewer
+  // (it does, to save the model's refits): without curves to fit this is
+  // cheap, and the planner's stop then sees the figure that is published.
+  const std::size_t replicates =
+      std::max<std::uint32_t>(options.bootstrap_replicates, DecisionOptions{}.bootstrap_replicates);
   std::vector<double> excess;
   excess.reserve(replicates);
   std::vector<double> cost(r.sizes.size());

@@ -114,6 +114,10 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) 
     // the planner's own stop (the threshold at the stated resolution). The
     // planner's default (54 per method) ended five-method calibrations
     // after ~230 probes, 2.9 s, with intervals still at +-10-50 % here.
+    // Each method may use all of it, not a third: one whose crossover is
+    // flat needs more than one that settles after a few rounds, and the
+    // budget's end stops the calibration anyway (an even split left runs
+    // ending at 2-3.7 s of 5 with a method short of its resolution).
     const calibrator::SweepPlanner plain(planner);
     std::size_t zerocopy = 0;
     for (Method m : planner.methods) zerocopy += calibrator::IsZerocopy(m) ? 1 : 0;
@@ -121,7 +125,7 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) 
     const auto fit = static_cast<std::size_t>(options.budget_seconds * kBudgetShareForProbes /
                                               (kDiscardProbe + kDiscardOverhead).count());
     if (zerocopy > 0 && fit > coarse) {
-      planner.refine_probes = std::max(planner.refine_probes, (fit - coarse) / zerocopy);
+      planner.refine_probes = std::max(planner.refine_probes, fit - coarse);
     }
   }
   return planner;

@@ -64,7 +64,7 @@ BudgetRun Simulate(const SimulatedHost& host, double budget_seconds, std::uint64
   const std::size_t coarse = SweepPlanner(options).EstimatedTotal() - 3 * options.refine_probes;
   const auto fit = static_cast<std::size_t>(budget_seconds * kBudgetShareForProbes /
                                             (kProbe + kOverheadPerProbe));
-  if (fit > coarse) options.refine_probes = std::max(options.refine_probes, (fit - coarse) / 3);
+  if (fit > coarse) options.refine_probes = std::max(options.refine_probes, fit - coarse);
   SweepPlanner planner(options);
   BudgetRun run;
   while (auto request = planner.Next()) {

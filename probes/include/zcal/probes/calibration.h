@@ -95,8 +95,9 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options);
 /// The sweep planner's options for these calibration options (path name,
 /// methods, sizes, decision). On the discard path, whose probes have a
 /// fixed length, the refinement may also use the probes the budget leaves
-/// after the coarse grid (refine_probes raised to that share per zerocopy
-/// method); elsewhere probes are stretched to fill the budget instead.
+/// after the coarse grid (each zerocopy method's refine_probes raised to
+/// all of them: the budget's end stops the calibration); elsewhere probes
+/// are stretched to fill the budget instead.
 calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options);
 
 /// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
