@@ -215,6 +215,7 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
   // 2 repeats) takes 70; each zerocopy method may use the 270 left (the
   // budget's end stops the calibration when they together would not fit).
   EXPECT_EQ(five.refine_probes, 270u);
+  EXPECT_EQ(five.max_repeats, 16u) << "a flat crossover may repeat its sizes more";
 
   options.budget_seconds = 1;
   EXPECT_EQ(PlannerOptionsFor(options).refine_probes, defaults.refine_probes)
@@ -226,6 +227,7 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
   CalibrationOptions loopback;
   loopback.budget_seconds = 30;
   EXPECT_EQ(PlannerOptionsFor(loopback).refine_probes, defaults.refine_probes);
+  EXPECT_EQ(PlannerOptionsFor(loopback).max_repeats, defaults.max_repeats);
 }
 
 }  // namespace

@@ -96,8 +96,9 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options);
 /// methods, sizes, decision). On the discard path, whose probes have a
 /// fixed length, the refinement may also use the probes the budget leaves
 /// after the coarse grid (each zerocopy method's refine_probes raised to
-/// all of them: the budget's end stops the calibration); elsewhere probes
-/// are stretched to fill the budget instead.
+/// all of them: the budget's end stops the calibration) and repeat a size
+/// up to 16 times (max_repeats); elsewhere probes are stretched to fill the
+/// budget instead.
 calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options);
 
 /// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
