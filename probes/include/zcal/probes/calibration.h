@@ -37,8 +37,8 @@ struct CalibrationOptions {
   /// the planner is done, often well before the budget; the budget also
   /// says how many refinement probes it may take (PlannerOptionsFor). When
   /// the budget is spent the calibration ends with what was measured.
-  /// 5 s: what a five-method discard calibration needs here (1.7-4.3 s,
-  /// bench/calibration_seconds.py).
+  /// 5 s: what a five-method discard calibration needs here (2.6-3.5 s
+  /// when the planner ends it, bench/calibration_seconds.py).
   double budget_seconds = 5;
   /// Average byte rate the probes may send, bytes per second; 0 = unlimited.
   /// Each probe sends at most this times its duration.
