@@ -51,16 +51,20 @@ std::string ValidatePlannerOptions(const PlannerOptions& o) {
   return ValidateDecisionOptions(o.decision);
 }
 
-SweepPlanner::SweepPlanner(PlannerOptions options)
-    : options_(std::move(options)) {
-  assert(ValidatePlannerOptions(options_).empty());
-  double size = static_cast<double>(options_.min_size);
-  while (static_cast<std::uint64_t>(size) < options_.max_size) {
-    grid_.push_back(static_cast<std::uint64_t>(size));
-    size = std::ceil(size * options_.growth);
+std::vector<std::uint64_t> CoarseGrid(const PlannerOptions& options) {
+  assert(ValidatePlannerOptions(options).empty());
+  std::vector<std::uint64_t> grid;
+  double size = static_cast<double>(options.min_size);
+  while (static_cast<std::uint64_t>(size) < options.max_size) {
+    grid.push_back(static_cast<std::uint64_t>(size));
+    size = std::ceil(size * options.growth);
   }
-  grid_.push_back(options_.max_size);
+  grid.push_back(options.max_size);
+  return grid;
 }
+
+SweepPlanner::SweepPlanner(PlannerOptions options)
+    : options_(std::move(options)), grid_(CoarseGrid(options_)) {}
 
 bool SweepPlanner::Active(Method method) const {
   if (dropped_.contains(method)) return false;

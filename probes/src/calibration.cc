@@ -115,7 +115,9 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) 
   const auto clamp = MaxSizeClamp(options);
   planner.max_size = clamp ? clamp->used_bytes : options.max_size;
   planner.decision = options.decision;
-  if (options.target.kind == TargetKind::kDiscard) {
+  // Bad sizes are ValidateCalibrationOptions's to report, not this sizing's.
+  if (options.target.kind == TargetKind::kDiscard &&
+      calibrator::ValidatePlannerOptions(planner).empty()) {
     // A discard probe has a fixed length, so the budget says how many
     // probes fit: the refinement may use what the coarse grid leaves, up to
     // the planner's own stop (the threshold at the stated resolution). The
@@ -125,10 +127,10 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) 
     // flat needs more than one that settles after a few rounds, and the
     // budget's end stops the calibration anyway (an even split left runs
     // ending at 2-3.7 s of 5 with a method short of its resolution).
-    const calibrator::SweepPlanner plain(planner);
     std::size_t zerocopy = 0;
     for (Method m : planner.methods) zerocopy += calibrator::IsZerocopy(m) ? 1 : 0;
-    const std::size_t coarse = plain.EstimatedTotal() - zerocopy * planner.refine_probes;
+    const std::size_t coarse =
+        calibrator::CoarseGrid(planner).size() * planner.methods.size() * planner.repeats;
     const auto fit = static_cast<std::size_t>(options.budget_seconds * kBudgetShareForProbes /
                                               (kDiscardProbe + kDiscardOverhead).count());
     if (zerocopy > 0 && fit > coarse) {

@@ -201,6 +201,22 @@ TEST(Calibration, RejectsBadOptionsNamingTheField) {
   EXPECT_EQ(ValidateCalibrationOptions({}), "");
 }
 
+// Sizing the discard refinement must leave bad sizes to the validation's
+// sentence (it used to build a planner from them: an assertion in builds
+// with asserts, instead of the message).
+TEST(Calibration, BadDiscardSizesAreReportedNotSized) {
+  CalibrationOptions options;
+  options.target.kind = TargetKind::kDiscard;
+  options.min_size = 8192;
+  options.max_size = 4096;
+  EXPECT_NE(ValidateCalibrationOptions(options).find("max_size (4096) must be at least min_size"),
+            std::string::npos);
+  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, calibrator::PlannerOptions{}.refine_probes);
+  auto report = RunCalibration(options);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, Errc::kInvalidArgument);
+}
+
 // Discard probes last 10 ms each, so the budget says how many fit: the
 // refinement may use what the coarse grid leaves (the planner still stops
 // at its resolution first). Other paths stretch their probes instead.

@@ -88,6 +88,10 @@ struct ProbeRequest {
   std::uint32_t repeat = 0;
 };
 
+/// The coarse grid's sizes: min_size, min_size*growth, ... up to and
+/// including max_size. Options must be valid.
+std::vector<std::uint64_t> CoarseGrid(const PlannerOptions& options);
+
 class SweepPlanner {
  public:
   /// Options must be valid (ValidatePlannerOptions returns empty).
