@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <random>
-#include <string_view>
 
 #include "least_cost.h"
 #include "model_decision.h"
@@ -239,12 +238,12 @@ std::vector<double> CostsOf(std::span<const SizeComparison> sizes) {
 // known.
 double PerSizeRegretExcess(const MethodResult& r, const detail::WeightedSizes& cells,
                            const detail::Choice& choice, const DecisionOptions& options) {
-  std::uint64_t seed = common::kFnv1aBasis;
+  std::vector<double> values;
   for (const SizeComparison& c : r.sizes) {
-    const double v[] = {static_cast<double>(c.size_bytes), c.cpu_ratio, c.throughput_ratio};
-    seed = common::Fnv1a(std::string_view(reinterpret_cast<const char*>(v), sizeof v), seed);
+    values.insert(values.end(),
+                  {static_cast<double>(c.size_bytes), c.cpu_ratio, c.throughput_ratio});
   }
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(detail::HashValues(values, common::kFnv1aBasis));
   // At least the published default, also when the planner asks for fewer
   // (it does, to save the model's refits): without curves to fit this is
   // cheap, and the planner's stop then sees the figure that is published.
@@ -261,9 +260,7 @@ double PerSizeRegretExcess(const MethodResult& r, const detail::WeightedSizes& c
     excess.push_back(std::max(0.0, detail::Regret(cells, cost, choice.threshold) - own.regret));
   }
   std::sort(excess.begin(), excess.end());
-  return excess[static_cast<std::size_t>(
-                    std::ceil(detail::kIntervalLevel * static_cast<double>(replicates))) -
-                1];
+  return detail::LevelQuantile(excess);
 }
 
 // The least-cost threshold over the probed sizes: verdict, threshold,

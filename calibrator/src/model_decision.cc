@@ -25,11 +25,6 @@ constexpr std::size_t kLiftStride = 2;
 // than the replicate's own best threshold.
 constexpr double kRegretSlack = 0.005;
 
-std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
-  return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
-                                        values.size() * sizeof(double)),
-                       hash);
-}
 
 // The bootstrap's seed: the same samples give the same replicates, and so
 // the same interval, run after run.
@@ -341,6 +336,12 @@ Structure FitWithExceptions(Observations& zc, Observations& base, Curve& cz, Cur
 
 }  // namespace
 
+std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
+  return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
+                                        values.size() * sizeof(double)),
+                       hash);
+}
+
 std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi) {
   if (!(bytes > static_cast<double>(lo))) return lo;
   if (bytes >= static_cast<double>(hi)) return hi;
@@ -488,8 +489,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   r.regret = choice.regret;
   r.regret_never = choice.regret_never;
   r.regret_always = choice.regret_always;
-  r.regret_excess = excess[static_cast<std::size_t>(
-      std::ceil(kIntervalLevel * static_cast<double>(replicates))) - 1];
+  r.regret_excess = LevelQuantile(excess);
   r.confidence = static_cast<double>(agree) / static_cast<double>(replicates);
   const std::string baseline(MethodName(r.baseline));
   if (!wins) {

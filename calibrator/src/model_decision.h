@@ -1,8 +1,10 @@
 // The verdict from the cost model (internal to the calibrator).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "zcal/calibrator/decision.h"
 
@@ -14,6 +16,18 @@ inline constexpr std::uint32_t kMinModelSizes = 4;
 
 /// Central bootstrap interval of the threshold.
 inline constexpr double kIntervalLevel = 0.95;
+
+/// The kIntervalLevel quantile of ascending, non-empty `sorted` values
+/// (regret_excess: what a threshold may cost over the best one).
+inline double LevelQuantile(const std::vector<double>& sorted) {
+  return sorted[static_cast<std::size_t>(
+                    std::ceil(kIntervalLevel * static_cast<double>(sorted.size()))) -
+                1];
+}
+
+/// FNV-1a over the bytes of `values`, continuing from `hash`: bootstrap
+/// seeds from the samples, so the same samples give the same figures.
+std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash);
 
 /// Below this share of bootstrap replicates in which the published threshold
 /// costs at most half a percentage point more than their own best threshold,
