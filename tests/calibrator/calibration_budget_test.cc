@@ -60,8 +60,11 @@ BudgetRun Simulate(const SimulatedHost& host, double budget_seconds, std::uint64
   PlannerOptions options;
   options.max_size = kMaxSize;
   // As the runner does on the discard path (probes::PlannerOptionsFor):
-  // the refinement may use what the budget leaves after the coarse grid.
-  const std::size_t coarse = SweepPlanner(options).EstimatedTotal() - 3 * options.refine_probes;
+  // the refinement may use what the budget leaves after the coarse grid
+  // (its 16 repeats per size are not mirrored: the figures in
+  // docs/calibrator.md are with the planner's 9).
+  const std::size_t coarse =
+      CoarseGrid(options).size() * options.methods.size() * options.repeats;
   const auto fit = static_cast<std::size_t>(budget_seconds * kBudgetShareForProbes /
                                             (kProbe + kOverheadPerProbe));
   if (fit > coarse) options.refine_probes = std::max(options.refine_probes, fit - coarse);
