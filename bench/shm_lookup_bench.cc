@@ -19,7 +19,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "zcal/agent/shm_writer.h"
+#include "zcal/agent/publish/shm_writer.h"
 #include "zcal/zcal.h"
 
 namespace {

@@ -1,4 +1,5 @@
 #include "zcal/probes/host_facts.h"
+#include "zcal/probes/host_facts_json.h"
 
 #include <arpa/inet.h>
 
@@ -270,22 +271,10 @@ nlohmann::json OrNull(const std::string& value) {
   return value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
 }
 
-nlohmann::json InterfaceJson(const InterfaceFacts& i) {
-  return {{"name", OrNull(i.name)},
-          {"driver", OrNull(i.driver)},
-          {"pci_device", OrNull(i.pci_device)},
-          {"speed_mbps", OrNull(i.speed_mbps)},
-          {"mtu", OrNull(i.mtu)},
-          {"sg", OrNull(i.sg)},
-          {"tso", OrNull(i.tso)},
-          {"iommu_group", OrNull(i.iommu_group)},
-          {"iommu_type", OrNull(i.iommu_type)}};
-}
-
 // What the fingerprint covers: the host, not the path (see host_facts.h).
 nlohmann::json FingerprintJson(const HostFacts& facts) {
   nlohmann::json devices = nlohmann::json::array();
-  for (const InterfaceFacts& d : facts.devices) devices.push_back(InterfaceJson(d));
+  for (const InterfaceFacts& d : facts.devices) devices.push_back(InterfaceFactsToJson(d));
   return {{"kernel_release", OrNull(facts.kernel_release)},
           {"cpu_model", OrNull(facts.cpu_model)},
           {"iommu_cmdline", facts.iommu_cmdline},
@@ -358,7 +347,7 @@ HostFacts CollectHostFacts(const HostFactsOptions& options) {
 
 nlohmann::json ToJson(const HostFacts& facts) {
   nlohmann::json json = FingerprintJson(facts);
-  json["interface"] = InterfaceJson(facts.interface);
+  json["interface"] = InterfaceFactsToJson(facts.interface);
   json["fingerprint"] = common::Hex64(facts.Fingerprint());
   json["notes"] = facts.notes;
   return json;

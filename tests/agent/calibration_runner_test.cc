@@ -1,7 +1,7 @@
 // The calibration runner with fake calibrations: rounds, cancellation, the
 // hand-back of the outcome, and a destruction that never leaves a worker
 // behind. Also runs under ThreadSanitizer (suite tsan).
-#include "zcal/agent/calibration_runner.h"
+#include "zcal/agent/service/calibration_runner.h"
 
 #include <condition_variable>
 #include <mutex>

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "sink_settings.h"
+#include "zcal/agent/config/sink_settings.h"
 #include "test_util.h"
-#include "zcal/agent/config.h"
+#include "zcal/agent/config/config.h"
 
 namespace zcal::agent {
 namespace {

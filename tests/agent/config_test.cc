@@ -1,4 +1,4 @@
-#include "zcal/agent/config.h"
+#include "zcal/agent/config/config.h"
 
 #include <filesystem>
 #include <fstream>

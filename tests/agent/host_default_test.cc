@@ -1,14 +1,14 @@
 // The host-default rule against the fake sysfs trees of the host-facts
 // tests: an estimate from the discard path only where the NIC's IOMMU does
 // not translate; otherwise none, with the reason.
-#include "zcal/agent/host_default.h"
+#include "zcal/agent/publish/host_default.h"
 
 #include <algorithm>
 
 #include <gtest/gtest.h>
 
-#include "zcal/agent/host_snapshot.h"
-#include "zcal/agent/results.h"
+#include "zcal/agent/service/host_snapshot.h"
+#include "zcal/agent/publish/results.h"
 
 namespace zcal::agent {
 namespace {
@@ -64,8 +64,8 @@ TEST(HostDefault, ThePeersNicsAreDescribedToo) {
   Config config;
   HostSnapshot host = On("", config);
   const auto peer_nics = [&] {
-    std::vector<InterfaceInfo> found;
-    for (const InterfaceInfo& i : host.info.interfaces) {
+    std::vector<PathInterface> found;
+    for (const PathInterface& i : host.info.interfaces) {
       if (i.path.starts_with(kPeerInterfacePathPrefix)) found.push_back(i);
     }
     return found;
@@ -74,18 +74,18 @@ TEST(HostDefault, ThePeersNicsAreDescribedToo) {
   EXPECT_TRUE(DescribePeerInterfaces(host, config, {"eth1", "eth9", ""}));
   ASSERT_EQ(peer_nics().size(), 1U);
   EXPECT_EQ(peer_nics()[0].path, "interface/eth1");
-  EXPECT_EQ(peer_nics()[0].interface, "eth1");
-  EXPECT_EQ(peer_nics()[0].iommu_type, "DMA");
-  EXPECT_EQ(peer_nics()[0].speed_bits_per_second, "25000000000");
+  EXPECT_EQ(peer_nics()[0].facts.name, "eth1");
+  EXPECT_EQ(peer_nics()[0].facts.iommu_type, "DMA");
+  EXPECT_EQ(peer_nics()[0].facts.speed_mbps, 25000);
   EXPECT_FALSE(DescribePeerInterfaces(host, config, {"eth1"}));  // unchanged
   EXPECT_TRUE(DescribePeerInterfaces(host, config, {"eth2"}));
   ASSERT_EQ(peer_nics().size(), 1U);
-  EXPECT_EQ(peer_nics()[0].interface, "eth2");
+  EXPECT_EQ(peer_nics()[0].facts.name, "eth2");
   EXPECT_TRUE(DescribePeerInterfaces(host, config, {}));
   EXPECT_TRUE(peer_nics().empty());
   // The host default's own entry is not a peer NIC's and stays.
   EXPECT_TRUE(std::any_of(host.info.interfaces.begin(), host.info.interfaces.end(),
-                          [](const InterfaceInfo& i) { return i.path == kHostDefaultInterfacePath; }));
+                          [](const PathInterface& i) { return i.path == kHostDefaultInterfacePath; }));
 }
 
 TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {

@@ -1,4 +1,4 @@
-#include "zcal/agent/instance_lock.h"
+#include "zcal/agent/service/instance_lock.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

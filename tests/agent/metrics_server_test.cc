@@ -1,6 +1,6 @@
 // The agent's HTTP listener (HttpServer, and MetricsServer on top of it):
 // what it answers, what idle and slow clients may hold, and how it stops.
-#include "zcal/agent/metrics_server.h"
+#include "zcal/agent/metrics/metrics_server.h"
 
 #include <sys/socket.h>
 
@@ -13,7 +13,7 @@
 
 #include "http_test_util.h"
 #include "test_util.h"
-#include "zcal/agent/metrics.h"
+#include "zcal/agent/metrics/metrics.h"
 
 namespace zcal::agent {
 namespace {

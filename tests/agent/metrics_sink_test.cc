@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/agent/metrics.h"
+#include "zcal/agent/metrics/metrics.h"
 #include "zcal/probes/peer_sink.h"
 
 namespace zcal::agent {

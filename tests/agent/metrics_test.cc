@@ -1,4 +1,4 @@
-#include "zcal/agent/metrics.h"
+#include "zcal/agent/metrics/metrics.h"
 
 #include <unistd.h>
 
@@ -90,8 +90,10 @@ std::shared_ptr<Metrics> Populated() {
   host.kernel_release = "6.18.0";
   host.cpu_model = "Test \"CPU\"";
   host.fingerprint = 0xabc;
-  host.interfaces.push_back(InterfaceInfo{"loopback", "lo", "", "", "",
-                                          "65536", "", ""});
+  probes::InterfaceFacts lo;
+  lo.name = "lo";
+  lo.mtu = 65536;
+  host.interfaces.push_back(PathInterface{"loopback", lo});
   metrics->SetHost(host);
   metrics->SetPaths({{"loopback", "loopback"}, {"discard", "discard"}});
   HostDefaultInfo host_default;

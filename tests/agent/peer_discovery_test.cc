@@ -2,7 +2,7 @@
 // peers (duplicates, own addresses, order), real lookups through the host's
 // resolver, and the egress interface on loopback and inside private network
 // namespaces that the test creates (and that vanish with their process).
-#include "zcal/agent/peer_discovery.h"
+#include "zcal/agent/peers/peer_discovery.h"
 
 #include <sched.h>
 #include <unistd.h>

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/agent/peer_selection.h"
+#include "zcal/agent/peers/peer_selection.h"
 
 namespace zcal::agent {
 namespace {

@@ -13,11 +13,11 @@
 
 #include "method_results.h"
 
-#include "zcal/agent/calibration_runner.h"
-#include "zcal/agent/config.h"
-#include "zcal/agent/peer_results.h"
-#include "zcal/agent/results.h"
-#include "zcal/agent/state.h"
+#include "zcal/agent/service/calibration_runner.h"
+#include "zcal/agent/config/config.h"
+#include "zcal/agent/publish/peer_results.h"
+#include "zcal/agent/publish/results.h"
+#include "zcal/agent/state/state.h"
 
 namespace zcal::agent {
 namespace {

@@ -1,7 +1,7 @@
 // The publisher against a real segment, state file and metrics: what a
 // reader, the file and a scrape see after each step, and every failure a
 // user can hit (a held lock, a state file that cannot be read or written).
-#include "zcal/agent/publisher.h"
+#include "zcal/agent/service/publisher.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -60,7 +60,7 @@ RoundOutcome Outcome(std::vector<PathReport> reports) {
 HostSnapshot Host(std::uint64_t fingerprint) {
   HostSnapshot host;
   host.fingerprint = fingerprint;
-  host.facts = {{"fingerprint", "test"}};
+  host.info.fingerprint = fingerprint;
   return host;
 }
 

@@ -1,6 +1,6 @@
 // DiffConfig: each key of the configuration, changed alone, raises exactly
 // the flag that tells the service what to do, and nothing else.
-#include "zcal/agent/reload.h"
+#include "zcal/agent/config/reload.h"
 
 #include <functional>
 

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "zcal/agent/report.h"
-#include "zcal/agent/status_page.h"
+#include "zcal/agent/report/report.h"
+#include "zcal/agent/metrics/status_page.h"
 
 namespace zcal::agent {
 namespace {

@@ -1,4 +1,4 @@
-#include "zcal/agent/results.h"
+#include "zcal/agent/publish/results.h"
 
 #include <gtest/gtest.h>
 

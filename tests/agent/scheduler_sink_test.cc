@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/agent/scheduler.h"
+#include "zcal/agent/service/scheduler.h"
 
 namespace zcal::agent {
 namespace {

@@ -1,6 +1,6 @@
 // The scheduler's rules on a fake clock: every time is a value the test
 // passes in, so hours of schedule take no time and nothing sleeps.
-#include "zcal/agent/scheduler.h"
+#include "zcal/agent/service/scheduler.h"
 
 #include <random>
 #include <vector>

@@ -3,7 +3,7 @@
 // scheduler_test.cc; this file proves the wiring. Every wait is on a
 // condition (a log line, a metric, a call count, the segment's heartbeat);
 // the bounds only turn a hang into a failure.
-#include "zcal/agent/service.h"
+#include "zcal/agent/service/service.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,8 +21,8 @@
 #include <spdlog/spdlog.h>
 
 #include "test_util.h"
-#include "zcal/agent/instance_lock.h"
-#include "zcal/agent/state.h"
+#include "zcal/agent/service/instance_lock.h"
+#include "zcal/agent/state/state.h"
 #include "zcal/zcal.hpp"
 
 namespace zcal::agent {

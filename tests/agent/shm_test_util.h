@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "segment_image.h"
-#include "zcal/agent/shm_writer.h"
+#include "zcal/agent/publish/shm_writer.h"
 
 extern char** environ;
 

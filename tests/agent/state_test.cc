@@ -1,4 +1,4 @@
-#include "zcal/agent/state.h"
+#include "zcal/agent/state/state.h"
 
 #include "zcal/calibrator/report_json.h"
 
@@ -46,7 +46,11 @@ AgentState SampleState() {
   state.saved_at_ns = 1'700'000'000'000'000'000;
   state.fingerprint = 0xfedcba9876543210;
   state.last_success_ns = 1'700'000'000'000'000'001;
-  state.host = {{"kernel_release", "6.18.0"}};
+  state.host.kernel_release = "6.18.0";
+  probes::InterfaceFacts lo;
+  lo.name = "lo";
+  lo.mtu = 65536;
+  state.host.interfaces.push_back(PathInterface{"loopback", lo});
   MethodResult threshold;
   threshold.method = Method::kUringSendZc;
   threshold.baseline = Method::kUringSend;
@@ -84,7 +88,11 @@ TEST(State, RoundTripsThroughTheFile) {
   EXPECT_EQ(loaded->saved_at_ns, 1'700'000'000'000'000'000u);
   EXPECT_EQ(loaded->fingerprint, 0xfedcba9876543210u);
   EXPECT_EQ(loaded->last_success_ns, 1'700'000'000'000'000'001u);
-  EXPECT_EQ(loaded->host["kernel_release"], "6.18.0");
+  EXPECT_EQ(loaded->host.kernel_release, "6.18.0");
+  ASSERT_EQ(loaded->host.interfaces.size(), 1u);
+  EXPECT_EQ(loaded->host.interfaces[0].path, "loopback");
+  EXPECT_EQ(loaded->host.interfaces[0].facts.name, "lo");
+  EXPECT_EQ(loaded->host.interfaces[0].facts.mtu, 65536u);
   const MethodState& zc = loaded->paths.at("loopback").at(Method::kUringSendZc);
   EXPECT_EQ(zc.published.verdict, Verdict::kThreshold);
   EXPECT_EQ(zc.published.threshold_bytes, 16384u);
@@ -250,6 +258,41 @@ TEST(State, FilesWrittenBeforeTheCostModelStillRead) {
   EXPECT_EQ(r.threshold_bytes, 16384u);
   EXPECT_EQ(r.rule, calibrator::Rule::kNone);
   EXPECT_FALSE(r.model.has_value());
+}
+
+// The host facts of a state file are read back typed, also from a file
+// that carries more than the agent writes now (every device, per path).
+TEST(State, ReadsTheHostFactsOfEveryPath) {
+  const std::string text = R"({"format": "zcal-state", "version": 1,
+    "saved_at_ns": 5, "fingerprint": "00000000000000ab", "paths": {},
+    "host": {"fingerprint": "00000000000000ab", "paths": {
+      "loopback": {"kernel_release": "6.1.0", "cpu_model": "Test CPU",
+                   "iommu_cmdline": ["iommu=pt"], "devices": [{"name": "lo"}],
+                   "interface": {"name": "lo", "mtu": 65536}, "notes": ["a"]},
+      "discard": {"kernel_release": "6.1.0", "cpu_model": "Test CPU",
+                  "interface": {"name": "lo", "speed_mbps": null},
+                  "notes": ["a", "b"]}}}})";
+  const Result<AgentState> state = ParseState(text, "old.json");
+  ASSERT_TRUE(state) << state.error().message;
+  const HostInfo& host = state->host;
+  EXPECT_EQ(host.kernel_release, "6.1.0");
+  EXPECT_EQ(host.cpu_model, "Test CPU");
+  EXPECT_EQ(host.iommu_cmdline, std::vector<std::string>{"iommu=pt"});
+  EXPECT_EQ(host.fingerprint, 0xabu);
+  ASSERT_EQ(host.interfaces.size(), 2u);
+  EXPECT_EQ(host.interfaces[0].path, "discard");
+  EXPECT_EQ(host.interfaces[1].path, "loopback");
+  EXPECT_EQ(host.interfaces[1].facts.mtu, 65536u);
+  EXPECT_EQ(host.notes, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(host.devices.size(), 1u);
+  EXPECT_EQ(host.devices[0].name, "lo");
+  // Written back, it reads the same.
+  const Result<AgentState> again = ParseState(SerializeState(*state), "again");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->host.cpu_model, "Test CPU");
+  EXPECT_EQ(again->host.interfaces.size(), 2u);
+  EXPECT_EQ(again->host.notes, host.notes);
+  EXPECT_EQ(again->host.devices.size(), 1u);
 }
 
 TEST(State, UnknownKeysAreIgnored) {

@@ -14,7 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "test_util.h"
-#include "zcal/agent/config.h"
+#include "zcal/agent/config/config.h"
 
 namespace zcal::agent::testing {
 namespace {

@@ -1,4 +1,5 @@
 #include "zcal/probes/host_facts.h"
+#include "zcal/probes/host_facts_json.h"
 
 #include <sys/utsname.h>
 

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "zcal/probes/target.h"
 
 namespace zcal::probes {
@@ -72,11 +70,5 @@ std::optional<std::string> DefaultRouteInterface(const std::string& root,
 
 /// Never fails: what cannot be read is left unknown and named in `notes`.
 HostFacts CollectHostFacts(const HostFactsOptions& options);
-
-/// {"kernel_release", "cpu_model", "iommu_cmdline": [..], "devices": [IF..],
-///  "interface": IF, "fingerprint": "16 hex digits", "notes": [..]} where IF
-/// is {"name", "driver", "pci_device", "speed_mbps", "mtu", "sg", "tso",
-/// "iommu_group", "iommu_type"}; unknown values are null.
-nlohmann::json ToJson(const HostFacts& facts);
 
 }  // namespace zcal::probes

@@ -1,0 +1,41 @@
+#include "zcal/agent/cli/cli.h"
+
+#include <iostream>
+#include <vector>
+
+#include "commands.h"
+
+namespace zcal::agent {
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"zcal: measures from which message size zerocopy send pays off "
+               "on this host, and publishes it.",
+               "zcal"};
+  app.set_version_flag("--version", std::string("zcal ") + ZCAL_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  std::vector<Command> commands = {
+      AddAnalyzeCommand(app),
+      AddCalibrateCommand(app),
+      AddReportCommand(app),
+      AddShowCommand(app),
+      AddAgentCommand(app),
+      AddKeygenCommand(app),
+      AddSinkCommand(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0 in CLI11.
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  for (const Command& command : commands) {
+    if (command.app->parsed()) return command.run();
+  }
+  return kExitUsage;
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,361 @@
+// zcal calibrate: real probes on one path, driven by the sweep planner.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "decision_args.h"
+#include "zcal/agent/report/report_file.h"
+#include "report_text.h"
+#include "zcal/calibrator/report_json.h"
+#include "zcal/calibrator/samples_csv.h"
+#include "zcal/common/units.h"
+#include "zcal/probes/calibration.h"
+#include "zcal/probes/host_facts_json.h"
+
+namespace zcal::agent {
+
+namespace {
+
+namespace cal = zcal::calibrator;
+namespace probes = zcal::probes;
+
+struct CalibrateArgs {
+  std::string path = "loopback";
+  std::vector<std::string> methods;
+  std::string min_size = "1KiB";
+  std::string max_size = "256KiB";
+  DecisionArgs decision;
+  double budget_seconds = 5;
+  std::string max_rate = "0";
+  bool json = false;
+  std::string samples_out;
+  std::string report;
+  std::string root = "/";
+  std::string key_file;
+};
+
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free,
+              "set from a signal handler");
+
+extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
+
+// An option's value in the units grammar, its name in the message.
+Result<std::uint64_t> ParseBytes(const std::string& option, const std::string& text,
+                                 bool rate) {
+  Result<std::uint64_t> value = rate ? common::ParseRate(text) : common::ParseSize(text);
+  if (!value) return Fail(Errc::kInvalidArgument, option + ": " + value.error().message);
+  return value;
+}
+
+Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
+  probes::CalibrationOptions options;
+  Result<probes::Target> target = probes::ParseTarget(args.path);
+  if (!target) return Fail(Errc::kInvalidArgument, "--" + target.error().message);
+  options.target = *target;
+  for (const std::string& name : args.methods) {
+    const auto method = cal::ParseMethod(name);
+    if (!method) {
+      return Fail(Errc::kInvalidArgument,
+                  "--methods: unknown method \"" + name +
+                      "\"; choose from copy, msg_zerocopy, uring_send, "
+                      "uring_send_zc, uring_send_zc_fixed");
+    }
+    options.methods.push_back(*method);
+  }
+  auto min = ParseBytes("--min", args.min_size, false);
+  if (!min) return tl::unexpected(min.error());
+  auto max = ParseBytes("--max", args.max_size, false);
+  if (!max) return tl::unexpected(max.error());
+  auto rate = ParseBytes("--max-rate", args.max_rate, true);
+  if (!rate) return tl::unexpected(rate.error());
+  options.min_size = *min;
+  options.max_size = *max;
+  options.max_bytes_per_second = *rate;
+  options.decision = args.decision.ToOptions();
+  options.budget_seconds = args.budget_seconds;
+  options.cancel = &g_interrupted;
+  options.root = args.root;
+  if (!args.key_file.empty()) {
+    if (options.target.kind != probes::TargetKind::kPeer) {
+      return Fail(Errc::kInvalidArgument,
+                  "--key-file: only a peer path (--path ADDR:PORT) presents a key");
+    }
+    auto keys = probes::peer::LoadKeyFile(args.key_file);
+    if (!keys) return Fail(Errc::kInvalidArgument, "--key-file: " + keys.error().message);
+    for (const std::string& warning : keys->warnings) {
+      std::cerr << "zcal calibrate: warning: " << warning << "\n";
+    }
+    options.peer_key = keys->Presented();
+  }
+  if (std::string why = probes::ValidateCalibrationOptions(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, why);
+  }
+  return options;
+}
+
+// What was probed per requested method, baselines included: the analysis
+// lists only the zerocopy methods.
+nlohmann::json ProbesJson(const probes::CalibrationOptions& options,
+                          const std::vector<cal::Sample>& samples) {
+  nlohmann::json doc = nlohmann::json::object();
+  const std::vector<cal::Method> methods =
+      options.methods.empty()
+          ? std::vector<cal::Method>(cal::kAllMethods.begin(), cal::kAllMethods.end())
+          : options.methods;
+  for (cal::Method m : methods) {
+    std::uint64_t ok = 0, unsupported = 0, failed = 0;
+    std::string error;
+    for (const cal::Sample& s : samples) {
+      if (s.method != m) continue;
+      ok += s.ok() ? 1 : 0;
+      unsupported += s.status == cal::SampleStatus::kUnsupported ? 1 : 0;
+      failed += s.status == cal::SampleStatus::kFailed ? 1 : 0;
+      if (error.empty()) error = s.error;
+    }
+    doc[std::string(cal::MethodName(m))] = {
+        {"ok", ok},
+        {"unsupported", unsupported},
+        {"failed", failed},
+        {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)},
+    };
+  }
+  return doc;
+}
+
+std::string Known(const std::string& value) { return value.empty() ? "-" : value; }
+
+template <typename T>
+std::string Known(const std::optional<T>& value, const char* unit = "") {
+  return value ? fmt::format("{}{}", *value, unit) : std::string("unknown");
+}
+
+std::string OnOff(const std::optional<bool>& value) {
+  return value ? (*value ? "on" : "off") : "unknown";
+}
+
+void PrintHost(std::ostream& out, const probes::HostFacts& host) {
+  const probes::InterfaceFacts& i = host.interface;
+  std::string cmdline;
+  for (const std::string& flag : host.iommu_cmdline) cmdline += (cmdline.empty() ? "" : " ") + flag;
+  out << "\nhost (fingerprint " << fmt::format("{:016x}", host.Fingerprint()) << ")\n"
+      << "  kernel       " << Known(host.kernel_release) << "\n"
+      << "  cpu          " << Known(host.cpu_model) << "\n"
+      << "  iommu flags  " << (cmdline.empty() ? "none on the kernel command line" : cmdline)
+      << "\n"
+      << "  interface    " << Known(i.name) << ": driver " << Known(i.driver) << ", pci "
+      << Known(i.pci_device) << ", speed " << Known(i.speed_mbps, " Mbit/s") << ", mtu "
+      << Known(i.mtu) << ", sg " << OnOff(i.sg) << ", tso " << OnOff(i.tso) << "\n"
+      << "  iommu        "
+      << (i.iommu_group.empty() ? std::string("none (no IOMMU group)")
+                                : "group " + i.iommu_group + ", type " + Known(i.iommu_type))
+      << "\n";
+  for (const std::string& note : host.notes) out << "  note: " << note << "\n";
+}
+
+class ProgressLine {
+ public:
+  ProgressLine() : enabled_(::isatty(STDERR_FILENO) == 1) {}
+  ~ProgressLine() { Clear(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  void Show(const probes::CalibrationProgress& p) {
+    if (!enabled_) return;
+    std::cerr << fmt::format("\r\033[Kcalibrating: probe {} of ~{}: {} at {} bytes",
+                             p.done + 1, p.total, cal::MethodName(p.method), p.size_bytes)
+              << std::flush;
+    shown_ = true;
+  }
+  void Clear() {
+    if (!shown_) return;
+    std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+int RunCalibrate(const CalibrateArgs& args) {
+  auto options = ToOptions(args);
+  if (!options) {
+    std::cerr << "zcal calibrate: " << options.error().message << "\n";
+    return kExitUsage;
+  }
+  // Opened before measuring, so that a bad path costs no calibration.
+  std::ofstream samples_out;
+  if (!args.samples_out.empty()) {
+    samples_out.open(args.samples_out, std::ios::binary | std::ios::trunc);
+    if (!samples_out) {
+      std::cerr << "zcal calibrate: --samples-out " << args.samples_out
+                << ": cannot open for writing: " << std::strerror(errno) << "\n";
+      return kExitUsage;
+    }
+  }
+  std::unique_ptr<PendingFile> report_file;
+  if (!args.report.empty()) {
+    auto created = PendingFile::Create(args.report);
+    if (!created) {
+      std::cerr << "zcal calibrate: --report " << created.error().message << "\n";
+      return kExitUsage;
+    }
+    report_file = std::move(*created);
+  }
+
+  g_interrupted.store(false);
+  struct sigaction action{};
+  action.sa_handler = OnInterrupt;
+  action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends it at once
+  struct sigaction previous{};
+  ::sigaction(SIGINT, &action, &previous);
+  Result<probes::CalibrationReport> report;
+  {
+    ProgressLine progress;
+    report = probes::RunCalibration(
+        *options, [&](const probes::CalibrationProgress& p) { progress.Show(p); });
+  }
+  ::sigaction(SIGINT, &previous, nullptr);
+
+  if (!report) {
+    std::cerr << "zcal calibrate: " << report.error().message << "\n";
+    return report.error().code == Errc::kInvalidArgument ? kExitUsage : kExitNoProbe;
+  }
+  if (samples_out.is_open()) {
+    samples_out << cal::WriteSamplesCsv(report->samples);
+    samples_out.close();
+    if (!samples_out) {
+      std::cerr << "zcal calibrate: --samples-out " << args.samples_out
+                << ": write failed: " << std::strerror(errno) << "\n";
+      return kExitFailure;
+    }
+  }
+  if (args.json) {
+    nlohmann::json doc = cal::ToJson(report->analysis);
+    doc["objective"] = args.decision.objective;
+    doc["tolerance"] = options->decision.tolerance;
+    doc["margin"] = options->decision.margin;
+    doc["host"] = probes::ToJson(report->host);
+    doc["probes"] = ProbesJson(*options, report->samples);
+    doc["timings"] = {
+        {"duration_seconds", report->duration_seconds},
+        {"budget_seconds", options->budget_seconds},
+        {"probes_run", report->probes_run},
+        {"samples", report->samples.size()},
+        {"cancelled", report->cancelled},
+        {"session_lost", report->session_lost},
+    };
+    if (report->session_lost) doc["timings"]["session_error"] = report->session_error;
+    doc["size_clamp"] = nullptr;
+    if (const auto& clamp = report->max_size_clamp) {
+      doc["size_clamp"] = {
+          {"requested_max_bytes", clamp->requested_bytes},
+          {"max_bytes", clamp->used_bytes},
+          {"reason", clamp->reason},
+      };
+    }
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    PrintAnalysis(std::cout, report->analysis, options->decision);
+    if (const auto& clamp = report->max_size_clamp) {
+      std::cout << fmt::format(
+          "\nnote: --max {} bytes is above {} ({} bytes); probed up to {} bytes\n",
+          clamp->requested_bytes, clamp->reason, clamp->used_bytes, clamp->used_bytes);
+    }
+    PrintHost(std::cout, report->host);
+    std::cout << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
+                             report->probes_run, report->samples.size(),
+                             report->duration_seconds, options->budget_seconds);
+  }
+  if (report_file) {
+    ReportModel model;
+    model.kind = ReportKind::kCalibration;
+    model.source = "zcal calibrate --path " + args.path;
+    model.decision = DescribeDecision(options->decision);
+    model.host = HostInfoOf(report->host, args.path);
+    model.entries = EntriesOf(report->analysis);
+    if (auto written = WriteReport(*report_file, std::move(model)); !written) {
+      std::cerr << "zcal calibrate: --report " << written.error().message << "\n";
+      return kExitFailure;
+    }
+  }
+  if (report->cancelled) {
+    std::cerr << "zcal calibrate: interrupted; the results are partial\n";
+    return kExitFailure;
+  }
+  if (report->session_lost) {
+    std::cerr << "zcal calibrate: the session was lost (" << report->session_error
+              << "); the results are partial, an agent would not use them\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddCalibrateCommand(CLI::App& parent) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "calibrate",
+      "Measure on this host, with real sends, from which message size each "
+      "zerocopy method pays off, and print the verdicts.");
+  app->add_option("--path", args->path,
+                  "loopback (an in-process sink), discard (UDP dropped in a private "
+                  "namespace: real zerocopy, the sender's costs only; sizes up to "
+                  "65507 bytes) or ADDRESS:PORT of a peer's sink")
+      ->capture_default_str();
+  app->add_option("--methods", args->methods,
+                  "Comma-separated methods (default: all): copy, msg_zerocopy, "
+                  "uring_send, uring_send_zc, uring_send_zc_fixed")
+      ->delimiter(',');
+  app->add_option("--min", args->min_size,
+                  "Smallest message size (4096, 4K = 4KiB = 4096, 10kB = 10000; docs/units.md)")
+      ->capture_default_str();
+  app->add_option("--max", args->max_size, "Largest message size")->capture_default_str();
+  AddDecisionOptions(*app, args->decision);
+  app->add_option("--budget", args->budget_seconds,
+                  "Seconds for the whole calibration; probes are shortened to fit")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app->add_option("--max-rate", args->max_rate,
+                  "Average rate the probes may send (100M = 100MiB/s, 100MB/s, "
+                  "10Gbit/s; docs/units.md); 0 = unlimited")
+      ->capture_default_str();
+  app->add_flag("--json", args->json,
+                "Print one JSON object: the `zcal analyze --json` document plus "
+                "\"host\", \"probes\" (per method), \"timings\" and \"size_clamp\" "
+                "(null, or the --max the path could not carry)");
+  app->add_option("--samples-out", args->samples_out,
+                  "Write the raw samples as CSV (what `zcal analyze` reads)");
+  app->add_option("--report", args->report,
+                  "Also write the HTML page of `zcal report` (curves, verdicts, host "
+                  "facts) to this file");
+  app->add_option("--key-file", args->key_file,
+                  "With a peer path: the key file whose first key is presented to "
+                  "the peer's sink (lines KEYID HEXSECRET, zcal keygen)");
+  app->add_option("--root", args->root,
+                  "Read sysfs and procfs under this directory instead of / (tests)")
+      ->capture_default_str();
+  app->footer(
+      "Exit status: 0 calibration completed (whatever the verdicts); 1 "
+      "interrupted, the peer's session lost mid-calibration (partial "
+      "results), or the samples file or the --report page could not be "
+      "written; 2 bad arguments; 3 no probe could run (the message says why "
+      "per method, or why the peer's sink refused the session).");
+  return {app, [args] { return RunCalibrate(*args); }};
+}
+
+}  // namespace zcal::agent

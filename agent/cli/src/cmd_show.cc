@@ -1,0 +1,161 @@
+// zcal show: the published segment, header and entries, as a table or JSON.
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "zcal/agent/report/segment_table.h"
+#include "zcal/zcal.hpp"
+#include "zcal/common/clock.h"
+#include "zcal/common/text.h"
+
+namespace zcal::agent {
+
+namespace {
+
+struct ShowArgs {
+  std::string segment;
+  bool json = false;
+};
+
+std::string Utc(std::uint64_t ns) { return common::FormatUtc(ns, "%Y-%m-%dT%H:%M:%SZ", "never"); }
+
+std::string Age(std::optional<double> seconds) {
+  if (!seconds) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  if (*seconds < 120) out << *seconds << " s ago";
+  else if (*seconds < 7200) out << *seconds / 60 << " min ago";
+  else if (*seconds < 172800) out << *seconds / 3600 << " h ago";
+  else out << *seconds / 86400 << " d ago";
+  return out.str();
+}
+
+void PrintTable(std::ostream& out, const std::string& name, const zcal_info& info,
+                const std::vector<zcal_shm_entry>& entries, std::uint64_t now_ns) {
+  out << "segment     " << name << " (" << info.segment_bytes << " bytes, ABI "
+      << info.abi_major << "." << info.abi_minor << ")\n"
+      << "agent pid   " << info.agent_pid << "\n"
+      << "generation  " << info.generation << "\n"
+      << "published   " << Utc(info.publish_time_ns) << " ("
+      << Age(AgeSeconds(now_ns, info.publish_time_ns)) << ")\n"
+      << "heartbeat   " << Utc(info.heartbeat_ns) << " ("
+      << Age(AgeSeconds(now_ns, info.heartbeat_ns)) << ")\n"
+      << "stale       "
+      << ((info.flags & ZCAL_FLAG_STALE)
+              ? "yes (republished from saved state, not yet confirmed)"
+              : "no")
+      << "\n";
+  if (info.flags & ZCAL_FLAG_RETIRED)
+    out << "retired     yes (a newer segment replaced this one)\n";
+  out << "host default " << DescribeHostDefault(info.host_default_source).sentence << "\n";
+  out << "entries     " << info.count << " of " << info.capacity << "\n";
+  if (entries.empty()) return;
+
+  struct Row {
+    std::string cells[8];
+  };
+  std::vector<Row> rows;
+  rows.push_back({{"SCOPE", "METHOD", "VERDICT", "THRESHOLD", "CONFIDENCE",
+                   "REASON", "MEASURED", "FINGERPRINT"}});
+  for (const zcal_shm_entry& e : entries) {
+    std::ostringstream confidence;
+    if (auto c = Confidence(e)) confidence << std::fixed << std::setprecision(2) << *c;
+    else confidence << "unknown";
+    const char* reason = zcal_reason_name(e.reason);
+    rows.push_back({{ScopeText(e) + (Estimated(e) ? " (estimated)" : ""),
+                     zcal_method_name(e.method),
+                     zcal_verdict_name(e.verdict),
+                     (e.entry_flags & ZCAL_ENTRY_HAS_THRESHOLD)
+                         ? std::to_string(e.threshold_bytes)
+                         : std::string("-"),
+                     confidence.str(), *reason ? reason : "-",
+                     Utc(e.measured_at_ns) + " (" +
+                         Age(AgeSeconds(now_ns, e.measured_at_ns)) + ")",
+                     common::Hex64(e.fingerprint)}});
+  }
+  std::size_t width[8] = {};
+  for (const Row& row : rows)
+    for (int c = 0; c < 8; ++c) width[c] = std::max(width[c], row.cells[c].size());
+  out << "\n";
+  for (const Row& row : rows) {
+    for (int c = 0; c < 8; ++c) {
+      out << row.cells[c];
+      if (c < 7) out << std::string(width[c] - row.cells[c].size() + 2, ' ');
+    }
+    out << "\n";
+  }
+}
+
+int RunShow(const ShowArgs& args) {
+  const char* env = std::getenv(ZCAL_SEGMENT_ENV);
+  const std::string name = !args.segment.empty() ? args.segment
+                           : (env && *env)       ? std::string(env)
+                                                 : std::string(ZCAL_DEFAULT_SEGMENT);
+  const SegmentTable table = ReadSegmentTable(name);
+  if (!table.info) {
+    const std::string& detail = table.detail;
+    std::cerr << "zcal show: ";
+    switch (-table.error) {
+      case ENOENT:
+        std::cerr << "no segment " << name << " (/dev/shm" << name
+                  << " does not exist): no zcal agent has published on this "
+                     "host. Start one with `zcal agent`, or name the segment "
+                     "with --segment or "
+                  << ZCAL_SEGMENT_ENV << ".\n";
+        return kExitFailure;
+      case EPROTO:
+        // The detail says what is wrong and what to do.
+        std::cerr << "incompatible or corrupt segment: " << detail << ".\n";
+        return kExitFailure;
+      case EACCES:
+        std::cerr << "not allowed to read segment " << name << ": " << detail
+                  << ". Run as a user that the segment's mode or group admits.\n";
+        return kExitFailure;
+      case EINVAL:
+        std::cerr << detail << ".\n";
+        return kExitUsage;
+      default:
+        std::cerr << "cannot read segment " << name << ": " << detail << ".\n";
+        return kExitFailure;
+    }
+  }
+  const std::uint64_t now_ns = common::RealtimeNs();
+  if (args.json) {
+    std::cout << ThresholdsJson(table, now_ns).dump(2) << "\n";
+  } else {
+    PrintTable(std::cout, name, *table.info, table.entries, now_ns);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddShowCommand(CLI::App& parent) {
+  auto args = std::make_shared<ShowArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "show",
+      "Print the thresholds this host publishes: the shared-memory segment's "
+      "header and every entry, with ages and the stale flag. Exit status 1 "
+      "when there is no segment or it is incompatible.");
+  app->add_option("--segment", args->segment,
+                  "Segment name, \"/NAME\" (default: $ZCAL_SEGMENT, else /zcal)");
+  app->add_flag("--json", args->json, "Print JSON instead of a table");
+  return {app, [args] { return RunShow(*args); }};
+}
+
+}  // namespace zcal::agent

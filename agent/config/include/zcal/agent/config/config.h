@@ -1,0 +1,149 @@
+// The agent's configuration: the YAML schema of configs/default.yaml, its
+// parsing and validation. docs/config.md documents every key.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zcal/agent/peers/peers_config.h"
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/hysteresis.h"
+#include "zcal/calibrator/method.h"
+#include "zcal/common/result.h"
+
+namespace zcal::agent {
+
+/// Where probes send.
+enum class PathType : std::uint8_t {
+  kLoopback = 0,  ///< TCP to an in-process sink; kernel-copied by design
+  kDiscard = 1,   ///< UDP into a blackhole qdisc in a private namespace
+};
+
+struct PathConfig {
+  std::string name = "loopback";  ///< metric label and calibration path
+  PathType type = PathType::kLoopback;
+
+  bool operator==(const PathConfig&) const = default;
+};
+
+/// Which results become the host default, the entry a transport falls back
+/// to for destinations without an entry of their own (docs/config.md).
+struct HostDefaultConfig {
+  /// false: publish no host default.
+  bool enabled = true;
+  /// The NIC whose results become the host default; "" = the interface of
+  /// the default route.
+  std::string interface;
+  /// Without a peer result, publish an estimate from the discard path, but
+  /// only where that NIC's IOMMU does not translate.
+  bool estimate = true;
+
+  bool operator==(const HostDefaultConfig&) const = default;
+};
+
+struct ScheduleConfig {
+  bool at_startup = true;
+  std::chrono::milliseconds interval = std::chrono::hours(6);
+  std::chrono::milliseconds jitter = std::chrono::minutes(10);  ///< +/-
+  std::chrono::milliseconds retry_after_failure = std::chrono::minutes(5);
+  /// How often host facts are re-read; 0 disables.
+  std::chrono::milliseconds fingerprint_poll = std::chrono::seconds(30);
+
+  bool operator==(const ScheduleConfig&) const = default;
+};
+
+struct BudgetConfig {
+  double seconds_per_calibration = 6;
+  double seconds_per_hour = 60;
+  std::uint64_t bytes_per_second = 0;  ///< 0 = unlimited
+
+  bool operator==(const BudgetConfig&) const = default;
+};
+
+struct SegmentConfig {
+  std::string name = "/zcal";
+  mode_t mode = 0644;
+  std::string group;  ///< empty: the agent's own group
+  std::chrono::milliseconds heartbeat = std::chrono::seconds(2);
+
+  bool operator==(const SegmentConfig&) const = default;
+};
+
+/// The peer sink the agent serves (section `sink:`), as the operator wrote
+/// it: the same names and grammar (docs/units.md) as the options of `zcal
+/// sink`. ParseConfig checks it through the one conversion both use
+/// (ToPeerSinkOptions, config/sink_settings.h), which also reads the key
+/// file; the service converts it again when it starts the sink.
+struct SinkSettings {
+  std::string listen;               ///< ADDR:PORT; "" = no sink
+  std::vector<std::string> allow;   ///< CIDR prefixes; empty = any source
+  std::string key_file;             ///< "" = none
+  std::string auth = "key";         ///< "key" or "none"
+  std::uint64_t max_sessions = 1;
+  std::uint64_t max_connections = 64;
+  std::string max_session_seconds = "60s";   ///< a duration
+  std::string max_bytes_per_second = "0";    ///< a rate; 0 = no cap
+  std::string idle_timeout = "10s";          ///< a duration
+  std::string handshake_deadline = "2s";     ///< a duration
+
+  bool operator==(const SinkSettings&) const = default;
+};
+
+struct MetricsConfig {
+  std::string listen = "127.0.0.1:9464";  ///< empty: no endpoint
+
+  bool operator==(const MetricsConfig&) const = default;
+};
+
+/// A validated configuration. The member defaults equal
+/// configs/default.yaml (a test checks that they agree).
+struct Config {
+  std::vector<PathConfig> paths = {PathConfig{},
+                                   PathConfig{"discard", PathType::kDiscard}};
+  HostDefaultConfig host_default;
+  std::vector<calibrator::Method> methods = {calibrator::kAllMethods.begin(),
+                                             calibrator::kAllMethods.end()};
+  std::uint64_t min_size_bytes = 1024;
+  std::uint64_t max_size_bytes = 256 * 1024;
+  calibrator::DecisionOptions decision;
+  calibrator::HysteresisOptions hysteresis;
+  ScheduleConfig schedule;
+  BudgetConfig budget;
+  SegmentConfig segment;
+  MetricsConfig metrics;
+  SinkSettings sink;
+  PeersConfig peers;
+  std::string state_path = "/run/zcal/state.json";
+  std::string log_level = "info";
+  std::string host_root = "/";
+  /// Where the configuration came from ("<embedded default>" or a path).
+  std::string source = "<embedded default>";
+
+  bool operator==(const Config&) const = default;
+};
+
+/// True when the two configurations differ at most in `source`.
+bool EqualInEffect(const Config& a, const Config& b);
+
+/// configs/default.yaml, as embedded at build time.
+std::string_view DefaultConfigYaml();
+
+/// Parses and validates YAML text. Keys omitted keep the defaults above.
+/// `source` names the text in messages. On failure the error (kParse) lists
+/// every problem found, one per line, each as
+/// "SOURCE:LINE:COLUMN: KEY: what was wrong; what is allowed".
+Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source);
+
+/// Reads and parses a file; kIo when it cannot be read.
+Result<Config> LoadConfigFile(const std::string& path);
+
+/// The embedded default, parsed. Never fails in a correct build.
+Config DefaultConfig();
+
+}  // namespace zcal::agent

@@ -1,0 +1,132 @@
+// The `sink:` section: read as the operator wrote it (SinkSettings), then
+// checked through ToPeerSinkOptions, the conversion `zcal sink` uses too, so
+// that a setting valid for one is valid for the other.
+#include <array>
+#include <charconv>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config_sections.h"
+#include "zcal/agent/config/sink_settings.h"
+
+namespace zcal::agent {
+namespace {
+
+// The address the other settings are checked against while sink.listen is
+// empty (no sink): loopback, where every setting is allowed.
+constexpr std::string_view kListenForChecks = "127.0.0.1:0";
+
+bool WholeNumber(ConfigReader& reader, const YAML::Node& node,
+                 const std::string& key, std::uint64_t& out) {
+  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+  std::uint64_t value = 0;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (!node.IsScalar() || text.empty() || ec != std::errc() ||
+      end != text.data() + text.size()) {
+    reader.Error(node, key,
+                 "expected a whole number, got " + Describe(node));
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+}  // namespace
+
+void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  static constexpr std::array<std::string_view, 10> kKeys = {
+      "listen",          "allow",
+      "key_file",        "auth",
+      "max_sessions",    "max_connections",
+      "max_session_seconds", "max_bytes_per_second",
+      "idle_timeout",    "handshake_deadline"};
+  if (node.IsNull()) return;  // `sink:` alone: no sink
+  const auto fields = reader.Map(node, "sink", kKeys);
+  if (!fields) return;
+  SinkSettings& s = config.sink;
+  bool read_all = true;
+  const auto field = [&](std::string_view key) -> const YAML::Node* {
+    const auto it = fields->find(std::string(key));
+    return it == fields->end() ? nullptr : &it->second;
+  };
+  const std::pair<std::string_view, std::string*> strings[] = {
+      {"listen", &s.listen},
+      {"key_file", &s.key_file},
+      {"auth", &s.auth},
+      {"max_session_seconds", &s.max_session_seconds},
+      {"max_bytes_per_second", &s.max_bytes_per_second},
+      {"idle_timeout", &s.idle_timeout},
+      {"handshake_deadline", &s.handshake_deadline}};
+  for (const auto& [key, out] : strings) {
+    const YAML::Node* value = field(key);
+    if (value == nullptr) continue;
+    read_all = reader.String(*value, "sink." + std::string(key), *out) && read_all;
+  }
+  if (const YAML::Node* value = field("key_file");
+      value != nullptr && !s.key_file.empty() && s.key_file.front() != '/') {
+    // The agent's working directory is no place to look for a secret.
+    reader.Error(*value, "sink.key_file",
+                 "'" + s.key_file +
+                     "' is not an absolute file path; write one such as "
+                     "/etc/zcal/peer.keys");
+    read_all = false;
+  }
+  const std::pair<std::string_view, std::uint64_t*> numbers[] = {
+      {"max_sessions", &s.max_sessions},
+      {"max_connections", &s.max_connections}};
+  for (const auto& [key, out] : numbers) {
+    const YAML::Node* value = field(key);
+    if (value == nullptr) continue;
+    read_all = WholeNumber(reader, *value, "sink." + std::string(key), *out) && read_all;
+  }
+  if (const YAML::Node* value = field("allow"); value != nullptr) {
+    if (!value->IsNull() && !reader.ExpectSequence(*value, "sink.allow")) {
+      read_all = false;
+    } else {
+      s.allow.clear();
+      for (std::size_t i = 0; value->IsSequence() && i < value->size(); ++i) {
+        std::string prefix;
+        if (reader.String((*value)[i], "sink.allow[" + std::to_string(i) + "]",
+                          prefix)) {
+          s.allow.push_back(prefix);
+        } else {
+          read_all = false;
+        }
+      }
+    }
+  }
+  if (!read_all) return;
+
+  // Without a listen address the other settings are checked as they would
+  // apply on loopback, so that a mistake shows before the sink is enabled.
+  SinkSettings check = s;
+  if (check.listen.empty()) check.listen = kListenForChecks;
+  std::vector<std::string> warnings;  // logged when the service starts it
+  const auto options = ToPeerSinkOptions(check, SettingSpelling::kConfig, warnings);
+  if (options) return;
+  // "sink.max_sessions: 1 to 64": at the node of that key when it is
+  // written, else at the section.
+  const std::string& message = options.error().message;
+  const std::size_t colon = message.find(": ");
+  const std::string name = message.substr(0, colon);
+  const std::string text =
+      colon == std::string::npos ? message : message.substr(colon + 2);
+  const std::string key = name.starts_with("sink.") ? name.substr(5) : name;
+  const YAML::Node* at = field(key);
+  if (key == "allow" && at != nullptr && at->IsSequence()) {
+    // The prefix that the message quotes, at its own element: in a long
+    // allow-list the list's line alone leaves the reader searching.
+    for (std::size_t i = 0; i < s.allow.size() && i < at->size(); ++i) {
+      if (text.find('"' + s.allow[i] + '"') != std::string::npos ||
+          text.starts_with(s.allow[i] + " can never match")) {
+        reader.Error((*at)[i], name + "[" + std::to_string(i) + "]", text);
+        return;
+      }
+    }
+  }
+  reader.Error(at != nullptr ? *at : node, name, text);
+}
+
+}  // namespace zcal::agent

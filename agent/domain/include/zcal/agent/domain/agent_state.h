@@ -1,0 +1,83 @@
+// What the agent knows: the published result of every (path, method), the
+// hysteresis candidates, and the peers it asked. The publish room keeps it
+// in a file (publish/state.h) and builds the segment's table from it; the
+// metrics and the report show it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "zcal/agent/domain/host_info.h"
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/method.h"
+
+namespace zcal::agent {
+
+/// What is known about one (path, method).
+struct MethodState {
+  calibrator::MethodResult published;  ///< what readers are told
+  /// CLOCK_REALTIME ns of the calibration that produced `published`, or the
+  /// latest one that agreed with it.
+  std::uint64_t measured_at_ns = 0;
+  /// A differing result waiting for a second calibration to agree.
+  std::optional<calibrator::MethodResult> pending;
+};
+
+/// The path name of a peer's results: "peer/ADDR:PORT" (metric label,
+/// state key, log).
+inline constexpr std::string_view kPeerPathPrefix = "peer/";
+
+/// True for a path name of a peer ("peer/...").
+inline bool IsPeerPath(std::string_view path) { return path.starts_with(kPeerPathPrefix); }
+
+/// What is known about one peer besides its results (AgentState::paths
+/// under the peer's path name).
+struct PeerRecord {
+  std::string endpoint;   ///< "ADDR:PORT" or "[V6]:PORT"
+  /// The interface a connection to it left through at the last success
+  /// (peers/peer_discovery.h, EgressInterface); "" when not known.
+  std::string interface;
+  std::uint64_t last_attempt_ns = 0;  ///< CLOCK_REALTIME
+  std::uint64_t last_success_ns = 0;  ///< 0 = never; results are from then
+  std::string last_outcome;  ///< zcal_peer_probes_total's outcome label
+};
+
+struct AgentState {
+  std::uint64_t saved_at_ns = 0;         ///< CLOCK_REALTIME when written
+  std::uint64_t fingerprint = 0;         ///< host facts of the calibration
+  std::uint64_t last_success_ns = 0;     ///< end of the last calibration
+  HostInfo host;  ///< the facts it ran under, for people (the report)
+  /// path name -> method -> state. Zerocopy methods only.
+  std::map<std::string, std::map<calibrator::Method, MethodState>> paths;
+  /// Peer path name -> what is known of it: the peers whose results are
+  /// kept (at most peers.keep with results) and those tried without one.
+  std::map<std::string, PeerRecord> peers;
+  /// Calibration rounds that probed peers; the round of the rendezvous
+  /// choice (peers/peer_selection.h), kept across restarts so that a
+  /// restarting agent moves on to the next peers instead of asking the
+  /// same again.
+  std::uint64_t peer_round = 0;
+
+  bool empty() const { return paths.empty(); }
+};
+
+/// The kept peers' results through one interface, for one method.
+struct InterfaceAggregate {
+  /// The median result: the results ordered by threshold (`always` by its
+  /// start, `never` above every threshold), the upper of the two middle
+  /// ones for an even count so that ties lean to copying; its
+  /// measured_at_ns is the newest of those aggregated.
+  MethodState state;
+  std::size_t peers = 0;  ///< results aggregated
+  /// Largest minus smallest threshold among them; nullopt with fewer than
+  /// two thresholds.
+  std::optional<std::uint64_t> spread_bytes;
+};
+/// interface -> method -> aggregate.
+using InterfaceAggregates =
+    std::map<std::string, std::map<calibrator::Method, InterfaceAggregate>>;
+
+}  // namespace zcal::agent

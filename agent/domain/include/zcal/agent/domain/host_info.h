@@ -1,0 +1,72 @@
+// The host facts the agent publishes (zcal_host_info, zcal_interface_info)
+// and the NIC whose results become the host default.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/method.h"
+#include "zcal/probes/host_facts.h"
+
+namespace zcal::agent {
+
+/// The `path` label of the host default NIC's zcal_interface_info series.
+inline constexpr std::string_view kHostDefaultInterfacePath = "host_default";
+/// The `path` label's prefix of the zcal_interface_info series of an
+/// interface that kept peers are reached through ("interface/eth1").
+inline constexpr std::string_view kPeerInterfacePathPrefix = "interface/";
+
+/// The egress interface of one path: "loopback", "discard", "peer/..." (a
+/// configured or peer path), kHostDefaultInterfacePath, or
+/// kPeerInterfacePathPrefix + NAME.
+struct PathInterface {
+  std::string path;
+  probes::InterfaceFacts facts;
+};
+
+/// The host facts a calibration ran under (zcal_host_info,
+/// zcal_interface_info, the state file's "host", the report's Host).
+struct HostInfo {
+  std::string kernel_release;
+  std::string cpu_model;
+  std::vector<std::string> iommu_cmdline;  ///< words, in order
+  std::uint64_t fingerprint = 0;  ///< probes::HostFacts::Fingerprint; 0 unknown
+  /// What the fingerprint covers besides the above: lo and every interface
+  /// backed by a device (probes::HostFacts::devices).
+  std::vector<probes::InterfaceFacts> devices;
+  std::vector<PathInterface> interfaces;
+  /// What could not be read (for people), without duplicates.
+  std::vector<std::string> notes;
+};
+
+/// The host-wide facts of `facts`, with its egress interface as `path`'s.
+HostInfo HostInfoOf(const probes::HostFacts& facts, std::string path);
+
+/// Adds the egress interface of one more path, and the notes `facts` has
+/// that `host` lacks.
+void AddPath(HostInfo& host, const probes::HostFacts& facts, std::string path);
+
+/// The host default as published (zcal_host_default_info and
+/// zcal_host_default_threshold_bytes).
+struct HostDefaultInfo {
+  std::string source;     ///< "peers", "estimated", "none"
+  std::string reason;     ///< why "none": "no_path", "iommu_translates", ...
+  std::string interface;  ///< the NIC it stands for; "" when unknown
+  /// The published host-default verdict per method (empty for "none").
+  std::map<calibrator::Method, calibrator::MethodResult> methods;
+  bool estimated = false;  ///< from the discard path, not from a NIC
+};
+
+/// The NIC whose results become the host default: the interface of the
+/// default route, or the one the configuration names.
+struct HostDefaultNic {
+  std::optional<probes::InterfaceFacts> facts;  ///< nullopt: not found
+  std::string why_unknown = "not read yet";  ///< when facts is nullopt
+};
+
+}  // namespace zcal::agent

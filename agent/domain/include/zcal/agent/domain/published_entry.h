@@ -1,0 +1,54 @@
+// One entry of the segment's table as the agent decides it, and where the
+// host default comes from (the ZCAL_SCOPE_* and ZCAL_HOST_DEFAULT_* values
+// of the ABI, client/include/zcal/zcal.h). The writer (publish/shm_writer.h)
+// turns them into the fixed-width layout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/method.h"
+
+namespace zcal::agent {
+
+/// Which traffic an entry applies to (ZCAL_SCOPE_* in the ABI).
+enum class ScopeKind : std::uint8_t {
+  kHostDefault,
+  kLoopback,
+  kPeer,
+  kInterface,
+  kDiscard,  ///< ABI minor 1: the discard path's own result
+};
+
+/// Where the host-default entries come from, or why there are none
+/// (ZCAL_HOST_DEFAULT_* in the ABI).
+enum class HostDefaultSource : std::uint8_t {
+  kUnknown = 0,
+  kPeers = 1,
+  kEstimated = 2,
+  kNoPath = 3,
+  kIommuTranslates = 4,
+  kIommuUnknown = 5,
+  kDisabled = 6,
+};
+
+/// One decision to publish.
+struct PublishedEntry {
+  ScopeKind scope = ScopeKind::kHostDefault;
+  std::string address;          ///< kPeer: numeric IPv4 or IPv6 text
+  std::uint8_t prefix_len = 0;  ///< kPeer: <= 32 (IPv4) or 128 (IPv6)
+  std::string interface;        ///< kInterface: 1 to 15 bytes
+  calibrator::Method method = calibrator::Method::kMsgZerocopy;
+  calibrator::Verdict verdict = calibrator::Verdict::kNever;
+  std::optional<std::uint64_t> threshold_bytes;  ///< required with kThreshold
+  std::optional<double> confidence;              ///< [0,1]; nullopt = unknown
+  calibrator::Reason reason = calibrator::Reason::kNone;
+  std::uint64_t measured_at_ns = 0;  ///< CLOCK_REALTIME
+  std::uint64_t fingerprint = 0;     ///< host-fact fingerprint
+  /// An estimate, not a measurement of this scope (ZCAL_ENTRY_ESTIMATED).
+  bool estimated = false;
+};
+
+}  // namespace zcal::agent

@@ -1,0 +1,134 @@
+// The agent's Prometheus metrics (docs/metrics.md lists every one).
+//
+// Events (calibrations, triggers, probe failures, reloads, publishes, HTTP
+// drops) are prometheus-cpp counters, gauges and a histogram in a registry.
+// Published results, the figures of the last calibration and the host facts
+// are a snapshot replaced as a whole on each update and rendered on each
+// scrape, so that series of a path, method or size that no longer exists
+// are dropped, not left at their old value.
+// All member functions are thread-safe: scrapes run on the HTTP server's
+// thread while the service updates.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/calibration_event.h"
+#include "zcal/agent/domain/host_info.h"
+#include "zcal/agent/metrics/http_server.h"
+#include "zcal/calibrator/sample.h"
+
+namespace zcal::probes {
+class PeerSink;
+}  // namespace zcal::probes
+
+namespace zcal::agent {
+
+
+/// Which series a Metrics serves.
+enum class MetricsRole : std::uint8_t {
+  kAgent,  ///< every series of docs/metrics.md
+  /// A standalone `zcal sink`: zcal_build_info, zcal_sink_* and
+  /// zcal_http_* only, so that no agent series (calibrations, heartbeat,
+  /// published results) stands at zero for a process that has none.
+  kSink,
+};
+
+class Metrics final : public prometheus::Collectable {
+ public:
+  /// `version` is the zcal version for zcal_build_info.
+  explicit Metrics(std::string version, MetricsRole role = MetricsRole::kAgent);
+  ~Metrics() override;
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  /// The published results and whether they are stale (replaces the
+  /// previous ones: paths and methods not given lose their series).
+  void SetPublished(
+      const std::map<std::string, std::map<calibrator::Method, MethodState>>&
+          paths,
+      bool stale);
+  /// Per-size figures and copied ratios of the last calibration of `path`,
+  /// and its verdicts before hysteresis (replaces those of `path`).
+  void SetLastCalibration(const std::string& path,
+                          std::span<const calibrator::Sample> samples,
+                          const calibrator::PathResult& fresh);
+  void SetHost(const HostInfo& host);
+  /// The configured paths and their types, "loopback" or "discard"
+  /// (zcal_path_info; replaces the previous ones).
+  void SetPaths(const std::map<std::string, std::string>& types);
+  void SetHostDefault(const HostDefaultInfo& host_default);
+  /// Drops every series of a path not in `paths` (published results, probe
+  /// failures, last calibration, interface): call when a reload removed
+  /// paths. A path that comes back counts its failures from 0.
+  void RetainPaths(std::span<const std::string> paths);
+
+  void RecordCalibration(CalibrationResult result, double duration_seconds,
+                         std::uint64_t now_ns);
+  void RecordTrigger(CalibrationTrigger trigger);
+  /// Counts the samples whose status is not ok, by path, method and status.
+  void RecordProbeFailures(const std::string& path,
+                           std::span<const calibrator::Sample> samples);
+  void RecordReload(bool ok);
+  void RecordFingerprintChange();
+  void RecordStateError(std::string_view operation);  ///< "load" or "save"
+  void RecordPublish(std::uint64_t now_ns, std::size_t entries);
+  void RecordHeartbeat(std::uint64_t now_ns);
+  void SetCalibrationRunning(bool running);
+  /// Unix seconds of the next scheduled calibration; 0 for none.
+  void SetNextCalibration(double unix_seconds);
+  /// Probe seconds spent within the last hour.
+  void SetBudgetUsed(double seconds);
+
+  /// The sink whose counters are served as zcal_sink_* (docs/metrics.md),
+  /// read from PeerSink::Stats() at each scrape; nullptr = no sink, and no
+  /// zcal_sink_* series. The totals of a sink replaced by another (a
+  /// reload) are carried over, so that the counters never go down.
+  void SetSink(std::shared_ptr<const probes::PeerSink> sink);
+
+  /// Peers (metrics_peers.cc): whether they are configured (without, no
+  /// zcal_peer* series), each peer asked and how it ended (PeerOutcome),
+  /// each discovery (its peers, and DnsFailureName when DNS gave none),
+  /// and, at each publish, the kept peers' staleness and the interface
+  /// aggregates.
+  void SetPeersEnabled(bool enabled);
+  void RecordPeerAttempt(std::string_view outcome);
+  void RecordPeerDiscovery(std::size_t peers, std::string_view failure);
+  void SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
+
+  /// The HTTP listener's events (MetricsServer reports them).
+  void RecordHttpDrop(HttpDrop drop);
+  void RecordHttpResponse(int status);
+  void AddHttpOpenConnections(int change);
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+  /// The text exposition format of Collect(), as served on /metrics.
+  std::string Text() const;
+
+ private:
+  struct Live;
+  class Snapshot;
+  class SinkView;
+  class PeerView;
+  std::unique_ptr<Live> live_;
+  std::unique_ptr<Snapshot> snapshot_;
+  std::unique_ptr<SinkView> sink_;
+  std::unique_ptr<PeerView> peers_;
+  MetricsRole role_;
+};
+
+/// Upper bounds of zcal_calibration_duration_seconds, seconds.
+inline constexpr double kDurationBuckets[] = {0.5, 1, 2, 4, 8, 16, 32, 64,
+                                              128, 300};
+
+}  // namespace zcal::agent

@@ -1,0 +1,48 @@
+// The peer part of Metrics: how peer probes ended, what discovery found,
+// which kept peers are stale, and the per-interface aggregates.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "zcal/agent/metrics/metrics.h"
+#include "zcal/agent/domain/agent_state.h"
+
+namespace zcal::agent {
+
+/// zcal_peer_probes_total's outcomes, in the order they are rendered.
+inline constexpr std::array<std::string_view, 10> kPeerOutcomes = {
+    "success",     "busy",           "auth_failed", "over_limit",
+    "unsupported_version", "protocol_error", "unreachable", "timeout",
+    "vanished",    "failed"};
+/// zcal_peer_discovery_failures_total's reasons (DnsFailureName).
+inline constexpr std::array<std::string_view, 4> kDiscoveryFailures = {
+    "nxdomain", "no_answer", "temporary", "failed"};
+
+class Metrics::PeerView {
+ public:
+  /// Whether peers are configured: without, no zcal_peer* series at all.
+  void SetEnabled(bool enabled);
+  void RecordAttempt(std::string_view outcome);
+  void RecordDiscovery(std::size_t peers, std::string_view failure);
+  /// The kept peers (path -> stale) and the interface aggregates.
+  void SetPublished(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
+  void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
+
+ private:
+  mutable std::mutex mutex_;
+  bool enabled_ = false;
+  std::array<std::uint64_t, kPeerOutcomes.size()> outcomes_{};
+  std::array<std::uint64_t, kDiscoveryFailures.size()> failures_{};
+  std::optional<std::size_t> discovered_;
+  std::map<std::string, bool> stale_;
+  InterfaceAggregates interfaces_;
+};
+
+}  // namespace zcal::agent

@@ -1,0 +1,65 @@
+// The host default: which results a transport falls back to for a
+// destination without an entry of its own. One rule, here:
+//
+//  1. Only paths that cross a NIC may be its source: peers, aggregated per
+//     egress interface (the interface of the default route, or the one the
+//     configuration names). Loopback is never a source: the kernel copies
+//     every zerocopy send it delivers locally. A result the kernel reported
+//     as copied, unsupported, failed or inconclusive is never a source
+//     either.
+//  2. Without a peer result, an estimate from the discard path, but only
+//     where that NIC's IOMMU does not translate (no IOMMU group, or an
+//     identity/passthrough domain): the discard path sees the sender's own
+//     costs and no IOMMU, and a translating IOMMU made zerocopy lose at
+//     every size on hosts where the sender's costs alone favoured it.
+//     Such entries carry the estimated flag and half the confidence.
+//  3. Otherwise there is no host default, and the source says why.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "zcal/agent/config/config.h"
+#include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/host_info.h"
+#include "zcal/agent/domain/published_entry.h"
+#include "zcal/calibrator/method.h"
+
+namespace zcal::agent {
+
+/// Whether the IOMMU translates the DMA of a NIC.
+enum class IommuTranslation : std::uint8_t { kNone, kTranslates, kUnknown };
+
+/// kNone for a device without IOMMU group or with an identity domain,
+/// kTranslates for DMA/DMA-FQ (and any other domain type), kUnknown for a
+/// virtual interface (bond, VLAN, bridge: its NICs are not known), a group
+/// whose type cannot be read, or an unknown NIC. `why` says which, for
+/// people.
+IommuTranslation ClassifyIommu(const HostDefaultNic& nic, std::string& why);
+
+/// A result that may stand for traffic through a NIC: a threshold, always,
+/// or never because zerocopy measured slower.
+bool UsableForHostDefault(const calibrator::MethodResult& result);
+
+struct HostDefaultChoice {
+  HostDefaultSource source = HostDefaultSource::kNoPath;
+  /// What to publish with scope host_default (empty when there is none).
+  std::map<calibrator::Method, MethodState> methods;
+  bool estimated = false;
+  /// One sentence for the log, `zcal show` (through the source) and the
+  /// metrics: where the host default comes from, or why there is none.
+  std::string explanation;
+};
+
+/// Applies the rule to the published state. `peers`: the aggregate of peer
+/// results through the host-default NIC, per method (empty without peers).
+HostDefaultChoice ChooseHostDefault(
+    const AgentState& state, const Config& config, const HostDefaultNic& nic,
+    const std::map<calibrator::Method, MethodState>& peers = {});
+
+/// "peers", "estimated", "none" for the metrics and `zcal show`.
+std::string_view HostDefaultSourceName(HostDefaultSource source);
+/// "", "no_path", "iommu_translates", "iommu_unknown", "disabled".
+std::string_view HostDefaultAbsenceReason(HostDefaultSource source);
+
+}  // namespace zcal::agent

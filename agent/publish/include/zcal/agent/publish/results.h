@@ -1,0 +1,54 @@
+// From calibrations to what is published: hysteresis per (path, method)
+// and the table of segment entries.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zcal/agent/config/config.h"
+#include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/host_info.h"
+#include "zcal/agent/domain/published_entry.h"
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/hysteresis.h"
+
+namespace zcal::agent {
+
+/// Merges the fresh results of one path into `state` through
+/// calibrator::ApplyHysteresis, method by method. A published result that
+/// a fresh one agrees with gets `now_ns` as its measurement time (it was
+/// just confirmed). Returns one sentence per method for the log, e.g.
+/// "loopback/msg_zerocopy: never (kernel_copied), unchanged".
+std::vector<std::string> MergeCalibration(
+    AgentState& state, const std::string& path,
+    const calibrator::PathResult& fresh, std::uint64_t now_ns,
+    const calibrator::HysteresisOptions& options);
+
+/// Drops the paths and methods that `config` no longer calibrates.
+void PruneState(AgentState& state, const Config& config);
+
+/// What the segment holds, and where its host default comes from.
+struct PublishedTable {
+  std::vector<PublishedEntry> entries;
+  /// The peer aggregates behind the interface entries (for the metrics).
+  InterfaceAggregates interfaces;
+  HostDefaultSource host_default = HostDefaultSource::kNoPath;
+  std::string host_default_explanation;  ///< a sentence (host_default.h)
+};
+
+/// The segment's table: per configured path and zerocopy method one entry
+/// under the path's own scope (loopback, discard); per kept peer its
+/// entries under its host prefix (/32, /128); per egress interface the
+/// aggregate of its fresh peer results (AggregatePeers, at `now_ns`); then
+/// the host default as ChooseHostDefault (host_default.h) decides, with
+/// `nic` the NIC whose results it stands for and the aggregate of that
+/// NIC's interface (or of host_default.interface) as its peers.
+PublishedTable BuildEntries(const AgentState& state, const Config& config,
+                            const HostDefaultNic& nic, std::uint64_t now_ns);
+
+/// "threshold 16KiB", "always from 1KiB", "never (kernel_copied)",
+/// "inconclusive (noisy)".
+std::string DescribeResult(const calibrator::MethodResult& result);
+
+}  // namespace zcal::agent

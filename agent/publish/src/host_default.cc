@@ -1,0 +1,161 @@
+#include "zcal/agent/publish/host_default.h"
+
+#include <algorithm>
+
+namespace zcal::agent {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+IommuTranslation ClassifyIommu(const HostDefaultNic& nic, std::string& why) {
+  if (!nic.facts) {
+    why = "the host-default NIC is unknown (" + nic.why_unknown + ")";
+    return IommuTranslation::kUnknown;
+  }
+  const probes::InterfaceFacts& f = *nic.facts;
+  if (f.driver.empty() && f.pci_device.empty()) {
+    why = f.name + " is a virtual interface (bond, VLAN, bridge...): the IOMMU "
+                   "mode of the NICs behind it is not known; name one with "
+                   "host_default.interface";
+    return IommuTranslation::kUnknown;
+  }
+  if (f.iommu_group.empty()) {
+    why = f.name + " (" + f.driver + ") is in no IOMMU group: no IOMMU translates its DMA";
+    return IommuTranslation::kNone;
+  }
+  if (f.iommu_type.empty()) {
+    why = f.name + " is in IOMMU group " + f.iommu_group + " whose type cannot be read";
+    return IommuTranslation::kUnknown;
+  }
+  if (f.iommu_type == "identity") {
+    why = f.name + " is in IOMMU group " + f.iommu_group +
+          " with an identity (passthrough) domain: its DMA is not translated";
+    return IommuTranslation::kNone;
+  }
+  why = f.name + " is in IOMMU group " + f.iommu_group + " of type " + f.iommu_type +
+        ": the IOMMU translates every mapping, which the discard path cannot see";
+  return IommuTranslation::kTranslates;
+}
+
+bool UsableForHostDefault(const MethodResult& result) {
+  switch (result.verdict) {
+    case Verdict::kThreshold:
+    case Verdict::kAlways:
+      return true;
+    case Verdict::kNever:
+      return result.reason == Reason::kSlower;
+    case Verdict::kInconclusive:
+      return false;
+  }
+  return false;
+}
+
+namespace {
+
+std::map<Method, MethodState> Usable(const std::map<Method, MethodState>& methods) {
+  std::map<Method, MethodState> out;
+  for (const auto& [method, s] : methods) {
+    if (UsableForHostDefault(s.published)) out.emplace(method, s);
+  }
+  return out;
+}
+
+const std::map<Method, MethodState>* PathOfType(const AgentState& state,
+                                               const Config& config, PathType type) {
+  for (const PathConfig& path : config.paths) {
+    if (path.type != type) continue;
+    const auto it = state.paths.find(path.name);
+    if (it != state.paths.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
+                                    const HostDefaultNic& nic,
+                                    const std::map<Method, MethodState>& peers) {
+  HostDefaultChoice choice;
+  if (!config.host_default.enabled) {
+    choice.source = HostDefaultSource::kDisabled;
+    choice.explanation = "no host default: host_default is off in the configuration";
+    return choice;
+  }
+  const std::string nic_name = nic.facts ? nic.facts->name : std::string("the NIC");
+  if (auto usable = Usable(peers); !usable.empty()) {
+    choice.source = HostDefaultSource::kPeers;
+    choice.methods = std::move(usable);
+    choice.explanation = "host default from the peers reached through " + nic_name;
+    return choice;
+  }
+  const std::map<Method, MethodState>* discard =
+      config.host_default.estimate ? PathOfType(state, config, PathType::kDiscard) : nullptr;
+  const bool discard_configured =
+      config.host_default.estimate &&
+      std::any_of(config.paths.begin(), config.paths.end(),
+                  [](const PathConfig& p) { return p.type == PathType::kDiscard; });
+  if (discard_configured) {
+    // The NIC first: where its IOMMU translates (or may), no discard result
+    // could stand for it, whatever it measured.
+    std::string why;
+    switch (ClassifyIommu(nic, why)) {
+      case IommuTranslation::kNone:
+        break;
+      case IommuTranslation::kTranslates:
+        choice.source = HostDefaultSource::kIommuTranslates;
+        choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
+        return choice;
+      case IommuTranslation::kUnknown:
+        choice.source = HostDefaultSource::kIommuUnknown;
+        choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
+        return choice;
+    }
+    choice.explanation = why;
+  }
+  std::map<Method, MethodState> estimate = discard ? Usable(*discard) : std::map<Method, MethodState>{};
+  if (estimate.empty()) {
+    choice.source = HostDefaultSource::kNoPath;
+    choice.explanation =
+        std::string("no host default: no usable peer result through ") + nic_name +
+        " (kernel-copied, failed and inconclusive ones never are)" +
+        (!config.host_default.estimate ? " (estimates from the discard path are off)"
+         : discard_configured
+             ? " and no usable discard-path result yet (loopback is never a source: "
+               "the kernel copies local zerocopy sends)"
+             : " and no discard path configured (loopback is never a source: the "
+               "kernel copies local zerocopy sends)");
+    return choice;
+  }
+  for (auto& [method, s] : estimate) {
+    if (s.published.confidence) *s.published.confidence *= 0.5;
+    s.pending.reset();
+  }
+  choice.source = HostDefaultSource::kEstimated;
+  choice.methods = std::move(estimate);
+  choice.estimated = true;
+  choice.explanation = "host default estimated from the discard path: " + choice.explanation;
+  return choice;
+}
+
+std::string_view HostDefaultSourceName(HostDefaultSource source) {
+  switch (source) {
+    case HostDefaultSource::kPeers: return "peers";
+    case HostDefaultSource::kEstimated: return "estimated";
+    case HostDefaultSource::kUnknown: return "unknown";
+    default: return "none";
+  }
+}
+
+std::string_view HostDefaultAbsenceReason(HostDefaultSource source) {
+  switch (source) {
+    case HostDefaultSource::kNoPath: return "no_path";
+    case HostDefaultSource::kIommuTranslates: return "iommu_translates";
+    case HostDefaultSource::kIommuUnknown: return "iommu_unknown";
+    case HostDefaultSource::kDisabled: return "disabled";
+    default: return "";
+  }
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,172 @@
+// Runs one calibration round (a list of path jobs) on a worker thread that
+// it owns, and hands the outcome back to the thread that started it.
+//
+// Why a thread (std::jthread and its stop token) and not a child process:
+// the probes account CPU time per thread and their discard path ties its
+// namespace helper to the creating thread (PR_SET_PDEATHSIG), which a
+// worker thread of its own keeps per round; a test replaces the calibration
+// with a function of its own; and every blocking call of the probes waits
+// at most a short slice before it checks the cancel flag, so a stop request
+// ends the worker within about a second (scheduler.h, kStopGuard) and the
+// destructor's join is bounded by the probes themselves. A child process
+// would add a report protocol over a pipe and an exec (fork alone is unsafe
+// in a process with threads) for a kill that the probes do not need.
+//
+// The worker never refers to its owner: it fills a shared mailbox that
+// both hold, then calls the owner's `notify`, which the owner's destructor
+// detaches under the mailbox's lock first. So an outcome that arrives while
+// the owner goes away is dropped, not written into freed memory, and no
+// std::_Exit or deliberate leak is ever needed.
+//
+// A round is a list of jobs, each a probes::CalibrationOptions with its own
+// target (loopback, discard), then the peers chosen for this round.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "zcal/agent/config/config.h"
+#include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/peers/peer_discovery.h"
+#include "zcal/common/result.h"
+#include "zcal/probes/calibration.h"
+
+namespace zcal::agent {
+
+/// The calibration of one path; probes::RunCalibration by default.
+using CalibrateFn = std::function<Result<probes::CalibrationReport>(
+    const probes::CalibrationOptions&,
+    const std::function<void(const probes::CalibrationProgress&)>&)>;
+
+/// One path of a round: what to calibrate there. options.cancel is set by
+/// the runner; options.path_name names the path in results and metrics.
+struct PathJob {
+  probes::CalibrationOptions options;
+};
+
+/// The peers of a round. They are found on the worker thread (a DNS lookup
+/// blocks for as long as the resolver does), then K of them are chosen by
+/// rendezvous hashing (peer_selection.h) and probed one after another; a
+/// peer that answers busy is followed, after a pause of kPeerBusyPause with
+/// jitter, by the next peer of the ranking not yet asked, up to
+/// kPeerTriesPerSlot peers per slot.
+struct PeerRoundPlan {
+  PeersConfig settings;
+  std::string identity;      ///< this host's, for the rendezvous score
+  std::uint64_t round = 0;   ///< the rendezvous round
+  /// Options of every peer job (target and path name are set per peer);
+  /// budget_seconds is one peer's share.
+  probes::CalibrationOptions base;
+  /// The last discovery, reused while it is younger than settings.refresh
+  /// (`discovered_at`, steady clock).
+  std::optional<Discovery> previous;
+  std::chrono::steady_clock::time_point discovered_at{};
+};
+
+inline constexpr std::chrono::milliseconds kPeerBusyPause{300};  ///< +/- 200 ms
+inline constexpr int kPeerTriesPerSlot = 3;
+
+/// What a round runs: the configured paths, then the peers.
+struct RoundPlan {
+  std::vector<PathJob> jobs;
+  std::optional<PeerRoundPlan> peers;
+};
+
+/// The jobs of a calibration round for `config`: one per configured path,
+/// in configuration order, and, with peers configured, K peer slots; all
+/// share budget.seconds_per_calibration evenly. When the round runs, what a
+/// path leaves of its share is added, evenly, to the budgets of the paths
+/// after it (peers excluded: a peer's grant is asked before it starts).
+/// `key` is what peers are shown (LoadPeerKey); `previous` and
+/// `discovered_at` as in PeerRoundPlan.
+RoundPlan PlanRound(const Config& config, std::string identity = {},
+                    std::uint64_t peer_round = 0,
+                    std::optional<probes::peer::PeerKey> key = std::nullopt,
+                    std::optional<Discovery> previous = std::nullopt,
+                    std::chrono::steady_clock::time_point discovered_at = {});
+
+/// The agent's round: PlanRound with this host's identity (HostIdentity),
+/// the next rendezvous round (asked of `next_round` only when peers are
+/// configured) and the peers' key (LoadPeerKey). A key that cannot be read
+/// leaves the round without peers, logged as an error: the other paths
+/// still run.
+RoundPlan PlanAgentRound(const Config& config,
+                         const std::function<std::uint64_t()>& next_round,
+                         std::optional<Discovery> previous,
+                         std::chrono::steady_clock::time_point discovered_at);
+
+/// The key presented to peers: the first of peers.key_file, or of
+/// sink.key_file when that is empty; nullopt when both are empty. kIo or
+/// kParse (naming the file) when it cannot be read.
+Result<std::optional<probes::peer::PeerKey>> LoadPeerKey(const Config& config);
+
+struct PathReport {
+  std::string path;  ///< the job's path name
+  Result<probes::CalibrationReport> report;
+};
+
+/// How a peer calibration ended, as zcal_peer_probes_total counts it:
+/// a session that did not open by its code (busy, auth_failed, over_limit,
+/// unsupported_version, protocol_error; unreachable or timeout for a
+/// connection that failed or got no answer in time); a report whose
+/// probes all failed, or whose last probes failed for two methods or more
+/// (the session was lost: the peer killed, its link down), is `vanished`,
+/// or `timeout` when the last failure was a deadline; its partial results
+/// are not used. Any other report is `success`.
+std::string PeerOutcome(const Result<probes::CalibrationReport>& report);
+
+/// What a round produced. Jobs after a cancellation are not run.
+struct RoundOutcome {
+  /// In job order; for peers, one report per peer that calibrated
+  /// (outcome success), under the peer's path name.
+  std::vector<PathReport> reports;
+  std::vector<PeerAttempt> peer_attempts;  ///< every peer asked, in order
+  /// The discovery this round ran a lookup for (nullopt when it reused the
+  /// previous one, or without peers), and when (steady clock).
+  std::optional<Discovery> discovery;
+  std::chrono::steady_clock::time_point discovered_at{};
+  double duration_seconds = 0;      ///< wall time of the whole round
+  bool cancelled = false;  ///< a stop was requested, or a probe reported one
+};
+
+/// Thread safety: Start, RequestStop and TakeOutcome on the owner's thread;
+/// Probing from any thread. Not copyable, not movable.
+class CalibrationRunner {
+ public:
+  /// `notify` is called on the worker thread, once per round, after the
+  /// outcome is ready for TakeOutcome(); it must not block or call back
+  /// into the runner (post to the owner's event loop). It is never called
+  /// once the destructor has begun.
+  CalibrationRunner(CalibrateFn calibrate, std::function<void()> notify);
+  /// Requests a stop of a running round and joins its worker.
+  ~CalibrationRunner();
+  CalibrationRunner(const CalibrationRunner&) = delete;
+  CalibrationRunner& operator=(const CalibrationRunner&) = delete;
+
+  /// Starts a round on a new worker. False (nothing started) while the
+  /// previous round's outcome has not been taken.
+  bool Start(RoundPlan plan);
+  /// Asks the running round to end; its probes return what they measured
+  /// within about a second and the outcome says cancelled. No-op when idle.
+  void RequestStop();
+  /// The finished round's outcome (joining its worker, which has then only
+  /// to return), or nullopt while it runs or when none was started.
+  std::optional<RoundOutcome> TakeOutcome();
+
+  /// True from Start until the worker has stored its outcome.
+  bool Probing() const;
+
+ private:
+  struct Mailbox;
+  CalibrateFn calibrate_;
+  std::shared_ptr<Mailbox> mailbox_;
+  bool started_ = false;  // a round's outcome is still to be taken
+  std::jthread worker_;   // last member: joined before the rest goes
+};
+
+}  // namespace zcal::agent

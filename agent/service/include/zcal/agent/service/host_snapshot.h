@@ -1,0 +1,49 @@
+// What the agent watches on the host: the probes' host facts of every
+// configured path and the host fingerprint (probes::HostFacts::Fingerprint,
+// the same value `zcal calibrate --json` prints). A change of the
+// fingerprint triggers an early calibration.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "zcal/agent/config/config.h"
+#include "zcal/agent/domain/host_info.h"
+#include "zcal/probes/host_facts.h"
+#include "zcal/probes/target.h"
+
+namespace zcal::agent {
+
+struct HostSnapshot {
+  /// probes::HostFacts::Fingerprint: changes with the kernel, the CPU, the
+  /// IOMMU kernel flags, or the facts (driver, MTU, speed, offloads, IOMMU
+  /// group and type) of lo or of any interface backed by a device, and
+  /// when such an interface appears or disappears.
+  std::uint64_t fingerprint = 0;
+  /// The facts of every configured path's egress interface, the host
+  /// default NIC's (kHostDefaultInterfacePath) and those of the NICs kept
+  /// peers are reached through (kPeerInterfacePathPrefix): for the
+  /// metrics, and for the state file with the calibration's results.
+  HostInfo info;
+  HostDefaultNic host_default_nic;
+};
+
+/// Reads the facts below config.host_root. Never fails: what cannot be read
+/// is left unknown (and named in the facts' notes).
+HostSnapshot CollectHostSnapshot(const Config& config);
+
+/// Describes, in snapshot.info.interfaces (path "interface/NAME"), each of
+/// `names`: the interfaces that kept peers are reached through, so that the
+/// fleet's per-interface classes have the facts of a second NIC too, not
+/// only of the host default's. Entries of names no longer given go; an
+/// interface that cannot be found gets none. Reads below config.host_root.
+/// Returns whether the list changed.
+bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
+                            const std::set<std::string>& names);
+
+/// Where the probes of a configured path send.
+probes::Target ProbeTarget(const PathConfig& path);
+
+}  // namespace zcal::agent

@@ -1,0 +1,132 @@
+// What the agent publishes and keeps: the segment (with its single-instance
+// lock), the state file and the published snapshot in the metrics. Every
+// "save, publish, log" of the service goes through here, once.
+//
+// The table itself is built by BuildEntries (results.h), the one place that
+// decides which result is published under which scope; the host-default
+// rules of peers (an aggregate per interface) and of the discard path (an
+// estimate where the IOMMU does not translate) change that function only.
+//
+// Thread safety: none; the service's event loop owns it. The Metrics it
+// updates are thread-safe (scrapes read them on other threads).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "zcal/agent/service/calibration_runner.h"
+#include "zcal/agent/config/config.h"
+#include "zcal/agent/service/host_snapshot.h"
+#include "zcal/agent/service/instance_lock.h"
+#include "zcal/agent/metrics/metrics.h"
+#include "zcal/agent/publish/shm_writer.h"
+#include "zcal/agent/state/state.h"
+#include "zcal/common/result.h"
+
+namespace zcal::agent {
+
+/// ShmWriterOptions of a segment configuration.
+ShmWriterOptions WriterOptions(const SegmentConfig& segment);
+
+/// The segment of a new configuration, made ready without giving up the
+/// running one (see Publisher::PrepareSegment).
+struct PreparedSegment {
+  SegmentConfig config;
+  std::unique_ptr<InstanceLock> lock;  ///< null when the name is unchanged
+  std::unique_ptr<ShmWriter> writer;
+};
+
+class Publisher {
+ public:
+  /// Takes the lock of config.segment.name (lock files in `lock_dir`) and
+  /// creates the segment (empty until the first Publish). Errors: those of
+  /// InstanceLock::Acquire (kBusy naming the other agent), and of
+  /// ShmWriter::Create prefixed with "segment NAME: ".
+  static Result<std::unique_ptr<Publisher>> Open(
+      const Config& config, std::string lock_dir,
+      std::shared_ptr<Metrics> metrics);
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+  ~Publisher();  ///< releases the lock; the segment stays for its readers
+
+  /// Reads config.state_path: its results (pruned to the configuration)
+  /// become the published state, marked stale. A missing file is logged as
+  /// normal; an unreadable or invalid one is logged, counted
+  /// (zcal_state_errors_total{operation="load"}) and ignored.
+  void LoadSaved();
+
+  /// The host facts the table depends on (the host-default NIC); call it
+  /// whenever they are read anew. Publish uses the last ones given.
+  void SetHost(const HostSnapshot& host);
+
+  /// Publishes the table of the current state (BuildEntries) with the stale
+  /// flag, and the snapshot in the metrics. A failure is logged; the
+  /// segment then keeps its previous table.
+  void Publish();
+
+  /// Takes a finished round. Each path's report updates the metrics of its
+  /// last calibration and passes the hysteresis into the state (one log line
+  /// per method); failed paths are logged; paths and methods no longer
+  /// configured (a reload while it ran) are skipped. When at least one path
+  /// succeeded, the state takes `host` (as when the round started) and
+  /// `now_ns`, loses its stale flag, and is published and saved. Peers
+  /// asked are recorded (outcome metrics, their records, the M kept)
+  /// whatever the rest did. Returns whether one path succeeded. A cancelled round must not be passed.
+  bool Accept(const RoundOutcome& outcome, const HostSnapshot& host,
+              std::uint64_t now_ns);
+
+  /// Refreshes the segment's heartbeat (and its metric).
+  void Heartbeat();
+
+  /// At stop: saves the state (when there is one) and leaves a last
+  /// heartbeat.
+  void Stop();
+
+  /// For a reload: a lock on a new segment name (kBusy when another agent
+  /// holds it) and a new segment for a new name, mode or group. Nothing of
+  /// the running segment changes; errors as Open.
+  Result<PreparedSegment> PrepareSegment(const SegmentConfig& next) const;
+  /// Publishes in the prepared segment from now on. With a new name the old
+  /// segment is removed, so that its readers find nothing instead of a
+  /// table nobody refreshes, and its lock released.
+  void SwitchSegment(PreparedSegment prepared);
+
+  /// Applies a new configuration: results of paths and methods no longer
+  /// configured are dropped (from the state, the table and every metric
+  /// series of the path) and the table is published; a new state path gets
+  /// the state at once. The segment is switched separately.
+  void Reconfigure(const Config& next);
+
+  /// The rendezvous round for the next calibration with peers; each call
+  /// moves on by one (kept in the state, so across restarts too).
+  std::uint64_t NextPeerRound();
+
+  const AgentState& state() const { return state_; }
+  bool stale() const { return stale_; }
+  const std::string& segment_name() const { return config_.segment.name; }
+
+ private:
+  Publisher(Config config, std::shared_ptr<Metrics> metrics,
+            std::unique_ptr<InstanceLock> lock,
+            std::unique_ptr<ShmWriter> writer, std::string lock_dir);
+  void Save();
+  bool AcceptPath(const PathReport& r, std::uint64_t now_ns);
+  // The round's discovery and peer attempts: metrics, log, the peers'
+  // records, and the kept M.
+  void AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns);
+  std::vector<std::string> KeptPaths() const;  // configured and kept peers'
+
+
+  Config config_;
+  std::shared_ptr<Metrics> metrics_;
+  std::unique_ptr<InstanceLock> lock_;
+  std::unique_ptr<ShmWriter> writer_;
+  std::string lock_dir_;
+  AgentState state_;
+  bool stale_ = false;
+  HostDefaultNic host_default_nic_;
+  std::string host_default_explanation_;
+};
+
+}  // namespace zcal::agent

@@ -1,0 +1,101 @@
+#include "zcal/agent/service/host_snapshot.h"
+
+#include <algorithm>
+
+#include "zcal/probes/host_facts.h"
+
+namespace zcal::agent {
+namespace {
+
+HostDefaultNic FindHostDefaultNic(const Config& config) {
+  HostDefaultNic nic;
+  std::string name = config.host_default.interface;
+  if (name.empty()) {
+    std::string why;
+    const std::optional<std::string> route =
+        probes::DefaultRouteInterface(config.host_root, why);
+    if (!route) {
+      nic.why_unknown = why;
+      return nic;
+    }
+    name = *route;
+  }
+  probes::HostFactsOptions options;
+  options.root = config.host_root;
+  options.interface = name;
+  const probes::HostFacts facts = probes::CollectHostFacts(options);
+  if (facts.interface.mtu || !facts.interface.driver.empty()) {
+    nic.facts = facts.interface;
+  } else {
+    nic.why_unknown = "interface " + name + " not found";
+    for (const std::string& note : facts.notes) nic.why_unknown += "; " + note;
+  }
+  return nic;
+}
+
+}  // namespace
+
+bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
+                            const std::set<std::string>& names) {
+  std::vector<PathInterface>& list = snapshot.info.interfaces;
+  const auto peer_nic = [](const PathInterface& i) {
+    return i.path.starts_with(kPeerInterfacePathPrefix);
+  };
+  const std::size_t before = list.size();
+  std::erase_if(list, [&](const PathInterface& i) {
+    return peer_nic(i) && !names.contains(i.facts.name);
+  });
+  bool changed = list.size() != before;
+  for (const std::string& name : names) {
+    if (name.empty() || std::any_of(list.begin(), list.end(), [&](const PathInterface& i) {
+          return peer_nic(i) && i.facts.name == name;
+        })) {
+      continue;
+    }
+    probes::HostFactsOptions options;
+    options.root = config.host_root;
+    options.interface = name;
+    const probes::HostFacts facts = probes::CollectHostFacts(options);
+    if (!facts.interface.mtu && facts.interface.driver.empty()) continue;  // gone
+    list.push_back(PathInterface{std::string(kPeerInterfacePathPrefix) + name, facts.interface});
+    changed = true;
+  }
+  return changed;
+}
+
+probes::Target ProbeTarget(const PathConfig& path) {
+  switch (path.type) {
+    case PathType::kLoopback:
+      return probes::Target::Loopback();
+    case PathType::kDiscard:
+      return probes::Target::Discard();
+  }
+  return probes::Target::Loopback();
+}
+
+HostSnapshot CollectHostSnapshot(const Config& config) {
+  HostSnapshot snapshot;
+  for (const PathConfig& path : config.paths) {
+    probes::HostFactsOptions options;
+    options.root = config.host_root;
+    options.target = ProbeTarget(path);
+    const probes::HostFacts facts = probes::CollectHostFacts(options);
+    // Host-wide facts (and the fingerprint) do not depend on the path.
+    if (snapshot.info.interfaces.empty()) {
+      snapshot.info = HostInfoOf(facts, path.name);
+    } else {
+      AddPath(snapshot.info, facts, path.name);
+    }
+  }
+  snapshot.fingerprint = snapshot.info.fingerprint;
+  snapshot.host_default_nic = FindHostDefaultNic(config);
+  // The NIC the host default and the peers through it stand for: the
+  // fleet's hardware classes are joined on its facts (docs/metrics.md).
+  if (snapshot.host_default_nic.facts) {
+    snapshot.info.interfaces.push_back(PathInterface{
+        std::string(kHostDefaultInterfacePath), *snapshot.host_default_nic.facts});
+  }
+  return snapshot;
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,302 @@
+#include "zcal/agent/service/publisher.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "zcal/agent/publish/host_default.h"
+#include "zcal/agent/publish/peer_results.h"
+#include "zcal/agent/publish/results.h"
+#include "zcal/common/clock.h"
+
+namespace zcal::agent {
+
+namespace {
+
+// The host default of a published table, as the metrics show it.
+HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
+                                   const HostDefaultNic& nic) {
+  HostDefaultInfo info;
+  info.source = std::string(HostDefaultSourceName(table.host_default));
+  info.reason = std::string(HostDefaultAbsenceReason(table.host_default));
+  if (nic.facts) info.interface = nic.facts->name;
+  for (const PublishedEntry& entry : table.entries) {
+    if (entry.scope != ScopeKind::kHostDefault) continue;
+    calibrator::MethodResult result;
+    result.method = entry.method;
+    result.verdict = entry.verdict;
+    result.threshold_bytes = entry.threshold_bytes;
+    result.reason = entry.reason;
+    result.confidence = entry.confidence;
+    info.methods[entry.method] = std::move(result);
+    info.estimated = info.estimated || entry.estimated;
+  }
+  return info;
+}
+
+}  // namespace
+
+
+ShmWriterOptions WriterOptions(const SegmentConfig& segment) {
+  ShmWriterOptions options;
+  options.name = segment.name;
+  options.mode = segment.mode;
+  if (!segment.group.empty()) options.group = segment.group;
+  return options;
+}
+
+namespace {
+
+Result<std::unique_ptr<ShmWriter>> CreateWriter(const SegmentConfig& segment) {
+  auto writer = ShmWriter::Create(WriterOptions(segment));
+  if (!writer) {
+    return Fail(writer.error().code,
+                "segment " + segment.name + ": " + writer.error().message);
+  }
+  return writer;
+}
+
+}  // namespace
+
+Publisher::Publisher(Config config, std::shared_ptr<Metrics> metrics,
+                     std::unique_ptr<InstanceLock> lock,
+                     std::unique_ptr<ShmWriter> writer, std::string lock_dir)
+    : config_(std::move(config)),
+      metrics_(std::move(metrics)),
+      lock_(std::move(lock)),
+      writer_(std::move(writer)),
+      lock_dir_(std::move(lock_dir)) {}
+
+Publisher::~Publisher() = default;
+
+Result<std::unique_ptr<Publisher>> Publisher::Open(
+    const Config& config, std::string lock_dir,
+    std::shared_ptr<Metrics> metrics) {
+  auto lock = InstanceLock::Acquire(config.segment.name, lock_dir);
+  if (!lock) return tl::unexpected(lock.error());
+  auto writer = CreateWriter(config.segment);
+  if (!writer) return tl::unexpected(writer.error());
+  return std::unique_ptr<Publisher>(
+      new Publisher(config, std::move(metrics), std::move(*lock),
+                    std::move(*writer), std::move(lock_dir)));
+}
+
+void Publisher::LoadSaved() {
+  Result<AgentState> loaded = LoadState(config_.state_path);
+  if (!loaded) {
+    if (loaded.error().code == Errc::kNotFound) {
+      spdlog::info("no saved state at {}; nothing to republish before the "
+                   "first calibration",
+                   config_.state_path);
+    } else {
+      spdlog::warn("ignoring the saved state: {}; it will be replaced after "
+                   "the next calibration",
+                   loaded.error().message);
+      metrics_->RecordStateError("load");
+    }
+    return;
+  }
+  PruneState(*loaded, config_);
+  state_ = std::move(*loaded);
+  stale_ = !state_.empty();
+  std::size_t results = 0;
+  for (const auto& [path, methods] : state_.paths) results += methods.size();
+  spdlog::info("republishing {} saved results from {}, marked stale until a "
+               "calibration confirms them",
+               results, config_.state_path);
+}
+
+void Publisher::SetHost(const HostSnapshot& host) {
+  host_default_nic_ = host.host_default_nic;
+}
+
+void Publisher::Publish() {
+  const std::uint64_t now_ns = common::RealtimeNs();
+  PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns);
+  const std::vector<PublishedEntry>& entries = table.entries;
+  if (table.host_default_explanation != host_default_explanation_) {
+    // Logged when it changes, not on every publish.
+    spdlog::info("{}", table.host_default_explanation);
+    host_default_explanation_ = table.host_default_explanation;
+  }
+  const Result<void> published = writer_->Publish(entries, stale_, table.host_default);
+  if (!published) {
+    spdlog::error("segment {}: publishing {} entries failed: {}",
+                  config_.segment.name, entries.size(),
+                  published.error().message);
+  } else {
+    metrics_->RecordPublish(common::RealtimeNs(), entries.size());
+    spdlog::debug("published {} entries{}", entries.size(),
+                  stale_ ? " (stale)" : "");
+  }
+  metrics_->SetPublished(state_.paths, stale_);
+  std::map<std::string, std::string> types;
+  for (const PathConfig& path : config_.paths) {
+    types[path.name] = path.type == PathType::kDiscard ? "discard" : "loopback";
+  }
+  std::map<std::string, bool> stale_peers;
+  for (const auto& [path, peer] : state_.peers) {
+    types[path] = "peer";
+    stale_peers[path] = PeerStale(peer, config_, now_ns);
+  }
+  metrics_->SetPaths(types);
+  metrics_->SetPeersEnabled(config_.peers.enabled());
+  metrics_->SetPeers(std::move(stale_peers), std::move(table.interfaces));
+  metrics_->SetHostDefault(DescribeForMetrics(table, host_default_nic_));
+}
+
+void Publisher::Save() {
+  if (const Result<void> saved = SaveState(state_, config_.state_path);
+      !saved) {
+    spdlog::error("saving the state failed: {}", saved.error().message);
+    metrics_->RecordStateError("save");
+  }
+}
+
+bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
+  if (!r.report) {
+    spdlog::warn("calibration of path {} failed: {}", r.path,
+                 r.report.error().message);
+    return false;
+  }
+  const probes::CalibrationReport& report = *r.report;
+  metrics_->RecordProbeFailures(r.path, report.samples);
+  const bool peer = IsPeerPath(r.path) && config_.peers.enabled();
+  if (!peer && std::none_of(config_.paths.begin(), config_.paths.end(),
+                            [&](const PathConfig& p) { return p.name == r.path; })) {
+    spdlog::info("path {} is no longer configured; its results are dropped",
+                 r.path);
+    return false;
+  }
+  auto found = report.analysis.paths.find(r.path);
+  if (found == report.analysis.paths.end() &&
+      report.analysis.paths.size() == 1) {
+    found = report.analysis.paths.begin();
+  }
+  if (found == report.analysis.paths.end()) {
+    spdlog::warn("calibration of path {} produced no results", r.path);
+    return false;
+  }
+  calibrator::PathResult fresh = found->second;
+  std::erase_if(fresh.methods, [&](const auto& item) {
+    return std::find(config_.methods.begin(), config_.methods.end(),
+                     item.first) == config_.methods.end();
+  });
+  metrics_->SetLastCalibration(r.path, report.samples, fresh);
+  for (const std::string& line :
+       MergeCalibration(state_, r.path, fresh, now_ns, config_.hysteresis)) {
+    spdlog::info("{}", line);
+  }
+  return true;
+}
+
+bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
+                       std::uint64_t now_ns) {
+  bool any = false;
+  for (const PathReport& r : outcome.reports) any |= AcceptPath(r, now_ns);
+  AcceptPeers(outcome, now_ns);
+  if (!any) {
+    if (!outcome.peer_attempts.empty()) {
+      // No result, but the peers' records changed (their last attempts).
+      Publish();
+      Save();
+    }
+    return false;
+  }
+  state_.fingerprint = host.fingerprint;
+  state_.host = host.info;
+  SetHost(host);
+  state_.last_success_ns = now_ns;
+  state_.saved_at_ns = now_ns;
+  stale_ = false;
+  Publish();
+  Save();
+  return true;
+}
+
+void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
+  if (outcome.discovery) {
+    const Discovery& d = *outcome.discovery;
+    metrics_->RecordPeerDiscovery(d.peers.size(), DnsFailureName(d.dns_failure));
+    spdlog::info("peers: {} found{}", d.peers.size(),
+                 d.own_excluded == 0
+                     ? std::string()
+                     : " (" + std::to_string(d.own_excluded) + " of this host's own left out)");
+  }
+  for (const PeerAttempt& attempt : outcome.peer_attempts) {
+    metrics_->RecordPeerAttempt(attempt.outcome);
+    if (attempt.outcome != "success") {
+      const bool kept = state_.paths.contains(attempt.path);
+      spdlog::warn("{}: {} ({}){}", attempt.path, attempt.outcome, attempt.detail,
+                   kept ? "; its last good result stays published" : "");
+    }
+  }
+  RecordPeerAttempts(state_, outcome.peer_attempts, now_ns);
+  PrunePeers(state_, config_);
+  metrics_->RetainPaths(KeptPaths());
+}
+
+std::vector<std::string> Publisher::KeptPaths() const {
+  std::vector<std::string> paths;
+  for (const PathConfig& path : config_.paths) paths.push_back(path.name);
+  for (const auto& [path, peer] : state_.peers) paths.push_back(path);
+  return paths;
+}
+
+std::uint64_t Publisher::NextPeerRound() { return state_.peer_round++; }
+
+void Publisher::Heartbeat() {
+  writer_->Heartbeat();
+  metrics_->RecordHeartbeat(common::RealtimeNs());
+}
+
+void Publisher::Stop() {
+  if (!state_.empty()) {
+    state_.saved_at_ns = common::RealtimeNs();
+    Save();
+  }
+  Heartbeat();
+}
+
+Result<PreparedSegment> Publisher::PrepareSegment(
+    const SegmentConfig& next) const {
+  PreparedSegment prepared;
+  prepared.config = next;
+  if (next.name != config_.segment.name) {
+    auto lock = InstanceLock::Acquire(next.name, lock_dir_);
+    if (!lock) return tl::unexpected(lock.error());
+    prepared.lock = std::move(*lock);
+  }
+  auto writer = CreateWriter(next);
+  if (!writer) return tl::unexpected(writer.error());
+  prepared.writer = std::move(*writer);
+  return prepared;
+}
+
+void Publisher::SwitchSegment(PreparedSegment prepared) {
+  const std::string old_name = config_.segment.name;
+  writer_ = std::move(prepared.writer);
+  if (prepared.lock) {
+    shm_unlink(old_name.c_str());
+    lock_ = std::move(prepared.lock);
+  }
+  config_.segment = prepared.config;
+  spdlog::info("publishing in segment {} now", config_.segment.name);
+}
+
+void Publisher::Reconfigure(const Config& next) {
+  const bool state_moved = next.state_path != config_.state_path;
+  // The segment changes through SwitchSegment only, so that a reload whose
+  // new segment could not be prepared keeps publishing where it did.
+  const SegmentConfig segment = config_.segment;
+  config_ = next;
+  config_.segment = segment;
+  PruneState(state_, config_);
+  metrics_->RetainPaths(KeptPaths());
+  Publish();
+  if (state_moved && !state_.empty()) Save();
+}
+
+}  // namespace zcal::agent

@@ -1,3 +1,0 @@
-#include "zcal/agent/cli.h"
-
-int main(int argc, char** argv) { return zcal::agent::RunCli(argc, argv); }

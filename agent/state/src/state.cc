@@ -1,0 +1,409 @@
+#include "zcal/agent/state/state.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "zcal/agent/state/host_json.h"
+#include "zcal/calibrator/report_json.h"
+#include "zcal/common/bounded_read.h"
+#include "zcal/common/errno_text.h"
+#include "zcal/common/text.h"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::MethodResult;
+using calibrator::Reason;
+using calibrator::Verdict;
+using nlohmann::json;
+
+std::optional<std::uint64_t> FromHex(const json& value) {
+  if (!value.is_string()) return std::nullopt;
+  return common::ParseHex64(value.get_ref<const std::string&>());
+}
+
+std::optional<Verdict> ParseVerdict(std::string_view name) {
+  for (const Verdict v : {Verdict::kThreshold, Verdict::kAlways,
+                          Verdict::kNever, Verdict::kInconclusive}) {
+    if (calibrator::VerdictName(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<Reason> ParseReason(std::string_view name) {
+  for (const Reason r :
+       {Reason::kNone, Reason::kSlower, Reason::kKernelCopied,
+        Reason::kUnsupported, Reason::kFailed, Reason::kNoisy,
+        Reason::kNoBaseline}) {
+    if (calibrator::ReasonName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
+// Reads optional numbers: missing or null gives nullopt; a non-number is an
+// error for the caller.
+bool OptionalNumber(const json& object, const char* key,
+                    std::optional<double>& out) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    out.reset();
+    return true;
+  }
+  if (!it->is_number()) return false;
+  out = it->get<double>();
+  return true;
+}
+
+double NumberOr(const json& object, const char* key, double fallback) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+calibrator::SizeStats SizeStatsFromJson(const json& j,
+                                        std::uint64_t size_bytes) {
+  calibrator::SizeStats stats;
+  stats.size_bytes = size_bytes;
+  stats.samples = static_cast<std::uint32_t>(NumberOr(j, "samples", 0));
+  stats.throughput_bytes_per_second.median =
+      NumberOr(j, "throughput_bytes_per_second", 0);
+  stats.throughput_bytes_per_second.spread =
+      NumberOr(j, "throughput_spread", 0);
+  stats.cpu_ns_per_byte.median = NumberOr(j, "cpu_ns_per_byte", 0);
+  stats.cpu_ns_per_byte.spread = NumberOr(j, "cpu_ns_per_byte_spread", 0);
+  std::optional<double> copied;
+  OptionalNumber(j, "copied_fraction", copied);
+  stats.copied_fraction = copied;
+  stats.enobufs = static_cast<std::uint64_t>(NumberOr(j, "enobufs", 0));
+  return stats;
+}
+
+Result<std::uint64_t> RequiredUint(const json& object, const char* key,
+                                   std::string_view where) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number_unsigned()) {
+    return Fail(Errc::kParse, std::string(where) + ": '" + key +
+                                  "' is missing or not a whole number");
+  }
+  return it->get<std::uint64_t>();
+}
+
+}  // namespace
+
+json MethodResultToJson(const MethodResult& result) {
+  return calibrator::ToJson(result);
+}
+
+Result<MethodResult> MethodResultFromJson(const json& j, Method method) {
+  const std::string where(calibrator::MethodName(method));
+  if (!j.is_object()) {
+    return Fail(Errc::kParse, where + ": expected an object");
+  }
+  MethodResult result;
+  result.method = method;
+  const auto verdict = j.find("verdict");
+  if (verdict == j.end() || !verdict->is_string() ||
+      !ParseVerdict(verdict->get<std::string>())) {
+    return Fail(Errc::kParse, where + ": 'verdict' is missing or unknown");
+  }
+  result.verdict = *ParseVerdict(verdict->get<std::string>());
+  const auto threshold = j.find("threshold_bytes");
+  if (threshold != j.end() && !threshold->is_null()) {
+    if (!threshold->is_number_unsigned()) {
+      return Fail(Errc::kParse, where + ": 'threshold_bytes' is not a size");
+    }
+    result.threshold_bytes = threshold->get<std::uint64_t>();
+  }
+  if (result.verdict == Verdict::kThreshold && !result.threshold_bytes) {
+    return Fail(Errc::kParse,
+                where + ": verdict 'threshold' without 'threshold_bytes'");
+  }
+  const auto reason = j.find("reason");
+  if (reason != j.end() && !reason->is_null()) {
+    if (!reason->is_string() || !ParseReason(reason->get<std::string>())) {
+      return Fail(Errc::kParse, where + ": 'reason' is unknown");
+    }
+    result.reason = *ParseReason(reason->get<std::string>());
+  }
+  if (const auto detail = j.find("detail");
+      detail != j.end() && detail->is_string()) {
+    result.detail = detail->get<std::string>();
+  }
+  result.baseline = calibrator::NativeBaseline(method);
+  if (const auto baseline = j.find("baseline");
+      baseline != j.end() && baseline->is_string()) {
+    if (const auto parsed = calibrator::ParseMethod(baseline->get<std::string>())) {
+      result.baseline = *parsed;
+    }
+  }
+  if (const auto substituted = j.find("baseline_substituted");
+      substituted != j.end() && substituted->is_boolean()) {
+    result.baseline_substituted = substituted->get<bool>();
+  }
+  std::optional<double> confidence;
+  if (!OptionalNumber(j, "confidence", confidence) ||
+      (confidence && (*confidence < 0 || *confidence > 1))) {
+    return Fail(Errc::kParse, where + ": 'confidence' is not in [0, 1]");
+  }
+  result.confidence = confidence;
+  if (const auto sizes = j.find("sizes");
+      sizes != j.end() && sizes->is_array()) {
+    for (const json& s : *sizes) {
+      if (!s.is_object() || !s.contains("size") ||
+          !s["size"].is_number_unsigned()) {
+        return Fail(Errc::kParse, where + ": a 'sizes' entry lacks 'size'");
+      }
+      calibrator::SizeComparison c;
+      c.size_bytes = s["size"].get<std::uint64_t>();
+      c.zerocopy_wins = s.value("zerocopy_wins", false);
+      c.decisive = s.value("decisive", true);
+      c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
+      c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
+      c.relative_cost = NumberOr(s, "relative_cost", 0);
+      c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()),
+                                     c.size_bytes);
+      c.baseline = SizeStatsFromJson(s.value("baseline", json::object()),
+                                     c.size_bytes);
+      result.sizes.push_back(c);
+    }
+  }
+  // The cost model's fields; files written before they existed lack them.
+  if (auto model = calibrator::ReadModelFields(j, result); !model) {
+    return tl::unexpected(model.error());
+  }
+  return result;
+}
+
+std::string SerializeState(const AgentState& state) {
+  json paths = json::object();
+  for (const auto& [path, methods] : state.paths) {
+    json by_method = json::object();
+    for (const auto& [method, s] : methods) {
+      by_method[std::string(calibrator::MethodName(method))] = json{
+          {"published", MethodResultToJson(s.published)},
+          {"measured_at_ns", s.measured_at_ns},
+          {"pending",
+           s.pending ? MethodResultToJson(*s.pending) : json(nullptr)},
+      };
+    }
+    paths[path] = std::move(by_method);
+  }
+  json peers = json::object();
+  for (const auto& [path, p] : state.peers) {
+    peers[path] = json{{"endpoint", p.endpoint},
+                       {"interface", p.interface},
+                       {"last_attempt_ns", p.last_attempt_ns},
+                       {"last_success_ns", p.last_success_ns},
+                       {"last_outcome", p.last_outcome}};
+  }
+  const json document{
+      {"format", "zcal-state"},
+      {"version", kStateVersion},
+      {"saved_at_ns", state.saved_at_ns},
+      {"fingerprint", common::Hex64(state.fingerprint)},
+      {"last_success_ns", state.last_success_ns},
+      {"host", HostToStateJson(state.host)},
+      {"paths", std::move(paths)},
+      {"peers", std::move(peers)},
+      {"peer_round", state.peer_round},
+  };
+  return document.dump(2) + "\n";
+}
+
+Result<AgentState> ParseState(std::string_view text, std::string_view source) {
+  const std::string where(source);
+  const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) {
+    return Fail(Errc::kParse, where + ": not JSON (truncated or corrupt)");
+  }
+  if (!document.is_object() || document.value("format", "") != "zcal-state") {
+    return Fail(Errc::kParse,
+                where + ": not a zcal state file ('format' is not "
+                        "\"zcal-state\")");
+  }
+  const auto version = document.find("version");
+  if (version == document.end() || !version->is_number_integer()) {
+    return Fail(Errc::kParse, where + ": 'version' is missing");
+  }
+  if (version->get<int>() != kStateVersion) {
+    return Fail(Errc::kParse,
+                where + ": version " + std::to_string(version->get<int>()) +
+                    " is not the version this zcal reads (" +
+                    std::to_string(kStateVersion) +
+                    "); it was written by another zcal release");
+  }
+  AgentState state;
+  const auto saved_at = RequiredUint(document, "saved_at_ns", where);
+  if (!saved_at) return tl::unexpected(saved_at.error());
+  state.saved_at_ns = *saved_at;
+  const auto fingerprint = FromHex(document.value("fingerprint", json()));
+  if (!fingerprint) {
+    return Fail(Errc::kParse, where + ": 'fingerprint' is not 16 hex digits");
+  }
+  state.fingerprint = *fingerprint;
+  if (const auto last = document.find("last_success_ns");
+      last != document.end() && last->is_number_unsigned()) {
+    state.last_success_ns = last->get<std::uint64_t>();
+  }
+  if (const auto host = document.find("host"); host != document.end()) {
+    if (std::optional<HostInfo> parsed = HostFromStateJson(*host)) {
+      state.host = std::move(*parsed);
+    }
+  }
+  const auto paths = document.find("paths");
+  if (paths == document.end() || !paths->is_object()) {
+    return Fail(Errc::kParse, where + ": 'paths' is missing");
+  }
+  for (const auto& [path, methods] : paths->items()) {
+    if (!methods.is_object()) {
+      return Fail(Errc::kParse, where + ": paths." + path + " is no object");
+    }
+    for (const auto& [name, entry] : methods.items()) {
+      const auto method = calibrator::ParseMethod(name);
+      if (!method || !calibrator::IsZerocopy(*method)) {
+        return Fail(Errc::kParse, where + ": paths." + path + "." + name +
+                                      ": not a zerocopy method");
+      }
+      if (!entry.is_object() || !entry.contains("published")) {
+        return Fail(Errc::kParse, where + ": paths." + path + "." + name +
+                                      ": 'published' is missing");
+      }
+      MethodState s;
+      auto published = MethodResultFromJson(entry["published"], *method);
+      if (!published) {
+        return Fail(Errc::kParse, where + ": paths." + path + "." +
+                                      published.error().message);
+      }
+      s.published = std::move(*published);
+      const auto measured = RequiredUint(
+          entry, "measured_at_ns", where + ": paths." + path + "." + name);
+      if (!measured) return tl::unexpected(measured.error());
+      s.measured_at_ns = *measured;
+      if (entry.contains("pending") && !entry["pending"].is_null()) {
+        auto pending = MethodResultFromJson(entry["pending"], *method);
+        if (!pending) {
+          return Fail(Errc::kParse, where + ": paths." + path +
+                                        ".pending." + pending.error().message);
+        }
+        s.pending = std::move(*pending);
+      }
+      state.paths[path][*method] = std::move(s);
+    }
+  }
+  // Written since the peers: section; a version-1 file without them is a
+  // state without peers, not an error.
+  if (const auto round = document.find("peer_round");
+      round != document.end() && round->is_number_unsigned()) {
+    state.peer_round = round->get<std::uint64_t>();
+  }
+  if (const auto peers = document.find("peers");
+      peers != document.end() && !peers->is_null()) {
+    if (!peers->is_object()) {
+      return Fail(Errc::kParse, where + ": 'peers' is no object");
+    }
+    for (const auto& [path, entry] : peers->items()) {
+      const std::string at = where + ": peers." + path;
+      if (!path.starts_with(kPeerPathPrefix) || !entry.is_object() ||
+          !entry.value("endpoint", json()).is_string()) {
+        return Fail(Errc::kParse, at + ": not a peer record (a \"peer/ADDR:PORT\" "
+                                       "key with an 'endpoint')");
+      }
+      PeerRecord p;
+      p.endpoint = entry["endpoint"].get<std::string>();
+      if (const auto i = entry.find("interface"); i != entry.end() && i->is_string()) {
+        p.interface = i->get<std::string>();
+      }
+      if (const auto o = entry.find("last_outcome"); o != entry.end() && o->is_string()) {
+        p.last_outcome = o->get<std::string>();
+      }
+      for (const auto& [key, out] :
+           {std::pair{"last_attempt_ns", &p.last_attempt_ns},
+            std::pair{"last_success_ns", &p.last_success_ns}}) {
+        const auto value = RequiredUint(entry, key, at);
+        if (!value) return tl::unexpected(value.error());
+        *out = *value;
+      }
+      state.peers[path] = std::move(p);
+    }
+  }
+  return state;
+}
+
+Result<AgentState> LoadState(const std::string& path) {
+  Result<std::string> text = common::ReadBounded(
+      path, common::kMaxStateBytes, common::InputKind::kRegular, "state file");
+  if (!text) {
+    if (text.error().code == Errc::kNotFound) {
+      return Fail(Errc::kNotFound, path + ": no saved state yet");
+    }
+    return Fail(text.error().code == Errc::kInvalidArgument ? Errc::kParse
+                                                            : Errc::kIo,
+                text.error().message);
+  }
+  return ParseState(*text, path);
+}
+
+Result<void> SaveState(const AgentState& state, const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return Fail(Errc::kIo, dir.string() +
+                                 ": cannot create the state directory (" +
+                                 ec.message() + "); check state.path");
+    }
+  }
+  std::string temp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) {
+    return Fail(Errc::kIo, temp + ": cannot create a temporary file: " +
+                               common::ErrnoText(errno));
+  }
+  const auto fail = [&](const char* what) {
+    const int error = errno;
+    close(fd);
+    unlink(temp.c_str());
+    return Fail(Errc::kIo, temp + ": " + what + ": " + common::ErrnoText(error));
+  };
+  const std::string text = SerializeState(state);
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("cannot write the state");
+    written += static_cast<std::size_t>(n);
+  }
+  if (fchmod(fd, 0644) != 0) return fail("cannot set the mode");
+  if (fsync(fd) != 0) return fail("cannot flush the state to disk");
+  if (close(fd) != 0) {
+    unlink(temp.c_str());
+    return Fail(Errc::kIo, temp + ": cannot close the temporary file");
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    unlink(temp.c_str());
+    return Fail(Errc::kIo, path + ": cannot replace the state file: " +
+                               common::ErrnoText(error));
+  }
+  // The rename is durable only once the directory entry is on disk.
+  const int dir_fd =
+      open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
+  }
+  return {};
+}
+
+}  // namespace zcal::agent

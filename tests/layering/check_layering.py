@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Fails when a component or a room of the agent includes a header it must
+not: a header of a room above it, a private header of another room, or a
+library its layer keeps out (docs/architecture.md, "Layers" and "Rooms").
+
+usage: check_layering.py SOURCE_ROOT [--expect-violations N]
+Prints one line per violation as FILE:LINE: what, and exits 1 when there
+is any; prints the number of files checked otherwise. With
+--expect-violations N (the self-test on a fixture tree) it exits 0 only
+when exactly N violations were found.
+"""
+import os
+import re
+import sys
+
+# Who may include whom. A unit is a component ("calibrator") or a room of
+# the agent ("agent/publish"); each may include its own headers and those
+# of the units listed, never the ones above it.
+ALLOWED = {
+    "client": set(),
+    "common": set(),
+    "calibrator": {"common"},
+    "probes": {"common", "calibrator"},
+    "agent/domain": {"common", "calibrator", "probes"},
+    "agent/state": {"common", "calibrator", "probes", "agent/domain"},
+    "agent/peers": {"common", "calibrator", "probes", "agent/domain"},
+    "agent/report": {"common", "calibrator", "probes", "client",
+                     "agent/domain", "agent/state"},
+    "agent/config": {"common", "calibrator", "probes", "agent/domain",
+                     "agent/peers"},
+    "agent/metrics": {"common", "calibrator", "probes", "client",
+                      "agent/domain", "agent/state", "agent/report"},
+    "agent/publish": {"common", "calibrator", "probes", "client",
+                      "agent/domain", "agent/state", "agent/peers",
+                      "agent/config"},
+    "agent/service": {"common", "calibrator", "probes", "client",
+                      "agent/domain", "agent/state", "agent/peers",
+                      "agent/config", "agent/report", "agent/metrics",
+                      "agent/publish"},
+    "agent/cli": {"common", "calibrator", "probes", "client",
+                  "agent/domain", "agent/state", "agent/peers",
+                  "agent/config", "agent/report", "agent/metrics",
+                  "agent/publish", "agent/service"},
+}
+
+# Libraries a unit keeps out of all its files ("<prefix"), so that what
+# links it does not link them: the calibrator is pure, the probes know no
+# YAML or Prometheus, the domain types name no library, and `zcal analyze`
+# and `zcal report` (report, state, domain) need no Prometheus, Asio or
+# sodium.
+HEAVY = ["prometheus/", "yaml-cpp/", "boost/", "spdlog/", "CLI/", "sodium"]
+FORBIDDEN = {
+    "client": ["prometheus/", "yaml-cpp/", "boost/", "spdlog/", "CLI/",
+               "sodium", "nlohmann/", "tl/", "fmt/"],
+    "common": HEAVY + ["nlohmann/", "liburing", "libmnl"],
+    "calibrator": HEAVY + ["sys/socket.h", "netinet/", "arpa/", "liburing",
+                           "libmnl", "linux/"],
+    "probes": ["prometheus/", "yaml-cpp/", "boost/", "spdlog/", "CLI/"],
+    "agent/domain": HEAVY + ["nlohmann/", "fmt/"],
+    "agent/state": HEAVY,
+    "agent/peers": HEAVY,
+    "agent/report": HEAVY,
+    "agent/config": ["prometheus/", "boost/", "spdlog/", "CLI/", "sodium"],
+}
+# A public header of these units names none of these libraries either.
+PUBLIC_FORBIDDEN = {
+    "agent/config": ["yaml-cpp/"],
+    "agent/publish": ["nlohmann/"],
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+SOURCES = (".h", ".hpp", ".c", ".cc")
+
+
+def unit_of(rel):
+    """The unit a source file belongs to, or None (tests, bench, ...)."""
+    parts = rel.split(os.sep)
+    if parts[0] in ("client", "common", "calibrator", "probes"):
+        return parts[0]
+    if parts[0] == "agent" and len(parts) > 2:
+        return "agent/" + parts[1]
+    return None
+
+
+def unit_of_header(name):
+    """The unit a "zcal/..." include names, or None for another header."""
+    parts = name.split("/")
+    if parts[0] != "zcal" or len(parts) < 2:
+        return None
+    if parts[1] in ("zcal.h", "zcal.hpp"):
+        return "client"
+    if parts[1] == "agent":
+        return "agent/" + parts[2] if len(parts) > 3 else "agent/?"
+    return parts[1]
+
+
+def check(root):
+    problems = []
+    checked = 0
+    for top in ("client", "common", "calibrator", "probes", "agent"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith(SOURCES):
+                    continue
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, root)
+                unit = unit_of(rel)
+                if unit is None:
+                    continue
+                checked += 1
+                if unit not in ALLOWED:
+                    problems.append(f"{rel}:1: {unit} is not a known room; "
+                                    "add it to tests/layering/check_layering.py "
+                                    "and docs/architecture.md")
+                    continue
+                public = os.sep + "include" + os.sep in rel
+                with open(path, encoding="utf-8") as source:
+                    for number, line in enumerate(source, 1):
+                        m = INCLUDE.match(line)
+                        if not m:
+                            continue
+                        kind, name = m.groups()
+                        target = unit_of_header(name)
+                        where = f"{rel}:{number}"
+                        if target is not None:
+                            if target != unit and target not in ALLOWED[unit]:
+                                problems.append(
+                                    f"{where}: {unit} includes {name} of "
+                                    f"{target}, which it must not depend on")
+                            continue
+                        if kind == '"':
+                            local = os.path.join(dirpath, name)
+                            generated = name.endswith("_data.h") or name.startswith("default_config")
+                            if not os.path.exists(local) and not generated:
+                                problems.append(
+                                    f"{where}: \"{name}\" is not a header of "
+                                    f"{os.path.relpath(dirpath, root)}: include "
+                                    "another unit's public header as zcal/...")
+                            continue
+                        banned = FORBIDDEN.get(unit, [])
+                        if public:
+                            banned = banned + PUBLIC_FORBIDDEN.get(unit, [])
+                        for prefix in banned:
+                            if name.startswith(prefix):
+                                problems.append(
+                                    f"{where}: {unit} includes <{name}>, a "
+                                    "library it keeps out")
+    return problems, checked
+
+
+def main():
+    args = sys.argv[1:]
+    expect = None
+    if "--expect-violations" in args:
+        i = args.index("--expect-violations")
+        expect = int(args[i + 1])
+        del args[i:i + 2]
+    root = args[0] if args else os.getcwd()
+    problems, checked = check(root)
+    for p in problems:
+        print(p)
+    if expect is not None:
+        print(f"layering: {len(problems)} violation(s), {expect} expected")
+        return 0 if len(problems) == expect else 1
+    if problems:
+        print(f"layering: {len(problems)} violation(s) in {checked} files")
+        return 1
+    print(f"layering: {checked} files, every include points down")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
