@@ -86,35 +86,29 @@ TEST(CalibrationRunner, RunsEveryJobInOrderAndNotifiesOnce) {
   EXPECT_EQ(outcome->reports[2].path, "c");
   EXPECT_TRUE(outcome->reports[1].report);
   EXPECT_GE(outcome->duration_seconds, 0);
-  EXPECT_FALSE(runner.Probing());
   EXPECT_FALSE(runner.TakeOutcome()) << "an outcome is taken once";
   EXPECT_EQ(notified.count(), 1);
   const std::lock_guard lock(mutex);
   EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "c"}));
 }
 
-TEST(CalibrationRunner, ProbingHoldsFromStartUntilTheOutcomeIsStored) {
+TEST(CalibrationRunner, TheOutcomeIsThereOnlyOnceTheRoundEnded) {
   Events entered;
   Events notified;
-  CalibrationRunner* self = nullptr;
-  std::atomic<bool> probing_inside{false};
   CalibrationRunner runner(
       [&](const probes::CalibrationOptions& options, const auto&) {
-        probing_inside = self->Probing();
         return UntilCancelled(options, entered);
       },
       [&] { notified.Add(); });
-  self = &runner;
-  EXPECT_FALSE(runner.Probing());
+  EXPECT_FALSE(runner.TakeOutcome()) << "nothing before a round starts";
   ASSERT_TRUE(runner.Start(Jobs({"a"})));
-  EXPECT_TRUE(runner.Probing());
+  EXPECT_FALSE(runner.Start(Jobs({"b"}))) << "one round at a time";
   ASSERT_TRUE(entered.WaitFor(1));
-  EXPECT_TRUE(probing_inside);
   EXPECT_FALSE(runner.TakeOutcome()) << "nothing before the round ends";
   runner.RequestStop();
   ASSERT_TRUE(notified.WaitFor(1));
-  EXPECT_FALSE(runner.Probing());
   EXPECT_TRUE(runner.TakeOutcome());
+  EXPECT_TRUE(runner.Start(Jobs({"c"}))) << "free again once the outcome is taken";
 }
 
 TEST(CalibrationRunner, AStopEndsTheRunningJobAndSkipsTheRest) {

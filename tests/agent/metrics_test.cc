@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "zcal/zcal.h"
 
 namespace zcal::agent {
 namespace {
@@ -179,7 +180,8 @@ TEST(Metrics, CountsCalibrationsReloadsAndProbeFailures) {
 TEST(Metrics, DescribesHostAndBuild) {
   const std::string text = Populated()->Text();
   EXPECT_TRUE(
-      Contains(text, "zcal_build_info{abi_major=\"1\",version=\"9.9.9\"} 1"))
+      Contains(text, "zcal_build_info{abi_major=\"" + std::to_string(ZCAL_ABI_MAJOR) +
+                           "\",version=\"9.9.9\"} 1"))
       << text;
   EXPECT_TRUE(Contains(text, "kernel_release=\"6.18.0\""));
   EXPECT_TRUE(Contains(text, "cpu_model=\"Test \\\"CPU\\\"\"")) << text;

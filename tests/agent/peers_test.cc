@@ -27,6 +27,11 @@ using calibrator::MethodResult;
 using calibrator::Reason;
 using calibrator::Verdict;
 
+// The outcome label, as zcal_peer_probes_total and the log name it.
+std::string OutcomeName(const Result<probes::CalibrationReport>& report) {
+  return std::string(PeerOutcomeName(ClassifyPeerCalibration(report)));
+}
+
 constexpr std::uint64_t kSecond = 1'000'000'000;
 
 Result<Config> Parse(const std::string& peers) {
@@ -129,34 +134,34 @@ TEST(PeerOutcome, NamesEachWayASessionEnds) {
       {Errc::kIo, "failed"},
   };
   for (const auto& [code, name] : refused) {
-    EXPECT_EQ(PeerOutcome(Fail(code, "sink 198.18.0.2:7070: said no")), name);
+    EXPECT_EQ(OutcomeName(Fail(code, "sink 198.18.0.2:7070: said no")), name);
   }
-  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed, "connect 198.18.0.2:7070: Connection refused")),
+  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed, "connect 198.18.0.2:7070: Connection refused")),
             "unreachable");
-  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed, "sink 198.18.0.2:7070: no answer in time")),
+  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed, "sink 198.18.0.2:7070: no answer in time")),
             "timeout");
-  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed, "connect 198.18.0.2:7070: timed out after 3000 ms,")),
+  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed, "connect 198.18.0.2:7070: timed out after 3000 ms,")),
             "timeout");
   probes::CalibrationReport report;
   calibrator::Sample failed;
   failed.status = calibrator::SampleStatus::kFailed;
   report.samples = {failed, failed};
-  EXPECT_EQ(PeerOutcome(report), "vanished") << "every probe failed after the grant";
+  EXPECT_EQ(OutcomeName(report), "vanished") << "every probe failed after the grant";
   calibrator::Sample ok;
   report.samples.insert(report.samples.begin(), ok);
   failed.method = Method::kMsgZerocopy;
   report.samples.push_back(failed);
-  EXPECT_EQ(PeerOutcome(report), "vanished")
+  EXPECT_EQ(OutcomeName(report), "vanished")
       << "measured, then every method failed: the session was lost";
   report.samples.back().error = "connect 198.18.0.2:7070: timed out after 3000 ms,";
-  EXPECT_EQ(PeerOutcome(report), "timeout") << "lost to a deadline (a link down)";
+  EXPECT_EQ(OutcomeName(report), "timeout") << "lost to a deadline (a link down)";
   report.samples = {ok, failed, ok, failed};
-  EXPECT_EQ(PeerOutcome(report), "success")
+  EXPECT_EQ(OutcomeName(report), "success")
       << "one method failing while the others measure is that method's result";
   report.session_lost = true;
   report.session_error = "connect 198.18.0.2:7070: failed with ECONNREFUSED";
-  EXPECT_EQ(PeerOutcome(report), "vanished") << "the sink went away after the grant";
-  EXPECT_EQ(PeerOutcome(Fail(Errc::kFailed,
+  EXPECT_EQ(OutcomeName(report), "vanished") << "the sink went away after the grant";
+  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed,
                              "the session with the sink of path peer/x was lost before a "
                              "probe measured: connect x: timed out after 3000 ms,")),
             "timeout");
@@ -224,7 +229,7 @@ TEST(PeerRound, AsksKPeersAfterThePathsAndSharesTheBudget) {
   EXPECT_TRUE(asked[1].starts_with("peer/198.18.9."));
   EXPECT_NE(asked[1], asked[2]);
   ASSERT_EQ(outcome.peer_attempts.size(), 2u);
-  EXPECT_EQ(outcome.peer_attempts[0].outcome, "success");
+  EXPECT_EQ(outcome.peer_attempts[0].outcome, PeerOutcome::kSuccess);
   EXPECT_EQ(outcome.reports.size(), 3u) << "the path's and each peer's report";
   ASSERT_TRUE(outcome.discovery) << "the first round looks the peers up";
   EXPECT_EQ(outcome.discovery->peers.size(), 5u);
@@ -246,7 +251,7 @@ TEST(PeerRound, ABusyPeerIsFollowedByTheNextOfTheRankingAtMostThreeTimes) {
       << "each peer asked once";
   ASSERT_EQ(outcome.peer_attempts.size(), 3u);
   for (const PeerAttempt& a : outcome.peer_attempts) {
-    EXPECT_EQ(a.outcome, "busy");
+    EXPECT_EQ(a.outcome, PeerOutcome::kBusy);
     EXPECT_NE(a.detail.find("busy"), std::string::npos);
   }
   EXPECT_TRUE(outcome.reports.empty());
@@ -310,7 +315,7 @@ using testing::Threshold;
 void AddPeer(AgentState& state, const std::string& endpoint, const std::string& interface,
              std::uint64_t success_ns, const MethodResult& result) {
   const std::string path = std::string(kPeerPathPrefix) + endpoint;
-  state.peers[path] = PeerRecord{endpoint, interface, success_ns, success_ns, "success"};
+  state.peers[path] = PeerRecord{endpoint, interface, success_ns, success_ns, PeerOutcome::kSuccess};
   state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt};
 }
 
@@ -363,7 +368,7 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", 30, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.4:7070", "eth0", 20, Threshold(Method::kMsgZerocopy, 8192));
-  state.peers["peer/198.18.0.9:7070"] = PeerRecord{"198.18.0.9:7070", "", 40, 0, "busy"};
+  state.peers["peer/198.18.0.9:7070"] = PeerRecord{"198.18.0.9:7070", "", 40, 0, PeerOutcome::kBusy};
   PruneState(state, config);
   EXPECT_EQ(state.peers.size(), 2u);
   EXPECT_TRUE(state.peers.contains("peer/198.18.0.3:7070"));
@@ -378,13 +383,13 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
 TEST(RecordPeerAttempts, AFailureKeepsTheLastGoodResult) {
   AgentState state;
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
-  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", "198.18.0.2:7070", "timeout",
+  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", "198.18.0.2:7070", PeerOutcome::kTimeout,
                                          "no answer in time", ""}},
                      50);
   const PeerRecord& p = state.peers.at("peer/198.18.0.2:7070");
   EXPECT_EQ(p.last_attempt_ns, 50u);
   EXPECT_EQ(p.last_success_ns, 10u);
-  EXPECT_EQ(p.last_outcome, "timeout");
+  EXPECT_EQ(p.last_outcome, PeerOutcome::kTimeout);
   EXPECT_EQ(p.interface, "eth0");
   PruneState(state, PeersOn());
   EXPECT_TRUE(state.paths.contains("peer/198.18.0.2:7070"));
@@ -453,7 +458,7 @@ TEST(PeerState, RoundTripsTheRecordsAndTheRound) {
   EXPECT_EQ(p.endpoint, "198.18.0.2:7070");
   EXPECT_EQ(p.interface, "eth0");
   EXPECT_EQ(p.last_success_ns, 77u);
-  EXPECT_EQ(p.last_outcome, "success");
+  EXPECT_EQ(p.last_outcome, PeerOutcome::kSuccess);
   const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
     "fingerprint":"0000000000000000","paths":{},"peers":{"loopback":{"endpoint":"x"}}})";
   const Result<AgentState> refused = ParseState(bad, "s.json");

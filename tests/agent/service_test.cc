@@ -507,5 +507,52 @@ TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
   shm_unlink(other.c_str());
 }
 
+// A reload that moves the host root reads the host anew the way every other
+// read does: the NICs kept peers are reached through stay described, so
+// the fleet's per-interface classes do not lose them until the next round.
+TEST_F(ServiceTest, AReloadOfTheHostRootKeepsThePeersNicsDescribed) {
+  const std::string peer = "peer/198.18.0.9:7070";
+  AgentState saved;
+  saved.saved_at_ns = 1;
+  saved.fingerprint = fingerprint_;  // unchanged host: no calibration at start
+  saved.last_success_ns = 1;
+  saved.paths[peer][Method::kMsgZerocopy] =
+      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+  saved.peers[peer] = PeerRecord{"198.18.0.9:7070", "eth1", 1, 1, PeerOutcome::kSuccess};
+  ASSERT_TRUE(SaveState(saved, config_.state_path));
+  namespace fs = std::filesystem;
+  const fs::path data = fs::path(ZCAL_TEST_DATA) / "sysfs" / "pci-host";
+  const fs::path copy = dir_.path() / "host";
+  fs::copy(data, copy, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path file = dir_.path() / "agent.yaml";
+  const auto write_config = [&](const fs::path& root) {
+    std::ofstream(file) << "paths: [{name: loopback, type: loopback}]\n"
+                        << "segment:\n  name: " << config_.segment.name
+                        << "\n  heartbeat: 100ms\nmetrics:\n  listen: \"\"\n"
+                        << "state:\n  path: " << config_.state_path << "\n"
+                        << "host:\n  root: " << root.string() << "\n"
+                        << "peers:\n  static: [198.18.0.9:7070]\n"
+                        << "schedule:\n  at_startup: false\n  jitter: 0\n"
+                        << "  fingerprint_poll: 0\n";
+  };
+  write_config(data);
+  Result<Config> loaded = LoadConfigFile(file.string());
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  RunningService running(*loaded, hooks_, file.string());
+  const auto described = [&] {
+    return Contains(metrics_->Text(), "path=\"interface/eth1\"");
+  };
+  ASSERT_TRUE(WaitFor(described, milliseconds(10'000))) << metrics_->Text();
+
+  write_config(copy);
+  running.service().Reload();
+  ASSERT_TRUE(WaitForLog("configuration reloaded from")) << log_->All();
+  EXPECT_EQ(log_->Count("changed: host root"), 1u) << log_->All();
+  EXPECT_TRUE(described()) << metrics_->Text();
+  running.service().Reload();  // the same file again
+  ASSERT_TRUE(WaitForLog("nothing changed")) << log_->All();
+  EXPECT_EQ(calls(), 0);
+}
+
 }  // namespace
 }  // namespace zcal::agent

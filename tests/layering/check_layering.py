@@ -58,7 +58,7 @@ FORBIDDEN = {
     "probes": ["prometheus/", "yaml-cpp/", "boost/", "spdlog/", "CLI/"],
     "agent/domain": HEAVY + ["nlohmann/", "fmt/"],
     "agent/state": HEAVY,
-    "agent/peers": HEAVY,
+    "agent/peers": ["prometheus/", "yaml-cpp/", "boost/", "CLI/", "sodium"],
     "agent/report": HEAVY,
     "agent/config": ["prometheus/", "boost/", "spdlog/", "CLI/", "sodium"],
 }

@@ -16,6 +16,7 @@
 #include "metrics_sink.h"
 #include "metrics_snapshot.h"
 #include "zcal/common/clock.h"
+#include "zcal/zcal.h"
 
 namespace zcal::agent {
 namespace {
@@ -90,7 +91,7 @@ struct Metrics::Live {
 Metrics::Live::Live(const std::string& version) {
   OneGauge(registry, "zcal_build_info",
            "zcal build: version and shared-memory ABI.",
-           {{"version", version}, {"abi_major", "1"}})
+           {{"version", version}, {"abi_major", std::to_string(ZCAL_ABI_MAJOR)}})
       .Set(1);
   OneGauge(registry, "zcal_agent_start_time_seconds",
            "Unix time at which the agent started.")
@@ -263,7 +264,7 @@ void Metrics::RecordProbeFailures(const std::string& path,
 }
 
 void Metrics::SetPeersEnabled(bool enabled) { peers_->SetEnabled(enabled); }
-void Metrics::RecordPeerAttempt(std::string_view outcome) { peers_->RecordAttempt(outcome); }
+void Metrics::RecordPeerAttempt(PeerOutcome outcome) { peers_->RecordAttempt(outcome); }
 void Metrics::RecordPeerDiscovery(std::size_t peers, std::string_view failure) {
   peers_->RecordDiscovery(peers, failure);
 }

@@ -30,12 +30,11 @@ void Metrics::PeerView::SetEnabled(bool enabled) {
   enabled_ = enabled;
 }
 
-void Metrics::PeerView::RecordAttempt(std::string_view outcome) {
+void Metrics::PeerView::RecordAttempt(PeerOutcome outcome) {
   std::lock_guard lock(mutex_);
-  // An outcome this list does not name is a bug in the caller; it is
-  // counted as failed rather than lost.
-  const std::size_t i = std::min(IndexOf(kPeerOutcomes, outcome), kPeerOutcomes.size() - 1);
-  ++outcomes_[i];
+  for (std::size_t i = 0; i < kPeerOutcomes.size(); ++i) {
+    if (kPeerOutcomes[i] == outcome) ++outcomes_[i];
+  }
 }
 
 void Metrics::PeerView::RecordDiscovery(std::size_t peers, std::string_view failure) {
@@ -64,7 +63,7 @@ void Metrics::PeerView::AppendTo(std::vector<MetricFamily>& out) const {
       MetricType::Counter);
   for (std::size_t i = 0; i < kPeerOutcomes.size(); ++i) {
     AddValue(probes, static_cast<double>(outcomes_[i]),
-             Labelled({{"outcome", std::string(kPeerOutcomes[i])}}));
+             Labelled({{"outcome", std::string(PeerOutcomeName(kPeerOutcomes[i]))}}));
   }
   out.push_back(std::move(probes));
 

@@ -13,14 +13,10 @@
 
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/peer_attempt.h"
 
 namespace zcal::agent {
 
-/// zcal_peer_probes_total's outcomes, in the order they are rendered.
-inline constexpr std::array<std::string_view, 10> kPeerOutcomes = {
-    "success",     "busy",           "auth_failed", "over_limit",
-    "unsupported_version", "protocol_error", "unreachable", "timeout",
-    "vanished",    "failed"};
 /// zcal_peer_discovery_failures_total's reasons (DnsFailureName).
 inline constexpr std::array<std::string_view, 4> kDiscoveryFailures = {
     "nxdomain", "no_answer", "temporary", "failed"};
@@ -29,7 +25,7 @@ class Metrics::PeerView {
  public:
   /// Whether peers are configured: without, no zcal_peer* series at all.
   void SetEnabled(bool enabled);
-  void RecordAttempt(std::string_view outcome);
+  void RecordAttempt(PeerOutcome outcome);
   void RecordDiscovery(std::size_t peers, std::string_view failure);
   /// The kept peers (path -> stale) and the interface aggregates.
   void SetPublished(std::map<std::string, bool> stale, InterfaceAggregates interfaces);

@@ -77,7 +77,7 @@ void RecordPeerAttempts(AgentState& state, const std::vector<PeerAttempt>& attem
     peer.endpoint = attempt.endpoint;
     peer.last_attempt_ns = now_ns;
     peer.last_outcome = attempt.outcome;
-    if (attempt.outcome == "success" && state.paths.contains(attempt.path)) {
+    if (attempt.outcome == PeerOutcome::kSuccess && state.paths.contains(attempt.path)) {
       peer.last_success_ns = now_ns;
       // A route that could not be read keeps the interface known before.
       if (!attempt.interface.empty()) peer.interface = attempt.interface;

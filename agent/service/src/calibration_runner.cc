@@ -3,33 +3,21 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
-#include <random>
-#include <set>
 #include <stop_token>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "zcal/agent/service/host_snapshot.h"
-#include "zcal/agent/publish/peer_results.h"
-#include "zcal/agent/peers/peer_selection.h"
-#include "zcal/agent/state/state.h"
 
 namespace zcal::agent {
-
-using calibrator::Method;
 
 struct CalibrationRunner::Mailbox {
   std::mutex mutex;
   std::optional<RoundOutcome> outcome;
   std::function<void()> notify;
-  std::atomic<bool> probing{false};
 };
 
 namespace {
-
-void RunPeers(const PeerRoundPlan& plan, const CalibrateFn& calibrate,
-              std::atomic<bool>& cancel, RoundOutcome& outcome);
 
 RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& calibrate,
                       RoundPlan& plan) {
@@ -74,175 +62,23 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& calibrate,
       break;
     }
   }
-  if (plan.peers && !outcome.cancelled) RunPeers(*plan.peers, calibrate, cancel, outcome);
+  if (plan.peers && !outcome.cancelled) {
+    PeerRoundOutcome peers = RunPeerRound(*plan.peers, calibrate, cancel);
+    for (PeerReport& r : peers.reports) {
+      outcome.reports.push_back(PathReport{std::move(r.path), std::move(r.report)});
+    }
+    outcome.peer_attempts = std::move(peers.attempts);
+    outcome.discovery = std::move(peers.discovery);
+    outcome.discovered_at = peers.discovered_at;
+    outcome.cancelled = peers.cancelled;
+  }
   outcome.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   return outcome;
 }
 
-// Waits `pause`, or less when the round is cancelled.
-void Pause(std::chrono::milliseconds pause, const std::atomic<bool>& cancel) {
-  const auto until = std::chrono::steady_clock::now() + pause;
-  while (!cancel.load(std::memory_order_relaxed) &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
-Discovery Discover(const PeerRoundPlan& plan, RoundOutcome& outcome) {
-  const auto now = std::chrono::steady_clock::now();
-  if (plan.previous && now - plan.discovered_at < plan.settings.refresh) {
-    return *plan.previous;
-  }
-  std::vector<common::IpAddress> own;
-  if (Result<std::vector<common::IpAddress>> listed = OwnAddresses()) {
-    own = std::move(*listed);
-  } else {
-    spdlog::warn("peers: this host's addresses are unknown ({}); none is "
-                 "excluded from the peers",
-                 listed.error().message);
-  }
-  Discovery found = DiscoverPeers(plan.settings.static_peers, plan.settings.dns, own);
-  if (found.dns_failure == DnsFailure::kTemporary && plan.previous) {
-    // The resolver failed for now: the peers it named before are still the
-    // best knowledge. An answer that the name or its records are gone is
-    // taken as it is.
-    for (const common::HostPort& peer : plan.previous->peers) {
-      if (std::find(found.peers.begin(), found.peers.end(), peer) == found.peers.end()) {
-        found.peers.push_back(peer);
-      }
-    }
-  }
-  outcome.discovery = found;
-  outcome.discovered_at = now;
-  return found;
-}
-
-void RunPeers(const PeerRoundPlan& plan, const CalibrateFn& calibrate,
-              std::atomic<bool>& cancel, RoundOutcome& outcome) {
-  const Discovery discovery = Discover(plan, outcome);
-  if (!discovery.dns_error.empty()) spdlog::warn("{}", discovery.dns_error);
-  const std::vector<common::HostPort>& peers = discovery.peers;
-  const std::size_t n = peers.size();
-  if (n == 0) {
-    spdlog::info("peers: none found; no peer is probed this round");
-    return;
-  }
-  const std::vector<std::size_t> ranking = RankPeers(plan.identity, peers);
-  const std::vector<std::size_t> window =
-      RoundWindow(plan.round, n, plan.settings.per_calibration);
-  // The peers asked when a slot's peer is busy: the ranking after the
-  // window, in order, each at most once in the round.
-  std::vector<std::size_t> spares;
-  if (!window.empty()) {
-    for (std::size_t j = window.size(); j < n; ++j) {
-      spares.push_back(ranking[(window.front() + j) % n]);
-    }
-  }
-  std::size_t next_spare = 0;
-  std::mt19937_64 random(std::random_device{}());
-  std::uniform_int_distribution<int> jitter(-200, 200);
-  for (const std::size_t rank : window) {
-    std::size_t index = ranking[rank];
-    for (int tries = 1; !cancel.load(std::memory_order_relaxed); ++tries) {
-      const common::HostPort& peer = peers[index];
-      probes::CalibrationOptions options = plan.base;
-      options.target = probes::Target::Peer(peer);
-      options.path_name = std::string(kPeerPathPrefix) + common::ToString(peer);
-      options.cancel = &cancel;
-      PeerAttempt attempt;
-      attempt.path = options.path_name;
-      attempt.endpoint = common::ToString(peer);
-      Result<probes::CalibrationReport> report;
-      try {
-        report = calibrate(options, {});
-      } catch (const std::exception& e) {
-        report = Fail(Errc::kFailed, "calibration of path " + attempt.path +
-                                         " threw: " + e.what());
-      }
-      if (cancel.load(std::memory_order_relaxed) || (report && report->cancelled)) {
-        outcome.cancelled = true;
-        return;
-      }
-      attempt.outcome = PeerOutcome(report);
-      if (!report) attempt.detail = report.error().message;
-      if (attempt.outcome == "success") {
-        if (Result<std::string> via = EgressInterface(peer.address)) {
-          attempt.interface = *via;
-        }
-        outcome.reports.push_back(PathReport{attempt.path, std::move(report)});
-      }
-      const bool busy = attempt.outcome == "busy";
-      outcome.peer_attempts.push_back(std::move(attempt));
-      if (!busy || tries >= kPeerTriesPerSlot || next_spare >= spares.size()) break;
-      Pause(kPeerBusyPause + std::chrono::milliseconds(jitter(random)), cancel);
-      index = spares[next_spare++];
-    }
-    if (cancel.load(std::memory_order_relaxed)) {
-      outcome.cancelled = true;
-      return;
-    }
-  }
-}
-
 }  // namespace
-
-namespace {
-
-// The session's and connect's own words for a deadline that passed
-// (peer_client.cc, target.cc).
-bool SaysTimeout(const std::string& message) {
-  return message.find("in time") != std::string::npos ||
-         message.find("timed out") != std::string::npos;
-}
-
-}  // namespace
-
-std::string PeerOutcome(const Result<probes::CalibrationReport>& report) {
-  if (report) {
-    const std::vector<calibrator::Sample>& samples = report->samples;
-    // A session lost mid-probe (the peer killed, its link down) fails every
-    // probe from then on, whatever the method; one method failing while
-    // the others still measure is a result of that method instead.
-    std::size_t first_failed = samples.size();
-    std::set<Method> failed_methods;
-    while (first_failed > 0 &&
-           samples[first_failed - 1].status == calibrator::SampleStatus::kFailed) {
-      --first_failed;
-      failed_methods.insert(samples[first_failed].method);
-    }
-    if (report->session_lost) {
-      return SaysTimeout(report->session_error) ? "timeout" : "vanished";
-    }
-    const bool none_ok = std::none_of(samples.begin(), samples.end(),
-                                      [](const calibrator::Sample& s) { return s.ok(); });
-    if (none_ok || failed_methods.size() >= 2) {
-      return !samples.empty() && SaysTimeout(samples.back().error) ? "timeout" : "vanished";
-    }
-    return "success";
-  }
-  const std::string& message = report.error().message;
-  switch (report.error().code) {
-    case Errc::kBusy:
-      return "busy";
-    case Errc::kPermission:
-      return "auth_failed";
-    case Errc::kInvalidArgument:
-      return "over_limit";
-    case Errc::kUnsupported:
-      return "unsupported_version";
-    case Errc::kParse:
-      return "protocol_error";
-    case Errc::kFailed:
-      if (message.find("was lost before a probe measured") != std::string::npos) {
-        return SaysTimeout(message) ? "timeout" : "vanished";
-      }
-      return SaysTimeout(message) ? "timeout" : "unreachable";
-    default:
-      return "failed";
-  }
-}
 
 Result<std::optional<probes::peer::PeerKey>> LoadPeerKey(const Config& config) {
   const std::string& file =
@@ -331,14 +167,12 @@ CalibrationRunner::~CalibrationRunner() {
 bool CalibrationRunner::Start(RoundPlan plan) {
   if (started_) return false;
   started_ = true;
-  mailbox_->probing.store(true, std::memory_order_release);
   worker_ = std::jthread(
       [mailbox = mailbox_, calibrate = calibrate_, plan = std::move(plan)](
           const std::stop_token& stop) mutable {
         RoundOutcome outcome = RunRound(stop, calibrate, plan);
         const std::lock_guard lock(mailbox->mutex);
         mailbox->outcome = std::move(outcome);
-        mailbox->probing.store(false, std::memory_order_release);
         if (mailbox->notify) mailbox->notify();
       });
   return true;
@@ -358,10 +192,6 @@ std::optional<RoundOutcome> CalibrationRunner::TakeOutcome() {
   worker_.join();
   started_ = false;
   return outcome;
-}
-
-bool CalibrationRunner::Probing() const {
-  return mailbox_->probing.load(std::memory_order_acquire);
 }
 
 }  // namespace zcal::agent

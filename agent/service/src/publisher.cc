@@ -227,9 +227,9 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   }
   for (const PeerAttempt& attempt : outcome.peer_attempts) {
     metrics_->RecordPeerAttempt(attempt.outcome);
-    if (attempt.outcome != "success") {
+    if (attempt.outcome != PeerOutcome::kSuccess) {
       const bool kept = state_.paths.contains(attempt.path);
-      spdlog::warn("{}: {} ({}){}", attempt.path, attempt.outcome, attempt.detail,
+      spdlog::warn("{}: {} ({}){}", attempt.path, PeerOutcomeName(attempt.outcome), attempt.detail,
                    kept ? "; its last good result stays published" : "");
     }
   }

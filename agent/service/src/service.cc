@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -280,10 +279,20 @@ void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
                           : std::string(),
                config_.budget.seconds_per_calibration);
   // The scheduler starts only from idle, which it enters when the previous
-  // outcome was taken (OnRoundDone).
-  const bool started = runner_.Start(std::move(plan));
-  assert(started);
-  (void)started;
+  // outcome was taken (OnRoundDone), so the runner is free here. Should
+  // that ever break, the round counts as failed and the scheduler retries,
+  // instead of waiting as "calibrating" for a round that never runs.
+  if (!runner_.Start(std::move(plan))) {
+    spdlog::error("calibration ({}) could not start: the previous round's outcome "
+                  "was not taken; counted as failed and retried",
+                  CalibrationTriggerName(trigger));
+    metrics_->SetCalibrationRunning(false);
+    metrics_->RecordCalibration(CalibrationResult::kFailed, 0, common::RealtimeNs());
+    asio::post(io_, [this] {
+      const auto now = steady_clock::now();
+      Apply(scheduler_.On(CalibrationFinishedEvent{CalibrationResult::kFailed, 0}, now));
+    });
+  }
 }
 
 void Service::Impl::OnRoundDone() {
@@ -466,11 +475,7 @@ void Service::Impl::ApplyReload(Config next) {
   }
   publisher_->Reconfigure(config_);
   ShowStatus();
-  if (change.host_root || change.paths_or_methods) {
-    host_ = hooks_.collect_host(config_);
-    publisher_->SetHost(host_);
-    metrics_->SetHost(host_.info);
-  }
+  if (change.host_root || change.paths_or_methods) AdoptHost(hooks_.collect_host(config_));
   if (change.fingerprint_poll) ArmFingerprintPoll();
   metrics_->RecordReload(true);
   std::string summary = change.Summary();
@@ -478,7 +483,9 @@ void Service::Impl::ApplyReload(Config next) {
     summary += std::string(summary.empty() ? "" : ", ") + "sink keys";
   }
   spdlog::info("configuration reloaded from {}{}", config_path_,
-               summary.empty() ? "" : "; changed: " + summary);
+               !summary.empty() ? "; changed: " + summary
+               : change.Any()   ? std::string()
+                                : "; nothing changed");
   if (change.Scheduling()) {
     Handle(ReloadedEvent{ScheduleOptions::From(config_)});
   }

@@ -203,7 +203,7 @@ std::string SerializeState(const AgentState& state) {
                        {"interface", p.interface},
                        {"last_attempt_ns", p.last_attempt_ns},
                        {"last_success_ns", p.last_success_ns},
-                       {"last_outcome", p.last_outcome}};
+                       {"last_outcome", PeerOutcomeName(p.last_outcome)}};
   }
   const json document{
       {"format", "zcal-state"},
@@ -323,7 +323,8 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
         p.interface = i->get<std::string>();
       }
       if (const auto o = entry.find("last_outcome"); o != entry.end() && o->is_string()) {
-        p.last_outcome = o->get<std::string>();
+        // A label this version does not know (a newer one's) reads as failed.
+        p.last_outcome = ParsePeerOutcome(o->get<std::string>()).value_or(PeerOutcome::kFailed);
       }
       for (const auto& [key, out] :
            {std::pair{"last_attempt_ns", &p.last_attempt_ns},

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "zcal/agent/domain/host_info.h"
+#include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 
@@ -42,7 +43,7 @@ struct PeerRecord {
   std::string interface;
   std::uint64_t last_attempt_ns = 0;  ///< CLOCK_REALTIME
   std::uint64_t last_success_ns = 0;  ///< 0 = never; results are from then
-  std::string last_outcome;  ///< zcal_peer_probes_total's outcome label
+  PeerOutcome last_outcome = PeerOutcome::kFailed;
 };
 
 struct AgentState {

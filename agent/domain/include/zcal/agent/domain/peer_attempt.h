@@ -1,18 +1,48 @@
 // One peer asked in a calibration round, as the peers room reports it and
-// the publish room records it.
+// the publish room records it, and how its calibration ended.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace zcal::agent {
+
+/// How a peer calibration ended: zcal_peer_probes_total's `outcome` label
+/// and a peer record's last outcome (docs/peers.md lists what each means).
+enum class PeerOutcome : std::uint8_t {
+  kSuccess,
+  kBusy,                ///< the sink serves another session, or its host probes
+  kAuthFailed,          ///< the sink refused our key
+  kOverLimit,           ///< the sink refused for one of its limits
+  kUnsupportedVersion,  ///< no protocol version in common
+  kProtocolError,       ///< a malformed or unexpected answer
+  kUnreachable,         ///< no connection
+  kTimeout,             ///< no answer in time
+  kVanished,            ///< the session was lost mid-probe
+  kFailed,              ///< anything else
+};
+
+/// Every outcome, in the order the metrics render them.
+inline constexpr std::array<PeerOutcome, 10> kPeerOutcomes = {
+    PeerOutcome::kSuccess,       PeerOutcome::kBusy,
+    PeerOutcome::kAuthFailed,    PeerOutcome::kOverLimit,
+    PeerOutcome::kUnsupportedVersion, PeerOutcome::kProtocolError,
+    PeerOutcome::kUnreachable,   PeerOutcome::kTimeout,
+    PeerOutcome::kVanished,      PeerOutcome::kFailed};
+
+/// "success", "busy", "auth_failed", "over_limit", "unsupported_version",
+/// "protocol_error", "unreachable", "timeout", "vanished", "failed".
+std::string_view PeerOutcomeName(PeerOutcome outcome);
+/// The inverse of PeerOutcomeName; nullopt for another text.
+std::optional<PeerOutcome> ParsePeerOutcome(std::string_view name);
 
 struct PeerAttempt {
   std::string path;      ///< "peer/ADDR:PORT"
   std::string endpoint;  ///< "ADDR:PORT"
-  /// zcal_peer_probes_total's label: success, busy, auth_failed,
-  /// over_limit, unsupported_version, protocol_error, unreachable,
-  /// timeout, vanished, failed (PeerOutcome).
-  std::string outcome;
+  PeerOutcome outcome = PeerOutcome::kFailed;
   std::string detail;     ///< the error's sentence, "" on success
   std::string interface;  ///< egress interface, "" when not known
 };

@@ -24,6 +24,7 @@
 #include "zcal/agent/domain/agent_state.h"
 #include "zcal/agent/domain/calibration_event.h"
 #include "zcal/agent/domain/host_info.h"
+#include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/calibrator/sample.h"
 
@@ -101,7 +102,7 @@ class Metrics final : public prometheus::Collectable {
   /// and, at each publish, the kept peers' staleness and the interface
   /// aggregates.
   void SetPeersEnabled(bool enabled);
-  void RecordPeerAttempt(std::string_view outcome);
+  void RecordPeerAttempt(PeerOutcome outcome);
   void RecordPeerDiscovery(std::size_t peers, std::string_view failure);
   void SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
 

@@ -19,7 +19,9 @@
 // std::_Exit or deliberate leak is ever needed.
 //
 // A round is a list of jobs, each a probes::CalibrationOptions with its own
-// target (loopback, discard), then the peers chosen for this round.
+// target (loopback, discard), then the peers of the round, which the peers
+// room runs (peers/peer_round.h). What a path leaves of its budget share
+// goes to the paths after it.
 #pragma once
 
 #include <atomic>
@@ -33,43 +35,17 @@
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/agent/peers/peer_discovery.h"
+#include "zcal/agent/peers/peer_round.h"
 #include "zcal/common/result.h"
 #include "zcal/probes/calibration.h"
 
 namespace zcal::agent {
-
-/// The calibration of one path; probes::RunCalibration by default.
-using CalibrateFn = std::function<Result<probes::CalibrationReport>(
-    const probes::CalibrationOptions&,
-    const std::function<void(const probes::CalibrationProgress&)>&)>;
 
 /// One path of a round: what to calibrate there. options.cancel is set by
 /// the runner; options.path_name names the path in results and metrics.
 struct PathJob {
   probes::CalibrationOptions options;
 };
-
-/// The peers of a round. They are found on the worker thread (a DNS lookup
-/// blocks for as long as the resolver does), then K of them are chosen by
-/// rendezvous hashing (peer_selection.h) and probed one after another; a
-/// peer that answers busy is followed, after a pause of kPeerBusyPause with
-/// jitter, by the next peer of the ranking not yet asked, up to
-/// kPeerTriesPerSlot peers per slot.
-struct PeerRoundPlan {
-  PeersConfig settings;
-  std::string identity;      ///< this host's, for the rendezvous score
-  std::uint64_t round = 0;   ///< the rendezvous round
-  /// Options of every peer job (target and path name are set per peer);
-  /// budget_seconds is one peer's share.
-  probes::CalibrationOptions base;
-  /// The last discovery, reused while it is younger than settings.refresh
-  /// (`discovered_at`, steady clock).
-  std::optional<Discovery> previous;
-  std::chrono::steady_clock::time_point discovered_at{};
-};
-
-inline constexpr std::chrono::milliseconds kPeerBusyPause{300};  ///< +/- 200 ms
-inline constexpr int kPeerTriesPerSlot = 3;
 
 /// What a round runs: the configured paths, then the peers.
 struct RoundPlan {
@@ -110,16 +86,6 @@ struct PathReport {
   Result<probes::CalibrationReport> report;
 };
 
-/// How a peer calibration ended, as zcal_peer_probes_total counts it:
-/// a session that did not open by its code (busy, auth_failed, over_limit,
-/// unsupported_version, protocol_error; unreachable or timeout for a
-/// connection that failed or got no answer in time); a report whose
-/// probes all failed, or whose last probes failed for two methods or more
-/// (the session was lost: the peer killed, its link down), is `vanished`,
-/// or `timeout` when the last failure was a deadline; its partial results
-/// are not used. Any other report is `success`.
-std::string PeerOutcome(const Result<probes::CalibrationReport>& report);
-
 /// What a round produced. Jobs after a cancellation are not run.
 struct RoundOutcome {
   /// In job order; for peers, one report per peer that calibrated
@@ -134,8 +100,8 @@ struct RoundOutcome {
   bool cancelled = false;  ///< a stop was requested, or a probe reported one
 };
 
-/// Thread safety: Start, RequestStop and TakeOutcome on the owner's thread;
-/// Probing from any thread. Not copyable, not movable.
+/// Thread safety: Start, RequestStop and TakeOutcome on the owner's thread.
+/// Not copyable, not movable.
 class CalibrationRunner {
  public:
   /// `notify` is called on the worker thread, once per round, after the
@@ -157,9 +123,6 @@ class CalibrationRunner {
   /// The finished round's outcome (joining its worker, which has then only
   /// to return), or nullopt while it runs or when none was started.
   std::optional<RoundOutcome> TakeOutcome();
-
-  /// True from Start until the worker has stored its outcome.
-  bool Probing() const;
 
  private:
   struct Mailbox;
