@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # build
-  meson ninja-build g++ pkg-config
+  meson ninja-build g++ pkg-config ccache
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libexpected-dev
   libyaml-cpp-dev prometheus-cpp-dev liburing-dev libboost-dev
   libseccomp-dev libcap-dev libmnl-dev
