@@ -21,7 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "zcal/common/atomic_file.h"
 #include "zcal/common/clock.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/common/errno_text.h"
 #include "zcal/common/identity.h"
 #include "zcal/zcal.h"
@@ -193,25 +195,6 @@ void Retire(int fd) {
   munmap(base, sizeof(zcal_shm_header));
 }
 
-// Closes a descriptor at scope exit unless released.
-class FdGuard {
- public:
-  explicit FdGuard(int fd) : fd_(fd) {}
-  FdGuard(const FdGuard&) = delete;
-  FdGuard& operator=(const FdGuard&) = delete;
-  ~FdGuard() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -239,7 +222,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
     gid = *resolved;
   }
 
-  FdGuard dir(open(kShmDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  common::UniqueFd dir(open(kShmDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) {
     return Fail(Errc::kIo, std::string("cannot open ") + kShmDir + ": " +
                                common::ErrnoText(errno) + " (is /dev/shm mounted?)");
@@ -248,7 +231,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
 
   // An existing file at the name must be ours and a regular file; a link
   // or another user's file could redirect or hijack the agent's writes.
-  FdGuard old(-1);
+  common::UniqueFd old;
   struct stat st {};
   if (fstatat(dir.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(st.st_mode)) {
@@ -271,52 +254,41 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
                       "; refusing to take over another user's segment. Remove "
                       "it, or configure another segment name");
     }
-    FdGuard existing(openat(dir.get(), leaf.c_str(),
-                            O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    common::UniqueFd existing(openat(dir.get(), leaf.c_str(),
+                                     O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     struct stat now {};
     if (existing.get() >= 0 && fstat(existing.get(), &now) == 0 &&
         now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
         now.st_uid == geteuid() && S_ISREG(now.st_mode)) {
-      old.reset(existing.release());
+      old = std::move(existing);
     }
   } else if (errno != ENOENT) {
     return Fail(Errc::kIo, "segment " + name + ": cannot inspect " + path + ": " +
                                common::ErrnoText(errno));
   }
 
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = leaf + ".tmp." + std::to_string(getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
-  FdGuard fd(openat(dir.get(), tmp.c_str(),
-                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd.get() < 0) {
-    return Fail(Errc::kIo, "segment " + name + ": cannot create " + kShmDir +
-                               "/" + tmp + ": " + common::ErrnoText(errno));
+  // The new segment is made whole under a temporary name and renamed into
+  // place, so that a reader never maps a half-initialised one. tmpfs needs
+  // no flush.
+  common::AtomicFileOptions file_options;
+  file_options.mode = options.mode;
+  file_options.group = gid;
+  file_options.durable = false;
+  Result<std::unique_ptr<common::AtomicFile>> created_file =
+      common::AtomicFile::Create(path, file_options);
+  if (!created_file) {
+    return Fail(created_file.error().code, "segment " + name + ": " + created_file.error().message);
   }
-  auto fail_unlink = [&](Errc code, std::string message) {
-    unlinkat(dir.get(), tmp.c_str(), 0);
-    return Fail(code, std::move(message));
-  };
-  if (fchmod(fd.get(), options.mode) != 0) {
-    return fail_unlink(Errc::kIo, "segment " + name + ": chmod: " + common::ErrnoText(errno));
-  }
-  if (gid && fchown(fd.get(), static_cast<uid_t>(-1), *gid) != 0) {
-    return fail_unlink(Errc::kPermission,
-                       "segment " + name + ": cannot give it to group " +
-                           *options.group + ": " + common::ErrnoText(errno) +
-                           " (the agent's user must belong to the group)");
-  }
+  common::AtomicFile& file = **created_file;
   const std::size_t bytes =
       sizeof(zcal_shm_header) + std::size_t{options.capacity} * sizeof(zcal_shm_entry);
-  if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
-    return fail_unlink(Errc::kIo, "segment " + name + ": cannot size it to " +
-                                      std::to_string(bytes) +
-                                      " bytes: " + common::ErrnoText(errno));
+  if (ftruncate(file.fd(), static_cast<off_t>(bytes)) != 0) {
+    return Fail(Errc::kIo, "segment " + name + ": cannot size it to " + std::to_string(bytes) +
+                               " bytes: " + common::ErrnoText(errno));
   }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd(), 0);
   if (base == MAP_FAILED) {
-    return fail_unlink(Errc::kIo, "segment " + name + ": cannot map it: " +
-                                      common::ErrnoText(errno));
+    return Fail(Errc::kIo, "segment " + name + ": cannot map it: " + common::ErrnoText(errno));
   }
   // Nobody can see the file before the rename, so plain stores suffice
   // except for the magic, which readers take as "initialized".
@@ -335,18 +307,15 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   hdr->agent_pid = static_cast<std::uint32_t>(getpid());
   StoreRelease(&hdr->magic, static_cast<std::uint64_t>(ZCAL_MAGIC));
 
-  if (renameat(dir.get(), tmp.c_str(), dir.get(), leaf.c_str()) != 0) {
-    const int err = errno;
+  if (Result<void> placed = file.Commit(); !placed) {
     munmap(base, bytes);
-    return fail_unlink(err == EPERM || err == EACCES ? Errc::kPermission : Errc::kIo,
-                       "segment " + name + ": cannot put it in place at " + path +
-                           ": " + common::ErrnoText(err));
+    return Fail(placed.error().code, "segment " + name + ": " + placed.error().message);
   }
   // Retire only after the rename, so that readers reopening the name find
   // the new segment.
-  if (old.get() >= 0) Retire(old.get());
+  if (old) Retire(old.get());
   return std::unique_ptr<ShmWriter>(
-      new ShmWriter(name, fd.release(), base, bytes, options.capacity, created));
+      new ShmWriter(name, file.TakeFd().Release(), base, bytes, options.capacity, created));
 }
 
 ShmWriter::ShmWriter(std::string name, int fd, void* base, std::size_t bytes,

@@ -112,7 +112,7 @@ Result<ReportModel> LoadCsv(const std::string& name, std::string_view text,
 }  // namespace
 
 Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& given) {
-  if (given == "-") return std::unique_ptr<PendingFile>(new PendingFile(given, "", -1));
+  if (given == "-") return std::unique_ptr<PendingFile>(new PendingFile(given, nullptr, -1));
   // A symbolic link keeps pointing where it did: its target is replaced.
   std::error_code ec;
   const std::filesystem::path resolved = std::filesystem::weakly_canonical(given, ec);
@@ -125,18 +125,16 @@ Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& give
     if (fd < 0) {
       return Fail(Errc::kIo, given + ": cannot open for writing: " + common::ErrnoText(errno));
     }
-    return std::unique_ptr<PendingFile>(new PendingFile(given, "", fd));
+    return std::unique_ptr<PendingFile>(new PendingFile(given, nullptr, fd));
   }
-  std::string temp = path + ".tmp.XXXXXX";
-  const int fd = mkostemp(temp.data(), O_CLOEXEC);
-  if (fd < 0) {
-    return Fail(Errc::kIo, path + ": cannot create a file beside it: " +
-                               common::ErrnoText(errno) + "; choose a writable directory");
+  Result<std::unique_ptr<common::AtomicFile>> file = common::AtomicFile::Create(path);
+  if (!file) {
+    return Fail(Errc::kIo, file.error().message + "; choose a writable directory");
   }
-  return std::unique_ptr<PendingFile>(new PendingFile(path, std::move(temp), fd));
+  return std::unique_ptr<PendingFile>(new PendingFile(path, std::move(*file), -1));
 }
 
-Result<void> PendingFile::WriteAll(std::string_view text) {
+Result<void> PendingFile::WriteInPlace(std::string_view text) {
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = write(fd_, text.data() + written, text.size() - written);
@@ -149,30 +147,18 @@ Result<void> PendingFile::WriteAll(std::string_view text) {
 
 PendingFile::~PendingFile() {
   if (fd_ >= 0) close(fd_);
-  if (!committed_ && !temp_.empty()) unlink(temp_.c_str());
 }
 
 Result<void> PendingFile::Commit(std::string_view text) {
-  if (temp_.empty() && fd_ < 0) {
+  if (file_) {
+    if (Result<void> written = file_->Write(text); !written) return written;
+    if (Result<void> done = file_->Commit(); !done) return done;
+  } else if (fd_ >= 0) {
+    if (Result<void> written = WriteInPlace(text); !written) return written;
+  } else {
     std::cout << text << std::flush;
     if (!std::cout) return Fail(Errc::kIo, "standard output: write failed");
-    committed_ = true;
-    return {};
   }
-  if (auto written = WriteAll(text); !written) return written;
-  if (temp_.empty()) {  // a device or pipe, written in place
-    committed_ = true;
-    return {};
-  }
-  const auto fail = [&](const char* what) {
-    return Fail(Errc::kIo, path_ + ": " + what + ": " + common::ErrnoText(errno));
-  };
-  if (fchmod(fd_, 0644) != 0) return fail("cannot set the mode");
-  const int fd = fd_;
-  fd_ = -1;
-  if (close(fd) != 0) return fail("cannot write");
-  if (rename(temp_.c_str(), path_.c_str()) != 0) return fail("cannot rename the file into place");
-  committed_ = true;
   return {};
 }
 

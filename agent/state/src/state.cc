@@ -1,21 +1,11 @@
 #include "zcal/agent/state/state.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cinttypes>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "zcal/agent/state/host_json.h"
 #include "zcal/calibrator/report_json.h"
+#include "zcal/common/atomic_file.h"
 #include "zcal/common/bounded_read.h"
-#include "zcal/common/errno_text.h"
 #include "zcal/common/text.h"
 
 namespace zcal::agent {
@@ -354,55 +344,12 @@ Result<AgentState> LoadState(const std::string& path) {
 }
 
 Result<void> SaveState(const AgentState& state, const std::string& path) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.parent_path();
-  std::error_code ec;
-  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      return Fail(Errc::kIo, dir.string() +
-                                 ": cannot create the state directory (" +
-                                 ec.message() + "); check state.path");
-    }
-  }
-  std::string temp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(temp.data());
-  if (fd < 0) {
-    return Fail(Errc::kIo, temp + ": cannot create a temporary file: " +
-                               common::ErrnoText(errno));
-  }
-  const auto fail = [&](const char* what) {
-    const int error = errno;
-    close(fd);
-    unlink(temp.c_str());
-    return Fail(Errc::kIo, temp + ": " + what + ": " + common::ErrnoText(error));
-  };
-  const std::string text = SerializeState(state);
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("cannot write the state");
-    written += static_cast<std::size_t>(n);
-  }
-  if (fchmod(fd, 0644) != 0) return fail("cannot set the mode");
-  if (fsync(fd) != 0) return fail("cannot flush the state to disk");
-  if (close(fd) != 0) {
-    unlink(temp.c_str());
-    return Fail(Errc::kIo, temp + ": cannot close the temporary file");
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    unlink(temp.c_str());
-    return Fail(Errc::kIo, path + ": cannot replace the state file: " +
-                               common::ErrnoText(error));
-  }
-  // The rename is durable only once the directory entry is on disk.
-  const int dir_fd =
-      open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    fsync(dir_fd);
-    close(dir_fd);
+  common::AtomicFileOptions options;
+  options.mode = 0644;
+  options.create_directories = true;
+  Result<void> saved = common::WriteFileAtomically(path, SerializeState(state), options);
+  if (!saved) {
+    return Fail(saved.error().code, saved.error().message + " (the state file: check state.path)");
   }
   return {};
 }

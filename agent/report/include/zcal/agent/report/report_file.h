@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "zcal/agent/report/report.h"
+#include "zcal/common/atomic_file.h"
 #include "zcal/common/result.h"
 
 namespace zcal::agent {
@@ -31,13 +32,12 @@ class PendingFile {
   Result<void> Commit(std::string_view text);
 
  private:
-  PendingFile(std::string path, std::string temp, int fd)
-      : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
-  Result<void> WriteAll(std::string_view text);
-
-  std::string path_, temp_;  // temp_ "": written in place (fd_) or stdout
-  int fd_ = -1;  // -1: standard output, or closed
-  bool committed_ = false;
+  PendingFile(std::string path, std::unique_ptr<common::AtomicFile> file, int fd)
+      : path_(std::move(path)), file_(std::move(file)), fd_(fd) {}
+  Result<void> WriteInPlace(std::string_view text);
+  std::string path_;
+  std::unique_ptr<common::AtomicFile> file_;  // a regular file's replacement
+  int fd_ = -1;  // a device or pipe written in place; -1 with no file_: stdout
 };
 
 /// Reads a report input (a samples CSV, `zcal calibrate --json`, `zcal
