@@ -13,6 +13,15 @@ std::string_view MethodName(Method method) {
   return "unknown";
 }
 
+std::string MethodNames(std::span<const Method> methods) {
+  std::string names;
+  for (const Method method : methods) {
+    if (!names.empty()) names += ", ";
+    names += MethodName(method);
+  }
+  return names;
+}
+
 std::optional<Method> ParseMethod(std::string_view name) {
   for (Method method : kAllMethods) {
     if (MethodName(method) == name) return method;

@@ -3,10 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -69,9 +66,8 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
     const auto method = cal::ParseMethod(name);
     if (!method) {
       return Fail(Errc::kInvalidArgument,
-                  "--methods: unknown method \"" + name +
-                      "\"; choose from copy, msg_zerocopy, uring_send, "
-                      "uring_send_zc, uring_send_zc_fixed");
+                  "--methods: unknown method \"" + name + "\"; choose from " +
+                      cal::MethodNames());
     }
     options.methods.push_back(*method);
   }
@@ -196,15 +192,16 @@ int RunCalibrate(const CalibrateArgs& args) {
     std::cerr << "zcal calibrate: " << options.error().message << "\n";
     return kExitUsage;
   }
-  // Opened before measuring, so that a bad path costs no calibration.
-  std::ofstream samples_out;
+  // Created before measuring, so that a bad path costs no calibration; a
+  // calibration that fails leaves an earlier file as it was.
+  std::unique_ptr<PendingFile> samples_out;
   if (!args.samples_out.empty()) {
-    samples_out.open(args.samples_out, std::ios::binary | std::ios::trunc);
-    if (!samples_out) {
-      std::cerr << "zcal calibrate: --samples-out " << args.samples_out
-                << ": cannot open for writing: " << std::strerror(errno) << "\n";
+    auto created = PendingFile::Create(args.samples_out);
+    if (!created) {
+      std::cerr << "zcal calibrate: --samples-out " << created.error().message << "\n";
       return kExitUsage;
     }
+    samples_out = std::move(*created);
   }
   std::unique_ptr<PendingFile> report_file;
   if (!args.report.empty()) {
@@ -232,14 +229,11 @@ int RunCalibrate(const CalibrateArgs& args) {
 
   if (!report) {
     std::cerr << "zcal calibrate: " << report.error().message << "\n";
-    return report.error().code == Errc::kInvalidArgument ? kExitUsage : kExitNoProbe;
+    return ExitStatusOf(report.error(), kExitNoProbe);
   }
-  if (samples_out.is_open()) {
-    samples_out << cal::WriteSamplesCsv(report->samples);
-    samples_out.close();
-    if (!samples_out) {
-      std::cerr << "zcal calibrate: --samples-out " << args.samples_out
-                << ": write failed: " << std::strerror(errno) << "\n";
+  if (samples_out) {
+    if (auto written = samples_out->Commit(cal::WriteSamplesCsv(report->samples)); !written) {
+      std::cerr << "zcal calibrate: --samples-out " << written.error().message << "\n";
       return kExitFailure;
     }
   }
@@ -318,8 +312,7 @@ Command AddCalibrateCommand(CLI::App& parent) {
                   "65507 bytes) or ADDRESS:PORT of a peer's sink")
       ->capture_default_str();
   app->add_option("--methods", args->methods,
-                  "Comma-separated methods (default: all): copy, msg_zerocopy, "
-                  "uring_send, uring_send_zc, uring_send_zc_fixed")
+                  "Comma-separated methods (default: all): " + cal::MethodNames())
       ->delimiter(',');
   app->add_option("--min", args->min_size,
                   "Smallest message size (4096, 4K = 4KiB = 4096, 10kB = 10000; docs/units.md)")

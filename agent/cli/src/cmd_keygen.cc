@@ -13,7 +13,7 @@ int RunKeygen(const std::string& id) {
   const Result<std::string> line = probes::peer::NewKeyLine(id);
   if (!line) {
     std::cerr << "zcal keygen: " << line.error().message << "\n";
-    return line.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+    return ExitStatusOf(line.error());
   }
   std::cout << *line << "\n";
   return kExitOk;

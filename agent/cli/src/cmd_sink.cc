@@ -63,7 +63,7 @@ int RunSink(const SinkSettings& settings, const std::string& report_every,
   auto started = probes::PeerSink::Start(*options);
   if (!started) {
     spdlog::error("zcal sink: {}", started.error().message);
-    return started.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+    return ExitStatusOf(started.error());
   }
   const std::shared_ptr<probes::PeerSink> sink = std::move(*started);
   // The same zcal_sink_* series as the agent's sink, and the same bounded
@@ -80,7 +80,7 @@ int RunSink(const SinkSettings& settings, const std::string& report_every,
     if (!server) {
       sink->Stop();
       spdlog::error("zcal sink: {}", server.error().message);
-      return server.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+      return ExitStatusOf(server.error());
     }
     metrics_server = std::move(*server);
     spdlog::info("zcal sink: metrics at {}", metrics_server->Url());

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "zcal/common/result.h"
+
 namespace zcal::agent {
 
 /// Exit statuses shared by all subcommands.
@@ -13,6 +15,14 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  ///< ran, and failed (e.g. no segment)
 inline constexpr int kExitUsage = 2;    ///< bad arguments, config or input
 inline constexpr int kExitNoProbe = 3;  ///< calibrate: no probe could run
+
+/// The exit status of a failed library call: kExitUsage for what the user
+/// gave wrong (Errc::kInvalidArgument: an option, a value, a file name),
+/// `otherwise` for the rest (what ran and failed). The one place that maps
+/// error classes to exit statuses.
+inline int ExitStatusOf(const Error& error, int otherwise = kExitFailure) {
+  return error.code == Errc::kInvalidArgument ? kExitUsage : otherwise;
+}
 
 struct Command {
   CLI::App* app = nullptr;

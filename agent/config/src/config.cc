@@ -146,9 +146,7 @@ void ReadMethods(ConfigReader& reader, const YAML::Node& node,
     const auto method = calibrator::ParseMethod(name);
     if (!method) {
       reader.Error(node[i], key,
-                   "unknown method '" + name +
-                       "'; allowed: copy, msg_zerocopy, uring_send, "
-                       "uring_send_zc, uring_send_zc_fixed");
+                   "unknown method '" + name + "'; allowed: " + calibrator::MethodNames());
       continue;
     }
     if (std::find(methods.begin(), methods.end(), *method) != methods.end()) {
@@ -161,8 +159,8 @@ void ReadMethods(ConfigReader& reader, const YAML::Node& node,
   }
   if (reader.ok() && !any_zerocopy) {
     reader.Error(node, "methods",
-                 "no zerocopy method; list at least one of msg_zerocopy, "
-                 "uring_send_zc, uring_send_zc_fixed");
+                 "no zerocopy method; list at least one of " +
+                     calibrator::MethodNames(calibrator::kZerocopyMethods));
   } else if (reader.ok() && !any_baseline) {
     reader.Error(node, "methods",
                  "no copying send to compare against; add copy (and "

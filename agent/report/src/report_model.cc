@@ -43,8 +43,9 @@ Result<std::vector<ReportEntry>> EntriesOfDocument(const json& paths,
       const std::string at = "paths." + path + ".methods." + name;
       const auto method = calibrator::ParseMethod(name);
       if (!method || !calibrator::IsZerocopy(*method)) {
-        return Fail(Errc::kParse, at + ": not a zerocopy method (msg_zerocopy, "
-                                       "uring_send_zc, uring_send_zc_fixed)");
+        return Fail(Errc::kParse, at + ": not a zerocopy method (" +
+                                      calibrator::MethodNames(calibrator::kZerocopyMethods) +
+                                      ")");
       }
       auto parsed = MethodResultFromJson(result, *method);
       if (!parsed) {

@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace zcal::calibrator {
@@ -22,9 +24,17 @@ inline constexpr std::array<Method, 5> kAllMethods = {
     Method::kCopy, Method::kMsgZerocopy, Method::kUringSend,
     Method::kUringSendZc, Method::kUringSendZcFixed};
 
+/// The three zerocopy methods, in kAllMethods order.
+inline constexpr std::array<Method, 3> kZerocopyMethods = {
+    Method::kMsgZerocopy, Method::kUringSendZc, Method::kUringSendZcFixed};
+
 /// The CLI/CSV/JSON name: "copy", "msg_zerocopy", "uring_send",
 /// "uring_send_zc", "uring_send_zc_fixed".
 std::string_view MethodName(Method method);
+
+/// The names of `methods` joined by ", " (for messages and help texts):
+/// "copy, msg_zerocopy, uring_send, uring_send_zc, uring_send_zc_fixed".
+std::string MethodNames(std::span<const Method> methods = kAllMethods);
 
 /// Inverse of MethodName; nullopt for an unknown name.
 std::optional<Method> ParseMethod(std::string_view name);
