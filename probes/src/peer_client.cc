@@ -93,7 +93,11 @@ common::HostPort Endpoint(int fd, bool local) {
 }
 
 PeerError Refusal(AnswerCode code, const std::string& where, bool had_key) {
-  const std::string said = where + " refused the session: " + std::string(AnswerCodeName(code));
+  const bool at_accept =
+      code == AnswerCode::kSourceLimit || code == AnswerCode::kConnectionLimit;
+  const std::string said = where + (at_accept ? " refused the connection: "
+                                              : " refused the session: ") +
+                           std::string(AnswerCodeName(code));
   switch (code) {
     case AnswerCode::kBusy:
       return {PeerFailure::kBusy, Errc::kBusy,

@@ -47,9 +47,10 @@ struct PeerSinkOptions {
   bool auth_none = false;
   std::size_t max_sessions = 1;          ///< 1..64
   std::size_t max_connections = 64;      ///< 4..4096, all sockets together
-  /// 2..4096 (a session holds a control and a data connection); caps what
-  /// one source address may hold of max_connections. Hosts behind one NAT
-  /// address share it.
+  /// 4..4096 (a session holds its control connection and a probe's data
+  /// connection, and the next probe's may open before the sink has seen the
+  /// last one close); caps what one source address may hold of
+  /// max_connections. Hosts behind one NAT address share it.
   std::size_t max_connections_per_source = 8;
   std::chrono::seconds max_session_seconds{60};        ///< 1..600
   std::uint64_t max_session_bytes = 64ULL << 30;       ///< 1..2^40
