@@ -88,7 +88,6 @@ SinkCore::SinkCore(SinkCoreOptions options, int listen_fd, int wake_fd, int epol
 
 SinkCore::~SinkCore() {
   Stop();
-  ::close(listen_fd_);
   ::close(wake_fd_);
   ::close(epoll_fd_);
 }
@@ -106,6 +105,9 @@ void SinkCore::Stop() {
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
   if (thread_.joinable()) thread_.join();
+  // A stopped sink refuses connections at once instead of leaving them in
+  // its listen queue until the client's deadline.
+  ::close(listen_fd_);
 }
 
 void SinkCore::Close(int fd) {

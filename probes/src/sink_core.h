@@ -89,7 +89,8 @@ class SinkCore {
 
   /// Starts the thread that serves `handler`, which must outlive Stop().
   void Run(Handler& handler);
-  /// Stops and joins the thread (the handler's OnStop runs on it). Idempotent.
+  /// Stops and joins the thread (the handler's OnStop runs on it) and
+  /// closes the listener. Idempotent.
   void Stop();
 
   const common::HostPort& endpoint() const { return endpoint_; }

@@ -129,7 +129,8 @@ class PeerSink {
                         timeout);
   }
 
-  /// Closes every connection and stops the thread. Idempotent.
+  /// Closes every connection and the listener (later clients are refused)
+  /// and stops the thread. Idempotent.
   void Stop();
 
  private:

@@ -63,7 +63,8 @@ class Sink {
   /// backlog is not missed). True when reached within `timeout`.
   bool WaitIdle(std::uint64_t accepted, std::chrono::milliseconds timeout) const;
 
-  /// Closes every connection and stops the thread. Idempotent.
+  /// Closes every connection and the listener (later clients are refused)
+  /// and stops the thread. Idempotent.
   void Stop();
 
  private:
