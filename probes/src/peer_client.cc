@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 
+#include "sink_core.h"
 #include "zcal/common/errno_text.h"
 #include "zcal/probes/target.h"
 
@@ -78,18 +79,6 @@ PeerResult<common::UniqueFd> Connect(const common::HostPort& sink,
   if (fd) return std::move(*fd);
   const PeerFailure kind = Clock::now() >= deadline ? PeerFailure::kTimeout : refused;
   return FailPeer(kind, fd.error().code, fd.error().message);
-}
-
-common::HostPort Endpoint(int fd, bool local) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof storage;
-  if (local) {
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  } else {
-    ::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  }
-  auto endpoint = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-  return endpoint ? *endpoint : common::HostPort{};
 }
 
 PeerError Refusal(AnswerCode code, const std::string& where, bool had_key) {
@@ -204,8 +193,8 @@ PeerResult<PeerSession> PeerSession::Open(const common::HostPort& sink,
   if (key) {
     // Both addresses as this side sees them; the sink computes the same
     // from its side of the connection.
-    hello.mac = peer::ComputeMac(key->secret, greeting->nonce, Endpoint(control->get(), true),
-                                 Endpoint(control->get(), false), hello.request);
+    hello.mac = peer::ComputeMac(key->secret, greeting->nonce, SocketEndpoint(control->get(), true),
+                                 SocketEndpoint(control->get(), false), hello.request);
   }
   if (auto ok = WriteAll(control->get(), peer::Encode(hello), stage); !ok) {
     return tl::unexpected(ok.error());

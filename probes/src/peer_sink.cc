@@ -56,14 +56,6 @@ struct Session {
   std::size_t data_open = 0;
 };
 
-common::HostPort LocalEndpoint(int fd) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof storage;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  auto bound = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-  return bound ? *bound : common::HostPort{};
-}
-
 bool SendAll(int fd, std::span<const std::uint8_t> bytes) {
   // A frame of at most 48 bytes into a fresh socket's send buffer: one call.
   const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -158,7 +150,7 @@ struct PeerSink::Server final : SinkCore::Handler {
   void OnAccepted(int fd, const common::HostPort& client) override {
     Connection c;
     c.client = client;
-    c.local = LocalEndpoint(fd);
+    c.local = SocketEndpoint(fd, true);
     c.deadline = Clock::now() + options.handshake_deadline;
     peer::Greeting greeting;
     if (!peer::FillRandom(c.nonce)) {

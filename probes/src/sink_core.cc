@@ -26,14 +26,6 @@ constexpr milliseconds kLongestPause{1000};
 constexpr auto kDataTurn = milliseconds(20);
 constexpr int kDataReadWaitUs = 5000;
 
-common::HostPort LocalEndpoint(int fd) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof storage;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  auto bound = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-  return bound ? *bound : common::HostPort{};
-}
-
 bool OutOfResources(int err) {
   return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
@@ -45,6 +37,16 @@ bool ConnectionGone(int err) {
 }
 
 }  // namespace
+
+common::HostPort SocketEndpoint(int fd, bool local) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  const int got = local ? ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length)
+                        : ::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length);
+  if (got != 0) return {};
+  auto endpoint = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
+  return endpoint ? *endpoint : common::HostPort{};
+}
 
 Result<std::unique_ptr<SinkCore>> SinkCore::Open(SinkCoreOptions options,
                                                  const std::string& where) {
@@ -72,7 +74,7 @@ Result<std::unique_ptr<SinkCore>> SinkCore::Open(SinkCoreOptions options,
     event.data.fd = fd;
     ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &event);
   }
-  const common::HostPort bound = LocalEndpoint(listen_fd.get());
+  const common::HostPort bound = SocketEndpoint(listen_fd.get(), true);
   return std::unique_ptr<SinkCore>(new SinkCore(std::move(options), listen_fd.Release(),
                                                 wake_fd.Release(), epoll_fd.Release(), bound));
 }

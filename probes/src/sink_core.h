@@ -156,6 +156,10 @@ class SinkCore {
   std::thread thread_;
 };
 
+/// The address a socket is bound to (`local`) or connected to; an empty
+/// HostPort when it has none.
+common::HostPort SocketEndpoint(int fd, bool local);
+
 /// The data path: one read buffer for every data connection of a sink, and
 /// blocking reads for as long as a connection's data keep coming.
 ///
