@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
@@ -193,6 +194,7 @@ TEST_F(SinkDribble, OneSourceDribblingOnAllItMayHoldLeavesTheSinkToAnother) {
                   calibrate->Log() + "\n";
     }
   }
+  std::printf("served %d of %d calibrations while the dribbler ran\n", served, kTries);
   EXPECT_GE(served, kTries - 1) << failures << sink->Log();
   // The dribbler was there all along: its connections kept being ended (at
   // the handshake deadline, or refused for its source) and reopened.
