@@ -4,7 +4,9 @@
 //   peer     the PeerSink behind a real session (handshake, token)
 //   loop     the loopback Sink, as a calibration of the loopback path uses
 //            it (its own default buffer); loop_lowat is the lowat reference
-//            with that buffer: the same socket options, no sink around it
+//            with that buffer: the same socket options, no sink around it;
+//            epoll_old the data path the loopback sink had before it shared
+//            the peer sink's (non-blocking reads, up to 16 per wakeup)
 //   recv     a reference: one thread, a tight blocking recv(2) loop
 //   lowat    the same with the sinks' socket options (SO_RCVLOWAT at half
 //            the buffer, a 5 ms SO_RCVTIMEO): woken once per half buffer, not per segment (on
@@ -18,9 +20,11 @@
 // receivers' CPU per byte (the process's CPU less the sender's thread),
 // and then the handshake's cost per session (target <= 5 ms).
 //
-//   sink_throughput [SIZE_BYTES] [SECONDS_PER_RUN] [ROUNDS] [METHOD]
+//   sink_throughput [SIZE_BYTES] [SECONDS_PER_RUN] [ROUNDS] [METHOD] [LOOP_READ_BYTES]
+// (LOOP_READ_BYTES: the loopback sink's read buffer, its default otherwise)
 #include <liburing.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -114,6 +118,32 @@ void RecvReceiver(int listen_fd, std::size_t buffer_bytes, bool sink_options) {
   ::close(fd);
 }
 
+// Accepts one connection and drains it as the loopback sink once did: a
+// non-blocking socket in epoll, at most 16 reads per wakeup until EAGAIN.
+// The pattern the shared data path replaced, kept as a yardstick.
+void EpollReceiver(int listen_fd, std::size_t buffer_bytes) {
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK);
+  const int epoll_fd = ::epoll_create1(0);
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLRDHUP;
+  event.data.fd = fd;
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event);
+  std::vector<char> buffer(buffer_bytes);
+  for (bool open = true; open;) {
+    epoll_event ready{};
+    if (::epoll_wait(epoll_fd, &ready, 1, 200) < 0 && errno != EINTR) break;
+    for (int k = 0; k < 16; ++k) {
+      const ssize_t got = ::recv(fd, buffer.data(), buffer.size(), 0);
+      if (got > 0) continue;
+      if (got < 0 && errno == EINTR) continue;
+      open = got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      break;
+    }
+  }
+  ::close(epoll_fd);
+  ::close(fd);
+}
+
 // Accepts one connection and drains it with io_uring recv, `depth` buffers
 // in flight.
 void UringReceiver(int listen_fd, std::size_t buffer_bytes, unsigned depth) {
@@ -164,25 +194,34 @@ Run MeasureSink(zcal::probes::PeerSink& sink, const ProbeOptions& probe, double 
   return run;
 }
 
-// The loopback sink (sink.h), as a calibration of the loopback path uses it.
-Run MeasureLoopbackSink(zcal::probes::Sink& sink, const ProbeOptions& probe) {
-  const std::uint64_t accepted = sink.Stats().connections_accepted;
-  const Run run = Measure(probe, [&] { return zcal::probes::ConnectTcp(sink.endpoint()); });
-  sink.WaitIdle(accepted + 1, 5s);
+// The loopback sink (sink.h), started for the run as a calibration of the
+// loopback path starts one: on equal footing with the references, whose
+// receiving threads are new for each run too. (On a loaded machine a
+// thread that has been running for minutes is scheduled less favourably
+// than a new one: a sink kept across the whole benchmark measured 0.79-0.88
+// of loop_lowat where a fresh one measured 0.95, in the same hour.)
+Run MeasureLoopbackSink(const zcal::probes::SinkOptions& options, const ProbeOptions& probe) {
+  auto sink = zcal::probes::Sink::Start(options);
+  if (!sink) {
+    std::fprintf(stderr, "sink_throughput: %s\n", sink.error().message.c_str());
+    std::exit(1);
+  }
+  const Run run = Measure(probe, [&] { return zcal::probes::ConnectTcp((*sink)->endpoint()); });
+  (*sink)->WaitIdle(1, 5s);
   return run;
 }
 
-enum class Reference { kRecv, kLowWater, kUring };
+enum class Reference { kRecv, kLowWater, kUring, kEpoll };
 
 Run MeasureReference(const ProbeOptions& probe, std::size_t buffer_bytes, Reference kind) {
   std::uint16_t port = 0;
   const int listen_fd = Listen(port);
   const zcal::common::HostPort target{*zcal::common::ParseIpAddress("127.0.0.1"), port};
   std::thread receiver =
-      kind == Reference::kUring
-          ? std::thread(UringReceiver, listen_fd, buffer_bytes / 4, 4U)
-          : std::thread(RecvReceiver, listen_fd, buffer_bytes,
-                        kind == Reference::kLowWater);
+      kind == Reference::kUring   ? std::thread(UringReceiver, listen_fd, buffer_bytes / 4, 4U)
+      : kind == Reference::kEpoll ? std::thread(EpollReceiver, listen_fd, buffer_bytes)
+                                  : std::thread(RecvReceiver, listen_fd, buffer_bytes,
+                                                kind == Reference::kLowWater);
   const Run run = Measure(probe, [&] { return zcal::probes::ConnectTcp(target); });
   receiver.join();
   ::close(listen_fd);
@@ -202,7 +241,8 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const auto method = zcal::calibrator::ParseMethod(argc > 4 ? argv[4] : "uring_send");
   if (!method || size == 0 || seconds <= 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: sink_throughput [SIZE_BYTES] [SECONDS] [ROUNDS] [METHOD]\n");
+    std::fprintf(stderr, "usage: sink_throughput [SIZE_BYTES] [SECONDS] [ROUNDS] [METHOD] "
+                         "[LOOP_READ_BYTES]\n");
     return 2;
   }
   zcal::probes::PeerSinkOptions options;  // 127.0.0.1, any port, auth none
@@ -219,21 +259,19 @@ int main(int argc, char** argv) {
   probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(seconds));
 
-  auto loopback = zcal::probes::Sink::Start({});  // 127.0.0.1, the defaults a calibration uses
-  if (!loopback) {
-    std::fprintf(stderr, "sink_throughput: %s\n", loopback.error().message.c_str());
-    return 1;
-  }
-  const std::size_t loopback_buffer = zcal::probes::SinkOptions{}.read_bytes;
+  zcal::probes::SinkOptions loopback_options;  // 127.0.0.1, the defaults a calibration uses
+  if (argc > 5) loopback_options.read_bytes = std::strtoull(argv[5], nullptr, 10);
+  const std::size_t loopback_buffer = loopback_options.read_bytes;
 
   // The receivers of one round; the sinks' references use each sink's own
   // buffer size. `recv2` runs the recv reference a second time in the same
   // round: how far two identical receivers land apart on this machine.
-  enum Receiver { kPeer, kRecv, kLowat, kUring, kRecv2, kLoop, kLoopLowat, kReceivers };
+  enum Receiver { kPeer, kRecv, kLowat, kUring, kRecv2, kLoop, kLoopLowat, kEpollOld, kReceivers };
   const char* const names[kReceivers] = {"peer", "recv", "lowat", "uring", "recv2", "loop",
-                                         "loop_lowat"};
+                                         "loop_lowat", "epoll_old"};
   std::vector<double> gbps[kReceivers], cpu[kReceivers];
-  std::vector<double> vs_recv, vs_lowat, vs_uring, control, ratios, loop_vs_lowat, loop_vs_recv;
+  std::vector<double> vs_recv, vs_lowat, vs_uring, control, ratios, loop_vs_lowat, loop_vs_recv,
+      old_vs_lowat;
   std::printf("(%s, %llu B, %.1f s each; peer = PeerSink behind a session, loop = the "
               "loopback Sink; lowat/loop_lowat = recv loops with each sink's socket options)\n",
               std::string(zcal::calibrator::MethodName(*method)).c_str(),
@@ -252,9 +290,12 @@ int main(int argc, char** argv) {
         case kLowat: run[kLowat] = MeasureReference(probe, options.read_bytes, Reference::kLowWater); break;
         case kUring: run[kUring] = MeasureReference(probe, options.read_bytes, Reference::kUring); break;
         case kRecv2: run[kRecv2] = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
-        case kLoop: run[kLoop] = MeasureLoopbackSink(**loopback, probe); break;
+        case kLoop: run[kLoop] = MeasureLoopbackSink(loopback_options, probe); break;
         case kLoopLowat:
           run[kLoopLowat] = MeasureReference(probe, loopback_buffer, Reference::kLowWater);
+          break;
+        case kEpollOld:
+          run[kEpollOld] = MeasureReference(probe, loopback_buffer, Reference::kEpoll);
           break;
       }
     }
@@ -266,6 +307,7 @@ int main(int argc, char** argv) {
     control.push_back(run[kRecv2].gbps / run[kRecv].gbps);
     loop_vs_lowat.push_back(run[kLoop].gbps / run[kLoopLowat].gbps);
     loop_vs_recv.push_back(run[kLoop].gbps / run[kRecv].gbps);
+    old_vs_lowat.push_back(run[kEpollOld].gbps / run[kLoopLowat].gbps);
     const double ratio =
         run[kPeer].gbps / std::max({run[kRecv].gbps, run[kLowat].gbps, run[kUring].gbps});
     ratios.push_back(ratio);
@@ -292,6 +334,9 @@ int main(int argc, char** argv) {
               Median(loop_vs_recv), Median(control),
               *std::min_element(control.begin(), control.end()),
               *std::max_element(control.begin(), control.end()));
+  std::printf("the loopback sink's former data path (epoll, non-blocking reads) / loop_lowat: "
+              "median %.3f\n",
+              Median(old_vs_lowat));
   std::printf("receiver CPU per byte (process less the sender's thread), ns/B:");
   for (int k = 0; k < kReceivers; ++k) std::printf(" %s %.3f", names[k], Median(cpu[k]));
   std::printf("\n");
