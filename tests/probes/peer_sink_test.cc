@@ -424,6 +424,21 @@ TEST(PeerSink, AnIdleDataConnectionTimesOut) {
   EXPECT_TRUE(WaitOutcome(*sink, SinkOutcome::kTimeout, 1));
 }
 
+TEST(PeerSink, BytesBelowTheLowWaterMarkAreCountedBeforeAnIdleDataConnectionCloses) {
+  PeerSinkOptions options = KeyedOptions();
+  options.idle_timeout = 200ms;
+  auto sink = StartSink(options);
+  ASSERT_TRUE(sink);
+  auto session = PeerSession::Open(sink->endpoint(), Key("old", 1), ShortRequest(), 2000ms);
+  ASSERT_TRUE(session);
+  auto data = session->OpenData(2000ms);
+  ASSERT_TRUE(data);
+  const std::vector<std::uint8_t> payload(1000, 5);  // far below half the buffer
+  Send(data->get(), payload);
+  EXPECT_TRUE(WaitOutcome(*sink, SinkOutcome::kTimeout, 1));
+  EXPECT_EQ(sink->Stats().bytes_received, payload.size());
+}
+
 TEST(PeerSink, OptionsAreCheckedBeforeAnythingListens) {
   PeerSinkOptions open;
   open.listen = *common::ParseHostPort("0.0.0.0:0", common::PortRule::kZeroAllowed);

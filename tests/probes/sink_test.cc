@@ -74,6 +74,21 @@ TEST(Sink, ClosesIdleConnections) {
   EXPECT_EQ((*sink)->Stats().connections_timed_out, 1u);
 }
 
+TEST(Sink, BytesBelowTheLowWaterMarkAreCountedBeforeAnIdleConnectionCloses) {
+  SinkOptions options;
+  options.idle_timeout = 100ms;
+  auto sink = Sink::Start(options);
+  ASSERT_TRUE(sink) << sink.error().message;
+  auto fd = ConnectTcp((*sink)->endpoint());
+  ASSERT_TRUE(fd) << fd.error().message;
+  // Far below half the read buffer: no wakeup, and the sender stays silent.
+  SendAll(fd->get(), 1000);
+  ASSERT_TRUE((*sink)->WaitIdle(1, 5s));
+  const SinkStats stats = (*sink)->Stats();
+  EXPECT_EQ(stats.bytes_received, 1000u);
+  EXPECT_EQ(stats.connections_timed_out, 1u);
+}
+
 TEST(Sink, StopClosesOpenConnections) {
   auto sink = Sink::Start({});
   ASSERT_TRUE(sink) << sink.error().message;
