@@ -1,28 +1,37 @@
-// Is the peer sink ever the bottleneck of what it measures? The same sender
-// (zcal's own probe, one method and size) into three receivers, interleaved
-// round by round in one run on loopback:
-//   sink     the PeerSink behind a real session (handshake, token)
+// Is a sink ever the bottleneck of what it measures? The same sender
+// (zcal's own probe, one method and size) into the two sinks and into
+// reference receivers, interleaved round by round in one run on loopback:
+//   peer     the PeerSink behind a real session (handshake, token)
+//   loop     the loopback Sink, as a calibration of the loopback path uses
+//            it (its own default buffer); loop_lowat is the lowat reference
+//            with that buffer: the same socket options, no sink around it;
+//            epoll_old the data path the loopback sink had before it shared
+//            the peer sink's (non-blocking reads, up to 16 per wakeup)
 //   recv     a reference: one thread, a tight blocking recv(2) loop
-//   lowat    the same with SO_RCVLOWAT at half the buffer, as the sink
-//            sets it: woken once per half buffer, not per segment (on
+//   lowat    the same with the sinks' socket options (SO_RCVLOWAT at half
+//            the buffer, a 5 ms SO_RCVTIMEO): woken once per half buffer, not per segment (on
 //            loopback every wakeup also costs the sending thread, which
 //            runs the receive path), so that the sink is judged against a
 //            reference that batches its wakeups as it does
 //   uring    a reference: io_uring recv, several buffers in flight
-// Prints GB/s of each, the sink's ratio to each reference round by round
+// Prints GB/s of each, each sink's ratio to its references round by round
 // (target >= 0.95) beside a control (the recv reference run twice in a
 // round: how far two identical receivers land apart here), the
 // receivers' CPU per byte (the process's CPU less the sender's thread),
 // and then the handshake's cost per session (target <= 5 ms).
 //
-//   sink_throughput [SIZE_BYTES] [SECONDS_PER_RUN] [ROUNDS] [METHOD]
+//   sink_throughput [SIZE_BYTES] [SECONDS_PER_RUN] [ROUNDS] [METHOD] [LOOP_READ_BYTES]
+// (LOOP_READ_BYTES: the loopback sink's read buffer, its default otherwise)
 #include <liburing.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +44,7 @@
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/peer_client.h"
 #include "zcal/probes/peer_sink.h"
+#include "zcal/probes/sink.h"
 #include "zcal/probes/target.h"
 
 namespace {
@@ -86,16 +96,51 @@ int Listen(std::uint16_t& port) {
   return fd;
 }
 
-// Accepts one connection and drains it with recv(2) until EOF.
-void RecvReceiver(int listen_fd, std::size_t buffer_bytes, bool low_water) {
+// Accepts one connection and drains it with recv(2) until EOF. With
+// `sink_options` the socket gets the options the sinks' data path sets
+// (SO_RCVLOWAT at half the buffer, a 5 ms SO_RCVTIMEO), so that a sink is
+// judged against a loop that differs from it only in what a sink adds.
+void RecvReceiver(int listen_fd, std::size_t buffer_bytes, bool sink_options) {
   const int fd = ::accept(listen_fd, nullptr, nullptr);
-  if (low_water) {
+  if (sink_options) {
     const int bytes = static_cast<int>(buffer_bytes / 2);
     ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes);
+    const timeval wait{0, 5000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
   }
   std::vector<char> buffer(buffer_bytes);
-  while (::recv(fd, buffer.data(), buffer.size(), 0) > 0) {
+  for (;;) {
+    const ssize_t got = ::recv(fd, buffer.data(), buffer.size(), 0);
+    if (got > 0) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    break;
   }
+  ::close(fd);
+}
+
+// Accepts one connection and drains it as the loopback sink once did: a
+// non-blocking socket in epoll, at most 16 reads per wakeup until EAGAIN.
+// The pattern the shared data path replaced, kept as a yardstick.
+void EpollReceiver(int listen_fd, std::size_t buffer_bytes) {
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK);
+  const int epoll_fd = ::epoll_create1(0);
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLRDHUP;
+  event.data.fd = fd;
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event);
+  std::vector<char> buffer(buffer_bytes);
+  for (bool open = true; open;) {
+    epoll_event ready{};
+    if (::epoll_wait(epoll_fd, &ready, 1, 200) < 0 && errno != EINTR) break;
+    for (int k = 0; k < 16; ++k) {
+      const ssize_t got = ::recv(fd, buffer.data(), buffer.size(), 0);
+      if (got > 0) continue;
+      if (got < 0 && errno == EINTR) continue;
+      open = got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      break;
+    }
+  }
+  ::close(epoll_fd);
   ::close(fd);
 }
 
@@ -149,17 +194,34 @@ Run MeasureSink(zcal::probes::PeerSink& sink, const ProbeOptions& probe, double 
   return run;
 }
 
-enum class Reference { kRecv, kLowWater, kUring };
+// The loopback sink (sink.h), started for the run as a calibration of the
+// loopback path starts one: on equal footing with the references, whose
+// receiving threads are new for each run too. (On a loaded machine a
+// thread that has been running for minutes is scheduled less favourably
+// than a new one: a sink kept across the whole benchmark measured 0.79-0.88
+// of loop_lowat where a fresh one measured 0.95, in the same hour.)
+Run MeasureLoopbackSink(const zcal::probes::SinkOptions& options, const ProbeOptions& probe) {
+  auto sink = zcal::probes::Sink::Start(options);
+  if (!sink) {
+    std::fprintf(stderr, "sink_throughput: %s\n", sink.error().message.c_str());
+    std::exit(1);
+  }
+  const Run run = Measure(probe, [&] { return zcal::probes::ConnectTcp((*sink)->endpoint()); });
+  (*sink)->WaitIdle(1, 5s);
+  return run;
+}
+
+enum class Reference { kRecv, kLowWater, kUring, kEpoll };
 
 Run MeasureReference(const ProbeOptions& probe, std::size_t buffer_bytes, Reference kind) {
   std::uint16_t port = 0;
   const int listen_fd = Listen(port);
   const zcal::common::HostPort target{*zcal::common::ParseIpAddress("127.0.0.1"), port};
   std::thread receiver =
-      kind == Reference::kUring
-          ? std::thread(UringReceiver, listen_fd, buffer_bytes / 4, 4U)
-          : std::thread(RecvReceiver, listen_fd, buffer_bytes,
-                        kind == Reference::kLowWater);
+      kind == Reference::kUring   ? std::thread(UringReceiver, listen_fd, buffer_bytes / 4, 4U)
+      : kind == Reference::kEpoll ? std::thread(EpollReceiver, listen_fd, buffer_bytes)
+                                  : std::thread(RecvReceiver, listen_fd, buffer_bytes,
+                                                kind == Reference::kLowWater);
   const Run run = Measure(probe, [&] { return zcal::probes::ConnectTcp(target); });
   receiver.join();
   ::close(listen_fd);
@@ -179,7 +241,8 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const auto method = zcal::calibrator::ParseMethod(argc > 4 ? argv[4] : "uring_send");
   if (!method || size == 0 || seconds <= 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: sink_throughput [SIZE_BYTES] [SECONDS] [ROUNDS] [METHOD]\n");
+    std::fprintf(stderr, "usage: sink_throughput [SIZE_BYTES] [SECONDS] [ROUNDS] [METHOD] "
+                         "[LOOP_READ_BYTES]\n");
     return 2;
   }
   zcal::probes::PeerSinkOptions options;  // 127.0.0.1, any port, auth none
@@ -196,65 +259,87 @@ int main(int argc, char** argv) {
   probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(seconds));
 
-  std::vector<double> sink_gbps, recv_gbps, wait_gbps, uring_gbps, sink_cpu, recv_cpu, wait_cpu,
-      uring_cpu, ratios;
-  // Pairwise, round by round: the sink against each reference, and the
-  // control, the recv reference against itself (a second run in the same
-  // round): how far two identical receivers land apart on this machine.
-  std::vector<double> vs_recv, vs_lowat, vs_uring, control;
-  std::printf("round  sink GB/s  recv GB/s  lowat GB/s  uring GB/s  sink/best   "
-              "(%s, %llu B, %.1f s each)\n",
+  zcal::probes::SinkOptions loopback_options;  // 127.0.0.1, the defaults a calibration uses
+  if (argc > 5) loopback_options.read_bytes = std::strtoull(argv[5], nullptr, 10);
+  const std::size_t loopback_buffer = loopback_options.read_bytes;
+
+  // The receivers of one round; the sinks' references use each sink's own
+  // buffer size. `recv2` runs the recv reference a second time in the same
+  // round: how far two identical receivers land apart on this machine.
+  enum Receiver { kPeer, kRecv, kLowat, kUring, kRecv2, kLoop, kLoopLowat, kEpollOld, kReceivers };
+  const char* const names[kReceivers] = {"peer", "recv", "lowat", "uring", "recv2", "loop",
+                                         "loop_lowat", "epoll_old"};
+  std::vector<double> gbps[kReceivers], cpu[kReceivers];
+  std::vector<double> vs_recv, vs_lowat, vs_uring, control, ratios, loop_vs_lowat, loop_vs_recv,
+      old_vs_lowat;
+  std::printf("(%s, %llu B, %.1f s each; peer = PeerSink behind a session, loop = the "
+              "loopback Sink; lowat/loop_lowat = recv loops with each sink's socket options)\n",
               std::string(zcal::calibrator::MethodName(*method)).c_str(),
               static_cast<unsigned long long>(size), seconds);
+  std::printf("round");
+  for (const char* name : names) std::printf("  %10s", name);
+  std::printf("  peer/best  loop/lowat  (GB/s)\n");
   for (int round = 0; round < rounds; ++round) {
-    // The four receivers in a rotating order, so that none always runs
-    // first (after a pause) or last.
-    Run s{}, r{}, w{}, u{}, r2{};
-    for (int k = 0; k < 5; ++k) {
-      switch ((round + k) % 5) {
-        case 0: s = MeasureSink(**sink, probe, seconds); break;
-        case 1: r = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
-        case 2: w = MeasureReference(probe, options.read_bytes, Reference::kLowWater); break;
-        case 3: u = MeasureReference(probe, options.read_bytes, Reference::kUring); break;
-        case 4: r2 = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
+    // In a rotating order, so that none always runs first (after a pause)
+    // or last.
+    Run run[kReceivers];
+    for (int k = 0; k < kReceivers; ++k) {
+      switch ((round + k) % kReceivers) {
+        case kPeer: run[kPeer] = MeasureSink(**sink, probe, seconds); break;
+        case kRecv: run[kRecv] = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
+        case kLowat: run[kLowat] = MeasureReference(probe, options.read_bytes, Reference::kLowWater); break;
+        case kUring: run[kUring] = MeasureReference(probe, options.read_bytes, Reference::kUring); break;
+        case kRecv2: run[kRecv2] = MeasureReference(probe, options.read_bytes, Reference::kRecv); break;
+        case kLoop: run[kLoop] = MeasureLoopbackSink(loopback_options, probe); break;
+        case kLoopLowat:
+          run[kLoopLowat] = MeasureReference(probe, loopback_buffer, Reference::kLowWater);
+          break;
+        case kEpollOld:
+          run[kEpollOld] = MeasureReference(probe, loopback_buffer, Reference::kEpoll);
+          break;
       }
     }
-    vs_recv.push_back(s.gbps / r.gbps);
-    vs_lowat.push_back(s.gbps / w.gbps);
-    vs_uring.push_back(s.gbps / u.gbps);
-    control.push_back(r2.gbps / r.gbps);
-    // The ratio within one round: the four ran within a few seconds of each
+    // Ratios within one round: the receivers ran within seconds of each
     // other, so a shared machine's slower minutes move all of them alike.
-    const double ratio = s.gbps / std::max({r.gbps, w.gbps, u.gbps});
+    vs_recv.push_back(run[kPeer].gbps / run[kRecv].gbps);
+    vs_lowat.push_back(run[kPeer].gbps / run[kLowat].gbps);
+    vs_uring.push_back(run[kPeer].gbps / run[kUring].gbps);
+    control.push_back(run[kRecv2].gbps / run[kRecv].gbps);
+    loop_vs_lowat.push_back(run[kLoop].gbps / run[kLoopLowat].gbps);
+    loop_vs_recv.push_back(run[kLoop].gbps / run[kRecv].gbps);
+    old_vs_lowat.push_back(run[kEpollOld].gbps / run[kLoopLowat].gbps);
+    const double ratio =
+        run[kPeer].gbps / std::max({run[kRecv].gbps, run[kLowat].gbps, run[kUring].gbps});
     ratios.push_back(ratio);
-    std::printf("%5d  %9.2f  %9.2f  %10.2f  %10.2f  %9.3f\n", round + 1, s.gbps, r.gbps, w.gbps,
-                u.gbps, ratio);
-    sink_gbps.push_back(s.gbps);
-    recv_gbps.push_back(r.gbps);
-    wait_gbps.push_back(w.gbps);
-    uring_gbps.push_back(u.gbps);
-    sink_cpu.push_back(s.receiver_ns_per_byte);
-    recv_cpu.push_back(r.receiver_ns_per_byte);
-    wait_cpu.push_back(w.receiver_ns_per_byte);
-    uring_cpu.push_back(u.receiver_ns_per_byte);
+    std::printf("%5d", round + 1);
+    for (int k = 0; k < kReceivers; ++k) {
+      std::printf("  %10.2f", run[k].gbps);
+      gbps[k].push_back(run[k].gbps);
+      cpu[k].push_back(run[k].receiver_ns_per_byte);
+    }
+    std::printf("  %9.3f  %10.3f\n", ratio, loop_vs_lowat.back());
   }
-  const double best_ref = std::max({Median(recv_gbps), Median(wait_gbps), Median(uring_gbps)});
-  std::printf("median: sink %.2f, recv %.2f, lowat %.2f, uring %.2f GB/s; sink / best "
-              "reference = %.3f (target >= 0.95)\n",
-              Median(sink_gbps), Median(recv_gbps), Median(wait_gbps), Median(uring_gbps),
-              Median(sink_gbps) / best_ref);
+  std::printf("median GB/s:");
+  for (int k = 0; k < kReceivers; ++k) std::printf(" %s %.2f", names[k], Median(gbps[k]));
+  std::printf("\n");
   std::sort(ratios.begin(), ratios.end());
-  std::printf("per round, sink / best reference of that round: median %.3f, min %.3f, max %.3f "
-              "(biased low: the best of three noisy figures)\n",
+  std::printf("per round, peer sink / best reference of that round: median %.3f, min %.3f, "
+              "max %.3f (biased low: the best of three noisy figures)\n",
               Median(ratios), ratios.front(), ratios.back());
-  std::printf("per round, pairwise medians (target >= 0.95): sink/recv %.3f, sink/lowat %.3f, "
-              "sink/uring %.3f; control recv/recv %.3f (spread %.3f to %.3f)\n",
-              Median(vs_recv), Median(vs_lowat), Median(vs_uring), Median(control),
+  std::printf("per round, pairwise medians (target >= 0.95): peer/recv %.3f, peer/lowat %.3f, "
+              "peer/uring %.3f; loop/loop_lowat %.3f (min %.3f), loop/recv %.3f; control "
+              "recv2/recv %.3f (spread %.3f to %.3f)\n",
+              Median(vs_recv), Median(vs_lowat), Median(vs_uring), Median(loop_vs_lowat),
+              *std::min_element(loop_vs_lowat.begin(), loop_vs_lowat.end()),
+              Median(loop_vs_recv), Median(control),
               *std::min_element(control.begin(), control.end()),
               *std::max_element(control.begin(), control.end()));
-  std::printf("receiver CPU per byte (process less the sender's thread): sink %.3f, recv %.3f, "
-              "lowat %.3f, uring %.3f ns/B\n",
-              Median(sink_cpu), Median(recv_cpu), Median(wait_cpu), Median(uring_cpu));
+  std::printf("the loopback sink's former data path (epoll, non-blocking reads) / loop_lowat: "
+              "median %.3f\n",
+              Median(old_vs_lowat));
+  std::printf("receiver CPU per byte (process less the sender's thread), ns/B:");
+  for (int k = 0; k < kReceivers; ++k) std::printf(" %s %.3f", names[k], Median(cpu[k]));
+  std::printf("\n");
 
   // The handshake: a keyed sink, sessions opened and closed one after the other.
   zcal::probes::PeerSinkOptions keyed;

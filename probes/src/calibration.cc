@@ -78,7 +78,7 @@ constexpr auto kPeerConnectTimeout = std::chrono::milliseconds(3000);
 // What a peer session adds to the budget: setup, the last probe's drain.
 constexpr Seconds kPeerSessionSlack{2.0};
 
-Result<PeerSession> OpenPeerSession(const CalibrationOptions& options) {
+PeerResult<PeerSession> OpenPeerSession(const CalibrationOptions& options) {
   PeerSessionRequest request;
   const Seconds wanted = Seconds(options.budget_seconds) + kPeerSessionSlack;
   request.duration = std::chrono::milliseconds(static_cast<std::int64_t>(

@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 
+#include "sink_core.h"
 #include "zcal/common/errno_text.h"
 #include "zcal/probes/target.h"
 
@@ -23,112 +24,164 @@ int MsLeft(Clock::time_point deadline) {
   return static_cast<int>(std::clamp<long long>(left, 0, 600'000));
 }
 
+// What the end of a connection means depends on when it ends: before a
+// session is granted the sink was never reached; after, it went away.
+struct Stage {
+  std::string where;
+  PeerFailure closed;
+};
+
 // Reads exactly out.size() bytes by `deadline`.
-Result<void> ReadExact(int fd, std::span<std::uint8_t> out, Clock::time_point deadline,
-                       const std::string& where) {
+PeerResult<void> ReadExact(int fd, std::span<std::uint8_t> out, Clock::time_point deadline,
+                           const Stage& stage, std::size_t had = 0) {
   std::size_t have = 0;
   while (have < out.size()) {
     pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, MsLeft(deadline));
-    if (ready == 0) return Fail(Errc::kFailed, where + ": no answer in time");
+    if (ready == 0) {
+      return FailPeer(PeerFailure::kTimeout, Errc::kFailed, stage.where + ": no answer in time");
+    }
     if (ready < 0) {
       if (errno == EINTR) continue;
-      return Fail(Errc::kFailed, where + ": poll failed with " + common::ErrnoText(errno));
+      return FailPeer(PeerFailure::kLocalError, Errc::kFailed,
+                      stage.where + ": poll failed with " + common::ErrnoText(errno));
     }
     const ssize_t got = ::recv(fd, out.data() + have, out.size() - have, MSG_DONTWAIT);
     if (got > 0) {
       have += static_cast<std::size_t>(got);
     } else if (got == 0) {
-      return Fail(Errc::kFailed, where + ": the sink closed the connection after " +
-                                     std::to_string(have) + " bytes");
+      return FailPeer(stage.closed, Errc::kFailed,
+                      stage.where + ": the sink closed the connection after " +
+                          std::to_string(had + have) + " bytes");
     } else if (errno != EAGAIN && errno != EINTR) {
-      return Fail(Errc::kFailed, where + ": recv failed with " + common::ErrnoText(errno));
+      return FailPeer(stage.closed, Errc::kFailed,
+                      stage.where + ": recv failed with " + common::ErrnoText(errno));
     }
   }
   return {};
 }
 
-Result<void> WriteAll(int fd, std::span<const std::uint8_t> bytes, const std::string& where) {
+PeerResult<void> WriteAll(int fd, std::span<const std::uint8_t> bytes, const Stage& stage) {
   const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   if (sent != static_cast<ssize_t>(bytes.size())) {
-    return Fail(Errc::kFailed, where + ": send failed with " + common::ErrnoText(errno));
+    return FailPeer(stage.closed, Errc::kFailed,
+                    stage.where + ": send failed with " + common::ErrnoText(errno));
   }
   return {};
 }
 
-common::HostPort Endpoint(int fd, bool local) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof storage;
-  if (local) {
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  } else {
-    ::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  }
-  auto endpoint = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-  return endpoint ? *endpoint : common::HostPort{};
+// A connect that failed when its time was up timed out; one that failed
+// sooner was refused or had no route (ConnectTcp's own classes).
+PeerResult<common::UniqueFd> Connect(const common::HostPort& sink,
+                                     std::chrono::milliseconds timeout, PeerFailure refused) {
+  const auto deadline = Clock::now() + timeout;
+  auto fd = ConnectTcp(sink, static_cast<int>(timeout.count()));
+  if (fd) return std::move(*fd);
+  const PeerFailure kind = Clock::now() >= deadline ? PeerFailure::kTimeout : refused;
+  return FailPeer(kind, fd.error().code, fd.error().message);
 }
 
-// The greeting every connection to a sink starts with.
-Result<peer::Greeting> ReadGreeting(int fd, Clock::time_point deadline, const std::string& where) {
-  std::array<std::uint8_t, peer::kGreetingBytes> frame{};
-  if (auto ok = ReadExact(fd, frame, deadline, where); !ok) return tl::unexpected(ok.error());
-  auto greeting = peer::DecodeGreeting(frame);
-  if (!greeting) {
-    return Fail(Errc::kParse, where + ": not a zcal peer sink (" + greeting.error().message + ")");
-  }
-  return greeting;
-}
-
-Error Refusal(AnswerCode code, const std::string& where, bool had_key) {
-  const std::string said = where + " refused the session: " + std::string(AnswerCodeName(code));
+PeerError Refusal(AnswerCode code, const std::string& where, bool had_key) {
+  const bool at_accept =
+      code == AnswerCode::kSourceLimit || code == AnswerCode::kConnectionLimit;
+  const std::string said = where + (at_accept ? " refused the connection: "
+                                              : " refused the session: ") +
+                           std::string(AnswerCodeName(code));
   switch (code) {
     case AnswerCode::kBusy:
-      return {Errc::kBusy, said + " (it serves another probe or its host is probing; try later "
-                                  "or another peer)"};
+      return {PeerFailure::kBusy, Errc::kBusy,
+              said + " (it serves another probe or its host is probing; try later or another "
+                     "peer)"};
     case AnswerCode::kBadAuth:
     case AnswerCode::kNotAllowed:
-      return {Errc::kPermission,
+      return {PeerFailure::kAuthFailed, Errc::kPermission,
               said + (had_key ? " (the sink does not accept this key: check that its key file "
                                 "has the same id and secret)"
                               : " (the sink requires a key: pass --key-file, or the peers' "
                                 "key_file)")};
     case AnswerCode::kUnsupportedVersion:
-      return {Errc::kUnsupported, said + " (no protocol version in common)"};
+      return {PeerFailure::kUnsupportedVersion, Errc::kUnsupported,
+              said + " (no protocol version in common)"};
     case AnswerCode::kOverLimit:
-      return {Errc::kInvalidArgument,
+      return {PeerFailure::kOverLimit, Errc::kInvalidArgument,
               said + " (the request exceeds what the sink grants: it caps the byte rate; set "
                      "a bytes-per-second limit at or below the sink's max_bytes_per_second)"};
+    case AnswerCode::kSourceLimit:
+      return {PeerFailure::kOverLimit, Errc::kBusy,
+              said + " (this host already holds as many connections to the sink as its "
+                     "max_connections_per_source allows; close other clients of this sink "
+                     "here, or raise the sink's max_connections_per_source)"};
+    case AnswerCode::kConnectionLimit:
+      return {PeerFailure::kOverLimit, Errc::kBusy,
+              said + " (the sink holds as many connections as its max_connections allows; "
+                     "try later, or raise the sink's max_connections)"};
     case AnswerCode::kProtocolError:
     case AnswerCode::kAccept:
       break;
   }
-  return {Errc::kParse, said};
+  return {PeerFailure::kProtocolError, Errc::kParse, said};
+}
+
+// The greeting every connection to a sink starts with, or the refusal a sink
+// sends in its place when a connection limit refuses the connection.
+PeerResult<peer::Greeting> ReadGreeting(int fd, Clock::time_point deadline, const Stage& stage,
+                                        bool had_key) {
+  std::array<std::uint8_t, std::max(peer::kGreetingBytes, peer::kAnswerBytes)> frame{};
+  const auto magic = std::span(frame).first(peer::kMagicBytes);
+  if (auto ok = ReadExact(fd, magic, deadline, stage); !ok) return tl::unexpected(ok.error());
+  const std::size_t size = peer::SinkFrameBytes(magic);
+  if (size == 0) {
+    return FailPeer(PeerFailure::kProtocolError, Errc::kParse,
+                    stage.where + ": not a zcal peer sink (greeting frame: wrong magic)");
+  }
+  const auto whole = std::span(frame).first(size);
+  if (auto ok = ReadExact(fd, whole.subspan(peer::kMagicBytes), deadline, stage,
+                          peer::kMagicBytes);
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (size == peer::kAnswerBytes) {
+    auto answer = peer::DecodeAnswer(whole);
+    if (!answer || answer->code == AnswerCode::kAccept) {
+      return FailPeer(PeerFailure::kProtocolError, Errc::kParse,
+                      stage.where + ": an answer in place of the greeting that refuses nothing" +
+                          (answer ? std::string() : " (" + answer.error().message + ")"));
+    }
+    return tl::unexpected(Refusal(answer->code, stage.where, had_key));
+  }
+  auto greeting = peer::DecodeGreeting(whole);
+  if (!greeting) {
+    return FailPeer(PeerFailure::kProtocolError, Errc::kParse,
+                    stage.where + ": not a zcal peer sink (" + greeting.error().message + ")");
+  }
+  return *greeting;
 }
 
 }  // namespace
 
-Result<PeerSession> PeerSession::Open(const common::HostPort& sink,
-                                      const std::optional<peer::PeerKey>& key,
-                                      const PeerSessionRequest& request,
-                                      std::chrono::milliseconds timeout) {
-  const std::string where = "sink " + common::ToString(sink);
+PeerResult<PeerSession> PeerSession::Open(const common::HostPort& sink,
+                                          const std::optional<peer::PeerKey>& key,
+                                          const PeerSessionRequest& request,
+                                          std::chrono::milliseconds timeout) {
+  const Stage stage{"sink " + common::ToString(sink), PeerFailure::kUnreachable};
+  const std::string& where = stage.where;
   const auto ms = request.duration.count();
   if (ms < 1 || ms > peer::kMaxSessionMs || request.max_bytes < 1 ||
       request.max_bytes > peer::kMaxSessionBytes) {
-    return Fail(Errc::kInvalidArgument,
-                where + ": a session lasts 1 ms to 600 s and carries 1 byte to 2^40");
+    return FailPeer(PeerFailure::kInvalidRequest, Errc::kInvalidArgument,
+                    where + ": a session lasts 1 ms to 600 s and carries 1 byte to 2^40");
   }
   const auto deadline = Clock::now() + timeout;
-  auto control = ConnectTcp(sink, static_cast<int>(timeout.count()));
+  auto control = Connect(sink, timeout, PeerFailure::kUnreachable);
   if (!control) return tl::unexpected(control.error());
-  auto greeting = ReadGreeting(control->get(), deadline, where);
+  auto greeting = ReadGreeting(control->get(), deadline, stage, key.has_value());
   if (!greeting) return tl::unexpected(greeting.error());
   const std::uint16_t version = peer::NegotiateVersion(*greeting, peer::kProtocolVersion);
   if (version == 0 || (greeting->modes & peer::kModeTcpStream) == 0) {
-    return Fail(Errc::kUnsupported,
-                where + " speaks protocol versions " + std::to_string(greeting->min_version) +
-                    " to " + std::to_string(greeting->version) + ", this zcal speaks " +
-                    std::to_string(peer::kProtocolVersion));
+    return FailPeer(PeerFailure::kUnsupportedVersion, Errc::kUnsupported,
+                    where + " speaks protocol versions " + std::to_string(greeting->min_version) +
+                        " to " + std::to_string(greeting->version) + ", this zcal speaks " +
+                        std::to_string(peer::kProtocolVersion));
   }
   peer::Hello hello;
   hello.key_id = key ? key->id : std::string(kNoKeyId);
@@ -140,19 +193,20 @@ Result<PeerSession> PeerSession::Open(const common::HostPort& sink,
   if (key) {
     // Both addresses as this side sees them; the sink computes the same
     // from its side of the connection.
-    hello.mac = peer::ComputeMac(key->secret, greeting->nonce, Endpoint(control->get(), true),
-                                 Endpoint(control->get(), false), hello.request);
+    hello.mac = peer::ComputeMac(key->secret, greeting->nonce, SocketEndpoint(control->get(), true),
+                                 SocketEndpoint(control->get(), false), hello.request);
   }
-  if (auto ok = WriteAll(control->get(), peer::Encode(hello), where); !ok) {
+  if (auto ok = WriteAll(control->get(), peer::Encode(hello), stage); !ok) {
     return tl::unexpected(ok.error());
   }
   std::array<std::uint8_t, peer::kAnswerBytes> frame{};
-  if (auto ok = ReadExact(control->get(), frame, deadline, where); !ok) {
+  if (auto ok = ReadExact(control->get(), frame, deadline, stage); !ok) {
     return tl::unexpected(ok.error());
   }
   auto answer = peer::DecodeAnswer(frame);
   if (!answer) {
-    return Fail(Errc::kParse, where + ": a malformed answer (" + answer.error().message + ")");
+    return FailPeer(PeerFailure::kProtocolError, Errc::kParse,
+                    where + ": a malformed answer (" + answer.error().message + ")");
   }
   if (answer->code != AnswerCode::kAccept) {
     return tl::unexpected(Refusal(answer->code, where, key.has_value()));
@@ -163,35 +217,43 @@ Result<PeerSession> PeerSession::Open(const common::HostPort& sink,
   session.token_ = answer->token;
   session.granted_duration_ = std::chrono::milliseconds(answer->granted_ms);
   session.granted_bytes_ = answer->granted_bytes;
+  session.had_key_ = key.has_value();
   return session;
 }
 
-Result<void> PeerSession::StillOpen() const {
+PeerResult<void> PeerSession::StillOpen() const {
   const std::string where = "sink " + common::ToString(sink_);
-  if (!control_) return Fail(Errc::kFailed, where + ": the session is closed");
+  if (!control_) {
+    return FailPeer(PeerFailure::kVanished, Errc::kFailed, where + ": the session is closed");
+  }
   pollfd p{control_.get(), POLLIN | POLLRDHUP, 0};
   const int ready = ::poll(&p, 1, 0);
-  if (ready < 0) return Fail(Errc::kFailed, where + ": poll: " + common::ErrnoText(errno));
+  if (ready < 0) {
+    return FailPeer(PeerFailure::kLocalError, Errc::kFailed,
+                    where + ": poll: " + common::ErrnoText(errno));
+  }
   if (ready == 0) return {};
   int error = 0;
   socklen_t length = sizeof error;
   ::getsockopt(control_.get(), SOL_SOCKET, SO_ERROR, &error, &length);
-  return Fail(Errc::kFailed,
-              where + " ended the session before its client did" +
-                  (error != 0 ? " (" + common::ErrnoText(error) + ")"
-                              : std::string(" (it closed the control connection)")));
+  return FailPeer(PeerFailure::kVanished, Errc::kFailed,
+                  where + " ended the session before its client did" +
+                      (error != 0 ? " (" + common::ErrnoText(error) + ")"
+                                  : std::string(" (it closed the control connection)")));
 }
 
-Result<common::UniqueFd> PeerSession::OpenData(std::chrono::milliseconds timeout) const {
-  const std::string where = "sink " + common::ToString(sink_) + " (data)";
-  if (!control_) return Fail(Errc::kFailed, where + ": the session is closed");
+PeerResult<common::UniqueFd> PeerSession::OpenData(std::chrono::milliseconds timeout) const {
+  const Stage stage{"sink " + common::ToString(sink_) + " (data)", PeerFailure::kVanished};
+  if (!control_) {
+    return FailPeer(PeerFailure::kVanished, Errc::kFailed, stage.where + ": the session is closed");
+  }
   const auto deadline = Clock::now() + timeout;
-  auto fd = ConnectTcp(sink_, static_cast<int>(timeout.count()));
+  auto fd = Connect(sink_, timeout, PeerFailure::kVanished);
   if (!fd) return tl::unexpected(fd.error());
-  if (auto greeting = ReadGreeting(fd->get(), deadline, where); !greeting) {
+  if (auto greeting = ReadGreeting(fd->get(), deadline, stage, had_key_); !greeting) {
     return tl::unexpected(greeting.error());
   }
-  if (auto ok = WriteAll(fd->get(), peer::EncodeDataOpen(token_), where); !ok) {
+  if (auto ok = WriteAll(fd->get(), peer::EncodeDataOpen(token_), stage); !ok) {
     return tl::unexpected(ok.error());
   }
   return fd;

@@ -135,6 +135,8 @@ std::string_view AnswerCodeName(AnswerCode code) {
     case AnswerCode::kUnsupportedVersion: return "unsupported_version";
     case AnswerCode::kOverLimit: return "over_limit";
     case AnswerCode::kProtocolError: return "protocol_error";
+    case AnswerCode::kSourceLimit: return "source_limit";
+    case AnswerCode::kConnectionLimit: return "connection_limit";
   }
   return "unknown";
 }
@@ -255,7 +257,7 @@ Result<Answer> DecodeAnswer(std::span<const std::uint8_t> bytes) {
   if (!reader) return tl::unexpected(reader.error());
   Answer a;
   const std::uint16_t code = reader->U16();
-  if (code > static_cast<std::uint16_t>(AnswerCode::kProtocolError)) {
+  if (code > static_cast<std::uint16_t>(kLastAnswerCode)) {
     return tl::unexpected(Malformed("answer", "unknown code " + std::to_string(code)));
   }
   a.code = static_cast<AnswerCode>(code);
@@ -295,14 +297,25 @@ Result<Token> DecodeDataOpen(std::span<const std::uint8_t> bytes) {
   return token;
 }
 
+namespace {
+
+bool IsMagic(std::span<const std::uint8_t> magic, std::string_view expected) {
+  return magic.size() == kMagicBytes &&
+         std::equal(expected.begin(), expected.end(), magic.begin(),
+                    [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; });
+}
+
+}  // namespace
+
 std::size_t ClientFrameBytes(std::span<const std::uint8_t> magic) {
-  auto is = [&](std::string_view expected) {
-    return magic.size() == kMagicBytes &&
-           std::equal(expected.begin(), expected.end(), magic.begin(),
-                      [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; });
-  };
-  if (is(kHelloMagic)) return kHelloBytes;
-  if (is(kDataMagic)) return kDataOpenBytes;
+  if (IsMagic(magic, kHelloMagic)) return kHelloBytes;
+  if (IsMagic(magic, kDataMagic)) return kDataOpenBytes;
+  return 0;
+}
+
+std::size_t SinkFrameBytes(std::span<const std::uint8_t> magic) {
+  if (IsMagic(magic, kGreetingMagic)) return kGreetingBytes;
+  if (IsMagic(magic, kAnswerMagic)) return kAnswerBytes;
   return 0;
 }
 

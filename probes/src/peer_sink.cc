@@ -1,42 +1,21 @@
 #include "zcal/probes/peer_sink.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sodium.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <unordered_map>
 
-#include "zcal/common/errno_text.h"
-#include "zcal/common/unique_fd.h"
+#include "sink_core.h"
 #include "zcal/probes/peer_protocol.h"
 
 namespace zcal::probes {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SinkClock;
 using peer::AnswerCode;
 
-// A data connection is read with blocking reads for as long as its data
-// keep coming, up to kDataTurn, so that one fast sender cannot starve the
-// others (or the handshakes); kDataReadWait without data ends a turn early.
-// Why blocking: a thread waiting inside recv(2) owns the socket, so the
-// segments that arrive meanwhile are queued to its backlog and processed
-// by the reader. Between epoll wakeups nobody owns it, and on loopback the
-// sender's own softirq then runs the whole receive path: the sender is
-// charged the receiver's work and the sink caps what it measures (64 KiB
-// uring_send probes reached 0.64x of a blocking SO_RCVLOWAT loop here with
-// one read per epoll wakeup; bench/sink_throughput).
-constexpr auto kDataTurn = std::chrono::milliseconds(20);
-constexpr int kDataReadWaitUs = 5000;
 // Data connections one session may hold open at once: a probe uses one,
 // and a client that opens many is over a limit.
 constexpr std::size_t kDataConnectionsPerSession = 4;
@@ -44,6 +23,9 @@ constexpr std::size_t kDataConnectionsPerSession = 4;
 constexpr auto kSessionGrace = std::chrono::seconds(2);
 // Bytes a rate-capped session may run ahead of its average: one second's.
 constexpr double kRateBurstSeconds = 1.0;
+// The resolution of deadlines, timeouts and session ends while any
+// connection is open (an idle sink sleeps until a client or Stop()).
+constexpr auto kTick = std::chrono::milliseconds(100);
 
 enum class Kind : std::uint8_t { kHandshake, kControl, kData };
 
@@ -74,14 +56,6 @@ struct Session {
   std::size_t data_open = 0;
 };
 
-common::HostPort LocalEndpoint(int fd) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof storage;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  auto bound = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-  return bound ? *bound : common::HostPort{};
-}
-
 bool SendAll(int fd, std::span<const std::uint8_t> bytes) {
   // A frame of at most 48 bytes into a fresh socket's send buffer: one call.
   const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -96,99 +70,24 @@ void SendAnswer(int fd, AnswerCode code) {
 
 }  // namespace
 
-Result<std::unique_ptr<PeerSink>> PeerSink::Start(PeerSinkOptions options) {
-  const std::string where = "sink on " + common::ToString(options.listen);
-  if (std::string why = ValidatePeerSinkOptions(options); !why.empty()) {
-    return Fail(Errc::kInvalidArgument, where + ": " + why);
-  }
-  const common::SocketAddress address = common::ToSocketAddress(options.listen);
-  common::UniqueFd listen_fd(
-      ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!listen_fd) {
-    return Fail(Errc::kIo, where + ": socket(2) failed with " + common::ErrnoText(errno));
-  }
-  const int one = 1;
-  ::setsockopt(listen_fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd.get(), address.get(), address.length) != 0 ||
-      ::listen(listen_fd.get(), 128) != 0) {
-    return Fail(Errc::kIo, where + ": cannot listen (" + common::ErrnoText(errno) +
-                               "); choose another address or port");
-  }
-  common::UniqueFd wake_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  common::UniqueFd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
-  if (!wake_fd || !epoll_fd) {
-    return Fail(Errc::kIo, where + ": eventfd/epoll failed with " + common::ErrnoText(errno));
-  }
-  for (int fd : {listen_fd.get(), wake_fd.get()}) {
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.fd = fd;
-    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &event);
-  }
-  const common::HostPort bound = LocalEndpoint(listen_fd.get());
-  std::unique_ptr<PeerSink> sink(new PeerSink(std::move(options), bound));
-  sink->listen_fd_ = listen_fd.Release();
-  sink->wake_fd_ = wake_fd.Release();
-  sink->epoll_fd_ = epoll_fd.Release();
-  sink->thread_ = std::thread(
-      [raw = sink.get()] { raw->Run(raw->listen_fd_, raw->wake_fd_, raw->epoll_fd_); });
-  return sink;
-}
+// The handshake and the sessions over the core's connections; owned by the
+// core's thread except `stats` and `local_probe`, which are under its lock.
+struct PeerSink::Server final : SinkCore::Handler {
+  Server(const PeerSinkOptions& options, SinkCore& core)
+      : options(options), core(core), data(options.read_bytes) {}
 
-PeerSink::PeerSink(PeerSinkOptions options, common::HostPort endpoint)
-    : options_(std::move(options)), endpoint_(std::move(endpoint)) {}
-
-PeerSink::~PeerSink() {
-  Stop();
-  ::close(listen_fd_);
-  ::close(wake_fd_);
-  ::close(epoll_fd_);
-}
-
-void PeerSink::Stop() {
-  {
-    std::lock_guard lock(mutex_);
-    if (stopped_) return;
-    stopped_ = true;
-  }
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  if (thread_.joinable()) thread_.join();
-}
-
-PeerSinkStats PeerSink::Stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-bool PeerSink::TryBeginLocalProbe() {
-  std::lock_guard lock(mutex_);
-  if (stats_.sessions_open != 0) return false;
-  local_probe_.store(true);
-  return true;
-}
-
-// The event loop's state, owned by the sink's thread.
-struct PeerSink::Loop {
-  PeerSink& sink;
-  const PeerSinkOptions& options;
-  int listen_fd;
-  int epoll_fd;
+  const PeerSinkOptions options;
+  SinkCore& core;
+  SinkDataPath data;
   std::unordered_map<int, Connection> connections;
   std::vector<Session> sessions;
-  // The one read buffer, left uninitialised: its pages become resident only
-  // once a data connection fills them, so an idle sink costs no memory.
-  std::unique_ptr<std::byte[]> buffer;
-  std::size_t buffer_bytes = 0;
   std::uint64_t next_session = 1;
+  PeerSinkStats stats;       // the fields the core does not count
+  bool local_probe = false;  // the agent is probing (TryBeginLocalProbe)
 
   template <typename Change>
   void Update(Change&& change) {
-    {
-      std::lock_guard lock(sink.mutex_);
-      change(sink.stats_);
-    }
-    sink.changed_.notify_all();
+    core.Update([&](const SinkCoreCounts&) { change(stats); });
   }
   void Count(SinkOutcome outcome) {
     Update([&](PeerSinkStats& s) { ++s.outcomes[static_cast<std::size_t>(outcome)]; });
@@ -206,10 +105,8 @@ struct PeerSink::Loop {
     if (it->second.kind == Kind::kData) {
       if (Session* s = FindSession(it->second.session)) --s->data_open;
     }
-    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
-    ::close(fd);
     connections.erase(it);
-    Update([](PeerSinkStats& s) { --s.connections_open; });
+    core.Close(fd);
   }
 
   // Ends a session: its control and data connections close. No outcome when
@@ -235,51 +132,37 @@ struct PeerSink::Loop {
     Count(outcome);
   }
 
-  void Accept() {
-    for (;;) {
-      sockaddr_storage storage{};
-      socklen_t length = sizeof storage;
-      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&storage), &length,
-                               SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;  // EAGAIN, or out of descriptors (retried next tick)
-      auto client = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-      const bool allowed =
-          client && (options.allow.empty() ||
-                     std::any_of(options.allow.begin(), options.allow.end(),
-                                 [&](const common::IpPrefix& p) { return p.Contains(client->address); }));
-      if (!allowed) {
-        ::close(fd);  // nothing read, nothing written
-        Count(SinkOutcome::kNotAllowed);
-        continue;
-      }
-      if (connections.size() >= options.max_connections) {
-        ::close(fd);
-        Count(SinkOutcome::kLimit);
-        continue;
-      }
-      Connection c;
-      c.client = *client;
-      c.local = LocalEndpoint(fd);
-      c.deadline = Clock::now() + options.handshake_deadline;
-      peer::Greeting greeting;
-      if (!peer::FillRandom(c.nonce) || !SendAll(fd, peer::Encode([&] {
-            greeting.nonce = c.nonce;
-            return greeting;
-          }()))) {
-        ::close(fd);
-        Count(SinkOutcome::kProtocolError);
-        continue;
-      }
-      epoll_event event{};
-      event.events = EPOLLIN | EPOLLRDHUP;
-      event.data.fd = fd;
-      ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event);
-      connections.emplace(fd, c);
-      Update([](PeerSinkStats& s) {
-        ++s.connections_accepted;
-        ++s.connections_open;
-      });
+  void OnRefused(int fd, SinkRefusal refusal) override {
+    switch (refusal) {
+      case SinkRefusal::kNotAllowed:
+        return Count(SinkOutcome::kNotAllowed);  // nothing read, nothing written
+      case SinkRefusal::kPerSource:
+        // Said in place of the greeting, so that the client names the limit
+        // instead of seeing a connection closed after 0 bytes.
+        SendAnswer(fd, AnswerCode::kSourceLimit);
+        return Count(SinkOutcome::kLimit);
+      case SinkRefusal::kConnections:
+        SendAnswer(fd, AnswerCode::kConnectionLimit);
+        return Count(SinkOutcome::kLimit);
     }
+  }
+
+  void OnAccepted(int fd, const common::HostPort& client) override {
+    Connection c;
+    c.client = client;
+    c.local = SocketEndpoint(fd, true);
+    c.deadline = Clock::now() + options.handshake_deadline;
+    peer::Greeting greeting;
+    if (!peer::FillRandom(c.nonce)) {
+      core.Close(fd);
+      return Count(SinkOutcome::kProtocolError);
+    }
+    greeting.nonce = c.nonce;
+    if (!SendAll(fd, peer::Encode(greeting))) {
+      core.Close(fd);
+      return Count(SinkOutcome::kProtocolError);
+    }
+    connections.emplace(fd, c);
   }
 
   void OnHello(int fd, Connection& c) {
@@ -315,7 +198,7 @@ struct PeerSink::Loop {
     // session never overlap.
     bool busy = false;
     Update([&](PeerSinkStats& s) {
-      busy = sink.local_probe_.load() || s.sessions_open >= options.max_sessions;
+      busy = local_probe || s.sessions_open >= options.max_sessions;
       if (!busy) {
         ++s.sessions_open;
         s.max_sessions_seen = std::max(s.max_sessions_seen, s.sessions_open);
@@ -356,17 +239,8 @@ struct PeerSink::Loop {
       return Refuse(fd, SinkOutcome::kLimit, std::nullopt);
     }
     ++session->data_open;
-    // Wake for a good part of a buffer, not for every segment: a probe's
-    // stream arrives faster than one wakeup per segment can drain it, and
-    // every wakeup is an epoll_wait more than a blocking recv loop pays.
-    // The end of the stream (EOF) wakes regardless.
-    const int low_water = static_cast<int>(buffer_bytes / 2);
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &low_water, sizeof low_water);
-    // Blocking from here on, each read bounded by kDataReadWait (see
-    // kDataTurn); the handshake before it was read without blocking.
-    const timeval wait{0, kDataReadWaitUs};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    // The handshake was read without blocking; the data path blocks.
+    data.Adopt(fd);
     c.kind = Kind::kData;
     c.session = session->id;
     c.last_data = Clock::now();
@@ -396,65 +270,61 @@ struct PeerSink::Loop {
     EndSession(c.session, got == 0 ? SinkOutcome::kServed : SinkOutcome::kProtocolError);
   }
 
-  void OnDataReadable(int fd, Connection& c) {
-    std::uint64_t received = 0;
-    bool closed = false;
-    const auto turn_end = Clock::now() + kDataTurn;
-    for (;;) {
-      // Returns at the low-water mark, at EOF, or after kDataReadWait with
-      // what there is (EAGAIN when nothing came).
-      const ssize_t got = ::recv(fd, buffer.get(), buffer_bytes, 0);
-      if (got > 0) {
-        received += static_cast<std::uint64_t>(got);
-        if (Clock::now() >= turn_end) break;
-        continue;
-      }
-      if (got < 0 && errno == EINTR) continue;
-      closed = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-      break;
-    }
+  // What a data connection delivered, against its session's grant and rate.
+  void Received(int fd, Connection& c, const SinkDataPath::Turn& turn) {
     const std::uint64_t id = c.session;
-    if (received != 0) {
+    if (turn.bytes != 0) {
       c.last_data = Clock::now();
-      std::lock_guard lock(sink.mutex_);
-      sink.stats_.bytes_received += received;
-    }
-    Session* session = FindSession(id);
-    if (session != nullptr && received != 0) {
-      session->bytes += received;
-      const double elapsed =
-          std::chrono::duration<double>(Clock::now() - session->start).count();
-      const bool over_rate =
-          options.max_bytes_per_second != 0 &&
-          static_cast<double>(session->bytes) >
-              static_cast<double>(options.max_bytes_per_second) * (elapsed + kRateBurstSeconds);
-      if (session->bytes > session->granted_bytes || over_rate) {
-        return EndSession(id, SinkOutcome::kLimit);
+      Update([&](PeerSinkStats& s) { s.bytes_received += turn.bytes; });
+      if (Session* session = FindSession(id)) {
+        session->bytes += turn.bytes;
+        const double elapsed =
+            std::chrono::duration<double>(Clock::now() - session->start).count();
+        const bool over_rate =
+            options.max_bytes_per_second != 0 &&
+            static_cast<double>(session->bytes) >
+                static_cast<double>(options.max_bytes_per_second) * (elapsed + kRateBurstSeconds);
+        if (session->bytes > session->granted_bytes || over_rate) {
+          return EndSession(id, SinkOutcome::kLimit);
+        }
       }
     }
-    if (closed) Close(fd);
+    if (turn.closed) Close(fd);
   }
 
-  void OnReadable(int fd) {
+  void OnReadable(int fd) override {
     auto it = connections.find(fd);
     if (it == connections.end()) return;
     switch (it->second.kind) {
       case Kind::kHandshake: return OnHandshakeReadable(fd, it->second);
       case Kind::kControl: return OnControlReadable(fd, it->second);
-      case Kind::kData: return OnDataReadable(fd, it->second);
+      case Kind::kData: return Received(fd, it->second, data.Read(fd));
     }
   }
 
-  void Expire() {
-    const auto now = Clock::now();
+  std::chrono::milliseconds OnTick(Clock::time_point now) override {
     std::vector<int> late;
+    std::vector<int> quiet;
     for (const auto& [fd, c] : connections) {
-      if ((c.kind == Kind::kHandshake && now > c.deadline) ||
-          (c.kind == Kind::kData && now - c.last_data > options.idle_timeout)) {
+      // A handshake's deadline holds however its client dribbles: no byte
+      // moves it.
+      if (c.kind == Kind::kHandshake && now > c.deadline) late.push_back(fd);
+      if (c.kind == Kind::kData && now - c.last_data > options.idle_timeout) quiet.push_back(fd);
+    }
+    for (int fd : quiet) {
+      const auto it = connections.find(fd);
+      if (it == connections.end()) continue;  // its session ended meanwhile
+      // Bytes below the low-water mark wake nobody; they are data all the same.
+      Connection& c = it->second;
+      const SinkDataPath::Turn turn = data.Drain(fd);
+      if (turn.bytes == 0 && !turn.closed) {
         late.push_back(fd);
+      } else {
+        Received(fd, c, turn);
       }
     }
     for (int fd : late) {
+      if (!connections.contains(fd)) continue;
       Close(fd);
       Count(SinkOutcome::kTimeout);
     }
@@ -463,41 +333,78 @@ struct PeerSink::Loop {
       if (now > s.end + kSessionGrace) overdue.push_back(s.id);
     }
     for (std::uint64_t id : overdue) EndSession(id, SinkOutcome::kLimit);
+    return connections.empty() ? std::chrono::milliseconds(-1) : kTick;
   }
 
-  void CloseAll() {
+  void OnStop() override {
     while (!sessions.empty()) EndSession(sessions.front().id, std::nullopt);
     while (!connections.empty()) Close(connections.begin()->first);
   }
 };
 
-void PeerSink::Run(int listen_fd, int wake_fd, int epoll_fd) {
-  Loop loop{*this, options_, listen_fd, epoll_fd, {}, {}, {}, 0, 1};
-  loop.buffer = std::make_unique_for_overwrite<std::byte[]>(options_.read_bytes);
-  loop.buffer_bytes = options_.read_bytes;
-  std::vector<epoll_event> events(64);
-  for (;;) {
-    // 100 ms: the resolution of deadlines, timeouts and session ends. With
-    // no connection there is nothing to expire, and an idle sink sleeps
-    // until a client or Stop() wakes it.
-    const int timeout_ms = loop.connections.empty() ? -1 : 100;
-    const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), timeout_ms);
-    if (n < 0 && errno != EINTR) break;
-    bool stop = false;
-    for (int i = 0; i < n; ++i) {
-      const int fd = events[static_cast<std::size_t>(i)].data.fd;
-      if (fd == wake_fd) {
-        stop = true;
-      } else if (fd == listen_fd) {
-        loop.Accept();
-      } else {
-        loop.OnReadable(fd);
-      }
-    }
-    if (stop) break;
-    loop.Expire();
+Result<std::unique_ptr<PeerSink>> PeerSink::Start(PeerSinkOptions options) {
+  const std::string where = "sink on " + common::ToString(options.listen);
+  if (std::string why = ValidatePeerSinkOptions(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, where + ": " + why);
   }
-  loop.CloseAll();
+  SinkCoreOptions core_options;
+  core_options.listen = options.listen;
+  core_options.max_connections = options.max_connections;
+  core_options.max_connections_per_source = options.max_connections_per_source;
+  core_options.allow = options.allow;
+  auto core = SinkCore::Open(std::move(core_options), where);
+  if (!core) return tl::unexpected(core.error());
+  std::unique_ptr<PeerSink> sink(new PeerSink());
+  sink->core_ = std::move(*core);
+  sink->server_ = std::make_unique<Server>(options, *sink->core_);
+  sink->core_->Run(*sink->server_);
+  return sink;
+}
+
+PeerSink::~PeerSink() { Stop(); }
+
+void PeerSink::Stop() { core_->Stop(); }
+
+const common::HostPort& PeerSink::endpoint() const { return core_->endpoint(); }
+
+namespace {
+
+PeerSinkStats Compose(const PeerSinkStats& own, const SinkCoreCounts& counts) {
+  PeerSinkStats s = own;
+  s.connections_accepted = counts.connections_accepted;
+  s.connections_open = counts.connections_open;
+  s.refused_per_source = counts.refused_per_source;
+  s.accept_pauses = counts.accept_pauses;
+  return s;
+}
+
+}  // namespace
+
+PeerSinkStats PeerSink::Stats() const {
+  return core_->Locked(
+      [&](const SinkCoreCounts& counts) { return Compose(server_->stats, counts); });
+}
+
+bool PeerSink::WaitForStats(const std::function<bool(const PeerSinkStats&)>& predicate,
+                            std::chrono::milliseconds timeout) const {
+  return core_->WaitFor(
+      [&](const SinkCoreCounts& counts) { return predicate(Compose(server_->stats, counts)); },
+      timeout);
+}
+
+bool PeerSink::TryBeginLocalProbe() {
+  return core_->Locked([&](const SinkCoreCounts&) {
+    if (server_->stats.sessions_open != 0) return false;
+    server_->local_probe = true;
+    return true;
+  });
+}
+
+void PeerSink::EndLocalProbe() {
+  core_->Locked([&](const SinkCoreCounts&) {
+    server_->local_probe = false;
+    return true;
+  });
 }
 
 }  // namespace zcal::probes

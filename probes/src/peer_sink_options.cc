@@ -37,6 +37,11 @@ std::string ValidatePeerSinkOptions(const PeerSinkOptions& o) {
   if (o.max_connections < 4 || o.max_connections > 4096) {
     return "max_connections: 4 to 4096";
   }
+  if (o.max_connections_per_source < 4 || o.max_connections_per_source > 4096) {
+    return "max_connections_per_source: 4 to 4096 (a session holds its control connection "
+           "and a probe's data connection, and the next probe's may open before the sink "
+           "has seen the last one close)";
+  }
   if (o.max_connections < o.max_sessions * 2) {
     return "max_connections: at least twice max_sessions (each session holds a "
            "control and a data connection)";

@@ -1,39 +1,76 @@
 #include "zcal/probes/sink.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <unordered_map>
 #include <vector>
 
-#include "zcal/common/errno_text.h"
+#include "sink_core.h"
 
 namespace zcal::probes {
 
-namespace {
+// Every accepted connection is a data connection: read, and closed when its
+// sender ends it or it stays idle.
+struct Sink::Receiver final : SinkCore::Handler {
+  Receiver(const SinkOptions& options, SinkCore& core)
+      : options(options), core(core), data(options.read_bytes) {}
 
-using Clock = std::chrono::steady_clock;
+  void OnAccepted(int fd, const common::HostPort&) override {
+    data.Adopt(fd);
+    last_data[fd] = SinkClock::now();
+  }
 
-// Reads per connection per wakeup, so that one fast sender cannot starve
-// the others.
-constexpr int kReadsPerWakeup = 16;
+  void OnRefused(int, SinkRefusal) override {
+    core.Update([&](const SinkCoreCounts&) { ++stats.connections_refused; });
+  }
 
-common::HostPort BoundEndpoint(int fd) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof storage;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  Result<common::HostPort> bound =
-      common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&storage), length);
-  return bound ? *bound : common::HostPort{};
-}
+  void OnReadable(int fd) override {
+    const SinkDataPath::Turn turn = data.Read(fd);
+    Received(fd, turn.bytes);
+    if (turn.closed) Close(fd, false);
+  }
 
-}  // namespace
+  std::chrono::milliseconds OnTick(SinkClock::time_point now) override {
+    std::vector<int> idle;
+    for (const auto& [fd, last] : last_data) {
+      if (now - last > options.idle_timeout) idle.push_back(fd);
+    }
+    for (int fd : idle) {
+      // Bytes below the low-water mark wake nobody; they are data all the same.
+      const SinkDataPath::Turn turn = data.Drain(fd);
+      Received(fd, turn.bytes);
+      if (turn.closed || turn.bytes == 0) Close(fd, !turn.closed);
+    }
+    if (last_data.empty()) return std::chrono::milliseconds(-1);
+    return std::min<std::chrono::milliseconds>(options.idle_timeout,
+                                               std::chrono::milliseconds(200));
+  }
+
+  void OnStop() override {
+    while (!last_data.empty()) Close(last_data.begin()->first, false);
+  }
+
+  void Received(int fd, std::uint64_t bytes) {
+    if (bytes == 0) return;
+    last_data[fd] = SinkClock::now();
+    // The counter is read by other threads; one update per turn keeps the
+    // lock off the data path.
+    core.Update([&](const SinkCoreCounts&) { stats.bytes_received += bytes; });
+  }
+
+  void Close(int fd, bool timed_out) {
+    last_data.erase(fd);
+    if (timed_out) {
+      core.Update([&](const SinkCoreCounts&) { ++stats.connections_timed_out; });
+    }
+    core.Close(fd);
+  }
+
+  const SinkOptions options;
+  SinkCore& core;
+  SinkDataPath data;
+  std::unordered_map<int, SinkClock::time_point> last_data;
+  SinkStats stats;  // the fields the core does not count; under its lock
+};
 
 Result<std::unique_ptr<Sink>> Sink::Start(const SinkOptions& options) {
   const std::string where = "sink on " + common::ToString(options.listen);
@@ -42,171 +79,41 @@ Result<std::unique_ptr<Sink>> Sink::Start(const SinkOptions& options) {
     return Fail(Errc::kInvalidArgument,
                 where + ": max_connections, read_bytes and idle_timeout must be positive");
   }
-  const common::SocketAddress address = common::ToSocketAddress(options.listen);
-  const int listen_fd = ::socket(address.storage.ss_family,
-                                 SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listen_fd < 0) {
-    return Fail(Errc::kIo, where + ": socket(2) failed with " + common::ErrnoText(errno));
-  }
-  const int one = 1;
-  ::setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd, address.get(), address.length) != 0 ||
-      ::listen(listen_fd, static_cast<int>(options.max_connections) + 16) != 0) {
-    const int err = errno;
-    ::close(listen_fd);
-    return Fail(Errc::kIo, where + ": cannot listen (" + common::ErrnoText(err) +
-                               "); choose another address or port");
-  }
-  const int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
-  if (wake_fd < 0 || epoll_fd < 0) {
-    const int err = errno;
-    ::close(listen_fd);
-    if (wake_fd >= 0) ::close(wake_fd);
-    if (epoll_fd >= 0) ::close(epoll_fd);
-    return Fail(Errc::kIo, where + ": eventfd/epoll failed with " + common::ErrnoText(err));
-  }
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.fd = listen_fd;
-  ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &event);
-  event.data.fd = wake_fd;
-  ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &event);
-  std::unique_ptr<Sink> sink(
-      new Sink(options, listen_fd, wake_fd, epoll_fd, BoundEndpoint(listen_fd)));
-  sink->thread_ = std::thread([raw = sink.get()] { raw->Loop(); });
+  SinkCoreOptions core_options;
+  core_options.listen = options.listen;
+  core_options.backlog = static_cast<int>(options.max_connections) + 16;
+  core_options.max_connections = options.max_connections;
+  auto core = SinkCore::Open(std::move(core_options), where);
+  if (!core) return tl::unexpected(core.error());
+  std::unique_ptr<Sink> sink(new Sink());
+  sink->core_ = std::move(*core);
+  sink->receiver_ = std::make_unique<Receiver>(options, *sink->core_);
+  sink->core_->Run(*sink->receiver_);
   return sink;
 }
 
-Sink::Sink(const SinkOptions& options, int listen_fd, int wake_fd, int epoll_fd,
-           common::HostPort endpoint)
-    : options_(options),
-      listen_fd_(listen_fd),
-      wake_fd_(wake_fd),
-      epoll_fd_(epoll_fd),
-      endpoint_(std::move(endpoint)) {}
+Sink::~Sink() { Stop(); }
 
-Sink::~Sink() {
-  Stop();
-  ::close(listen_fd_);
-  ::close(wake_fd_);
-  ::close(epoll_fd_);
-}
+const common::HostPort& Sink::endpoint() const { return core_->endpoint(); }
 
-void Sink::Stop() {
-  {
-    std::lock_guard lock(mutex_);
-    if (stopped_) return;
-    stopped_ = true;
-  }
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  if (thread_.joinable()) thread_.join();
-}
+void Sink::Stop() { core_->Stop(); }
 
 SinkStats Sink::Stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-bool Sink::WaitIdle(std::uint64_t accepted, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] {
-    return stats_.connections_open == 0 && stats_.connections_accepted >= accepted;
+  return core_->Locked([&](const SinkCoreCounts& counts) {
+    SinkStats s = receiver_->stats;
+    s.connections_accepted = counts.connections_accepted;
+    s.connections_open = counts.connections_open;
+    s.accept_pauses = counts.accept_pauses;
+    return s;
   });
 }
 
-void Sink::Loop() {
-  struct Connection {
-    Clock::time_point last_data;
-  };
-  std::unordered_map<int, Connection> connections;
-  std::vector<std::byte> buffer(options_.read_bytes);
-  std::vector<epoll_event> events(64);
-  auto update = [&](auto&& change) {
-    {
-      std::lock_guard lock(mutex_);
-      change(stats_);
-    }
-    changed_.notify_all();
-  };
-  auto close_connection = [&](int fd, bool timed_out) {
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    ::close(fd);
-    connections.erase(fd);
-    update([&](SinkStats& s) {
-      --s.connections_open;
-      if (timed_out) ++s.connections_timed_out;
-    });
-  };
-  const int tick_ms = static_cast<int>(
-      std::min<std::chrono::milliseconds::rep>(options_.idle_timeout.count(), 200));
-
-  for (;;) {
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
-                               tick_ms);
-    if (n < 0 && errno != EINTR) break;
-    bool stop = false;
-    for (int i = 0; i < n; ++i) {
-      const int fd = events[static_cast<std::size_t>(i)].data.fd;
-      if (fd == wake_fd_) {
-        stop = true;
-      } else if (fd == listen_fd_) {
-        for (;;) {
-          const int conn = ::accept4(listen_fd_, nullptr, nullptr,
-                                     SOCK_CLOEXEC | SOCK_NONBLOCK);
-          if (conn < 0) break;
-          if (connections.size() >= options_.max_connections) {
-            ::close(conn);
-            update([](SinkStats& s) { ++s.connections_refused; });
-            continue;
-          }
-          epoll_event event{};
-          event.events = EPOLLIN | EPOLLRDHUP;
-          event.data.fd = conn;
-          ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, conn, &event);
-          connections[conn] = {Clock::now()};
-          update([](SinkStats& s) {
-            ++s.connections_accepted;
-            ++s.connections_open;
-          });
-        }
-      } else {
-        std::uint64_t received = 0;
-        bool closed = false;
-        for (int k = 0; k < kReadsPerWakeup; ++k) {
-          const ssize_t got = ::read(fd, buffer.data(), buffer.size());
-          if (got > 0) {
-            received += static_cast<std::uint64_t>(got);
-            continue;
-          }
-          if (got < 0 && errno == EINTR) continue;
-          closed = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-          break;
-        }
-        if (received != 0) {
-          connections[fd].last_data = Clock::now();
-          // The counter is read by other threads; one update per wakeup
-          // keeps the lock off the data path.
-          std::lock_guard lock(mutex_);
-          stats_.bytes_received += received;
-        }
-        if (closed) close_connection(fd, false);
-      }
-    }
-    if (stop) break;
-    const auto now = Clock::now();
-    std::vector<int> idle;
-    for (const auto& [fd, connection] : connections) {
-      if (now - connection.last_data > options_.idle_timeout) idle.push_back(fd);
-    }
-    for (int fd : idle) close_connection(fd, true);
-  }
-  for (auto it = connections.begin(); it != connections.end();) {
-    const int fd = it->first;
-    ++it;
-    close_connection(fd, false);
-  }
+bool Sink::WaitIdle(std::uint64_t accepted, std::chrono::milliseconds timeout) const {
+  return core_->WaitFor(
+      [&](const SinkCoreCounts& c) {
+        return c.connections_open == 0 && c.connections_accepted >= accepted;
+      },
+      timeout);
 }
 
 }  // namespace zcal::probes

@@ -44,6 +44,7 @@ TEST(ConfigSink, ReadsEveryKeyAsWritten) {
       "  auth: key\n"
       "  max_sessions: 2\n"
       "  max_connections: 16\n"
+      "  max_connections_per_source: 4\n"
       "  max_session_seconds: 30s\n"
       "  max_bytes_per_second: 1GB/s\n"
       "  idle_timeout: 5s\n"
@@ -56,6 +57,7 @@ TEST(ConfigSink, ReadsEveryKeyAsWritten) {
   EXPECT_EQ(s.key_file, keys);
   EXPECT_EQ(s.max_sessions, 2u);
   EXPECT_EQ(s.max_connections, 16u);
+  EXPECT_EQ(s.max_connections_per_source, 4u);
   EXPECT_EQ(s.max_session_seconds, "30s");
   EXPECT_EQ(s.max_bytes_per_second, "1GB/s");
   EXPECT_EQ(s.idle_timeout, "5s");
@@ -66,6 +68,7 @@ TEST(ConfigSink, ReadsEveryKeyAsWritten) {
   const auto options = ToPeerSinkOptions(s, SettingSpelling::kConfig, warnings);
   ASSERT_TRUE(options) << options.error().message;
   EXPECT_EQ(options->max_sessions, 2u);
+  EXPECT_EQ(options->max_connections_per_source, 4u);
   EXPECT_EQ(options->max_session_seconds, std::chrono::seconds(30));
   EXPECT_EQ(options->max_bytes_per_second, 1'000'000'000u);
   EXPECT_EQ(options->handshake_deadline, std::chrono::milliseconds(500));

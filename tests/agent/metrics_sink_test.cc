@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -69,6 +70,9 @@ TEST(MetricsSink, EveryOutcomeIsThereFromTheStart) {
   EXPECT_NE(text.find("\nzcal_sink_bytes_received_total 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nzcal_sink_sessions_open 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE zcal_sink_connections_open gauge"), std::string::npos);
+  EXPECT_NE(text.find("\nzcal_sink_connections_refused_per_source_total 0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nzcal_sink_accept_pauses_total 0\n"), std::string::npos) << text;
 
   metrics.SetSink(nullptr);
   EXPECT_EQ(metrics.Text().find("zcal_sink_"), std::string::npos);
@@ -94,6 +98,35 @@ TEST(MetricsSink, AScrapeReadsTheSinkAndAReplacementKeepsTheTotals) {
   metrics.SetSink(second);
   first->Stop();
   EXPECT_EQ(OutcomeSum(metrics.Text()), 1.0) << metrics.Text();
+}
+
+TEST(MetricsSink, ConnectionsOverThePerSourceCapAreCounted) {
+  Metrics metrics("test");
+  probes::PeerSinkOptions options;
+  options.max_connections_per_source = 4;
+  auto started = probes::PeerSink::Start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  std::shared_ptr<probes::PeerSink> sink = std::move(*started);
+  metrics.SetSink(sink);
+  std::vector<int> held;
+  for (int i = 0; i < 5; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(sink->endpoint().port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    held.push_back(fd);
+  }
+  ASSERT_TRUE(sink->WaitFor([](const probes::PeerSinkStats& s) { return s.refused_per_source == 1; },
+                            milliseconds(10'000)));
+  const std::string text = metrics.Text();
+  EXPECT_NE(text.find("\nzcal_sink_connections_refused_per_source_total 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("zcal_sink_sessions_total{outcome=\"limit\"} 1\n"), std::string::npos)
+      << text;
+  for (int fd : held) close(fd);
 }
 
 }  // namespace

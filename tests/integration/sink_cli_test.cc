@@ -1,7 +1,10 @@
 // `zcal sink` and `zcal calibrate --path ADDR:PORT --key-file`, the real
 // binaries on loopback: a served calibration, the refusals a user meets,
 // and every bad option.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,6 +127,45 @@ TEST_F(SinkCli, NoSinkThereIsExitThree) {
   EXPECT_THAT(r.err, HasSubstr("127.0.0.1:" + std::to_string(port)));
 }
 
+// Silent TCP connections to a sink on loopback, closed by Clear() or at the
+// end of the test.
+struct HeldConnections {
+  std::vector<int> fds;
+  HeldConnections(int port, int n) {
+    for (int i = 0; i < n; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(static_cast<std::uint16_t>(port));
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+      fds.push_back(fd);
+    }
+  }
+  ~HeldConnections() { Clear(); }
+  void Clear() {
+    for (int fd : fds) ::close(fd);
+    fds.clear();
+  }
+};
+
+TEST_F(SinkCli, ACalibrationRefusedForThePerSourceLimitNamesIt) {
+  const int port = StartSink({"--key-file", keys_, "--max-connections-per-source", "4",
+                              "--handshake-deadline", "60s"});
+  ASSERT_NE(port, 0) << sink_->Log();
+  HeldConnections held(port, 4);
+  ASSERT_TRUE(sink_->WaitForLog("connections 4,", 10s)) << sink_->Log();
+  CommandResult r = Calibrate(port, {"--key-file", keys_});
+  EXPECT_EQ(r.exit_status, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("source_limit"));
+  EXPECT_THAT(r.err, HasSubstr("max_connections_per_source"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("after 0 bytes")));
+  EXPECT_TRUE(sink_->WaitForLog("refused per source 1,", 10s)) << sink_->Log();
+  held.Clear();
+  r = Calibrate(port, {"--key-file", keys_});
+  EXPECT_EQ(r.exit_status, 0) << r.err;
+}
+
 TEST_F(SinkCli, BadOptionsExitTwoNamingTheOption) {
   struct Case {
     std::vector<std::string> args;
@@ -134,6 +176,8 @@ TEST_F(SinkCli, BadOptionsExitTwoNamingTheOption) {
       {{"--listen", "127.0.0.1:0", "--allow", "10.0.0.1/8"}, "--allow"},
       {{"--listen", "127.0.0.1:0", "--allow", "2001:db8::/32"}, "can never match"},
       {{"--listen", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions"},
+      {{"--listen", "127.0.0.1:0", "--max-connections-per-source", "1"},
+       "--max-connections-per-source: 4 to 4096"},
       {{"--listen", "127.0.0.1:0", "--max-session-seconds", "1500ms"}, "--max-session-seconds"},
       {{"--listen", "127.0.0.1:0", "--idle-timeout", "soon"}, "--idle-timeout"},
       {{"--listen", "127.0.0.1:0", "--auth", "maybe"}, "--auth"},

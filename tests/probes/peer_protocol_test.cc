@@ -142,8 +142,9 @@ TEST(PeerProtocol, GreetingsAndAnswersAreChecked) {
   EXPECT_FALSE(DecodeGreeting(Encode(g)));
 
   auto answer = Encode(Answer{AnswerCode::kBusy, 0, 0, {}});
-  answer[9] = 7;  // code 7 is not defined
-  EXPECT_NE(DecodeAnswer(answer).error().message.find("unknown code 7"), std::string::npos);
+  answer[9] = 9;  // code 9 is not defined (8, kConnectionLimit, is the last)
+  static_assert(static_cast<int>(kLastAnswerCode) == 8);
+  EXPECT_NE(DecodeAnswer(answer).error().message.find("unknown code 9"), std::string::npos);
   Answer accept{AnswerCode::kAccept, 0, 1, {}};  // grants no time
   EXPECT_FALSE(DecodeAnswer(Encode(accept)));
   auto refusal = Encode(Answer{AnswerCode::kBadAuth, 0, 0, {}});

@@ -422,6 +422,14 @@ TEST(PeerSink, AnIdleDataConnectionTimesOut) {
   auto data = session->OpenData(2000ms);
   ASSERT_TRUE(data);
   EXPECT_TRUE(WaitOutcome(*sink, SinkOutcome::kTimeout, 1));
+
+  // Bytes far below half the read buffer wake nobody; they are counted all
+  // the same before the silent connection is closed.
+  auto quiet = session->OpenData(2000ms);
+  ASSERT_TRUE(quiet);
+  Send(quiet->get(), std::vector<std::uint8_t>(1000, 5));
+  EXPECT_TRUE(WaitOutcome(*sink, SinkOutcome::kTimeout, 2));
+  EXPECT_EQ(sink->Stats().bytes_received, 1000U);
 }
 
 TEST(PeerSink, OptionsAreCheckedBeforeAnythingListens) {

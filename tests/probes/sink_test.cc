@@ -72,6 +72,15 @@ TEST(Sink, ClosesIdleConnections) {
   ASSERT_TRUE(fd) << fd.error().message;
   ASSERT_TRUE((*sink)->WaitIdle(1, 5s));
   EXPECT_EQ((*sink)->Stats().connections_timed_out, 1u);
+
+  // Bytes far below half the read buffer wake nobody; they are counted all
+  // the same before the silent connection is closed.
+  auto quiet = ConnectTcp((*sink)->endpoint());
+  ASSERT_TRUE(quiet) << quiet.error().message;
+  SendAll(quiet->get(), 1000);
+  ASSERT_TRUE((*sink)->WaitIdle(2, 5s));
+  EXPECT_EQ((*sink)->Stats().bytes_received, 1000u);
+  EXPECT_EQ((*sink)->Stats().connections_timed_out, 2u);
 }
 
 TEST(Sink, StopClosesOpenConnections) {

@@ -28,6 +28,8 @@ std::string Summary(const probes::PeerSinkStats& s) {
     text += " " + std::string(probes::SinkOutcomeName(static_cast<probes::SinkOutcome>(i))) +
             "=" + std::to_string(s.outcomes[i]);
   }
+  text += "; refused per source " + std::to_string(s.refused_per_source) +
+          ", accept paused " + std::to_string(s.accept_pauses);
   return text;
 }
 
@@ -109,7 +111,7 @@ int RunSink(const SinkSettings& settings, const std::string& report_every,
     }
     // A line only when something happened, so an idle sink logs nothing.
     if (now.connections_accepted != reported.connections_accepted ||
-        now.outcomes != reported.outcomes) {
+        now.outcomes != reported.outcomes || now.accept_pauses != reported.accept_pauses) {
       spdlog::info("zcal sink: {}", Summary(now));
       reported = now;
     }
@@ -146,6 +148,10 @@ Command AddSinkCommand(CLI::App& parent) {
   app->add_option("--max-connections", settings->max_connections,
                   "Sockets at once, handshakes included; more are closed at accept "
                   "(4 to 4096)")
+      ->capture_default_str();
+  app->add_option("--max-connections-per-source", settings->max_connections_per_source,
+                  "Sockets one source address may hold of --max-connections; more are "
+                  "answered source_limit and closed at accept (4 to 4096)")
       ->capture_default_str();
   app->add_option("--max-session-seconds", settings->max_session_seconds,
                   "Longest session granted (1s to 600s)")

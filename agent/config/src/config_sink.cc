@@ -36,10 +36,11 @@ bool WholeNumber(ConfigReader& reader, const YAML::Node& node,
 }  // namespace
 
 void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
-  static constexpr std::array<std::string_view, 10> kKeys = {
+  static constexpr std::array<std::string_view, 11> kKeys = {
       "listen",          "allow",
       "key_file",        "auth",
       "max_sessions",    "max_connections",
+      "max_connections_per_source",
       "max_session_seconds", "max_bytes_per_second",
       "idle_timeout",    "handshake_deadline"};
   if (node.IsNull()) return;  // `sink:` alone: no sink
@@ -75,7 +76,8 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
   }
   const std::pair<std::string_view, std::uint64_t*> numbers[] = {
       {"max_sessions", &s.max_sessions},
-      {"max_connections", &s.max_connections}};
+      {"max_connections", &s.max_connections},
+      {"max_connections_per_source", &s.max_connections_per_source}};
   for (const auto& [key, out] : numbers) {
     const YAML::Node* value = field(key);
     if (value == nullptr) continue;

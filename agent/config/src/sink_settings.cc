@@ -48,6 +48,7 @@ Result<probes::PeerSinkOptions> ToPeerSinkOptions(const SinkSettings& s,
   }
   o.max_sessions = static_cast<std::size_t>(s.max_sessions);
   o.max_connections = static_cast<std::size_t>(s.max_connections);
+  o.max_connections_per_source = static_cast<std::size_t>(s.max_connections_per_source);
   auto duration = [&](const std::string& name, const std::string& text)
       -> Result<std::chrono::milliseconds> {
     auto value = common::ParseDuration(text);

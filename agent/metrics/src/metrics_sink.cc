@@ -19,6 +19,8 @@ void Metrics::SinkView::Set(std::shared_ptr<const probes::PeerSink> sink) {
       carried_.outcomes[i] += last.outcomes[i];
     }
     carried_.bytes_received += last.bytes_received;
+    carried_.refused_per_source += last.refused_per_source;
+    carried_.accept_pauses += last.accept_pauses;
   }
   sink_ = std::move(sink);
 }
@@ -49,6 +51,25 @@ void Metrics::SinkView::AppendTo(std::vector<MetricFamily>& out) const {
                               MetricType::Counter);
   AddValue(bytes, static_cast<double>(carried_.bytes_received + now.bytes_received));
   out.push_back(std::move(bytes));
+
+  MetricFamily per_source = Family(
+      "zcal_sink_connections_refused_per_source_total",
+      "Connections the peer sink refused at accept because their source address "
+      "held sink.max_connections_per_source (also counted in "
+      "zcal_sink_sessions_total{outcome=\"limit\"}).",
+      MetricType::Counter);
+  AddValue(per_source,
+           static_cast<double>(carried_.refused_per_source + now.refused_per_source));
+  out.push_back(std::move(per_source));
+
+  MetricFamily pauses = Family(
+      "zcal_sink_accept_pauses_total",
+      "Times the peer sink's accept(2) failed for want of file descriptors or "
+      "memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and it paused its listener; "
+      "raise the process's LimitNOFILE= or lower sink.max_connections.",
+      MetricType::Counter);
+  AddValue(pauses, static_cast<double>(carried_.accept_pauses + now.accept_pauses));
+  out.push_back(std::move(pauses));
 
   MetricFamily sessions_open = Family(
       "zcal_sink_sessions_open", "Peer sessions the sink is serving now.",

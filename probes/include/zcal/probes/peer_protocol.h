@@ -84,7 +84,11 @@ enum class AnswerCode : std::uint16_t {
   kUnsupportedVersion = 4,  ///< no version in common
   kOverLimit = 5,           ///< the request exceeds what this sink grants
   kProtocolError = 6,       ///< a malformed frame
+  /// Sent in place of the greeting, at accept, before anything is read:
+  kSourceLimit = 7,      ///< this source holds max_connections_per_source
+  kConnectionLimit = 8,  ///< the sink holds max_connections in all
 };
+inline constexpr AnswerCode kLastAnswerCode = AnswerCode::kConnectionLimit;
 std::string_view AnswerCodeName(AnswerCode code);  ///< "accept", "busy", ...
 
 struct Answer {
@@ -116,6 +120,11 @@ Result<Token> DecodeDataOpen(std::span<const std::uint8_t> bytes);
 /// magic. A sink reads exactly this many bytes and nothing more.
 inline constexpr std::size_t kMagicBytes = 8;
 std::size_t ClientFrameBytes(std::span<const std::uint8_t> magic);
+
+/// The same for the first frame a sink sends on a connection: kGreetingBytes,
+/// or kAnswerBytes for a refusal at accept (kSourceLimit,
+/// kConnectionLimit), or 0 for any other magic.
+std::size_t SinkFrameBytes(std::span<const std::uint8_t> magic);
 
 /// The version both speak: the highest of the client's that lies within
 /// [greeting.min_version, greeting.version]; 0 when there is none.

@@ -5,27 +5,29 @@
 // What any client can take is bounded, whatever it does:
 //  - a source outside `allow` is closed at accept, before a byte is read;
 //  - at most `max_connections` sockets (handshakes, sessions and their data
-//    connections together); more are closed at accept;
+//    connections together), and at most `max_connections_per_source` of
+//    them from one source address, so that one allowed host cannot hold
+//    every slot; more are answered with the limit and closed at accept;
+//  - when accept(2) runs out of descriptors the listener pauses (counted)
+//    instead of spinning on a queue it cannot take from;
 //  - a handshake must complete within `handshake_deadline`, a data
 //    connection that delivers nothing for `idle_timeout` is closed;
 //  - at most `max_sessions` sessions at once (others are answered busy), each
 //    for at most `max_session_seconds`, `max_session_bytes`, and (when set)
 //    `max_bytes_per_second`, which the sink enforces on what it receives;
 //  - one thread, one read buffer, and fixed-size state per connection.
-// Every refusal is counted by its outcome (PeerSinkStats).
+// Every refusal is counted by its outcome (PeerSinkStats). The server, the
+// accept bounds and the data path are the loopback sink's too (sink.h).
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "zcal/common/address.h"
@@ -45,6 +47,11 @@ struct PeerSinkOptions {
   bool auth_none = false;
   std::size_t max_sessions = 1;          ///< 1..64
   std::size_t max_connections = 64;      ///< 4..4096, all sockets together
+  /// 4..4096 (a session holds its control connection and a probe's data
+  /// connection, and the next probe's may open before the sink has seen the
+  /// last one close); caps what one source address may hold of
+  /// max_connections. Hosts behind one NAT address share it.
+  std::size_t max_connections_per_source = 8;
   std::chrono::seconds max_session_seconds{60};        ///< 1..600
   std::uint64_t max_session_bytes = 64ULL << 30;       ///< 1..2^40
   std::uint64_t max_bytes_per_second = 0;              ///< 0 = no cap
@@ -75,11 +82,20 @@ struct PeerSinkStats {
   std::uint64_t connections_open = 0;
   std::uint64_t sessions_open = 0;
   std::uint64_t max_sessions_seen = 0;   ///< most sessions open at once
+  /// Of outcomes[kLimit]: connections refused at accept because their
+  /// source held max_connections_per_source.
+  std::uint64_t refused_per_source = 0;
+  /// Times accept(2) failed for want of descriptors or memory (EMFILE,
+  /// ENFILE, ENOBUFS, ENOMEM) and the listener paused; the pending
+  /// connections wait in the listen queue and are served once it resumes.
+  std::uint64_t accept_pauses = 0;
 
   std::uint64_t Count(SinkOutcome o) const {
     return outcomes[static_cast<std::size_t>(o)];
   }
 };
+
+class SinkCore;
 
 /// Checks the options; a sentence naming the bad field, or empty.
 std::string ValidatePeerSinkOptions(const PeerSinkOptions& options);
@@ -96,7 +112,7 @@ class PeerSink {
   PeerSink(const PeerSink&) = delete;
   PeerSink& operator=(const PeerSink&) = delete;
 
-  const common::HostPort& endpoint() const { return endpoint_; }
+  const common::HostPort& endpoint() const;
   PeerSinkStats Stats() const;
 
   /// Marks the host as probing unless a session is open; false when one is
@@ -104,35 +120,27 @@ class PeerSink {
   /// while the mark is set every new session is answered busy, so that the
   /// agent's own measurement and a peer's never overlap.
   bool TryBeginLocalProbe();
-  void EndLocalProbe() { local_probe_.store(false); }
+  void EndLocalProbe();
 
   /// Waits until `predicate(stats)` holds; false after `timeout`.
   template <typename Predicate>
   bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout) const {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, timeout, [&] { return predicate(stats_); });
+    return WaitForStats(std::function<bool(const PeerSinkStats&)>(std::move(predicate)),
+                        timeout);
   }
 
-  /// Closes every connection and stops the thread. Idempotent.
+  /// Closes every connection and the listener (later clients are refused)
+  /// and stops the thread. Idempotent.
   void Stop();
 
  private:
-  struct Loop;
-  PeerSink(PeerSinkOptions options, common::HostPort endpoint);
-  void Run(int listen_fd, int wake_fd, int epoll_fd);
+  struct Server;
+  PeerSink() = default;
+  bool WaitForStats(const std::function<bool(const PeerSinkStats&)>& predicate,
+                    std::chrono::milliseconds timeout) const;
 
-  PeerSinkOptions options_;
-  common::HostPort endpoint_;
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;
-  int epoll_fd_ = -1;
-  std::atomic<bool> local_probe_{false};
-
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  PeerSinkStats stats_;
-  bool stopped_ = false;
-  std::thread thread_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<SinkCore> core_;
 };
 
 }  // namespace zcal::probes

@@ -1,16 +1,13 @@
-// The sink: a TCP receiver that drains whatever probes send it. One thread,
-// one read buffer and a bounded number of connections, so that an agent can
-// serve it to peers without a peer being able to exhaust the host.
+// The loopback sink: a TCP receiver that drains whatever probes send it.
+// It is the peer sink's server (one thread, one read buffer, a bounded
+// number of connections, the same data path) without the handshake: every
+// accepted connection is a data connection at once.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <thread>
 
 #include "zcal/common/result.h"
 #include "zcal/common/address.h"
@@ -35,7 +32,13 @@ struct SinkStats {
   std::uint64_t connections_refused = 0;    ///< over max_connections
   std::uint64_t connections_timed_out = 0;  ///< closed for idleness
   std::uint64_t connections_open = 0;
+  /// Times accept(2) failed for want of descriptors or memory (EMFILE,
+  /// ENFILE, ENOBUFS, ENOMEM) and the listener paused; the connection
+  /// waits in the listen queue and is served once descriptors are free.
+  std::uint64_t accept_pauses = 0;
 };
+
+class SinkCore;
 
 /// Thread-safe: every const member may be called from any thread.
 /// Not copyable or movable (its thread refers to it).
@@ -51,7 +54,7 @@ class Sink {
   Sink& operator=(const Sink&) = delete;
 
   /// The address actually bound (with the port chosen when 0 was asked).
-  const common::HostPort& endpoint() const { return endpoint_; }
+  const common::HostPort& endpoint() const;
 
   SinkStats Stats() const;
 
@@ -60,25 +63,16 @@ class Sink {
   /// backlog is not missed). True when reached within `timeout`.
   bool WaitIdle(std::uint64_t accepted, std::chrono::milliseconds timeout) const;
 
-  /// Closes every connection and stops the thread. Idempotent.
+  /// Closes every connection and the listener (later clients are refused)
+  /// and stops the thread. Idempotent.
   void Stop();
 
  private:
-  Sink(const SinkOptions& options, int listen_fd, int wake_fd, int epoll_fd,
-       common::HostPort endpoint);
-  void Loop();
+  struct Receiver;
+  Sink() = default;
 
-  SinkOptions options_;
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;
-  int epoll_fd_ = -1;
-  common::HostPort endpoint_;
-
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  SinkStats stats_;
-  bool stopped_ = false;
-  std::thread thread_;
+  std::unique_ptr<Receiver> receiver_;
+  std::unique_ptr<SinkCore> core_;
 };
 
 }  // namespace zcal::probes

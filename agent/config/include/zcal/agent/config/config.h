@@ -87,6 +87,7 @@ struct SinkSettings {
   std::string auth = "key";         ///< "key" or "none"
   std::uint64_t max_sessions = 1;
   std::uint64_t max_connections = 64;
+  std::uint64_t max_connections_per_source = 8;
   std::string max_session_seconds = "60s";   ///< a duration
   std::string max_bytes_per_second = "0";    ///< a rate; 0 = no cap
   std::string idle_timeout = "10s";          ///< a duration

@@ -1,0 +1,204 @@
+// Both sinks when accept(2) runs out of descriptors: the pending connection
+// keeps the level-triggered listener readable, and a sink that retried at
+// every wakeup would spin a core. Each case runs in a forked child whose
+// RLIMIT_NOFILE is lowered and whose descriptors are filled, so that the
+// limit and the filler stay there.
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.h"
+#include "zcal/probes/peer_protocol.h"
+#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/sink.h"
+
+namespace zcal::probes {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Pauses awaited while descriptors are exhausted: 50 + 100 + 200 + 400 ms
+// of backoff, long enough that a spinning thread's CPU time shows.
+constexpr std::uint64_t kPausesWatched = 4;
+
+// The sink's thread: the one thread of this (forked, single-threaded)
+// process besides the caller.
+pid_t OtherThread() {
+  const auto self = static_cast<pid_t>(::syscall(SYS_gettid));
+  pid_t other = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      const pid_t tid = std::stoi(e->d_name);
+      if (tid != self) other = tid;
+    }
+    ::closedir(dir);
+  }
+  return other;
+}
+
+// CPU time of another thread of this process: the kernel's per-thread
+// CPU clock id, (~tid << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
+std::uint64_t ThreadCpuNs(pid_t tid) {
+  const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6U);
+  timespec t{};
+  if (::clock_gettime(clock, &t) != 0) return 0;
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+bool Await(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto end = Clock::now() + timeout;
+  while (!condition()) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+struct SinkUnderTest {
+  common::HostPort endpoint;
+  std::function<std::uint64_t()> pauses;
+  std::function<std::uint64_t()> accepted;
+  // Once accepted: proves the connection is served (bytes counted, or the
+  // greeting read); empty on success, else what went wrong.
+  std::function<std::string(int fd)> serve;
+};
+
+// In the child: fills every descriptor, connects, watches the sink's
+// thread while the connection waits, then frees the descriptors. Prints
+// "pauses= cpu_ns= wall_ns= accepted= served=" for the parent to check.
+std::string ExhaustAndRecover(const std::function<SinkUnderTest()>& start) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = 128;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return "setrlimit failed";
+  const SinkUnderTest sink = start();
+  if (sink.endpoint.port == 0) return "the sink did not start";
+  const pid_t thread = OtherThread();
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const timeval wait{5, 0};  // bounds the reads of `serve`
+  ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  std::vector<int> fillers;
+  for (int fd = ::dup(client); fd >= 0; fd = ::dup(client)) fillers.push_back(fd);
+  if (errno != EMFILE) return "filling descriptors ended with errno " + std::to_string(errno);
+  const common::SocketAddress address = common::ToSocketAddress(sink.endpoint);
+  // Completed by the kernel into the listen queue; only accept(2) lacks a
+  // descriptor.
+  if (::connect(client, address.get(), address.length) != 0) return "connect failed";
+  if (!Await([&] { return sink.pauses() >= 1; }, 5000ms)) return "no accept pause";
+  const std::uint64_t pauses_before = sink.pauses();
+  const std::uint64_t cpu_before = ThreadCpuNs(thread);
+  const auto wall_before = Clock::now();
+  const bool watched =
+      Await([&] { return sink.pauses() >= pauses_before + kPausesWatched; }, 10000ms);
+  const std::uint64_t cpu_ns = ThreadCpuNs(thread) - cpu_before;
+  const auto wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - wall_before).count();
+  const std::uint64_t accepted_while_full = sink.accepted();
+  for (int fd : fillers) ::close(fd);
+  const bool accepted = Await([&] { return sink.accepted() >= 1; }, 5000ms);
+  const std::string served = accepted ? sink.serve(client) : "not accepted";
+  std::ostringstream out;
+  out << "watched=" << watched << " pauses=" << sink.pauses() - pauses_before
+      << " cpu_ns=" << cpu_ns << " wall_ns=" << wall_ns
+      << " accepted_while_full=" << accepted_while_full << " accepted=" << accepted
+      << " served=" << (served.empty() ? "yes" : served);
+  ::close(client);
+  return out.str();
+}
+
+std::uint64_t Field(const std::string& text, const std::string& name) {
+  const std::size_t at = text.find(name + "=");
+  return at == std::string::npos ? ~0ULL : std::stoull(text.substr(at + name.size() + 1));
+}
+
+void ExpectPausedNotSpinning(const std::optional<std::string>& text) {
+  ASSERT_TRUE(text) << "the child failed";
+  ASSERT_NE(text->find("watched=1"), std::string::npos) << *text;
+  // Paused, the thread sleeps through the backoff; retrying at every
+  // wakeup it would burn the whole interval (tens of percent of a core even
+  // on a loaded machine, not the few per cent allowed here).
+  EXPECT_LT(Field(*text, "cpu_ns") * 20, Field(*text, "wall_ns")) << *text;
+  // One accept attempt per pause, not one per wakeup.
+  EXPECT_LE(Field(*text, "pauses"), kPausesWatched + 1) << *text;
+  EXPECT_EQ(Field(*text, "accepted_while_full"), 0U) << *text;
+  EXPECT_NE(text->find("accepted=1"), std::string::npos) << *text;
+  EXPECT_NE(text->find("served=yes"), std::string::npos) << *text;
+}
+
+TEST(SinkAccept, TheLoopbackSinkPausesWithoutDescriptorsAndServesOnceTheyAreFree) {
+  std::unique_ptr<Sink> sink;
+  const auto text = testing::RunInChild([&] {
+    return ExhaustAndRecover([&] {
+      auto started = Sink::Start({});
+      if (!started) return SinkUnderTest{};
+      sink = std::move(*started);
+      Sink* raw = sink.get();
+      return SinkUnderTest{
+          raw->endpoint(), [raw] { return raw->Stats().accept_pauses; },
+          [raw] { return raw->Stats().connections_accepted; },
+          [raw](int fd) -> std::string {
+            const std::vector<char> bytes(300'000, 'x');
+            if (::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
+                static_cast<ssize_t>(bytes.size())) {
+              return "send failed";
+            }
+            ::shutdown(fd, SHUT_WR);
+            const bool all = Await(
+                [raw, &bytes] { return raw->Stats().bytes_received == bytes.size(); }, 5000ms);
+            return all ? "" : "received " + std::to_string(raw->Stats().bytes_received);
+          }};
+    });
+  });
+  ExpectPausedNotSpinning(text);
+}
+
+TEST(SinkAccept, ThePeerSinkPausesWithoutDescriptorsAndGreetsOnceTheyAreFree) {
+  std::unique_ptr<PeerSink> sink;
+  const auto text = testing::RunInChild([&] {
+    return ExhaustAndRecover([&] {
+      PeerSinkOptions options;
+      options.auth_none = true;
+      auto started = PeerSink::Start(options);
+      if (!started) return SinkUnderTest{};
+      sink = std::move(*started);
+      PeerSink* raw = sink.get();
+      return SinkUnderTest{
+          raw->endpoint(), [raw] { return raw->Stats().accept_pauses; },
+          [raw] { return raw->Stats().connections_accepted; },
+          [](int fd) -> std::string {
+            std::array<std::uint8_t, peer::kGreetingBytes> frame{};
+            std::size_t have = 0;
+            while (have < frame.size()) {
+              const ssize_t got = ::recv(fd, frame.data() + have, frame.size() - have, 0);
+              if (got <= 0) return "no greeting";
+              have += static_cast<std::size_t>(got);
+            }
+            return peer::DecodeGreeting(frame) ? "" : "a malformed greeting";
+          }};
+    });
+  });
+  ExpectPausedNotSpinning(text);
+}
+
+}  // namespace
+}  // namespace zcal::probes
