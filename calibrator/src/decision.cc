@@ -6,6 +6,7 @@
 #include <random>
 
 #include "least_cost.h"
+#include "measured_bracket.h"
 #include "model_decision.h"
 #include "zcal/common/text.h"
 
@@ -270,7 +271,10 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
   const auto& sizes = r.sizes;
   const detail::WeightedSizes cells =
       detail::CellSizes(SizesOf(sizes), options.traffic);
-  const detail::Choice choice = detail::LeastCost(cells, CostsOf(sizes), false);
+  // The unbounded least cost on these sizes lies within the bracket too,
+  // except where weights of zero leave it a tie.
+  const detail::Choice choice = detail::LeastCost(
+      cells, CostsOf(sizes), false, detail::BoundsOf(r.measured_bracket.value_or(MeasuredBracket{})));
   const std::size_t split = choice.split;
   const SizeComparison& largest = sizes.back();
   r.rule = Rule::kPerSize;
@@ -334,13 +338,13 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
 }
 
 // The price of a single threshold, size by size.
-void ListExceptions(MethodResult& r) {
+void ListOverruled(MethodResult& r, const DecisionOptions& options) {
   if (r.verdict == Verdict::kInconclusive) return;
-  const std::uint64_t t = r.threshold_bytes.value_or(UINT64_MAX);
-  for (const SizeComparison& c : r.sizes) {
-    if (c.size_bytes < t && c.zerocopy_wins) r.wins_below.push_back(c.size_bytes);
-    if (c.size_bytes >= t && !c.zerocopy_wins) r.losses_above.push_back(c.size_bytes);
+  r.overruled = detail::Overruled(r.sizes, r.threshold_bytes, options);
+  for (const OverruledSize& o : r.overruled) {
+    (o.zerocopy_wins ? r.wins_below : r.losses_above).push_back(o.size_bytes);
   }
+  r.overruled_cost = ExcessCost(r.sizes, r.threshold_bytes, options);
 }
 
 }  // namespace
@@ -409,14 +413,15 @@ MethodResult Decide(std::span<const Sample> path_samples, Method method,
   if (const auto tail = WinningTailStart(r.sizes)) {
     r.tail_threshold_bytes = r.sizes[*tail].size_bytes;
   }
+  r.measured_bracket = detail::BracketOf(r.sizes, options);
   if (!options.use_model) {
     r.rule_detail = "the cost model is off (use_model = false)";
   } else if (detail::DecideByModel(path_samples, r, options)) {
-    ListExceptions(r);
+    ListOverruled(r, options);
     return r;
   }
   DecidePerSize(r, options);
-  ListExceptions(r);
+  ListOverruled(r, options);
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cost_fit.h"
 #include "least_cost.h"
+#include "measured_bracket.h"
 #include "zcal/common/text.h"
 
 namespace zcal::calibrator::detail {
@@ -334,20 +335,62 @@ Structure FitWithExceptions(Observations& zc, Observations& base, Curve& cz, Cur
   }
 }
 
+std::string ThresholdText(std::optional<std::uint64_t> t) {
+  return t ? "from " + std::to_string(*t) + " bytes on" : std::string("never");
+}
+
+// Where the fitted curves alone would put the threshold, and which probed
+// sizes they contradict. `point_cost` and `acceptable` are the point
+// estimate's costs and throughput verdicts on `grid`.
+void CompareWithCurves(MethodResult& r, const WeightedSizes& grid,
+                       std::span<const double> point_cost, const Curve& cz, const Curve& cb,
+                       const std::vector<bool>& acceptable, const DecisionOptions& options) {
+  const CostModel& model = *r.model;
+  const Choice free = LeastCost(grid, point_cost, true);
+  const std::optional<std::uint64_t> free_t =
+      std::isfinite(free.threshold)
+          ? std::optional(RoundThreshold(free.threshold, model.min_size_bytes, model.max_size_bytes))
+          : std::nullopt;
+  if (free_t != r.threshold_bytes) {
+    r.curve_choice = CurveChoice{free_t, free.regret};
+    const MeasuredBracket& bracket = *r.measured_bracket;
+    const bool capped = r.threshold_bytes && bracket.at_most_bytes &&
+                        *r.threshold_bytes == *bracket.at_most_bytes;
+    const std::string why =
+        capped ? "zerocopy wins clearly at " + std::to_string(*bracket.at_most_bytes) +
+                     " bytes and at every larger probed size"
+               : "zerocopy loses clearly at " + std::to_string(bracket.above_bytes.value_or(0)) +
+                     " bytes and at every smaller probed size";
+    r.detail = "on the fitted curves alone zerocopy costs least " + ThresholdText(free_t) +
+               ", but " + why + ": within what the probed sizes allow it costs least " +
+               ThresholdText(r.threshold_bytes);
+  }
+  std::vector<double> fitted(r.sizes.size());
+  std::vector<bool> skip(r.sizes.size(), false);
+  for (std::size_t i = 0; i < r.sizes.size(); ++i) {
+    const double s = static_cast<double>(r.sizes[i].size_bytes);
+    std::size_t nearest = 0;
+    for (std::size_t k = 1; k < grid.size.size(); ++k) {
+      if (std::fabs(std::log(grid.size[k] / s)) < std::fabs(std::log(grid.size[nearest] / s))) {
+        nearest = k;
+      }
+    }
+    fitted[i] = RelativeCost(cz.Cpu(s) / cb.Cpu(s), cz.Throughput(s) / cb.Throughput(s),
+                             acceptable[nearest], options);
+    for (const ModelException& e : model.exceptions) {
+      skip[i] = skip[i] || (r.sizes[i].size_bytes >= e.min_size_bytes &&
+                            r.sizes[i].size_bytes <= e.max_size_bytes);
+    }
+  }
+  r.curve_disagreements = Disagreements(r.sizes, fitted, skip, *r.measured_bracket, options);
+}
+
 }  // namespace
 
 std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
   return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
                                         values.size() * sizeof(double)),
                        hash);
-}
-
-std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi) {
-  if (!(bytes > static_cast<double>(lo))) return lo;
-  if (bytes >= static_cast<double>(hi)) return hi;
-  const double step = std::max(1.0, std::exp2(std::floor(std::log2(bytes))) / 32);
-  const double rounded = std::round(bytes / step) * step;
-  return std::clamp(static_cast<std::uint64_t>(rounded), lo, hi);
 }
 
 bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
@@ -432,7 +475,8 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   const auto fixed_costs = [&](const Evaluated& e) {
     return Costs(e, acceptable, exceptions.PointCells(), exceptions.PointCosts(), options);
   };
-  const Choice choice = LeastCost(grid, fixed_costs(point), true);
+  const Bounds bounds = BoundsOf(r.measured_bracket.value_or(MeasuredBracket{}));
+  const Choice choice = LeastCost(grid, fixed_costs(point), true, bounds);
   std::vector<double> thresholds;
   std::vector<double> excess;
   thresholds.reserve(replicates);
@@ -455,12 +499,12 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
       const ExceptionCosts::Drawn d = exceptions.Draw(rng);
       cost = Costs(e, acceptable, d.cells, d.cost, options);
     }
-    const Choice own = LeastCost(grid, cost, true);
+    const Choice own = LeastCost(grid, cost, true, bounds);
     thresholds.push_back(own.threshold);
     excess.push_back(std::max(0.0, Regret(grid, cost, choice.threshold) - own.regret));
     const double fixed_excess =
         exceptions.Any()
-            ? Regret(grid, fixed, choice.threshold) - LeastCost(grid, fixed, true).regret
+            ? Regret(grid, fixed, choice.threshold) - LeastCost(grid, fixed, true, bounds).regret
             : excess.back();
     agree += fixed_excess <= kRegretSlack ? 1 : 0;
   }
@@ -476,8 +520,8 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
       std::ceil((1 - tail) * static_cast<double>(replicates))) - 1];
   ThresholdInterval interval;
   interval.level = kIntervalLevel;
-  interval.low_bytes = RoundThreshold(low, lo_bytes, hi_bytes);
-  if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes);
+  interval.low_bytes = RoundThreshold(low, lo_bytes, hi_bytes, bounds);
+  if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes, bounds);
 
   r.rule = Rule::kModel;
   for (const ModelException& e : model.exceptions) {
@@ -498,7 +542,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     r.detail = "on the fitted curves zerocopy costs more than " + baseline +
                " wherever it would matter: never using it costs least";
   } else {
-    const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes);
+    const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes, bounds);
     r.threshold_bytes = t;
     if (t <= lo_bytes) {
       r.verdict = Verdict::kAlways;
@@ -510,6 +554,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
                  " bytes on";
     }
   }
+  CompareWithCurves(r, grid, fixed_costs(point), cz, cb, acceptable, options);
   if (*r.confidence < kMinConfidence) {
     r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
                std::to_string(agree) + " of " + std::to_string(replicates) +

@@ -160,6 +160,52 @@ std::string ReadModel(const json& j, const std::string& where, CostModel& model)
   return {};
 }
 
+// "measured": "wins" or "loses".
+void Measured(Reader& in, bool& zerocopy_wins) {
+  if (!in.Has("measured")) return;
+  const json& v = in.At("measured");
+  if (v == "wins" || v == "loses") {
+    zerocopy_wins = v == "wins";
+  } else {
+    in.Bad("measured", "\"wins\" or \"loses\"");
+  }
+}
+
+void ReadItem(Reader& in, CurveDisagreement& d) {
+  in.Whole("size", d.size_bytes);
+  Measured(in, d.zerocopy_wins);
+  in.Number("relative_cost", d.relative_cost);
+  in.Number("fitted_relative_cost", d.fitted_relative_cost);
+  in.Flag("bounds_threshold", d.bounds_threshold);
+}
+
+void ReadItem(Reader& in, OverruledSize& o) {
+  in.Whole("size", o.size_bytes);
+  Measured(in, o.zerocopy_wins);
+  in.Flag("clear", o.clear);
+  in.Number("relative_cost", o.relative_cost);
+  in.Number("excess_cost", o.excess_cost);
+}
+
+// A list of objects under `key`, each read by ReadItem; absent or null
+// leaves `out` empty.
+template <typename T>
+std::string ReadSizeList(const json& j, const std::string& where, const char* key,
+                         std::vector<T>& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_array()) return where + ": '" + key + "' must be a list of objects";
+  for (const json& item : *it) {
+    if (!item.is_object()) return where + ": '" + key + "' must be a list of objects";
+    Reader in(item, where + "." + key);
+    T value;
+    ReadItem(in, value);
+    if (!in.error().empty()) return in.error();
+    out.push_back(value);
+  }
+  return {};
+}
+
 }  // namespace
 
 json ToJson(const SizeStats& stats) {
@@ -193,6 +239,11 @@ json ToJson(const MethodFit& fit) {
       {"min_size_bytes", fit.min_size_bytes},
       {"max_size_bytes", fit.max_size_bytes},
   };
+}
+
+json ToJson(const MeasuredBracket& bracket) {
+  return json{{"above_bytes", OrNull(bracket.above_bytes)},
+              {"at_most_bytes", OrNull(bracket.at_most_bytes)}};
 }
 
 json ToJson(const CostModel& model) {
@@ -233,6 +284,22 @@ json ToJson(const MethodResult& result) {
         {"baseline", ToJson(c.baseline)},
     });
   }
+  json disagreements = json::array();
+  for (const CurveDisagreement& d : result.curve_disagreements) {
+    disagreements.push_back(json{{"size", d.size_bytes},
+                                 {"measured", d.zerocopy_wins ? "wins" : "loses"},
+                                 {"relative_cost", d.relative_cost},
+                                 {"fitted_relative_cost", d.fitted_relative_cost},
+                                 {"bounds_threshold", d.bounds_threshold}});
+  }
+  json overruled = json::array();
+  for (const OverruledSize& o : result.overruled) {
+    overruled.push_back(json{{"size", o.size_bytes},
+                             {"measured", o.zerocopy_wins ? "wins" : "loses"},
+                             {"clear", o.clear},
+                             {"relative_cost", o.relative_cost},
+                             {"excess_cost", o.excess_cost}});
+  }
   const std::string_view reason = ReasonName(result.reason);
   const std::string_view rule = RuleName(result.rule);
   json interval = nullptr;
@@ -259,6 +326,15 @@ json ToJson(const MethodResult& result) {
       {"tail_threshold_bytes", OrNull(result.tail_threshold_bytes)},
       {"wins_below", SizeList(result.wins_below)},
       {"losses_above", SizeList(result.losses_above)},
+      {"measured_bracket", result.measured_bracket ? ToJson(*result.measured_bracket)
+                                                   : json(nullptr)},
+      {"curve_choice", result.curve_choice
+                           ? json{{"threshold_bytes", OrNull(result.curve_choice->threshold_bytes)},
+                                  {"regret", result.curve_choice->regret}}
+                           : json(nullptr)},
+      {"curve_disagreements", std::move(disagreements)},
+      {"overruled", std::move(overruled)},
+      {"overruled_cost", OrNull(result.overruled_cost)},
       {"model", result.model ? ToJson(*result.model) : json(nullptr)},
       {"sizes", std::move(sizes)},
   };
@@ -308,6 +384,30 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
     if (!interval.error().empty()) return Fail(Errc::kParse, interval.error());
     result.interval = value;
   }
+  if (in.Object("measured_bracket")) {
+    Reader bracket(j.at("measured_bracket"), where + ".measured_bracket");
+    MeasuredBracket value;
+    bracket.Whole("above_bytes", value.above_bytes);
+    bracket.Whole("at_most_bytes", value.at_most_bytes);
+    if (!bracket.error().empty()) return Fail(Errc::kParse, bracket.error());
+    result.measured_bracket = value;
+  }
+  if (in.Object("curve_choice")) {
+    Reader choice(j.at("curve_choice"), where + ".curve_choice");
+    CurveChoice value;
+    choice.Whole("threshold_bytes", value.threshold_bytes);
+    choice.Number("regret", value.regret);
+    if (!choice.error().empty()) return Fail(Errc::kParse, choice.error());
+    result.curve_choice = value;
+  }
+  if (std::string why = ReadSizeList(j, where, "curve_disagreements", result.curve_disagreements);
+      !why.empty()) {
+    return Fail(Errc::kParse, why);
+  }
+  if (std::string why = ReadSizeList(j, where, "overruled", result.overruled); !why.empty()) {
+    return Fail(Errc::kParse, why);
+  }
+  in.Number("overruled_cost", result.overruled_cost);
   if (!in.error().empty()) return Fail(Errc::kParse, in.error());
   if (in.Object("model")) {
     CostModel model;

@@ -94,12 +94,17 @@ TEST(Precision, FineGridTablesLandWithinOneGridStepWithoutBias) {
 }
 
 // The seeds' style: one sample per size. The model takes the noise from the
-// scatter around its curves.
+// scatter around its curves, but the sizes themselves bound the threshold
+// with the margin as their only noise (docs/calibrator.md, "Measured sizes
+// bound the threshold"): at +-20 % on every figure a size above the truth
+// often loses by more than the margin while every smaller one loses too,
+// and the threshold then stays above it. That is what the table says, so
+// the median found/truth sits above 1 here by about a twentieth.
 TEST(Precision, OneSamplePerSizeTablesStillFindTheCrossover) {
   const FineGridFigures f = RunFineGrid(1, 200);
   Print("fine grid, 1 sample per size", f);
   EXPECT_GE(static_cast<double>(f.within_step) / f.tables, 0.60);
-  EXPECT_NEAR(Quantile(f.ratio, 0.5), 1.0, 0.05);
+  EXPECT_NEAR(Quantile(f.ratio, 0.5), 1.0, 0.08);
 }
 
 // What a threshold decided on one run costs on another run of the same
