@@ -52,6 +52,21 @@ std::string_view ReasonName(Reason reason) {
   return "unknown";
 }
 
+std::optional<Verdict> ParseVerdict(std::string_view name) {
+  for (Verdict v : {Verdict::kThreshold, Verdict::kAlways, Verdict::kNever, Verdict::kInconclusive}) {
+    if (VerdictName(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<Reason> ParseReason(std::string_view name) {
+  for (Reason r : {Reason::kNone, Reason::kSlower, Reason::kKernelCopied, Reason::kUnsupported,
+                   Reason::kFailed, Reason::kNoisy, Reason::kNoBaseline}) {
+    if (ReasonName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
 std::string_view RuleName(Rule rule) {
   switch (rule) {
     case Rule::kNone: return "";
@@ -61,7 +76,10 @@ std::string_view RuleName(Rule rule) {
   return "unknown";
 }
 
-std::string ValidateDecisionOptions(const DecisionOptions& d) {
+namespace {
+
+// The first thing wrong with the options, or "".
+std::string FirstProblem(const DecisionOptions& d) {
   if (!(d.tolerance >= 0 && d.tolerance < 1)) {
     return "tolerance: must be in [0, 1) as a fraction";
   }
@@ -85,6 +103,15 @@ std::string ValidateDecisionOptions(const DecisionOptions& d) {
   }
   if (!d.traffic.empty() && !(total > 0)) {
     return "traffic: the weights must not all be zero";
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> ValidateDecisionOptions(const DecisionOptions& options) {
+  if (std::string why = FirstProblem(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, why);
   }
   return {};
 }
@@ -120,8 +147,8 @@ bool HasOk(const SamplesBySize& by_size) {
   return false;
 }
 
-// One criterion: `value` compared with `bar`; `higher_wins` says which side
-// passes. Decisive when the distance to the bar exceeds the noise.
+// The outcome of judging one ratio against its bar (Judge): whether it
+// passes, and whether its distance to the bar exceeds the noise.
 struct Criterion {
   bool passes;
   bool decisive;
@@ -132,6 +159,7 @@ struct Criterion {
 // per-size false loss rate of 16 % would break most tails.
 constexpr double kDecisiveSigmas = 2.0;
 
+// `higher_wins`: values at or above the bar pass, else at or below it.
 Criterion Judge(double value, double bar, bool higher_wins, double noise,
                 bool noise_known) {
   const bool passes = higher_wins ? value >= bar : value <= bar;

@@ -280,6 +280,7 @@ json ToJson(const MethodResult& result) {
         {"throughput_ratio", c.throughput_ratio},
         {"cpu_ratio", c.cpu_ratio},
         {"relative_cost", c.relative_cost},
+        {"throughput_acceptable", c.throughput_acceptable},
         {"zerocopy", ToJson(c.zerocopy)},
         {"baseline", ToJson(c.baseline)},
     });
@@ -342,19 +343,16 @@ json ToJson(const MethodResult& result) {
 
 json ToJson(const Analysis& analysis) {
   json paths = json::object();
-  for (const auto& [name, path] : analysis.paths) {
-    json methods = json::object();
-    for (const auto& [method, result] : path.methods) {
-      methods[std::string(MethodName(method))] = ToJson(result);
-    }
-    paths[name] = json{{"methods", std::move(methods)}};
-  }
+  for (const auto& [name, path] : analysis.paths) paths[name] = ToJson(path);
   return json{{"paths", std::move(paths)}};
 }
 
+namespace {
+
+// The fields of the cost model and the threshold rule; absent ones keep
+// their defaults (documents written before they existed).
 Result<void> ReadModelFields(const json& j, MethodResult& result) {
   const std::string where(MethodName(result.method));
-  if (!j.is_object()) return Fail(Errc::kParse, where + ": expected an object");
   Reader in(j, where);
   if (in.Has("rule")) {
     const json& rule = in.At("rule");
@@ -418,6 +416,133 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
   }
   if (!in.error().empty()) return Fail(Errc::kParse, in.error());
   return {};
+}
+
+// Lenient where documents of older releases were: a missing number is 0.
+double NumberOr(const json& object, const char* key, double fallback) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+SizeStats SizeStatsFromJson(const json& j, std::uint64_t size_bytes) {
+  SizeStats stats;
+  stats.size_bytes = size_bytes;
+  stats.samples = static_cast<std::uint32_t>(NumberOr(j, "samples", 0));
+  stats.throughput_bytes_per_second.median = NumberOr(j, "throughput_bytes_per_second", 0);
+  stats.throughput_bytes_per_second.spread = NumberOr(j, "throughput_spread", 0);
+  stats.cpu_ns_per_byte.median = NumberOr(j, "cpu_ns_per_byte", 0);
+  stats.cpu_ns_per_byte.spread = NumberOr(j, "cpu_ns_per_byte_spread", 0);
+  if (const auto it = j.find("copied_fraction"); it != j.end() && it->is_number()) {
+    stats.copied_fraction = it->get<double>();
+  }
+  stats.enobufs = static_cast<std::uint64_t>(NumberOr(j, "enobufs", 0));
+  return stats;
+}
+
+// The verdict fields and the per-size comparisons.
+Result<void> ReadVerdictFields(const json& j, MethodResult& result) {
+  const std::string where(MethodName(result.method));
+  const auto verdict = j.find("verdict");
+  const auto parsed_verdict = verdict != j.end() && verdict->is_string()
+                                  ? ParseVerdict(verdict->get<std::string>())
+                                  : std::nullopt;
+  if (!parsed_verdict) return Fail(Errc::kParse, where + ": 'verdict' is missing or unknown");
+  result.verdict = *parsed_verdict;
+  const auto threshold = j.find("threshold_bytes");
+  if (threshold != j.end() && !threshold->is_null()) {
+    if (!threshold->is_number_unsigned()) {
+      return Fail(Errc::kParse, where + ": 'threshold_bytes' is not a size");
+    }
+    result.threshold_bytes = threshold->get<std::uint64_t>();
+  }
+  if (result.verdict == Verdict::kThreshold && !result.threshold_bytes) {
+    return Fail(Errc::kParse, where + ": verdict 'threshold' without 'threshold_bytes'");
+  }
+  if (const auto reason = j.find("reason"); reason != j.end() && !reason->is_null()) {
+    const auto parsed = reason->is_string() ? ParseReason(reason->get<std::string>())
+                                            : std::nullopt;
+    if (!parsed) return Fail(Errc::kParse, where + ": 'reason' is unknown");
+    result.reason = *parsed;
+  }
+  if (const auto detail = j.find("detail"); detail != j.end() && detail->is_string()) {
+    result.detail = detail->get<std::string>();
+  }
+  result.baseline = NativeBaseline(result.method);
+  if (const auto baseline = j.find("baseline"); baseline != j.end() && baseline->is_string()) {
+    if (const auto parsed = ParseMethod(baseline->get<std::string>())) result.baseline = *parsed;
+  }
+  if (const auto substituted = j.find("baseline_substituted");
+      substituted != j.end() && substituted->is_boolean()) {
+    result.baseline_substituted = substituted->get<bool>();
+  }
+  if (const auto confidence = j.find("confidence"); confidence != j.end() && !confidence->is_null()) {
+    const double value = confidence->is_number() ? confidence->get<double>() : -1;
+    if (!(value >= 0 && value <= 1)) {
+      return Fail(Errc::kParse, where + ": 'confidence' is not in [0, 1]");
+    }
+    result.confidence = value;
+  }
+  if (const auto sizes = j.find("sizes"); sizes != j.end() && sizes->is_array()) {
+    for (const json& s : *sizes) {
+      if (!s.is_object() || !s.contains("size") || !s["size"].is_number_unsigned()) {
+        return Fail(Errc::kParse, where + ": a 'sizes' entry lacks 'size'");
+      }
+      SizeComparison c;
+      c.size_bytes = s["size"].get<std::uint64_t>();
+      c.zerocopy_wins = s.value("zerocopy_wins", false);
+      c.decisive = s.value("decisive", true);
+      c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
+      c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
+      c.relative_cost = NumberOr(s, "relative_cost", 0);
+      c.throughput_acceptable = s.value("throughput_acceptable", true);
+      c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()), c.size_bytes);
+      c.baseline = SizeStatsFromJson(s.value("baseline", json::object()), c.size_bytes);
+      result.sizes.push_back(c);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<MethodResult> ReadMethodResult(const json& j, Method method) {
+  MethodResult result;
+  result.method = method;
+  if (!j.is_object()) {
+    return Fail(Errc::kParse, std::string(MethodName(method)) + ": expected an object");
+  }
+  if (auto verdict = ReadVerdictFields(j, result); !verdict) {
+    return tl::unexpected(verdict.error());
+  }
+  if (auto model = ReadModelFields(j, result); !model) return tl::unexpected(model.error());
+  return result;
+}
+
+json ToJson(const PathResult& path) {
+  json methods = json::object();
+  for (const auto& [method, result] : path.methods) {
+    methods[std::string(MethodName(method))] = ToJson(result);
+  }
+  return json{{"methods", std::move(methods)}};
+}
+
+Result<PathResult> ReadPathResult(const json& j, const std::string& path) {
+  const auto methods = j.is_object() ? j.find("methods") : j.end();
+  if (!j.is_object() || methods == j.end() || !methods->is_object()) {
+    return Fail(Errc::kParse, path + ": 'methods' is missing or not an object");
+  }
+  PathResult out;
+  out.path = path;
+  for (const auto& [name, entry] : methods->items()) {
+    const auto method = ParseMethod(name);
+    if (!method || !IsZerocopy(*method)) {
+      return Fail(Errc::kParse, path + ".methods." + name + ": not a zerocopy method");
+    }
+    auto result = ReadMethodResult(entry, *method);
+    if (!result) return Fail(Errc::kParse, path + ".methods." + result.error().message);
+    out.methods[*method] = std::move(*result);
+  }
+  return out;
 }
 
 }  // namespace zcal::calibrator

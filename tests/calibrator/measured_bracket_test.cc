@@ -133,14 +133,13 @@ TEST(MeasuredBracket, TheJsonCarriesTheBracketTheCurvesAndTheOverruledSizes) {
   ASSERT_FALSE(j["curve_disagreements"].empty());
   EXPECT_EQ(j["curve_disagreements"][0]["measured"], "wins");
   EXPECT_TRUE(j["curve_disagreements"][0]["bounds_threshold"].get<bool>());
-  MethodResult back;
-  back.method = kFixed;
-  ASSERT_TRUE(ReadModelFields(j, back));
-  EXPECT_EQ(back.measured_bracket, r.measured_bracket);
-  EXPECT_EQ(back.curve_choice, r.curve_choice);
-  EXPECT_EQ(back.curve_disagreements, r.curve_disagreements);
-  EXPECT_EQ(back.overruled, r.overruled);
-  EXPECT_EQ(back.overruled_cost, r.overruled_cost);
+  const auto back = ReadMethodResult(j, kFixed);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->measured_bracket, r.measured_bracket);
+  EXPECT_EQ(back->curve_choice, r.curve_choice);
+  EXPECT_EQ(back->curve_disagreements, r.curve_disagreements);
+  EXPECT_EQ(back->overruled, r.overruled);
+  EXPECT_EQ(back->overruled_cost, r.overruled_cost);
 }
 
 }  // namespace

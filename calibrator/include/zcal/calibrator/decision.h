@@ -15,6 +15,7 @@
 #include "zcal/calibrator/method.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/calibrator/stats.h"
+#include "zcal/common/result.h"
 
 namespace zcal::calibrator {
 
@@ -60,8 +61,10 @@ struct DecisionOptions {
   bool operator==(const DecisionOptions&) const = default;
 };
 
-/// Checks the options; a sentence naming the bad field, or empty if valid.
-std::string ValidateDecisionOptions(const DecisionOptions& options);
+/// Checks the options. Errors: Errc::kInvalidArgument with a sentence that
+/// names the bad field and its range ("margin: must be in [0, 1) as a
+/// fraction").
+Result<void> ValidateDecisionOptions(const DecisionOptions& options);
 
 enum class Verdict : std::uint8_t {
   kThreshold = 0,     ///< zerocopy wins from threshold_bytes on
@@ -82,6 +85,9 @@ enum class Reason : std::uint8_t {
 
 std::string_view VerdictName(Verdict verdict);
 std::string_view ReasonName(Reason reason);  ///< "" for kNone
+/// The inverses of the names; nullopt for a name that is none of them.
+std::optional<Verdict> ParseVerdict(std::string_view name);
+std::optional<Reason> ParseReason(std::string_view name);  ///< "" is kNone
 
 /// Which rule decided a verdict.
 enum class Rule : std::uint8_t {
@@ -226,7 +232,7 @@ struct MethodResult {
   /// with one sample per size under the per-size rule.
   std::optional<double> regret_excess;
   /// Diagnostic: the smallest probed size from which zerocopy wins at every
-  /// larger probed size (the rule before the least-cost one).
+  /// larger probed size (the winning-tail rule).
   std::optional<std::uint64_t> tail_threshold_bytes;
   /// Probed sizes below the threshold where zerocopy wins, and at or above
   /// it where it loses (per-size comparisons; the price of one threshold).

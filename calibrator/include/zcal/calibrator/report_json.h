@@ -51,6 +51,7 @@
 //   "model": Model|null,
 //   "sizes": [{"size": int, "zerocopy_wins": bool, "decisive": bool,
 //              "throughput_ratio": x, "cpu_ratio": x, "relative_cost": x,
+//              "throughput_acceptable": bool,
 //              "zerocopy": SizeStats, "baseline": SizeStats}]
 //
 // SizeStats: {"samples", "throughput_bytes_per_second", "throughput_spread",
@@ -97,13 +98,21 @@ nlohmann::json ToJson(const MeasuredBracket& bracket);
 nlohmann::json ToJson(const MethodResult& result);
 nlohmann::json ToJson(const Analysis& analysis);
 
-/// Reads back into `result` the fields of the cost model and the threshold
-/// rule (rule, rule_detail, model, interval, regrets, tail_threshold_bytes,
-/// wins_below, losses_above, measured_bracket, curve_choice,
-/// curve_disagreements, overruled, overruled_cost) from a MethodResult
-/// object. Absent fields keep
-/// their defaults, so documents written before they existed still read.
-/// Errors (Errc::kParse) name the field that has the wrong type.
-Result<void> ReadModelFields(const nlohmann::json& j, MethodResult& result);
+nlohmann::json ToJson(const PathResult& path);  ///< {"methods": {...}}
+
+/// Reads a MethodResult object as ToJson writes it, the form `zcal analyze
+/// --json` prints and the agent's state file keeps; ToJson of the result
+/// gives the object back. Fields added since the first release are
+/// optional: absent or null keeps their defaults, so older documents still
+/// read. Errors (Errc::kParse) name the method and the field: a missing or
+/// unknown verdict, a threshold verdict without threshold_bytes, an
+/// unknown reason, a confidence outside [0, 1], a sizes entry without
+/// size, or a field of the wrong type.
+Result<MethodResult> ReadMethodResult(const nlohmann::json& j, Method method);
+
+/// Reads {"methods": {"<method>": MethodResult}} of `path`; every key must
+/// be a zerocopy method. Errors as ReadMethodResult, prefixed with
+/// "<path>.methods.".
+Result<PathResult> ReadPathResult(const nlohmann::json& j, const std::string& path);
 
 }  // namespace zcal::calibrator
