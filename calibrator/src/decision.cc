@@ -6,6 +6,7 @@
 #include <random>
 
 #include "least_cost.h"
+#include "measured_bracket.h"
 #include "model_decision.h"
 #include "zcal/common/text.h"
 
@@ -51,6 +52,21 @@ std::string_view ReasonName(Reason reason) {
   return "unknown";
 }
 
+std::optional<Verdict> ParseVerdict(std::string_view name) {
+  for (Verdict v : {Verdict::kThreshold, Verdict::kAlways, Verdict::kNever, Verdict::kInconclusive}) {
+    if (VerdictName(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<Reason> ParseReason(std::string_view name) {
+  for (Reason r : {Reason::kNone, Reason::kSlower, Reason::kKernelCopied, Reason::kUnsupported,
+                   Reason::kFailed, Reason::kNoisy, Reason::kNoBaseline}) {
+    if (ReasonName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
 std::string_view RuleName(Rule rule) {
   switch (rule) {
     case Rule::kNone: return "";
@@ -60,7 +76,10 @@ std::string_view RuleName(Rule rule) {
   return "unknown";
 }
 
-std::string ValidateDecisionOptions(const DecisionOptions& d) {
+namespace {
+
+// The first thing wrong with the options, or "".
+std::string FirstProblem(const DecisionOptions& d) {
   if (!(d.tolerance >= 0 && d.tolerance < 1)) {
     return "tolerance: must be in [0, 1) as a fraction";
   }
@@ -84,6 +103,15 @@ std::string ValidateDecisionOptions(const DecisionOptions& d) {
   }
   if (!d.traffic.empty() && !(total > 0)) {
     return "traffic: the weights must not all be zero";
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> ValidateDecisionOptions(const DecisionOptions& options) {
+  if (std::string why = FirstProblem(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, why);
   }
   return {};
 }
@@ -119,8 +147,8 @@ bool HasOk(const SamplesBySize& by_size) {
   return false;
 }
 
-// One criterion: `value` compared with `bar`; `higher_wins` says which side
-// passes. Decisive when the distance to the bar exceeds the noise.
+// The outcome of judging one ratio against its bar (Judge): whether it
+// passes, and whether its distance to the bar exceeds the noise.
 struct Criterion {
   bool passes;
   bool decisive;
@@ -131,6 +159,7 @@ struct Criterion {
 // per-size false loss rate of 16 % would break most tails.
 constexpr double kDecisiveSigmas = 2.0;
 
+// `higher_wins`: values at or above the bar pass, else at or below it.
 Criterion Judge(double value, double bar, bool higher_wins, double noise,
                 bool noise_known) {
   const bool passes = higher_wins ? value >= bar : value <= bar;
@@ -270,7 +299,10 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
   const auto& sizes = r.sizes;
   const detail::WeightedSizes cells =
       detail::CellSizes(SizesOf(sizes), options.traffic);
-  const detail::Choice choice = detail::LeastCost(cells, CostsOf(sizes), false);
+  // The unbounded least cost on these sizes lies within the bracket too,
+  // except where weights of zero leave it a tie.
+  const detail::Choice choice = detail::LeastCost(
+      cells, CostsOf(sizes), false, detail::BoundsOf(r.measured_bracket.value_or(MeasuredBracket{})));
   const std::size_t split = choice.split;
   const SizeComparison& largest = sizes.back();
   r.rule = Rule::kPerSize;
@@ -334,13 +366,13 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
 }
 
 // The price of a single threshold, size by size.
-void ListExceptions(MethodResult& r) {
+void ListOverruled(MethodResult& r, const DecisionOptions& options) {
   if (r.verdict == Verdict::kInconclusive) return;
-  const std::uint64_t t = r.threshold_bytes.value_or(UINT64_MAX);
-  for (const SizeComparison& c : r.sizes) {
-    if (c.size_bytes < t && c.zerocopy_wins) r.wins_below.push_back(c.size_bytes);
-    if (c.size_bytes >= t && !c.zerocopy_wins) r.losses_above.push_back(c.size_bytes);
+  r.overruled = detail::Overruled(r.sizes, r.threshold_bytes, options);
+  for (const OverruledSize& o : r.overruled) {
+    (o.zerocopy_wins ? r.wins_below : r.losses_above).push_back(o.size_bytes);
   }
+  r.overruled_cost = ExcessCost(r.sizes, r.threshold_bytes, options);
 }
 
 }  // namespace
@@ -409,14 +441,15 @@ MethodResult Decide(std::span<const Sample> path_samples, Method method,
   if (const auto tail = WinningTailStart(r.sizes)) {
     r.tail_threshold_bytes = r.sizes[*tail].size_bytes;
   }
+  r.measured_bracket = detail::BracketOf(r.sizes, options);
   if (!options.use_model) {
     r.rule_detail = "the cost model is off (use_model = false)";
   } else if (detail::DecideByModel(path_samples, r, options)) {
-    ListExceptions(r);
+    ListOverruled(r, options);
     return r;
   }
   DecidePerSize(r, options);
-  ListExceptions(r);
+  ListOverruled(r, options);
   return r;
 }
 

@@ -120,8 +120,23 @@ double RelativeCost(double cpu_ratio, double throughput_ratio, bool throughput_a
   return cpu_ratio;
 }
 
-Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate) {
+Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate,
+                 const Bounds& bounds) {
   const std::size_t n = sizes.size.size();
+  // Splits whose threshold can lie within the bounds: zerocopy at some
+  // point above `above` and none at or below it, and the baseline at no
+  // point at or above `at_most`. A point within rounding of a bound counts
+  // as on it.
+  const double slack = 1e-9;
+  std::size_t min_split = 0;
+  while (min_split < n && !(sizes.size[min_split] > bounds.above * (1 + slack))) ++min_split;
+  std::size_t max_split = n;
+  if (std::isfinite(bounds.at_most)) {
+    max_split = 0;
+    while (max_split < n && sizes.size[max_split] < bounds.at_most * (1 - slack)) ++max_split;
+    max_split = std::min(max_split, n - 1);
+  }
+  max_split = std::max(max_split, min_split);
   // regret(split) = sum over i < split of baseline excess + over i >= split
   // of zerocopy excess; computed for every split in one pass.
   double zerocopy_excess = 0;
@@ -129,21 +144,25 @@ Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool 
   Choice best;
   best.regret_always = zerocopy_excess;
   double regret = zerocopy_excess;
-  best.regret = regret;
-  best.split = 0;
-  bool best_at_crossing = n > 0 && cost[0] <= 1;
-  for (std::size_t split = 1; split <= n; ++split) {
-    const std::size_t i = split - 1;
-    regret += sizes.weight[i] * (ExcessOfBaseline(cost[i]) - ExcessOfZerocopy(cost[i]));
+  bool have_best = false;
+  bool best_at_crossing = false;
+  for (std::size_t split = 0; split <= max_split; ++split) {
+    if (split > 0) {
+      const std::size_t i = split - 1;
+      regret += sizes.weight[i] * (ExcessOfBaseline(cost[i]) - ExcessOfZerocopy(cost[i]));
+    }
+    if (split < min_split) continue;
     // Among equal regrets (sizes without weight), a split where the cost
     // actually crosses 1 is the honest threshold.
-    const bool crossing = cost[i] > 1 && (split == n || cost[split] <= 1);
-    const double slack = 1e-12;
-    if (regret < best.regret - slack ||
-        (regret <= best.regret + slack && crossing && !best_at_crossing)) {
+    const bool crossing = split == 0 ? n > 0 && cost[0] <= 1
+                                     : cost[split - 1] > 1 && (split == n || cost[split] <= 1);
+    const double tie = 1e-12;
+    if (!have_best || regret < best.regret - tie ||
+        (regret <= best.regret + tie && crossing && !best_at_crossing)) {
       best.regret = regret;
       best.split = split;
       best_at_crossing = crossing;
+      have_best = true;
     }
   }
   // Summed afresh: the running sum drifts by rounding, and a regret of
@@ -170,6 +189,12 @@ Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool 
       const double b = std::log(std::max(cost[hi], 1e-300));
       const double t = a / (a - b);
       best.threshold = sizes.size[lo] * std::pow(sizes.size[hi] / sizes.size[lo], t);
+    }
+    // Any threshold between the two points costs the same on these
+    // points; within the bounds is the one the measurement allows.
+    best.threshold = std::min(best.threshold, bounds.at_most);
+    if (best.threshold <= bounds.above) {
+      best.threshold = std::min(std::nextafter(bounds.above, kInf), sizes.size[hi]);
     }
   }
   return best;

@@ -62,7 +62,19 @@ struct Choice {
   double regret_never = 0;   ///< ... of never using zerocopy
   double regret_always = 0;  ///< ... of using it at every size
 };
-Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate);
+
+/// What the probed sizes allow the threshold to be (MeasuredBracket, in
+/// bytes): above `above` (0: no limit) and at most `at_most` (kInf: no
+/// limit, so never is allowed).
+struct Bounds {
+  double above = 0;
+  double at_most = kInf;
+};
+
+/// The least-cost choice among the thresholds `bounds` allows; its
+/// threshold lies within them.
+Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate,
+                 const Bounds& bounds = {});
 
 /// Expected excess cost of using zerocopy at the sizes >= threshold.
 double Regret(const WeightedSizes& sizes, std::span<const double> cost, double threshold);

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "cost_fit.h"
+#include "exception_costs.h"
 #include "least_cost.h"
+#include "measured_bracket.h"
 #include "zcal/common/text.h"
 
 namespace zcal::calibrator::detail {
@@ -117,130 +119,6 @@ std::vector<double> Costs(const Evaluated& e, const std::vector<bool>& acceptabl
   return cost;
 }
 
-// Where and what the exceptions' own comparisons cost on the grid.
-//
-// An exception was measured at its own sizes only. Between it and the
-// fitted sizes on either side nothing was measured, so where it ends is
-// unknown: anywhere from its outermost size to halfway (in log size) to
-// the next compared size. The point estimate reaches 1/8 octave past its
-// sizes (or halfway, if nearer): a deviation at one size is presumed
-// narrow (on the discard path copy of exactly 8 KiB costs a quarter more
-// than at 7.5 or 8.5 KiB), and the curves decide beyond. Letting it reach
-// halfway to coarse-grid neighbours (half an octave) pinned thresholds to
-// the edge of that reach, a place nothing had measured, with an interval
-// of zero width.
-//
-// Each bootstrap replicate draws both what is unknown: each edge, uniform
-// in log size over its possible range, and the cost (CPU and throughput
-// ratios around the medians, log-normal with the standard errors of the
-// ratios from the size's repeats, keeping the size's non-inferiority
-// verdict). A threshold that an exception pins then has an interval that
-// spans what was not measured, and the planner probes there.
-class ExceptionCosts {
- public:
-  ExceptionCosts(const WeightedSizes& grid, const std::vector<ModelException>& exceptions,
-                 std::span<const SizeComparison> sizes, const DecisionOptions& options)
-      : grid_(grid), sizes_(sizes), options_(options) {
-    point_cost_.reserve(sizes.size());
-    for (const SizeComparison& c : sizes) point_cost_.push_back(c.relative_cost);
-    const auto mid = [&](std::size_t i, std::size_t j) {
-      return std::sqrt(static_cast<double>(sizes[i].size_bytes) *
-                       static_cast<double>(sizes[j].size_bytes));
-    };
-    for (const ModelException& e : exceptions) {
-      Span span;
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        const std::uint64_t s = sizes[i].size_bytes;
-        if (s < e.min_size_bytes || s > e.max_size_bytes) continue;
-        if (span.members.empty()) span.first = i;
-        span.members.push_back(i);
-        span.last = i;
-      }
-      if (span.members.empty()) continue;
-      span.inner_low = static_cast<double>(sizes[span.first].size_bytes);
-      span.inner_high = static_cast<double>(sizes[span.last].size_bytes);
-      span.outer_low = span.first > 0 ? mid(span.first - 1, span.first) : span.inner_low;
-      span.outer_high = span.last + 1 < sizes.size() ? mid(span.last, span.last + 1)
-                                                     : span.inner_high;
-      spans_.push_back(std::move(span));
-    }
-    for (const Span& sp : spans_) {
-      for (std::size_t i : sp.members) used_.push_back(i);
-    }
-    std::vector<double> low, high;
-    const double reach = std::exp2(kPointReachOctaves);
-    for (const Span& sp : spans_) {
-      low.push_back(std::max(sp.outer_low, sp.inner_low / reach));
-      high.push_back(std::min(sp.outer_high, sp.inner_high * reach));
-    }
-    point_cells_ = Cells(low, high);
-  }
-
-  bool Any() const { return !spans_.empty(); }
-  const std::vector<std::ptrdiff_t>& PointCells() const { return point_cells_; }
-  std::span<const double> PointCosts() const { return point_cost_; }
-
-  struct Drawn {
-    std::vector<std::ptrdiff_t> cells;
-    std::vector<double> cost;
-  };
-  Drawn Draw(std::mt19937_64& rng) const {
-    Drawn d{point_cells_, point_cost_};
-    if (spans_.empty()) return d;
-    std::uniform_real_distribution<double> uniform;
-    std::vector<double> low, high;
-    for (const Span& sp : spans_) {
-      low.push_back(sp.inner_low * std::pow(sp.outer_low / sp.inner_low, uniform(rng)));
-      high.push_back(sp.inner_high * std::pow(sp.outer_high / sp.inner_high, uniform(rng)));
-    }
-    d.cells = Cells(low, high);
-    for (std::size_t i : used_) d.cost[i] = DrawRelativeCost(sizes_[i], rng, options_);
-    return d;
-  }
-
- private:
-  static constexpr double kPointReachOctaves = 0.125;
-
-  struct Span {
-    std::vector<std::size_t> members;  // indices into sizes
-    std::size_t first = 0, last = 0;
-    double inner_low = 0, inner_high = 0;  // its outermost sizes
-    double outer_low = 0, outer_high = 0;  // halfway to the compared sizes around it
-  };
-
-  // Per grid point: the index into sizes of the exception size nearest to
-  // it when it lies within [low, high] of an exception, else -1.
-  std::vector<std::ptrdiff_t> Cells(const std::vector<double>& low,
-                                    const std::vector<double>& high) const {
-    std::vector<std::ptrdiff_t> cell(grid_.size.size(), -1);
-    const double slack = 1 + 1e-9;
-    for (std::size_t e = 0; e < spans_.size(); ++e) {
-      const Span& sp = spans_[e];
-      for (std::size_t k = 0; k < grid_.size.size(); ++k) {
-        const double g = grid_.size[k];
-        if (g * slack < low[e] || g > high[e] * slack) continue;
-        std::size_t nearest = sp.members.front();
-        for (std::size_t i : sp.members) {
-          if (std::fabs(std::log(g / static_cast<double>(sizes_[i].size_bytes))) <
-              std::fabs(std::log(g / static_cast<double>(sizes_[nearest].size_bytes)))) {
-            nearest = i;
-          }
-        }
-        cell[k] = static_cast<std::ptrdiff_t>(nearest);
-      }
-    }
-    return cell;
-  }
-
-  const WeightedSizes& grid_;
-  std::span<const SizeComparison> sizes_;
-  const DecisionOptions& options_;
-  std::vector<Span> spans_;
-  std::vector<std::size_t> used_;
-  std::vector<std::ptrdiff_t> point_cells_;
-  std::vector<double> point_cost_;
-};
-
 double Quantile(std::vector<double>& values, double q) {
   const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(values.size() - 1));
   std::nth_element(values.begin(), values.begin() + k, values.end());
@@ -334,20 +212,62 @@ Structure FitWithExceptions(Observations& zc, Observations& base, Curve& cz, Cur
   }
 }
 
+std::string ThresholdText(std::optional<std::uint64_t> t) {
+  return t ? "from " + std::to_string(*t) + " bytes on" : std::string("never");
+}
+
+// Where the fitted curves alone would put the threshold, and which probed
+// sizes they contradict. `point_cost` and `acceptable` are the point
+// estimate's costs and throughput verdicts on `grid`.
+void CompareWithCurves(MethodResult& r, const WeightedSizes& grid,
+                       std::span<const double> point_cost, const Curve& cz, const Curve& cb,
+                       const std::vector<bool>& acceptable, const DecisionOptions& options) {
+  const CostModel& model = *r.model;
+  const Choice free = LeastCost(grid, point_cost, true);
+  const std::optional<std::uint64_t> free_t =
+      std::isfinite(free.threshold)
+          ? std::optional(RoundThreshold(free.threshold, model.min_size_bytes, model.max_size_bytes))
+          : std::nullopt;
+  if (free_t != r.threshold_bytes) {
+    r.curve_choice = CurveChoice{free_t, free.regret};
+    const MeasuredBracket& bracket = *r.measured_bracket;
+    const bool capped = r.threshold_bytes && bracket.at_most_bytes &&
+                        *r.threshold_bytes == *bracket.at_most_bytes;
+    const std::string why =
+        capped ? "zerocopy wins clearly at " + std::to_string(*bracket.at_most_bytes) +
+                     " bytes and at every larger probed size"
+               : "zerocopy loses clearly at " + std::to_string(bracket.above_bytes.value_or(0)) +
+                     " bytes and at every smaller probed size";
+    r.detail = "on the fitted curves alone zerocopy costs least " + ThresholdText(free_t) +
+               ", but " + why + ": within what the probed sizes allow it costs least " +
+               ThresholdText(r.threshold_bytes);
+  }
+  std::vector<double> fitted(r.sizes.size());
+  std::vector<bool> skip(r.sizes.size(), false);
+  for (std::size_t i = 0; i < r.sizes.size(); ++i) {
+    const double s = static_cast<double>(r.sizes[i].size_bytes);
+    std::size_t nearest = 0;
+    for (std::size_t k = 1; k < grid.size.size(); ++k) {
+      if (std::fabs(std::log(grid.size[k] / s)) < std::fabs(std::log(grid.size[nearest] / s))) {
+        nearest = k;
+      }
+    }
+    fitted[i] = RelativeCost(cz.Cpu(s) / cb.Cpu(s), cz.Throughput(s) / cb.Throughput(s),
+                             acceptable[nearest], options);
+    for (const ModelException& e : model.exceptions) {
+      skip[i] = skip[i] || (r.sizes[i].size_bytes >= e.min_size_bytes &&
+                            r.sizes[i].size_bytes <= e.max_size_bytes);
+    }
+  }
+  r.curve_disagreements = Disagreements(r.sizes, fitted, skip, *r.measured_bracket, options);
+}
+
 }  // namespace
 
 std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) {
   return common::Fnv1a(std::string_view(reinterpret_cast<const char*>(values.data()),
                                         values.size() * sizeof(double)),
                        hash);
-}
-
-std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi) {
-  if (!(bytes > static_cast<double>(lo))) return lo;
-  if (bytes >= static_cast<double>(hi)) return hi;
-  const double step = std::max(1.0, std::exp2(std::floor(std::log2(bytes))) / 32);
-  const double rounded = std::round(bytes / step) * step;
-  return std::clamp(static_cast<std::uint64_t>(rounded), lo, hi);
 }
 
 bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
@@ -432,7 +352,8 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   const auto fixed_costs = [&](const Evaluated& e) {
     return Costs(e, acceptable, exceptions.PointCells(), exceptions.PointCosts(), options);
   };
-  const Choice choice = LeastCost(grid, fixed_costs(point), true);
+  const Bounds bounds = BoundsOf(r.measured_bracket.value_or(MeasuredBracket{}));
+  const Choice choice = LeastCost(grid, fixed_costs(point), true, bounds);
   std::vector<double> thresholds;
   std::vector<double> excess;
   thresholds.reserve(replicates);
@@ -444,10 +365,9 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   // The confidence asks another question: do the curves leave the verdict
   // in doubt? An exception has passed its own test (5 % and 4 standard
   // errors off the curve, confirmed by repeats); how deep and how wide it
-  // is may move the threshold, which is what the interval reports.
-  // Counting that here too withheld the verdict (inconclusive) in 8 % of
-  // the stability test's runs with a dip, whose best thresholds on either
-  // side of the dip differ by 0.6 pp.
+  // is may move the threshold, which is what the interval reports, not a
+  // reason to withhold the verdict (docs/calibrator.md, "When the model is
+  // rejected").
   for (const Evaluated& e : boot) {
     const std::vector<double> fixed = fixed_costs(e);
     std::vector<double> cost = fixed;
@@ -455,12 +375,12 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
       const ExceptionCosts::Drawn d = exceptions.Draw(rng);
       cost = Costs(e, acceptable, d.cells, d.cost, options);
     }
-    const Choice own = LeastCost(grid, cost, true);
+    const Choice own = LeastCost(grid, cost, true, bounds);
     thresholds.push_back(own.threshold);
     excess.push_back(std::max(0.0, Regret(grid, cost, choice.threshold) - own.regret));
     const double fixed_excess =
         exceptions.Any()
-            ? Regret(grid, fixed, choice.threshold) - LeastCost(grid, fixed, true).regret
+            ? Regret(grid, fixed, choice.threshold) - LeastCost(grid, fixed, true, bounds).regret
             : excess.back();
     agree += fixed_excess <= kRegretSlack ? 1 : 0;
   }
@@ -476,8 +396,8 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
       std::ceil((1 - tail) * static_cast<double>(replicates))) - 1];
   ThresholdInterval interval;
   interval.level = kIntervalLevel;
-  interval.low_bytes = RoundThreshold(low, lo_bytes, hi_bytes);
-  if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes);
+  interval.low_bytes = RoundThreshold(low, lo_bytes, hi_bytes, bounds);
+  if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes, bounds);
 
   r.rule = Rule::kModel;
   for (const ModelException& e : model.exceptions) {
@@ -498,7 +418,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     r.detail = "on the fitted curves zerocopy costs more than " + baseline +
                " wherever it would matter: never using it costs least";
   } else {
-    const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes);
+    const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes, bounds);
     r.threshold_bytes = t;
     if (t <= lo_bytes) {
       r.verdict = Verdict::kAlways;
@@ -510,6 +430,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
                  " bytes on";
     }
   }
+  CompareWithCurves(r, grid, fixed_costs(point), cz, cb, acceptable, options);
   if (*r.confidence < kMinConfidence) {
     r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
                std::to_string(agree) + " of " + std::to_string(replicates) +

@@ -34,13 +34,11 @@ std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash);
 /// the verdict is inconclusive.
 inline constexpr double kMinConfidence = 0.8;
 
-/// Rounds a threshold to 1/32 of its power of two (under 3 %, far below the
-/// resolution the planner aims at) and into [lo, hi].
-std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi);
-
 /// Fits the model for r.method against r.baseline from `samples` and, when
 /// it fits, sets r's verdict, threshold, reason, detail, confidence, rule,
-/// model, interval and regrets, and returns true. Otherwise sets r.model
+/// model, interval, regrets, curve_choice and curve_disagreements, and
+/// returns true. The threshold and interval stay within
+/// r.measured_bracket (set by the caller from r.sizes). Otherwise sets r.model
 /// (if a fit was made) and r.rule_detail, and returns false: the per-size
 /// rule decides.
 bool DecideByModel(std::span<const Sample> samples, MethodResult& r,

@@ -30,29 +30,32 @@ std::uint32_t OkCount(const std::vector<Sample>& samples, Method method,
 
 }  // namespace
 
-std::string ValidatePlannerOptions(const PlannerOptions& o) {
-  if (o.methods.empty()) return "methods: at least one method is required";
-  if (o.min_size < 1) return "min_size: must be at least 1 byte";
+Result<void> ValidatePlannerOptions(const PlannerOptions& o) {
+  const auto bad = [](std::string why) {
+    return Fail(Errc::kInvalidArgument, std::move(why));
+  };
+  if (o.methods.empty()) return bad("methods: at least one method is required");
+  if (o.min_size < 1) return bad("min_size: must be at least 1 byte");
   if (o.max_size < o.min_size) {
-    return "max_size (" + std::to_string(o.max_size) +
-           ") must be at least min_size (" + std::to_string(o.min_size) + ")";
+    return bad("max_size (" + std::to_string(o.max_size) +
+               ") must be at least min_size (" + std::to_string(o.min_size) + ")");
   }
-  if (!(o.growth > 1.0) || o.growth > 16) return "growth: must be in (1, 16]";
+  if (!(o.growth > 1.0) || o.growth > 16) return bad("growth: must be in (1, 16]");
   if (!(o.resolution > 0) || o.resolution >= 1) {
-    return "resolution: must be in (0, 1)";
+    return bad("resolution: must be in (0, 1)");
   }
   if (!(o.regret_resolution >= 0) || o.regret_resolution >= 1) {
-    return "regret_resolution: must be in [0, 1)";
+    return bad("regret_resolution: must be in [0, 1)");
   }
-  if (o.repeats < 1) return "repeats: must be at least 1";
-  if (o.max_repeats < o.repeats) return "max_repeats: must be >= repeats";
-  if (o.max_probes < 1) return "max_probes: must be at least 1";
-  if (o.size_alignment < 1) return "size_alignment: must be at least 1";
+  if (o.repeats < 1) return bad("repeats: must be at least 1");
+  if (o.max_repeats < o.repeats) return bad("max_repeats: must be >= repeats");
+  if (o.max_probes < 1) return bad("max_probes: must be at least 1");
+  if (o.size_alignment < 1) return bad("size_alignment: must be at least 1");
   return ValidateDecisionOptions(o.decision);
 }
 
 std::vector<std::uint64_t> CoarseGrid(const PlannerOptions& options) {
-  assert(ValidatePlannerOptions(options).empty());
+  assert(ValidatePlannerOptions(options));
   std::vector<std::uint64_t> grid;
   double size = static_cast<double>(options.min_size);
   while (static_cast<std::uint64_t>(size) < options.max_size) {

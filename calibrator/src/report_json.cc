@@ -160,6 +160,52 @@ std::string ReadModel(const json& j, const std::string& where, CostModel& model)
   return {};
 }
 
+// "measured": "wins" or "loses".
+void Measured(Reader& in, bool& zerocopy_wins) {
+  if (!in.Has("measured")) return;
+  const json& v = in.At("measured");
+  if (v == "wins" || v == "loses") {
+    zerocopy_wins = v == "wins";
+  } else {
+    in.Bad("measured", "\"wins\" or \"loses\"");
+  }
+}
+
+void ReadItem(Reader& in, CurveDisagreement& d) {
+  in.Whole("size", d.size_bytes);
+  Measured(in, d.zerocopy_wins);
+  in.Number("relative_cost", d.relative_cost);
+  in.Number("fitted_relative_cost", d.fitted_relative_cost);
+  in.Flag("bounds_threshold", d.bounds_threshold);
+}
+
+void ReadItem(Reader& in, OverruledSize& o) {
+  in.Whole("size", o.size_bytes);
+  Measured(in, o.zerocopy_wins);
+  in.Flag("clear", o.clear);
+  in.Number("relative_cost", o.relative_cost);
+  in.Number("excess_cost", o.excess_cost);
+}
+
+// A list of objects under `key`, each read by ReadItem; absent or null
+// leaves `out` empty.
+template <typename T>
+std::string ReadSizeList(const json& j, const std::string& where, const char* key,
+                         std::vector<T>& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_array()) return where + ": '" + key + "' must be a list of objects";
+  for (const json& item : *it) {
+    if (!item.is_object()) return where + ": '" + key + "' must be a list of objects";
+    Reader in(item, where + "." + key);
+    T value;
+    ReadItem(in, value);
+    if (!in.error().empty()) return in.error();
+    out.push_back(value);
+  }
+  return {};
+}
+
 }  // namespace
 
 json ToJson(const SizeStats& stats) {
@@ -193,6 +239,11 @@ json ToJson(const MethodFit& fit) {
       {"min_size_bytes", fit.min_size_bytes},
       {"max_size_bytes", fit.max_size_bytes},
   };
+}
+
+json ToJson(const MeasuredBracket& bracket) {
+  return json{{"above_bytes", OrNull(bracket.above_bytes)},
+              {"at_most_bytes", OrNull(bracket.at_most_bytes)}};
 }
 
 json ToJson(const CostModel& model) {
@@ -229,9 +280,26 @@ json ToJson(const MethodResult& result) {
         {"throughput_ratio", c.throughput_ratio},
         {"cpu_ratio", c.cpu_ratio},
         {"relative_cost", c.relative_cost},
+        {"throughput_acceptable", c.throughput_acceptable},
         {"zerocopy", ToJson(c.zerocopy)},
         {"baseline", ToJson(c.baseline)},
     });
+  }
+  json disagreements = json::array();
+  for (const CurveDisagreement& d : result.curve_disagreements) {
+    disagreements.push_back(json{{"size", d.size_bytes},
+                                 {"measured", d.zerocopy_wins ? "wins" : "loses"},
+                                 {"relative_cost", d.relative_cost},
+                                 {"fitted_relative_cost", d.fitted_relative_cost},
+                                 {"bounds_threshold", d.bounds_threshold}});
+  }
+  json overruled = json::array();
+  for (const OverruledSize& o : result.overruled) {
+    overruled.push_back(json{{"size", o.size_bytes},
+                             {"measured", o.zerocopy_wins ? "wins" : "loses"},
+                             {"clear", o.clear},
+                             {"relative_cost", o.relative_cost},
+                             {"excess_cost", o.excess_cost}});
   }
   const std::string_view reason = ReasonName(result.reason);
   const std::string_view rule = RuleName(result.rule);
@@ -259,6 +327,15 @@ json ToJson(const MethodResult& result) {
       {"tail_threshold_bytes", OrNull(result.tail_threshold_bytes)},
       {"wins_below", SizeList(result.wins_below)},
       {"losses_above", SizeList(result.losses_above)},
+      {"measured_bracket", result.measured_bracket ? ToJson(*result.measured_bracket)
+                                                   : json(nullptr)},
+      {"curve_choice", result.curve_choice
+                           ? json{{"threshold_bytes", OrNull(result.curve_choice->threshold_bytes)},
+                                  {"regret", result.curve_choice->regret}}
+                           : json(nullptr)},
+      {"curve_disagreements", std::move(disagreements)},
+      {"overruled", std::move(overruled)},
+      {"overruled_cost", OrNull(result.overruled_cost)},
       {"model", result.model ? ToJson(*result.model) : json(nullptr)},
       {"sizes", std::move(sizes)},
   };
@@ -266,19 +343,16 @@ json ToJson(const MethodResult& result) {
 
 json ToJson(const Analysis& analysis) {
   json paths = json::object();
-  for (const auto& [name, path] : analysis.paths) {
-    json methods = json::object();
-    for (const auto& [method, result] : path.methods) {
-      methods[std::string(MethodName(method))] = ToJson(result);
-    }
-    paths[name] = json{{"methods", std::move(methods)}};
-  }
+  for (const auto& [name, path] : analysis.paths) paths[name] = ToJson(path);
   return json{{"paths", std::move(paths)}};
 }
 
+namespace {
+
+// The fields of the cost model and the threshold rule; absent ones keep
+// their defaults (documents written before they existed).
 Result<void> ReadModelFields(const json& j, MethodResult& result) {
   const std::string where(MethodName(result.method));
-  if (!j.is_object()) return Fail(Errc::kParse, where + ": expected an object");
   Reader in(j, where);
   if (in.Has("rule")) {
     const json& rule = in.At("rule");
@@ -308,6 +382,30 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
     if (!interval.error().empty()) return Fail(Errc::kParse, interval.error());
     result.interval = value;
   }
+  if (in.Object("measured_bracket")) {
+    Reader bracket(j.at("measured_bracket"), where + ".measured_bracket");
+    MeasuredBracket value;
+    bracket.Whole("above_bytes", value.above_bytes);
+    bracket.Whole("at_most_bytes", value.at_most_bytes);
+    if (!bracket.error().empty()) return Fail(Errc::kParse, bracket.error());
+    result.measured_bracket = value;
+  }
+  if (in.Object("curve_choice")) {
+    Reader choice(j.at("curve_choice"), where + ".curve_choice");
+    CurveChoice value;
+    choice.Whole("threshold_bytes", value.threshold_bytes);
+    choice.Number("regret", value.regret);
+    if (!choice.error().empty()) return Fail(Errc::kParse, choice.error());
+    result.curve_choice = value;
+  }
+  if (std::string why = ReadSizeList(j, where, "curve_disagreements", result.curve_disagreements);
+      !why.empty()) {
+    return Fail(Errc::kParse, why);
+  }
+  if (std::string why = ReadSizeList(j, where, "overruled", result.overruled); !why.empty()) {
+    return Fail(Errc::kParse, why);
+  }
+  in.Number("overruled_cost", result.overruled_cost);
   if (!in.error().empty()) return Fail(Errc::kParse, in.error());
   if (in.Object("model")) {
     CostModel model;
@@ -318,6 +416,133 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
   }
   if (!in.error().empty()) return Fail(Errc::kParse, in.error());
   return {};
+}
+
+// Lenient where documents of older releases were: a missing number is 0.
+double NumberOr(const json& object, const char* key, double fallback) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+SizeStats SizeStatsFromJson(const json& j, std::uint64_t size_bytes) {
+  SizeStats stats;
+  stats.size_bytes = size_bytes;
+  stats.samples = static_cast<std::uint32_t>(NumberOr(j, "samples", 0));
+  stats.throughput_bytes_per_second.median = NumberOr(j, "throughput_bytes_per_second", 0);
+  stats.throughput_bytes_per_second.spread = NumberOr(j, "throughput_spread", 0);
+  stats.cpu_ns_per_byte.median = NumberOr(j, "cpu_ns_per_byte", 0);
+  stats.cpu_ns_per_byte.spread = NumberOr(j, "cpu_ns_per_byte_spread", 0);
+  if (const auto it = j.find("copied_fraction"); it != j.end() && it->is_number()) {
+    stats.copied_fraction = it->get<double>();
+  }
+  stats.enobufs = static_cast<std::uint64_t>(NumberOr(j, "enobufs", 0));
+  return stats;
+}
+
+// The verdict fields and the per-size comparisons.
+Result<void> ReadVerdictFields(const json& j, MethodResult& result) {
+  const std::string where(MethodName(result.method));
+  const auto verdict = j.find("verdict");
+  const auto parsed_verdict = verdict != j.end() && verdict->is_string()
+                                  ? ParseVerdict(verdict->get<std::string>())
+                                  : std::nullopt;
+  if (!parsed_verdict) return Fail(Errc::kParse, where + ": 'verdict' is missing or unknown");
+  result.verdict = *parsed_verdict;
+  const auto threshold = j.find("threshold_bytes");
+  if (threshold != j.end() && !threshold->is_null()) {
+    if (!threshold->is_number_unsigned()) {
+      return Fail(Errc::kParse, where + ": 'threshold_bytes' is not a size");
+    }
+    result.threshold_bytes = threshold->get<std::uint64_t>();
+  }
+  if (result.verdict == Verdict::kThreshold && !result.threshold_bytes) {
+    return Fail(Errc::kParse, where + ": verdict 'threshold' without 'threshold_bytes'");
+  }
+  if (const auto reason = j.find("reason"); reason != j.end() && !reason->is_null()) {
+    const auto parsed = reason->is_string() ? ParseReason(reason->get<std::string>())
+                                            : std::nullopt;
+    if (!parsed) return Fail(Errc::kParse, where + ": 'reason' is unknown");
+    result.reason = *parsed;
+  }
+  if (const auto detail = j.find("detail"); detail != j.end() && detail->is_string()) {
+    result.detail = detail->get<std::string>();
+  }
+  result.baseline = NativeBaseline(result.method);
+  if (const auto baseline = j.find("baseline"); baseline != j.end() && baseline->is_string()) {
+    if (const auto parsed = ParseMethod(baseline->get<std::string>())) result.baseline = *parsed;
+  }
+  if (const auto substituted = j.find("baseline_substituted");
+      substituted != j.end() && substituted->is_boolean()) {
+    result.baseline_substituted = substituted->get<bool>();
+  }
+  if (const auto confidence = j.find("confidence"); confidence != j.end() && !confidence->is_null()) {
+    const double value = confidence->is_number() ? confidence->get<double>() : -1;
+    if (!(value >= 0 && value <= 1)) {
+      return Fail(Errc::kParse, where + ": 'confidence' is not in [0, 1]");
+    }
+    result.confidence = value;
+  }
+  if (const auto sizes = j.find("sizes"); sizes != j.end() && sizes->is_array()) {
+    for (const json& s : *sizes) {
+      if (!s.is_object() || !s.contains("size") || !s["size"].is_number_unsigned()) {
+        return Fail(Errc::kParse, where + ": a 'sizes' entry lacks 'size'");
+      }
+      SizeComparison c;
+      c.size_bytes = s["size"].get<std::uint64_t>();
+      c.zerocopy_wins = s.value("zerocopy_wins", false);
+      c.decisive = s.value("decisive", true);
+      c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
+      c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
+      c.relative_cost = NumberOr(s, "relative_cost", 0);
+      c.throughput_acceptable = s.value("throughput_acceptable", true);
+      c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()), c.size_bytes);
+      c.baseline = SizeStatsFromJson(s.value("baseline", json::object()), c.size_bytes);
+      result.sizes.push_back(c);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<MethodResult> ReadMethodResult(const json& j, Method method) {
+  MethodResult result;
+  result.method = method;
+  if (!j.is_object()) {
+    return Fail(Errc::kParse, std::string(MethodName(method)) + ": expected an object");
+  }
+  if (auto verdict = ReadVerdictFields(j, result); !verdict) {
+    return tl::unexpected(verdict.error());
+  }
+  if (auto model = ReadModelFields(j, result); !model) return tl::unexpected(model.error());
+  return result;
+}
+
+json ToJson(const PathResult& path) {
+  json methods = json::object();
+  for (const auto& [method, result] : path.methods) {
+    methods[std::string(MethodName(method))] = ToJson(result);
+  }
+  return json{{"methods", std::move(methods)}};
+}
+
+Result<PathResult> ReadPathResult(const json& j, const std::string& path) {
+  const auto methods = j.is_object() ? j.find("methods") : j.end();
+  if (!j.is_object() || methods == j.end() || !methods->is_object()) {
+    return Fail(Errc::kParse, path + ": 'methods' is missing or not an object");
+  }
+  PathResult out;
+  out.path = path;
+  for (const auto& [name, entry] : methods->items()) {
+    const auto method = ParseMethod(name);
+    if (!method || !IsZerocopy(*method)) {
+      return Fail(Errc::kParse, path + ".methods." + name + ": not a zerocopy method");
+    }
+    auto result = ReadMethodResult(entry, *method);
+    if (!result) return Fail(Errc::kParse, path + ".methods." + result.error().message);
+    out.methods[*method] = std::move(*result);
+  }
+  return out;
 }
 
 }  // namespace zcal::calibrator

@@ -116,8 +116,7 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) 
   planner.max_size = clamp ? clamp->used_bytes : options.max_size;
   planner.decision = options.decision;
   // Bad sizes are ValidateCalibrationOptions's to report, not this sizing's.
-  if (options.target.kind == TargetKind::kDiscard &&
-      calibrator::ValidatePlannerOptions(planner).empty()) {
+  if (options.target.kind == TargetKind::kDiscard && calibrator::ValidatePlannerOptions(planner)) {
     // A discard probe has a fixed length, so the budget says how many
     // probes fit: the refinement may use what the coarse grid leaves, up to
     // the planner's own stop (the threshold at the stated resolution). The
@@ -155,7 +154,8 @@ std::string ValidateCalibrationOptions(const CalibrationOptions& options) {
     return "min_size: at most " + std::to_string(kMaxUdpPayloadBytes) +
            " bytes on the discard path (the largest UDP payload over IPv4)";
   }
-  return calibrator::ValidatePlannerOptions(PlannerOptionsFor(options));
+  const Result<void> planner = calibrator::ValidatePlannerOptions(PlannerOptionsFor(options));
+  return planner ? std::string() : planner.error().message;
 }
 
 Result<CalibrationReport> RunCalibration(

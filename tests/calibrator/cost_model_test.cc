@@ -153,17 +153,17 @@ TEST(CostModel, KeepsTheModelAroundALocalDipThatRepeatsConfirm) {
   // threshold stays low and 16 KiB is listed as its price.
   EXPECT_LT(r.threshold_bytes.value_or(0), 8192u);
   EXPECT_EQ(r.losses_above, (std::vector<std::uint64_t>{16384}));
-  MethodResult back;
-  ASSERT_TRUE(ReadModelFields(ToJson(r), back));
-  EXPECT_EQ(back.model->exceptions, r.model->exceptions);
+  const auto back = ReadMethodResult(ToJson(r), kMzc);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->model->exceptions, r.model->exceptions);
 }
 
 // An exception was measured at its own size only. On a coarse grid (a
-// factor of 2) it used to stand for everything halfway to its neighbours,
-// and a threshold it pinned sat at that edge (about 6 KiB here, where
-// nothing was measured) with an interval of zero width. Now it reaches
-// 1/8 octave, and the bootstrap draws how far it may reach into the
-// unmeasured gaps, so the interval spans them.
+// factor of 2) the gaps to its neighbours are half an octave wide; were it
+// to stand for everything halfway to them, a threshold it pinned would sit
+// at that edge (about 6 KiB here, where nothing was measured) with an
+// interval of zero width. It reaches 1/8 octave, and the bootstrap draws how
+// far it may reach into the unmeasured gaps, so the interval spans them.
 TEST(CostModel, AnExceptionDoesNotPinTheThresholdWhereNothingWasMeasured) {
   SimulatedHost host;
   host.noise = 0.05;
@@ -181,7 +181,8 @@ TEST(CostModel, AnExceptionDoesNotPinTheThresholdWhereNothingWasMeasured) {
               static_cast<unsigned long long>(r.interval->low_bytes),
               static_cast<unsigned long long>(*r.interval->high_bytes),
               100 * r.regret_excess.value_or(-1));
-  // Not at the old cell's edge (sqrt(4096 * 8192) = 5793 and up to 6 KiB).
+  // Not at the edge of the cell halfway to the neighbours (sqrt(4096 *
+  // 8192) = 5793 and up to 6 KiB).
   EXPECT_GT(*r.threshold_bytes, 6900u);
   EXPECT_LT(*r.threshold_bytes, 12000u);
   // The interval reaches into the gap below 8 KiB that nobody probed.
@@ -240,33 +241,25 @@ TEST(CostModelJson, RoundTripsEveryModelField) {
   EXPECT_EQ(j.at("rule"), "model");
   EXPECT_EQ(j.at("interval").at("level"), 0.95);
   EXPECT_TRUE(j.at("model").at("zerocopy").at("cpu_bound_cores").is_null());
-  MethodResult back;
-  back.method = kMzc;
-  ASSERT_TRUE(ReadModelFields(j, back));
-  back.verdict = r.verdict;
-  back.threshold_bytes = r.threshold_bytes;
-  back.reason = r.reason;
-  back.detail = r.detail;
-  back.baseline = r.baseline;
-  back.confidence = r.confidence;
-  back.sizes = r.sizes;
-  EXPECT_EQ(ToJson(back), j);
+  const auto back = ReadMethodResult(j, kMzc);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(ToJson(*back), j);
 }
 
 TEST(CostModelJson, OldDocumentsWithoutModelFieldsStillRead) {
-  const nlohmann::json old = {{"verdict", "threshold"}, {"threshold_bytes", 16384}};
-  MethodResult r;
-  ASSERT_TRUE(ReadModelFields(old, r));
-  EXPECT_EQ(r.rule, Rule::kNone);
-  EXPECT_FALSE(r.model.has_value());
-  EXPECT_FALSE(r.interval.has_value());
+  const nlohmann::json old = {{"verdict", "threshold"}, {"threshold_bytes", 16384u}};
+  const auto r = ReadMethodResult(old, kMzc);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rule, Rule::kNone);
+  EXPECT_FALSE(r->model.has_value());
+  EXPECT_FALSE(r->interval.has_value());
+  EXPECT_FALSE(r->measured_bracket.has_value());
 }
 
 TEST(CostModelJson, WrongTypesNameTheField) {
   const auto error = [](nlohmann::json j) {
-    MethodResult r;
-    r.method = kMzc;
-    const auto read = ReadModelFields(j, r);
+    if (j.is_object()) j["verdict"] = "never";
+    const auto read = ReadMethodResult(j, kMzc);
     return read ? std::string() : read.error().message;
   };
   EXPECT_EQ(error({{"rule", "guess"}}),
@@ -287,22 +280,31 @@ TEST(CostModelJson, WrongTypesNameTheField) {
   EXPECT_EQ(error(nlohmann::json::array()), "msg_zerocopy: expected an object");
 }
 
+// The problem the validation names ("" when valid), always as an invalid
+// argument.
+std::string Problem(const DecisionOptions& o) {
+  const Result<void> valid = ValidateDecisionOptions(o);
+  if (valid) return "";
+  EXPECT_EQ(valid.error().code, Errc::kInvalidArgument);
+  return valid.error().message;
+}
+
 TEST(ValidateDecisionOptions, NamesTheBadField) {
   DecisionOptions o;
-  EXPECT_EQ(ValidateDecisionOptions(o), "");
+  EXPECT_EQ(Problem(o), "");
   o.traffic = {{0, 1}};
-  EXPECT_EQ(ValidateDecisionOptions(o), "traffic: a bin's size must be at least 1 byte");
+  EXPECT_EQ(Problem(o), "traffic: a bin's size must be at least 1 byte");
   o.traffic = {{4096, std::nan("")}};
-  EXPECT_EQ(ValidateDecisionOptions(o),
+  EXPECT_EQ(Problem(o),
             "traffic: the weight of the bin at 4096 bytes must be a finite number >= 0");
   o.traffic = {{4096, 0}, {8192, 0}};
-  EXPECT_EQ(ValidateDecisionOptions(o), "traffic: the weights must not all be zero");
+  EXPECT_EQ(Problem(o), "traffic: the weights must not all be zero");
   o = {};
   o.bootstrap_replicates = 5;
-  EXPECT_EQ(ValidateDecisionOptions(o), "bootstrap_replicates: at least 20 (200 by default)");
+  EXPECT_EQ(Problem(o), "bootstrap_replicates: at least 20 (200 by default)");
   o = {};
   o.margin = 1;
-  EXPECT_EQ(ValidateDecisionOptions(o), "margin: must be in [0, 1) as a fraction");
+  EXPECT_EQ(Problem(o), "margin: must be in [0, 1) as a fraction");
 }
 
 }  // namespace

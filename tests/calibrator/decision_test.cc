@@ -133,7 +133,7 @@ TEST(Decide, NonMonotoneCostsRejectTheModelAndTakeTheLeastCostThreshold) {
   EXPECT_FALSE(r.model->accepted);
   EXPECT_EQ(r.verdict, Verdict::kThreshold);
   EXPECT_EQ(r.threshold_bytes.value_or(0), 8192u);
-  EXPECT_EQ(r.tail_threshold_bytes, 16384u) << "the old rule, as a diagnostic";
+  EXPECT_EQ(r.tail_threshold_bytes, 16384u) << "the winning tail, as a diagnostic";
   EXPECT_TRUE(r.wins_below.empty());
   EXPECT_EQ(r.losses_above, (std::vector<std::uint64_t>{12288}));
   // The regret of 8 KiB is 12 KiB's excess over its share of log size.

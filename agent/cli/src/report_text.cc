@@ -51,6 +51,51 @@ std::string Fit(const cal::MethodFit& f, bool bootstrapped) {
   return text;
 }
 
+std::string Outcome(bool wins) { return wins ? "wins" : "loses"; }
+
+// What the probed sizes say against the curves, and what the threshold
+// overrules.
+void PrintMeasured(std::ostream& out, const cal::MethodResult& r) {
+  if (r.measured_bracket &&
+      (r.measured_bracket->above_bytes || r.measured_bracket->at_most_bytes)) {
+    out << "    the probed sizes put the threshold";
+    if (r.measured_bracket->above_bytes) {
+      out << " above " << Bytes(*r.measured_bracket->above_bytes)
+          << " (zerocopy loses clearly there and below)";
+    }
+    if (r.measured_bracket->above_bytes && r.measured_bracket->at_most_bytes) out << " and";
+    if (r.measured_bracket->at_most_bytes) {
+      out << " at or below " << Bytes(*r.measured_bracket->at_most_bytes)
+          << " (zerocopy wins clearly there and above)";
+    }
+    out << "\n";
+  }
+  if (r.curve_choice) {
+    out << "    on the fitted curves alone: "
+        << (r.curve_choice->threshold_bytes ? "from " + Bytes(*r.curve_choice->threshold_bytes)
+                                            : std::string("never"))
+        << fmt::format(" (expected excess cost {} there)\n", Percent(r.curve_choice->regret));
+  }
+  if (!r.curve_disagreements.empty()) {
+    out << "    the fitted curves disagree with probed sizes beyond their noise:";
+    for (const cal::CurveDisagreement& d : r.curve_disagreements) {
+      out << fmt::format(" {} (measured: zerocopy {}, cost {:.3f}; curves {:.3f}{})",
+                         Bytes(d.size_bytes), Outcome(d.zerocopy_wins), d.relative_cost,
+                         d.fitted_relative_cost, d.bounds_threshold ? "; bounds the threshold" : "");
+    }
+    out << "\n";
+  }
+  if (!r.overruled.empty()) {
+    out << "    the threshold overrules:";
+    for (const cal::OverruledSize& o : r.overruled) {
+      out << fmt::format(" {} (zerocopy {}{}; {} dearer there)", Bytes(o.size_bytes),
+                         Outcome(o.zerocopy_wins), o.clear ? " clearly" : " within noise",
+                         Percent(o.excess_cost));
+    }
+    out << fmt::format("; together {} expected excess cost\n", Percent(r.overruled_cost.value_or(0)));
+  }
+}
+
 // How the verdict came about: the rule, the model, the interval, what the
 // threshold costs, and the sizes where a single threshold is wrong.
 void PrintRule(std::ostream& out, const cal::MethodResult& r) {
@@ -99,6 +144,7 @@ void PrintRule(std::ostream& out, const cal::MethodResult& r) {
     out << "    probed sizes below the threshold where zerocopy wins: " << Sizes(r.wins_below)
         << "; at or above it where it loses: " << Sizes(r.losses_above) << "\n";
   }
+  PrintMeasured(out, r);
 }
 
 std::string Confidence(const std::optional<double>& c) {

@@ -13,68 +13,11 @@ namespace {
 
 using calibrator::Method;
 using calibrator::MethodResult;
-using calibrator::Reason;
-using calibrator::Verdict;
 using nlohmann::json;
 
 std::optional<std::uint64_t> FromHex(const json& value) {
   if (!value.is_string()) return std::nullopt;
   return common::ParseHex64(value.get_ref<const std::string&>());
-}
-
-std::optional<Verdict> ParseVerdict(std::string_view name) {
-  for (const Verdict v : {Verdict::kThreshold, Verdict::kAlways,
-                          Verdict::kNever, Verdict::kInconclusive}) {
-    if (calibrator::VerdictName(v) == name) return v;
-  }
-  return std::nullopt;
-}
-
-std::optional<Reason> ParseReason(std::string_view name) {
-  for (const Reason r :
-       {Reason::kNone, Reason::kSlower, Reason::kKernelCopied,
-        Reason::kUnsupported, Reason::kFailed, Reason::kNoisy,
-        Reason::kNoBaseline}) {
-    if (calibrator::ReasonName(r) == name) return r;
-  }
-  return std::nullopt;
-}
-
-// Reads optional numbers: missing or null gives nullopt; a non-number is an
-// error for the caller.
-bool OptionalNumber(const json& object, const char* key,
-                    std::optional<double>& out) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) {
-    out.reset();
-    return true;
-  }
-  if (!it->is_number()) return false;
-  out = it->get<double>();
-  return true;
-}
-
-double NumberOr(const json& object, const char* key, double fallback) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-calibrator::SizeStats SizeStatsFromJson(const json& j,
-                                        std::uint64_t size_bytes) {
-  calibrator::SizeStats stats;
-  stats.size_bytes = size_bytes;
-  stats.samples = static_cast<std::uint32_t>(NumberOr(j, "samples", 0));
-  stats.throughput_bytes_per_second.median =
-      NumberOr(j, "throughput_bytes_per_second", 0);
-  stats.throughput_bytes_per_second.spread =
-      NumberOr(j, "throughput_spread", 0);
-  stats.cpu_ns_per_byte.median = NumberOr(j, "cpu_ns_per_byte", 0);
-  stats.cpu_ns_per_byte.spread = NumberOr(j, "cpu_ns_per_byte_spread", 0);
-  std::optional<double> copied;
-  OptionalNumber(j, "copied_fraction", copied);
-  stats.copied_fraction = copied;
-  stats.enobufs = static_cast<std::uint64_t>(NumberOr(j, "enobufs", 0));
-  return stats;
 }
 
 Result<std::uint64_t> RequiredUint(const json& object, const char* key,
@@ -94,83 +37,7 @@ json MethodResultToJson(const MethodResult& result) {
 }
 
 Result<MethodResult> MethodResultFromJson(const json& j, Method method) {
-  const std::string where(calibrator::MethodName(method));
-  if (!j.is_object()) {
-    return Fail(Errc::kParse, where + ": expected an object");
-  }
-  MethodResult result;
-  result.method = method;
-  const auto verdict = j.find("verdict");
-  if (verdict == j.end() || !verdict->is_string() ||
-      !ParseVerdict(verdict->get<std::string>())) {
-    return Fail(Errc::kParse, where + ": 'verdict' is missing or unknown");
-  }
-  result.verdict = *ParseVerdict(verdict->get<std::string>());
-  const auto threshold = j.find("threshold_bytes");
-  if (threshold != j.end() && !threshold->is_null()) {
-    if (!threshold->is_number_unsigned()) {
-      return Fail(Errc::kParse, where + ": 'threshold_bytes' is not a size");
-    }
-    result.threshold_bytes = threshold->get<std::uint64_t>();
-  }
-  if (result.verdict == Verdict::kThreshold && !result.threshold_bytes) {
-    return Fail(Errc::kParse,
-                where + ": verdict 'threshold' without 'threshold_bytes'");
-  }
-  const auto reason = j.find("reason");
-  if (reason != j.end() && !reason->is_null()) {
-    if (!reason->is_string() || !ParseReason(reason->get<std::string>())) {
-      return Fail(Errc::kParse, where + ": 'reason' is unknown");
-    }
-    result.reason = *ParseReason(reason->get<std::string>());
-  }
-  if (const auto detail = j.find("detail");
-      detail != j.end() && detail->is_string()) {
-    result.detail = detail->get<std::string>();
-  }
-  result.baseline = calibrator::NativeBaseline(method);
-  if (const auto baseline = j.find("baseline");
-      baseline != j.end() && baseline->is_string()) {
-    if (const auto parsed = calibrator::ParseMethod(baseline->get<std::string>())) {
-      result.baseline = *parsed;
-    }
-  }
-  if (const auto substituted = j.find("baseline_substituted");
-      substituted != j.end() && substituted->is_boolean()) {
-    result.baseline_substituted = substituted->get<bool>();
-  }
-  std::optional<double> confidence;
-  if (!OptionalNumber(j, "confidence", confidence) ||
-      (confidence && (*confidence < 0 || *confidence > 1))) {
-    return Fail(Errc::kParse, where + ": 'confidence' is not in [0, 1]");
-  }
-  result.confidence = confidence;
-  if (const auto sizes = j.find("sizes");
-      sizes != j.end() && sizes->is_array()) {
-    for (const json& s : *sizes) {
-      if (!s.is_object() || !s.contains("size") ||
-          !s["size"].is_number_unsigned()) {
-        return Fail(Errc::kParse, where + ": a 'sizes' entry lacks 'size'");
-      }
-      calibrator::SizeComparison c;
-      c.size_bytes = s["size"].get<std::uint64_t>();
-      c.zerocopy_wins = s.value("zerocopy_wins", false);
-      c.decisive = s.value("decisive", true);
-      c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
-      c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
-      c.relative_cost = NumberOr(s, "relative_cost", 0);
-      c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()),
-                                     c.size_bytes);
-      c.baseline = SizeStatsFromJson(s.value("baseline", json::object()),
-                                     c.size_bytes);
-      result.sizes.push_back(c);
-    }
-  }
-  // The cost model's fields; files written before they existed lack them.
-  if (auto model = calibrator::ReadModelFields(j, result); !model) {
-    return tl::unexpected(model.error());
-  }
-  return result;
+  return calibrator::ReadMethodResult(j, method);
 }
 
 std::string SerializeState(const AgentState& state) {

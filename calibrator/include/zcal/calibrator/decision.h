@@ -15,6 +15,7 @@
 #include "zcal/calibrator/method.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/calibrator/stats.h"
+#include "zcal/common/result.h"
 
 namespace zcal::calibrator {
 
@@ -60,8 +61,10 @@ struct DecisionOptions {
   bool operator==(const DecisionOptions&) const = default;
 };
 
-/// Checks the options; a sentence naming the bad field, or empty if valid.
-std::string ValidateDecisionOptions(const DecisionOptions& options);
+/// Checks the options. Errors: Errc::kInvalidArgument with a sentence that
+/// names the bad field and its range ("margin: must be in [0, 1) as a
+/// fraction").
+Result<void> ValidateDecisionOptions(const DecisionOptions& options);
 
 enum class Verdict : std::uint8_t {
   kThreshold = 0,     ///< zerocopy wins from threshold_bytes on
@@ -82,6 +85,9 @@ enum class Reason : std::uint8_t {
 
 std::string_view VerdictName(Verdict verdict);
 std::string_view ReasonName(Reason reason);  ///< "" for kNone
+/// The inverses of the names; nullopt for a name that is none of them.
+std::optional<Verdict> ParseVerdict(std::string_view name);
+std::optional<Reason> ParseReason(std::string_view name);  ///< "" is kNone
 
 /// Which rule decided a verdict.
 enum class Rule : std::uint8_t {
@@ -127,6 +133,64 @@ struct SizeComparison {
   bool decisive = true;
 };
 
+/// The bracket the probed sizes set for the threshold (docs/calibrator.md,
+/// "Measured sizes bound the threshold"). A size's comparison is *clear*
+/// when it lies beyond its noise: with repeats of both methods, decisive;
+/// with one sample of either, beyond the objective's margin (a win passes
+/// the margin by definition; a loss must cost more than the margin over the
+/// baseline, or fall short of the throughput tolerance).
+struct MeasuredBracket {
+  /// The largest probed size at which zerocopy loses clearly and loses at
+  /// every smaller probed size: the threshold lies above it. nullopt: none.
+  std::optional<std::uint64_t> above_bytes;
+  /// The smallest probed size at which zerocopy wins clearly and wins at
+  /// every larger probed size: the threshold lies at or below it (so never
+  /// is excluded). nullopt: none.
+  std::optional<std::uint64_t> at_most_bytes;
+
+  bool operator==(const MeasuredBracket&) const = default;
+};
+
+/// A probed size whose own comparison, clear beyond its noise, says the
+/// opposite of the fitted curves at that size.
+struct CurveDisagreement {
+  std::uint64_t size_bytes = 0;
+  bool zerocopy_wins = false;       ///< as measured
+  double relative_cost = 0;         ///< as measured (SizeComparison)
+  double fitted_relative_cost = 0;  ///< on the fitted curves at this size
+  /// The size is one of those that bound the threshold (the losing head or
+  /// the winning tail of MeasuredBracket), so the measurement decides there.
+  bool bounds_threshold = false;
+
+  bool operator==(const CurveDisagreement&) const = default;
+};
+
+/// A probed size on the other side of the threshold than its own
+/// comparison says (it wins below the threshold or loses at or above it),
+/// and what using the threshold's choice there costs, as measured.
+struct OverruledSize {
+  std::uint64_t size_bytes = 0;
+  bool zerocopy_wins = false;  ///< as measured
+  bool clear = false;          ///< beyond its noise (see MeasuredBracket)
+  double relative_cost = 0;    ///< as measured
+  /// The send the threshold picks there costs this fraction more than the
+  /// other one (0.05 = 5 %), as measured.
+  double excess_cost = 0;
+
+  bool operator==(const OverruledSize&) const = default;
+};
+
+/// Where the fitted curves alone put the threshold, when the measured
+/// bracket moved the published one.
+struct CurveChoice {
+  std::optional<std::uint64_t> threshold_bytes;  ///< nullopt: never
+  /// Its expected excess cost on the curves; the published threshold's is
+  /// MethodResult::regret.
+  double regret = 0;
+
+  bool operator==(const CurveChoice&) const = default;
+};
+
 /// The verdict for one zerocopy method on one path.
 struct MethodResult {
   Method method = Method::kMsgZerocopy;
@@ -168,12 +232,25 @@ struct MethodResult {
   /// with one sample per size under the per-size rule.
   std::optional<double> regret_excess;
   /// Diagnostic: the smallest probed size from which zerocopy wins at every
-  /// larger probed size (the rule before the least-cost one).
+  /// larger probed size (the winning-tail rule).
   std::optional<std::uint64_t> tail_threshold_bytes;
   /// Probed sizes below the threshold where zerocopy wins, and at or above
   /// it where it loses (per-size comparisons; the price of one threshold).
   std::vector<std::uint64_t> wins_below;
   std::vector<std::uint64_t> losses_above;
+  /// The bracket the probed sizes set; nullopt for no statistical verdict.
+  std::optional<MeasuredBracket> measured_bracket;
+  /// Model: set when the bracket moved the threshold off the curves' own
+  /// least-cost choice.
+  std::optional<CurveChoice> curve_choice;
+  /// Model: probed sizes (outside the model's exceptions) whose clear
+  /// comparison the fitted curves contradict, ascending.
+  std::vector<CurveDisagreement> curve_disagreements;
+  /// wins_below and losses_above with what each costs, ascending; and their
+  /// total, the threshold's expected excess cost on the per-size
+  /// comparisons (ExcessCost). Not for inconclusive verdicts.
+  std::vector<OverruledSize> overruled;
+  std::optional<double> overruled_cost;
 };
 
 struct PathResult {

@@ -79,8 +79,10 @@ struct PlannerOptions {
   DecisionOptions decision;
 };
 
-/// Checks the options; a sentence naming the bad field, or empty if valid.
-std::string ValidatePlannerOptions(const PlannerOptions& options);
+/// Checks the options, the decision options among them. Errors:
+/// Errc::kInvalidArgument with a sentence that names the bad field and its
+/// range ("resolution: must be in (0, 1)").
+Result<void> ValidatePlannerOptions(const PlannerOptions& options);
 
 struct ProbeRequest {
   Method method = Method::kCopy;
@@ -94,7 +96,7 @@ std::vector<std::uint64_t> CoarseGrid(const PlannerOptions& options);
 
 class SweepPlanner {
  public:
-  /// Options must be valid (ValidatePlannerOptions returns empty).
+  /// Options must be valid (ValidatePlannerOptions succeeds).
   explicit SweepPlanner(PlannerOptions options);
 
   /// The next probe to run, or nullopt when the plan is complete.

@@ -26,9 +26,32 @@
 //   "tail_threshold_bytes": int|null,      diagnostic: start of the
 //                                          winning tail of probed sizes
 //   "wins_below": [int], "losses_above": [int],   probed sizes
+//   "measured_bracket": {"above_bytes": int|null,      the threshold lies
+//                        "at_most_bytes": int|null}|null, above / at most
+//                                          these probed sizes (clear loss
+//                                          with only losses below; clear
+//                                          win with only wins above)
+//   "curve_choice": {"threshold_bytes": int|null,      model: where the
+//                    "regret": number}|null,  curves alone put it (null
+//                                          bytes: never), when the bracket
+//                                          moved it; null otherwise
+//   "curve_disagreements": [{"size": int, "measured": "wins"|"loses",
+//        "relative_cost": x, "fitted_relative_cost": x,
+//        "bounds_threshold": bool}],       model: probed sizes, clear beyond
+//                                          their noise, that the curves
+//                                          contradict
+//   "overruled": [{"size": int, "measured": "wins"|"loses", "clear": bool,
+//        "relative_cost": x, "excess_cost": x}],  wins_below and
+//                                          losses_above with what the
+//                                          threshold's choice costs there
+//                                          (fraction)
+//   "overruled_cost": number|null,         their total: the threshold's
+//                                          expected excess cost on the
+//                                          per-size comparisons, fraction
 //   "model": Model|null,
 //   "sizes": [{"size": int, "zerocopy_wins": bool, "decisive": bool,
 //              "throughput_ratio": x, "cpu_ratio": x, "relative_cost": x,
+//              "throughput_acceptable": bool,
 //              "zerocopy": SizeStats, "baseline": SizeStats}]
 //
 // SizeStats: {"samples", "throughput_bytes_per_second", "throughput_spread",
@@ -71,14 +94,25 @@ namespace zcal::calibrator {
 nlohmann::json ToJson(const SizeStats& stats);
 nlohmann::json ToJson(const MethodFit& fit);
 nlohmann::json ToJson(const CostModel& model);
+nlohmann::json ToJson(const MeasuredBracket& bracket);
 nlohmann::json ToJson(const MethodResult& result);
 nlohmann::json ToJson(const Analysis& analysis);
 
-/// Reads back into `result` the fields of the cost model and the threshold
-/// rule (rule, rule_detail, model, interval, regrets, tail_threshold_bytes,
-/// wins_below, losses_above) from a MethodResult object. Absent fields keep
-/// their defaults, so documents written before they existed still read.
-/// Errors (Errc::kParse) name the field that has the wrong type.
-Result<void> ReadModelFields(const nlohmann::json& j, MethodResult& result);
+nlohmann::json ToJson(const PathResult& path);  ///< {"methods": {...}}
+
+/// Reads a MethodResult object as ToJson writes it, the form `zcal analyze
+/// --json` prints and the agent's state file keeps; ToJson of the result
+/// gives the object back. Fields added since the first release are
+/// optional: absent or null keeps their defaults, so older documents still
+/// read. Errors (Errc::kParse) name the method and the field: a missing or
+/// unknown verdict, a threshold verdict without threshold_bytes, an
+/// unknown reason, a confidence outside [0, 1], a sizes entry without
+/// size, or a field of the wrong type.
+Result<MethodResult> ReadMethodResult(const nlohmann::json& j, Method method);
+
+/// Reads {"methods": {"<method>": MethodResult}} of `path`; every key must
+/// be a zerocopy method. Errors as ReadMethodResult, prefixed with
+/// "<path>.methods.".
+Result<PathResult> ReadPathResult(const nlohmann::json& j, const std::string& path);
 
 }  // namespace zcal::calibrator

@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""Out-of-sample regret of zcal's threshold on real runs of the discard path:
+what a threshold decided on one run costs on another run, against fixed
+policies and the best single threshold in hindsight.
+
+Each run records, in a private network namespace whose lo drops everything
+in a blackhole qdisc (set up once by ip(8) and tc(8)):
+
+  zcal       `zcal calibrate --path discard --samples-out`: zcal's own probes
+             (all five methods; its own discard namespace inside ours);
+  liburing   the send-zerocopy example that Debian's liburing-dev ships,
+             built here with gcc -luring: UDP to 127.0.0.2 at each size with
+             -z0 (uring_send), -z1 -b0 (uring_send_zc), -z1 -b1
+             (uring_send_zc_fixed), one run of 1.2 s each, sizes and
+             variants interleaved. Its CPU is the sender process's own
+             (user + system, from wait4), the same way for every variant.
+
+Then for every ordered pair of runs (a, b), a != b: decide on a, judge on b.
+The decision is `zcal analyze --json` on run a's samples (what `zcal
+calibrate` published on that run; with --traffic for the mix figure): zcal's
+own samples for the zcal rows, the liburing table for the liburing rows. The
+judge is run b's CPU per byte: at each judged size, the policy's send (the
+zerocopy method at sizes >= its threshold, the baseline below) over the
+cheaper of the two, minus 1, in percentage points, averaged with the sizes
+weighed equally in log size (each size the log cell halfway to its
+neighbours, as the calibrator's per-size rule weighs them) and weighed by a
+traffic mix (share of bytes per size; each bin on the nearest judged size).
+The zcal rows are judged on every size of run b's zcal samples that both
+sends were probed at (medians of the repeats); the liburing rows on run b's
+liburing table. An inconclusive verdict counts as never (what a transport
+without a threshold does).
+
+Printed per method and pair: zcal's threshold from run a, its extra cost on
+run b, the best single threshold in hindsight on b and its cost, the best
+single threshold of run a judged on b (what a perfect rule could take from
+run a: the floor that run-to-run noise sets), and the fixed policies 10 KB,
+16 KiB, always and never. Target: zcal within 0.5 pp of
+the best in hindsight and below every fixed policy (ties count as not
+below) in every ordered pair. Exit status 0 when it ran, whatever the
+figures.
+
+usage: bench/regret.py [--zcal ZCAL] [--runs N] [--record DIR] [--from DIR]
+                       [--traffic SIZE:WEIGHT,...] [--analyze-args "..."]
+  --record DIR  also keep every run's files in DIR (zcal_N.csv, liburing_N.csv)
+  --from DIR    judge runs recorded earlier instead of measuring (needs --zcal
+                only for `zcal analyze`)
+  --analyze-args options for the deciding `zcal analyze` (default: none, the
+                efficiency objective, whose throughput guard and 3 % margin the
+                CPU-only judge does not share)
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KIB = 1024
+EXAMPLE = "/usr/share/doc/liburing-dev/examples/send-zerocopy.c"
+# The example's largest UDP payload (IP_MAXPACKET less IPv6, TCP and option
+# headers) stands in for 64 KiB.
+REF_MAX = 65435
+REF_SIZES = [1 * KIB, 2 * KIB, 4 * KIB, 6 * KIB, 8 * KIB, 12 * KIB, 16 * KIB, 24 * KIB,
+             32 * KIB, 48 * KIB, REF_MAX]
+REF_VARIANTS = {"uring_send": ["-z", "0"], "uring_send_zc": ["-z", "1", "-b", "0"],
+                "uring_send_zc_fixed": ["-z", "1", "-b", "1"]}
+BASELINE = {"msg_zerocopy": "copy", "uring_send_zc": "uring_send",
+            "uring_send_zc_fixed": "uring_send"}
+FIXED = [("10 KB", 10000), ("16 KiB", 16 * KIB), ("always", 0), ("never", None)]
+DEFAULT_MIX = "2KiB:10,8KiB:20,16KiB:30,64KiB:40"
+NAMESPACE_ENV = "ZCAL_REGRET_IN_NAMESPACE"
+
+
+def parse_mix(text):
+    bins = []
+    for entry in text.split(","):
+        size, weight = entry.split(":")
+        size = size.strip().upper().replace("IB", "")
+        factor = {"K": KIB, "M": KIB * KIB}.get(size[-1:], 1)
+        bins.append((int(float(size.rstrip("KM")) * factor), float(weight)))
+    return bins
+
+
+def build_example(tmp):
+    source = Path(EXAMPLE)
+    if not source.exists() and Path(EXAMPLE + ".gz").exists():
+        source = Path(tmp) / "send-zerocopy.c"
+        source.write_bytes(gzip.decompress(Path(EXAMPLE + ".gz").read_bytes()))
+    if not source.exists():
+        sys.exit(f"{EXAMPLE}: missing; install liburing-dev (it ships the example)")
+    binary = Path(tmp) / "send-zerocopy"
+    subprocess.run(["gcc", "-O2", "-o", str(binary), str(source), "-luring"], check=True)
+    return str(binary)
+
+
+def run_reference(binary, method, size):
+    """One run of the example; returns (mb_per_s, cpu_pct) of the sender."""
+    command = [binary, "-4", "-D", "127.0.0.2", "-p", "9", "-s", str(size), "-t", "1",
+               *REF_VARIANTS[method], "udp"]
+    start = time.monotonic()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
+    stderr = child.stderr.read()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: exit {child.returncode}: {stderr.strip()}")
+    # "tx=PACKETS (MB=...), ...": every UDP send carries the whole payload.
+    packets = int(stderr.split("tx=")[1].split()[0])
+    cpu = usage.ru_utime + usage.ru_stime
+    return packets * size / wall / 1e6, 100 * cpu / wall
+
+
+def record_run(args, binary, index, out_dir):
+    zcal_csv = out_dir / f"zcal_{index}.csv"
+    done = subprocess.run([args.zcal, "calibrate", "--path", "discard", "--samples-out",
+                           str(zcal_csv)], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"zcal calibrate: exit {done.returncode}: {done.stderr.strip()}")
+    rows = []
+    methods = list(REF_VARIANTS)
+    for k, size in enumerate(REF_SIZES):
+        # Rotate the order from size to size (and run to run) so that drift
+        # hits all variants alike.
+        shift = (k + index) % len(methods)
+        for method in methods[shift:] + methods[:shift]:
+            mb, cpu = run_reference(binary, method, size)
+            rows.append(f"liburing,{method},{size},0,{mb:.1f},{cpu:.2f},")
+            print(f"run {index}: liburing {method:20} {size:6} {mb:9.1f} MB/s {cpu:6.1f} % CPU",
+                  file=sys.stderr)
+    (out_dir / f"liburing_{index}.csv").write_text(
+        f"# liburing send-zerocopy example on the discard path, run {index}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+        "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct\n" + "\n".join(rows) + "\n")
+
+
+def read_costs(csv_path, sizes):
+    """Median CPU per byte per (method, size) of a samples CSV, at `sizes`
+    (None: every size), from mb_per_s and cpu_pct."""
+    values = {}
+    header = None
+    for line in Path(csv_path).read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        cells = line.split(",")
+        if header is None:
+            header = {name: i for i, name in enumerate(cells)}
+            continue
+        if "status" in header and cells[header["status"]] != "ok":
+            continue
+        size = int(cells[header["size"]])
+        if sizes is not None and size not in sizes:
+            continue
+        mb, cpu = float(cells[header["mb_per_s"]]), float(cells[header["cpu_pct"]])
+        if mb > 0 and cpu > 0:
+            values.setdefault((cells[header["method"]], size), []).append(cpu / 100 / (mb * 1e6))
+    medians = {}
+    for key, per_byte in values.items():
+        per_byte.sort()
+        n = len(per_byte)
+        medians[key] = per_byte[n // 2] if n % 2 else (per_byte[n // 2 - 1] + per_byte[n // 2]) / 2
+    return medians
+
+
+def decide(zcal, csv_path, traffic, extra):
+    command = [zcal, "analyze", *extra, "--json", str(csv_path)]
+    if traffic:
+        command[2:2] = ["--traffic", traffic]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    out = {}
+    for path in json.loads(done.stdout)["paths"].values():
+        for method, result in path["methods"].items():
+            verdict = result["verdict"]
+            out[method] = (result["threshold_bytes"] if verdict in ("threshold", "always")
+                           else None, verdict)
+    return out
+
+
+def extra_pp(costs, method, threshold, weights):
+    """Weighted extra CPU per byte (pp) of using `method` from `threshold`
+    on (None: never), against the cheaper send at each judged size."""
+    base = BASELINE[method]
+    total = 0.0
+    for size, weight in weights.items():
+        zc, b = costs[(method, size)], costs[(base, size)]
+        used = zc if threshold is not None and size >= threshold else b
+        total += weight * (used / min(zc, b) - 1)
+    return 100 * total
+
+
+def weights_of(sizes, mix):
+    """Uniform in log size (each size the log cell halfway to its
+    neighbours), or the mix's bins on the nearest size."""
+    sizes = sorted(sizes)
+    if mix is None:
+        if len(sizes) == 1:
+            return {sizes[0]: 1.0}
+        weights = {s: 0.0 for s in sizes}
+        for lo, hi in zip(sizes, sizes[1:]):
+            half = math.log(hi / lo) / 2
+            weights[lo] += half
+            weights[hi] += half
+        total = sum(weights.values())
+        return {s: w / total for s, w in weights.items()}
+    weights = {s: 0.0 for s in sizes}
+    for size, weight in mix:
+        nearest = min(sizes, key=lambda s: abs(math.log(s / size)))
+        weights[nearest] += weight
+    total = sum(weights.values())
+    return {s: w / total for s, w in weights.items()}
+
+
+def judge(runs, side, zcal, mix_text, mix, extra):
+    """Rows of (method, a, b, zcal threshold, zcal pp, best t, best pp, fixed pps)."""
+    def best_on(costs, method):
+        judged = [s for (m, s) in costs
+                  if m == method and (BASELINE[method], s) in costs]
+        w = weights_of(judged, mix)
+        best = min([None] + sorted(judged), key=lambda t: extra_pp(costs, method, t, w))
+        return best, w
+
+    rows = []
+    for a in runs:
+        decided = decide(zcal, a[side], mix_text if mix else None, extra)
+        own = read_costs(a[side], None)
+        for b in runs:
+            if a is b:
+                continue
+            costs = read_costs(b[side], None)
+            for method in BASELINE:
+                if method not in decided:
+                    continue
+                best, w = best_on(costs, method)
+                # The best single threshold of run a, judged on b: what a
+                # perfect rule could get from run a, so the floor the
+                # run-to-run noise sets.
+                oracle, _ = best_on(own, method)
+                threshold, verdict = decided[method]
+                rows.append({
+                    "method": method, "a": a["name"], "b": b["name"], "verdict": verdict,
+                    "zcal_t": threshold, "zcal": extra_pp(costs, method, threshold, w),
+                    "best_t": best, "best": extra_pp(costs, method, best, w),
+                    "oracle_t": oracle, "oracle": extra_pp(costs, method, oracle, w),
+                    "fixed": [extra_pp(costs, method, t, w) for _, t in FIXED]})
+    return rows
+
+
+def size_text(t):
+    if t is None:
+        return "never"
+    return f"{t / KIB:.2f}K".replace(".00K", "K") if t >= KIB else f"{t}"
+
+
+def report(title, rows):
+    print(f"\n{title}")
+    print(f"  {'method':20} {'a>b':5} {'zcal (from a)':>14} {'pp':>6} {'best on b':>10} "
+          f"{'pp':>6} {'best of a':>10} {'pp':>6}  " +
+          "  ".join(f"{name:>7}" for name, _ in FIXED) + "   ok")
+    misses = 0
+    worst = 0.0
+    oracle_misses = 0
+    for r in rows:
+        oracle_misses += 0 if r["oracle"] - r["best"] <= 0.5 else 1
+        gap = r["zcal"] - r["best"]
+        below = all(r["zcal"] < f for f in r["fixed"])
+        ok = gap <= 0.5 and below
+        misses += 0 if ok else 1
+        worst = max(worst, gap)
+        zt = size_text(r["zcal_t"]) + ("?" if r["verdict"] == "inconclusive" else "")
+        print(f"  {r['method']:20} {r['a']}>{r['b']:3} {zt:>14} {r['zcal']:6.2f} "
+              f"{size_text(r['best_t']):>10} {r['best']:6.2f} "
+              f"{size_text(r['oracle_t']):>10} {r['oracle']:6.2f}  " +
+              "  ".join(f"{f:7.2f}" for f in r["fixed"]) +
+              f"   {'yes' if ok else 'NO (' + ('+%.2f pp' % gap if gap > 0.5 else 'not below a fixed policy') + ')'}")
+    gaps = sorted(r["zcal"] - r["best"] for r in rows)
+    print(f"  pairs meeting the target: {len(rows) - misses} of {len(rows)}; zcal over the best "
+          f"in hindsight: median {gaps[len(gaps) // 2]:.2f} pp, at most {worst:.2f} pp; the "
+          f"best of run a itself is within 0.5 pp on b in {len(rows) - oracle_misses} of "
+          f"{len(rows)}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--zcal", default="build/agent/zcal")
+    parser.add_argument("--runs", type=int, default=4, help="independent runs (default 4, >= 2)")
+    parser.add_argument("--record", help="keep every run's samples in this folder")
+    parser.add_argument("--from", dest="from_dir", help="judge runs recorded in this folder")
+    parser.add_argument("--traffic", default=DEFAULT_MIX,
+                        help=f"traffic mix for the second figure (default {DEFAULT_MIX})")
+    parser.add_argument("--analyze-args", default="",
+                        help="more options for the deciding zcal analyze, e.g. "
+                             "\"--objective cpu --margin 0\" to decide on what is judged")
+    args = parser.parse_args()
+    if args.runs < 2:
+        parser.error("--runs: at least 2, to decide on one and judge on another")
+
+    if args.from_dir:
+        out_dir = Path(args.from_dir)
+        names = sorted(p.stem.split("_")[1] for p in out_dir.glob("zcal_*.csv"))
+    else:
+        if os.environ.get(NAMESPACE_ENV) != "1":
+            # Measure inside a namespace of our own with a blackholed lo, so
+            # that the senders are our direct children (wait4 has their CPU).
+            os.environ[NAMESPACE_ENV] = "1"
+            setup = ("ip link set lo up && tc qdisc add dev lo root blackhole && exec "
+                     + " ".join([sys.executable, *map(str, sys.argv)]))
+            os.execvp("unshare", ["unshare", "-n", "sh", "-c", setup])
+        tmp = tempfile.mkdtemp(prefix="zcal-regret-")
+        try:
+            binary = build_example(tmp)
+            out_dir = Path(args.record) if args.record else Path(tmp)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            names = []
+            for i in range(1, args.runs + 1):
+                record_run(args, binary, i, out_dir)
+                names.append(str(i))
+            return evaluate(args, out_dir, names)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return evaluate(args, out_dir, names)
+
+
+def evaluate(args, out_dir, names):
+    runs = [{"name": n, "zcal": out_dir / f"zcal_{n}.csv", "liburing": out_dir / f"liburing_{n}.csv"}
+            for n in names]
+    mix = parse_mix(args.traffic)
+    extra = args.analyze_args.split() if args.analyze_args else []
+    if extra:
+        print(f"decided with zcal analyze {' '.join(extra)}")
+    print(f"out-of-sample regret on the discard path: {len(runs)} runs, "
+          f"{len(runs) * (len(runs) - 1)} ordered pairs (decide on a, judge on b); extra CPU "
+          "per byte over the cheaper send at each size, percentage points")
+    for side, what in (("zcal", "zcal's probes, judged on zcal's probes"),
+                       ("liburing", "liburing send-zerocopy example, judged on the example")):
+        report(f"{what}; sizes weighed equally in log size",
+               judge(runs, side, args.zcal, None, None, extra))
+        report(f"{what}; traffic mix {args.traffic}",
+               judge(runs, side, args.zcal, args.traffic, mix, extra))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
