@@ -1,4 +1,5 @@
 /* Names of codes, and the per-thread error detail. */
+#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
 

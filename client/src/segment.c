@@ -14,8 +14,8 @@
 
 #include "handle.h"
 
-#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD_ACQ ZCAL_LOAD_ACQ
+#define LOAD_RELAXED ZCAL_LOAD_RELAXED
 
 /* Larger files are not zcal segments (ZCAL_MAX_CAPACITY x 4 KiB entries). */
 #define ZCAL_MAX_SEGMENT_BYTES ((size_t)1 << 29)
@@ -31,22 +31,8 @@ static void cpu_relax(unsigned attempt) {
   if ((attempt & 255u) == 255u) sched_yield();
 }
 
-uint64_t zcal_internal_now_ns(void) {
-  struct timespec ts;
-  /* Ages are judged in seconds; the coarse clock (a tick, 1-4 ms) costs a
-   * fraction of CLOCK_REALTIME on the lookup path (measured 20 vs 90 ns in
-   * a KVM guest). */
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
 static const struct zcal_shm_header *header_of(const zcal_handle *h) {
   return (const struct zcal_shm_header *)(const void *)h->base;
-}
-
-uint64_t zcal_internal_heartbeat(const zcal_handle *h) {
-  if (h->broken) return 0;
-  return LOAD_ACQ(&header_of(h)->heartbeat_ns);
 }
 
 static void point_generation_word(zcal_handle *h) {
@@ -248,17 +234,29 @@ static int attach_mapping(zcal_handle *h) {
 
   size_t n = fixed.capacity ? fixed.capacity : 1;
   uint32_t slots = 2;
-  while (slots < 2 * n) slots <<= 1;
+  unsigned slot_bits = 1;
+  while (slots < ZCAL_SLOTS_PER_ENTRY * n) {
+    slots <<= 1;
+    ++slot_bits;
+  }
   h->entries = calloc(n, sizeof *h->entries);
   h->scratch = calloc(n, sizeof *h->scratch);
+  h->answers = calloc(n, sizeof *h->answers);
   h->interfaces = calloc(n, sizeof *h->interfaces);
   h->slots = calloc(slots, sizeof *h->slots);
-  if (!h->entries || !h->scratch || !h->interfaces || !h->slots) {
+  uint32_t buckets = slots / (ZCAL_SLOTS_PER_ENTRY / ZCAL_FILTER_PER_ENTRY);
+  h->v4_filter = calloc(buckets, sizeof *h->v4_filter);
+  h->v6_filter = calloc(buckets, sizeof *h->v6_filter);
+  if (!h->entries || !h->scratch || !h->answers || !h->interfaces ||
+      !h->slots || !h->v4_filter || !h->v6_filter) {
     zcal_internal_set_detail("segment %s: out of memory for %zu entries",
                              h->name, n);
     return -ENOMEM;
   }
   h->slot_mask = slots - 1;
+  h->slot_shift = 64u - slot_bits;
+  h->filter_mask = buckets - 1;
+  h->filter_shift = h->slot_shift + 1u;
   h->generation = 0;
   point_generation_word(h);
   int rc = take_copy(h);
@@ -272,8 +270,11 @@ static void release(zcal_handle *h) {
   if (h->fd >= 0) close(h->fd);
   free(h->entries);
   free(h->scratch);
+  free(h->answers);
   free(h->interfaces);
   free(h->slots);
+  free(h->v4_filter);
+  free(h->v6_filter);
 }
 
 void zcal_close(zcal_handle *h) {
