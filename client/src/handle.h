@@ -41,7 +41,13 @@ struct zcal_handle {
    * dead_generation once the mapping can no longer be trusted. */
   const uint64_t *generation_word;
   uint64_t dead_generation;
-  int broken; /* the mapping changed size under us: never touch it again */
+  /* The mapping can no longer be trusted (the file changed size, or its
+   * header changed): it is never touched again, lookups return
+   * broken_error (-ESTALE, -EPROTO) until a reopen of the name succeeds. */
+  int broken;
+  int broken_error;
+  /* When the file size was last compared with the mapping (fstat). */
+  uint64_t size_checked_ns;
 
   /* The mapping. fd < 0: memory attached by zcal_internal_attach. */
   int fd;
@@ -105,6 +111,11 @@ struct zcal_handle {
   uint32_t interface_count;
 };
 
+/* A lookup compares the file size with its mapping (one fstat) before it
+ * touches the mapping when the last comparison is older than this: a reader
+ * that looks up less often never reads a file that shrank meanwhile. */
+#define ZCAL_SIZE_CHECK_INTERVAL_NS UINT64_C(100000000)
+
 /* Slots per capacity entry: a load factor of at most 1/4 keeps probe
  * chains near one slot, also for keys that miss. */
 #define ZCAL_SLOTS_PER_ENTRY 4u
@@ -129,6 +140,7 @@ static inline uint64_t zcal_internal_heartbeat(const zcal_handle *h) {
 
 /* segment.c */
 int zcal_internal_sync(zcal_handle *h);
+void zcal_internal_check_size(zcal_handle *h, uint64_t now_ns);
 void zcal_internal_maybe_recheck(zcal_handle *h, uint64_t now_ns,
                                  uint64_t heartbeat_ns);
 

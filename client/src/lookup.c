@@ -309,12 +309,20 @@ static inline int heartbeat_old(uint64_t now_ns, uint64_t heartbeat_ns) {
   return now_ns > heartbeat_ns && now_ns - heartbeat_ns > ZCAL_RECHECK_AFTER_NS;
 }
 
-/* Everything a lookup may have to do before it answers: a new copy of the
- * table, a re-check of a segment that looks gone. */
+static inline int size_check_due(const zcal_handle *h, uint64_t now_ns) {
+  /* Also when the clock went back: the difference wraps. */
+  return now_ns - h->size_checked_ns >= ZCAL_SIZE_CHECK_INTERVAL_NS;
+}
+
+/* Everything a lookup may have to do before it answers: a check of the
+ * file size, a new copy of the table, a re-check of a segment that looks
+ * gone. The size check comes first: it decides whether the mapping may be
+ * touched at all. */
 static __attribute__((noinline)) int lookup_slow(zcal_handle *h,
                                                  const struct zcal_key *key,
                                                  uint8_t method, uint64_t now_ns,
                                                  struct zcal_result *out) {
+  if (size_check_due(h, now_ns)) zcal_internal_check_size(h, now_ns);
   if (ZCAL_LOAD_ACQ(h->generation_word) != h->generation || h->broken) {
     int rc = zcal_internal_sync(h);
     if (rc != 0) return rc;
@@ -331,7 +339,8 @@ int zcal_lookup(zcal_handle *h, const struct zcal_key *key, uint8_t method,
                 struct zcal_result *out) {
   if (!h || !key || !out) return -EINVAL;
   const uint64_t now_ns = zcal_internal_now_ns();
-  if (ZCAL_LOAD_ACQ(h->generation_word) != h->generation || h->broken)
+  if (size_check_due(h, now_ns) || h->broken ||
+      ZCAL_LOAD_ACQ(h->generation_word) != h->generation)
     return lookup_slow(h, key, method, now_ns, out);
   const uint64_t heartbeat_ns = zcal_internal_heartbeat(h);
   if ((h->flags & ZCAL_FLAG_RETIRED) || heartbeat_old(now_ns, heartbeat_ns))
@@ -430,7 +439,8 @@ int zcal_should_zerocopy(zcal_handle *h, const struct zcal_key *key,
 
 int zcal_read_info(zcal_handle *h, struct zcal_info *out) {
   if (!h || !out) return -EINVAL;
-  if (zcal_generation(h) != h->generation || h->broken) {
+  zcal_internal_check_size(h, zcal_internal_now_ns());
+  if (h->broken || zcal_generation(h) != h->generation) {
     int rc = zcal_internal_sync(h);
     if (rc != 0) return rc;
   }

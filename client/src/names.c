@@ -5,7 +5,7 @@
 
 #include "handle.h"
 
-static _Thread_local char detail[320];
+static _Thread_local char detail[640];
 
 void zcal_internal_set_detail(const char *format, ...) {
   va_list args;

@@ -17,8 +17,12 @@
  *
  * Errors: functions return 0 or a negative errno value:
  *   -ENOENT   no segment of that name (no agent has published yet)
- *   -EPROTO   the segment is incompatible (magic, major version) or corrupt
- *             (sizes, count above capacity, a field out of range, truncated)
+ *   -EPROTO   the segment is incompatible (magic, major version), corrupt
+ *             (sizes, count above capacity, a field out of range, truncated,
+ *             its header changed after open) or writable by every user
+ *   -ESTALE   the segment file changed size under an open handle (someone
+ *             truncated it): the handle no longer reads it, and reopens the
+ *             name at most once a second (lookups) or on zcal_refresh
  *   -EAGAIN   the writer stayed busy beyond the retry bound (ZCAL_READ_RETRIES)
  *   -EACCES   not allowed to open the segment
  *   -EINVAL   a bad argument (NULL pointer, malformed name or address)
@@ -284,7 +288,8 @@ struct zcal_info {
  * name: "/NAME" (one leading slash, no other, at most 250 bytes); NULL
  *       means $ZCAL_SEGMENT, or ZCAL_DEFAULT_SEGMENT when that is unset.
  * Returns 0 and sets *out, or -ENOENT, -EPROTO, -EAGAIN, -EACCES, -EINVAL,
- * -ENOMEM (*out is then NULL). Never crashes on what it finds.
+ * -ENOMEM (*out is then NULL). Never crashes on what it finds, and never
+ * maps or reads beyond the file size it checked (fstat).
  */
 int zcal_open(const char *name, zcal_handle **out);
 
@@ -292,8 +297,8 @@ int zcal_open(const char *name, zcal_handle **out);
 void zcal_close(zcal_handle *handle);
 
 /**
- * The segment's current generation: one load, no system call, about a
- * nanosecond. It changes on every publish and whenever the segment was
+ * The segment's current generation: one load from the mapping's first
+ * page, no system call, about a nanosecond. It changes on every publish and whenever the segment was
  * replaced (a restarted agent retires the old one), and never repeats
  * across segments (it starts at the creation time in ns). A transport
  * caches a zcal_result per connection and looks up again only when
@@ -306,9 +311,11 @@ uint64_t zcal_generation(const zcal_handle *handle);
  * (agent restarted) or the file size changed, maps that one instead. A
  * lookup does this by itself when the segment is retired or its heartbeat
  * is older than ZCAL_RECHECK_AFTER_NS (at most once a second).
+ * It first compares the file size with the mapping: a file that shrank is
+ * no longer read (lookups then return -ESTALE until a reopen succeeds).
  * Returns 0 (also when nothing changed), or -ENOENT (the name is gone: the
  * handle keeps serving the last table it read), -EPROTO, -EAGAIN, -EACCES,
- * -ENOMEM (the handle keeps its current mapping).
+ * -ENOMEM (the handle keeps its current mapping, unless that shrank).
  */
 int zcal_refresh(zcal_handle *handle);
 
@@ -334,8 +341,11 @@ int zcal_key_from_string(const char *address, const char *interface,
  * else the host default. Takes a new copy of the table first when the
  * generation changed. About 20 ns with 256 entries on a current x86 core
  * (bench/shm_lookup_bench), no system call unless the generation changed.
+ * Compares the file size with the mapping (fstat) before touching it when
+ * the last comparison is 100 ms old or more.
  * Returns 0 and fills *out, -ENODATA (no entry for this method matches),
- * -EAGAIN, -EPROTO (the segment became corrupt), -EINVAL.
+ * -EAGAIN, -EPROTO (the segment became corrupt), -ESTALE (the file shrank),
+ * -EINVAL.
  */
 int zcal_lookup(zcal_handle *handle, const struct zcal_key *key,
                 uint8_t method, struct zcal_result *out);
@@ -375,7 +385,8 @@ int zcal_should_zerocopy(zcal_handle *handle, const struct zcal_key *key,
 
 /**
  * Header fields of the table copy the handle holds (taken anew if the
- * generation changed). Returns 0, -EAGAIN, -EPROTO, -EINVAL.
+ * generation changed); compares the file size first (fstat).
+ * Returns 0, -EAGAIN, -EPROTO, -ESTALE, -EINVAL.
  */
 int zcal_read_info(zcal_handle *handle, struct zcal_info *out);
 
