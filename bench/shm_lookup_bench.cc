@@ -89,6 +89,18 @@ void BM_CachedDecision(benchmark::State& state) {
   state.counters["relookups"] = static_cast<double>(lookups);
 }
 
+// The per-connection guard's per-send answer (zcal_guard_should_zerocopy),
+// against the cached decision above: one call more, and the guard's state.
+void BM_GuardDecision(benchmark::State& state) {
+  zcal_guard guard;
+  zcal_guard_init_key(&guard, sizeof guard, g_handle, &g_keys[0], ZCAL_METHOD_MSG_ZEROCOPY, 0, 0);
+  std::uint64_t size = 1000;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(zcal_guard_should_zerocopy(&guard, size));
+    size += 4096;
+  }
+}
+
 // Full lookup: longest-prefix match among 256 entries, cycling over keys
 // that hit /32, /24, /16, IPv6 /48 and /64 peers, and over keys that miss
 // them (probing a populated /32 or /48 first) to the host default.
@@ -121,6 +133,7 @@ void BM_Getsockopt(benchmark::State& state) {
 }
 
 BENCHMARK(BM_CachedDecision);
+BENCHMARK(BM_GuardDecision);
 BENCHMARK(BM_FullLookup);
 BENCHMARK(BM_ShouldZerocopy);
 BENCHMARK(BM_Getsockopt);
@@ -224,21 +237,27 @@ int main(int argc, char** argv) {
   shm_unlink(name.c_str());
 
   const double cached = reporter.median("BM_CachedDecision");
+  const double guard = reporter.median("BM_GuardDecision");
   const double full = reporter.median("BM_FullLookup");
   const double should = reporter.median("BM_ShouldZerocopy");
   const double syscall = reporter.median("BM_Getsockopt");
   std::printf("\nmedians (writer published %llu times meanwhile, 256 entries):\n",
               static_cast<unsigned long long>(publishes.load()));
   std::printf("  cached decision          %7.2f ns  (target <= 10 ns)\n", cached);
+  std::printf("  guard decision           %7.2f ns\n", guard);
   std::printf("  full lookup              %7.2f ns  (target <= 20 ns)\n", full);
   std::printf("  should_zerocopy          %7.2f ns\n", should);
   std::printf("  getsockopt(SO_ZEROCOPY)  %7.2f ns\n", syscall);
   if (syscall > 0) {
     std::printf("ratios to one getsockopt(SO_ZEROCOPY) (lower is cheaper):\n");
-    for (const auto& [what, ns] : {std::pair{"cached decision", cached}, std::pair{"full lookup", full},
-                                   std::pair{"should_zerocopy", should}}) {
+    for (const auto& [what, ns] : {std::pair{"cached decision", cached}, std::pair{"guard decision", guard},
+                                   std::pair{"full lookup", full}, std::pair{"should_zerocopy", should}}) {
       if (ns > 0) std::printf("  %-16s %.4f  (1/%.0f)\n", what, ns / syscall, syscall / ns);
     }
+  }
+  if (guard > 0 && should > 0 && cached > 0) {
+    std::printf("guard decision / should_zerocopy = %.3f, / cached decision = %.2f\n",
+                guard / should, guard / cached);
   }
   return 0;
 }

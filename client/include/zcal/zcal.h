@@ -411,6 +411,124 @@ const char *zcal_scope_name(uint8_t scope); /* "discard" from minor 1 */
  */
 const char *zcal_error_detail(void);
 
+/* ---------------------------------------------------------------------- */
+/* Per-connection guard (symbol version ZCAL_1.1)                         */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The kernel may copy a zerocopy send after all (a route through a device
+ * without scatter-gather, a local peer, loopback) and says so in each
+ * completion: SO_EE_CODE_ZEROCOPY_COPIED in ee_code of a MSG_ZEROCOPY
+ * notification, IORING_NOTIF_USAGE_ZC_COPIED in the res of an io_uring
+ * notification CQE (with IORING_SEND_ZC_REPORT_USAGE). A connection whose
+ * zerocopy sends are copied pays zerocopy's costs (pinning, completions)
+ * and copies as well. A guard turns zerocopy off for such a connection, as
+ * folly's and libfabric's sockets do for theirs:
+ *
+ *   ON       answers as the published threshold does (zcal_lookup for the
+ *            socket's peer, re-done when the generation changes);
+ *   OFF      after a completion reported as copied: answers 0 to the next
+ *            retry_sends sends it would have answered 1 to, then
+ *   PROBING  answers as ON: a completion reported as copied turns it OFF
+ *            again, with retry_sends doubled (up to
+ *            ZCAL_GUARD_RETRY_SENDS_MAX); a completion that was not copied
+ *            turns it ON, with retry_sends back at ZCAL_GUARD_RETRY_SENDS.
+ *
+ * So a transient fallback (a route change) costs at most retry_sends
+ * copied sends, and a lasting one an ever smaller share of probes. Any
+ * copied completion counts, also from sends made before the guard turned
+ * off. The per-send call, zcal_guard_should_zerocopy, makes no system call
+ * and never allocates: one load of the segment's generation, a comparison
+ * with the cached answer, and the state.
+ *
+ * The struct is the caller's (on the stack, in its connection object): one
+ * per connection, not thread-safe, as its handle. Its fields are for
+ * reading (counters, state); only the zcal_guard_* functions write them.
+ * It has its size and reserved space, so that a later libzcal can add
+ * fields without changing its size for callers built against this header.
+ */
+
+/** Answers no after a copied completion to this many sends, at first. */
+#define ZCAL_GUARD_RETRY_SENDS UINT64_C(1024)
+/** retry_sends doubles with each failed probe, up to this. */
+#define ZCAL_GUARD_RETRY_SENDS_MAX (UINT64_C(1) << 20)
+
+/* zcal_guard.state */
+#define ZCAL_GUARD_ON 0      /**< zerocopy as the threshold says */
+#define ZCAL_GUARD_OFF 1     /**< copied completions seen: copy */
+#define ZCAL_GUARD_PROBING 2 /**< trying zerocopy again */
+
+struct zcal_guard {
+  uint32_t size;      /**< bytes of this struct the library knows, set at init */
+  uint8_t method;     /**< ZCAL_METHOD_* the connection sends with */
+  uint8_t fallback;   /**< answer without an entry: 0 copy, 1 zerocopy */
+  uint8_t state;      /**< ZCAL_GUARD_* */
+  uint8_t have_result; /**< 1: `result` holds the answer in use */
+  uint64_t generation; /**< segment generation `result` was read at */
+  uint64_t max_age_ns; /**< heartbeat age beyond which `result` is not used */
+  uint64_t sends_until_retry; /**< OFF: sends still answered 0 */
+  uint64_t retry_sends;       /**< OFF lasts this many sends (1024..2^20) */
+  uint64_t completions;       /**< reported with zcal_guard_completed */
+  uint64_t copied;            /**< of them reported as copied */
+  uint64_t turned_off;        /**< times the guard went OFF */
+  union {
+    zcal_handle *handle; /**< the segment (NULL: no agent) */
+    uint64_t handle_word; /**< keeps the layout of 32-bit builds */
+  };
+  struct zcal_key key;       /**< the socket's peer */
+  struct zcal_result result; /**< the cached answer */
+  uint8_t reserved[72];      /**< zero; future fields come from here */
+};
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 64, "handle at 64");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 72, "key at 72");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 112, "result at 112");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 184, "reserved at 184");
+
+/**
+ * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
+ * for the connected socket `fd`, keyed by its peer address (getpeername),
+ * and looks up its threshold in `handle` (NULL: no agent; the guard then
+ * answers `fallback`, guarded the same way). max_age_ns: a looked-up answer
+ * whose agent heartbeat is older than this is not used (0: no bound), as
+ * in zcal_should_zerocopy. The handle must outlive the guard.
+ * Returns 0, -EINVAL (NULL guard, guard_size below sizeof(struct
+ * zcal_guard)), -ENOTCONN, -EBADF, -ENOTSOCK (getpeername), -EAFNOSUPPORT
+ * (not an IP socket). No failure of the lookup fails the init: without an
+ * answer the guard uses `fallback`.
+ */
+int zcal_guard_init(struct zcal_guard *guard, size_t guard_size,
+                    zcal_handle *handle, int fd, uint8_t method, int fallback,
+                    uint64_t max_age_ns);
+
+/**
+ * zcal_guard_init for a key instead of a socket (a peer the transport
+ * knows, or a socket not connected yet). Returns 0 or -EINVAL (NULL guard
+ * or key, guard_size too small).
+ */
+int zcal_guard_init_key(struct zcal_guard *guard, size_t guard_size,
+                        zcal_handle *handle, const struct zcal_key *key,
+                        uint8_t method, int fallback, uint64_t max_age_ns);
+
+/**
+ * Per send: 1 to send `size_bytes` with zerocopy, 0 to copy. The
+ * threshold's answer (or the fallback), turned to 0 while the guard is
+ * OFF; each 0 given for that reason counts towards the retry. Looks up
+ * again when the generation changed. No system call (but in that lookup),
+ * no allocation. Returns 0 for a NULL guard.
+ */
+int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);
+
+/**
+ * Reports zerocopy completions of this connection: `completions` of them,
+ * `copied` of those reported as copied (a MSG_ZEROCOPY notification covers
+ * ee_data - ee_info + 1 sends, all copied or not by its ee_code; an
+ * io_uring notification CQE one). Moves the state as described above.
+ * Returns 0, or -EINVAL (NULL guard, copied > completions).
+ */
+int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
+                         uint64_t copied);
+
 #ifdef __cplusplus
 }
 #endif
