@@ -43,6 +43,37 @@ zcal_guard Unpublished() {
   return g;
 }
 
+// A segment in memory whose host default for msg_zerocopy has a threshold,
+// and guards reading it for a peer without an entry of its own.
+class Published {
+ public:
+  explicit Published(std::uint64_t threshold) : image_(2) {
+    image_.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, threshold));
+    EXPECT_EQ(zcal_internal_attach(image_.data(), image_.size(), &h_), 0);
+  }
+  Published(const Published&) = delete;
+  Published& operator=(const Published&) = delete;
+  ~Published() { zcal_close(h_); }
+
+  zcal_guard Guard(int fallback) {
+    zcal_guard g;
+    const zcal_key key = Key("192.0.2.1");
+    EXPECT_EQ(zcal_guard_init_key(&g, sizeof g, h_, &key, kZc, fallback, 0), 0);
+    return g;
+  }
+  // A publish of a new threshold.
+  void Publish(std::uint64_t threshold) {
+    image_.entry(0).threshold_bytes = threshold;
+    image_.header().seq += 2;
+    image_.header().generation += 1;
+  }
+  std::uint64_t generation() { return image_.header().generation; }
+
+ private:
+  SegmentImage image_;
+  zcal_handle* h_ = nullptr;
+};
+
 // Sends answered 0 before the first 1, up to `limit`.
 std::uint64_t NoesBeforeYes(zcal_guard& g, std::uint64_t size, std::uint64_t limit) {
   std::uint64_t noes = 0;
@@ -106,20 +137,14 @@ TEST(Guard, InitFromASocketKeysItsPeer) {
 }
 
 TEST(Guard, FollowsTheThresholdWhileOn) {
-  SegmentImage image(2);
-  image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 4096));
-  zcal_handle* h = nullptr;
-  ASSERT_EQ(zcal_internal_attach(image.data(), image.size(), &h), 0);
-  zcal_guard g;
-  const zcal_key key = Key("192.0.2.1");
-  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, h, &key, kZc, 1, 0), 0);
+  Published published(4096);
+  zcal_guard g = published.Guard(1);
   EXPECT_EQ(g.have_result, 1);
   EXPECT_EQ(zcal_guard_should_zerocopy(&g, 4095), 0);
   EXPECT_EQ(zcal_guard_should_zerocopy(&g, 4096), 1);
   EXPECT_EQ(zcal_guard_completed(&g, 5, 0), 0);
   EXPECT_EQ(g.state, ZCAL_GUARD_ON) << "completions not copied keep it on";
   EXPECT_EQ(zcal_guard_should_zerocopy(&g, kLarge), 1);
-  zcal_close(h);
 }
 
 TEST(Guard, WithoutAnEntryUsesTheFallback) {
@@ -145,18 +170,12 @@ TEST(Guard, ACopiedCompletionTurnsItOffForRetrySends) {
 }
 
 TEST(Guard, SendsTheThresholdWouldCopyDoNotCountTowardsTheRetry) {
-  SegmentImage image(2);
-  image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 4096));
-  zcal_handle* h = nullptr;
-  ASSERT_EQ(zcal_internal_attach(image.data(), image.size(), &h), 0);
-  zcal_guard g;
-  const zcal_key key = Key("192.0.2.1");
-  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, h, &key, kZc, 0, 0), 0);
+  Published published(4096);
+  zcal_guard g = published.Guard(0);
   ASSERT_EQ(zcal_guard_completed(&g, 1, 1), 0);
   for (int i = 0; i < 5000; ++i) ASSERT_EQ(zcal_guard_should_zerocopy(&g, kSmall), 0);
   EXPECT_EQ(g.sends_until_retry, ZCAL_GUARD_RETRY_SENDS);
   EXPECT_EQ(NoesBeforeYes(g, kLarge, 10 * ZCAL_GUARD_RETRY_SENDS), ZCAL_GUARD_RETRY_SENDS);
-  zcal_close(h);
 }
 
 TEST(Guard, AFailedProbeDoublesTheWaitUpToTheMaximum) {
@@ -223,26 +242,16 @@ TEST(Guard, RejectsMoreCopiedThanCompletions) {
 }
 
 TEST(Guard, APublishChangesTheThresholdButNotTheState) {
-  SegmentImage image(2);
-  image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 4096));
-  zcal_handle* h = nullptr;
-  ASSERT_EQ(zcal_internal_attach(image.data(), image.size(), &h), 0);
-  zcal_guard g;
-  const zcal_key key = Key("192.0.2.1");
-  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, h, &key, kZc, 0, 0), 0);
+  Published published(4096);
+  zcal_guard g = published.Guard(0);
   EXPECT_EQ(zcal_guard_should_zerocopy(&g, 8192), 1);
-  image.entry(0).threshold_bytes = 16384;
-  image.header().seq += 2;
-  image.header().generation += 1;
+  published.Publish(16384);
   EXPECT_EQ(zcal_guard_should_zerocopy(&g, 8192), 0) << "the new threshold";
-  EXPECT_EQ(g.generation, image.header().generation);
+  EXPECT_EQ(g.generation, published.generation());
   ASSERT_EQ(zcal_guard_completed(&g, 1, 1), 0);
-  image.entry(0).threshold_bytes = 1;
-  image.header().seq += 2;
-  image.header().generation += 1;
+  published.Publish(1);
   EXPECT_EQ(zcal_guard_should_zerocopy(&g, 8192), 0) << "still off after a publish";
   EXPECT_EQ(g.state, ZCAL_GUARD_OFF);
-  zcal_close(h);
 }
 
 TEST(Guard, AnAgentHeartbeatOlderThanMaxAgeUsesTheFallback) {
