@@ -8,8 +8,9 @@
 #include "handle.h"
 
 /* Caches the answer for the current generation, as zcal.hpp's
- * CachedDecision does: a failed lookup (no entry, writer busy) is also
- * kept until the next publish, so that no send repeats it. */
+ * CachedDecision does. A failed lookup (no entry, writer busy, segment
+ * shrunk) is kept until the next publish or ZCAL_GUARD_LOOKUP_RETRY_SENDS
+ * sends, so that sends do not repeat it one by one. */
 static void look_up(struct zcal_guard *g) {
   struct zcal_result r;
   const int rc = zcal_lookup(g->handle, &g->key, g->method, &r);
@@ -18,8 +19,10 @@ static void look_up(struct zcal_guard *g) {
   if (g->have_result) {
     g->result = r;
     g->generation = r.generation;
+    g->sends_until_lookup = 0;
   } else {
     g->generation = zcal_generation(g->handle);
+    g->sends_until_lookup = ZCAL_GUARD_LOOKUP_RETRY_SENDS;
   }
 }
 
@@ -66,8 +69,12 @@ int zcal_guard_init(struct zcal_guard *g, size_t guard_size,
 
 int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   if (!g) return 0;
-  if (g->handle && ZCAL_LOAD_ACQ(g->handle->generation_word) != g->generation)
-    look_up(g);
+  if (g->handle) {
+    if (ZCAL_LOAD_ACQ(g->handle->generation_word) != g->generation)
+      look_up(g);
+    else if (!g->have_result && --g->sends_until_lookup == 0)
+      look_up(g);
+  }
   const int yes = g->have_result
                       ? zcal_result_should_zerocopy(&g->result, size_bytes,
                                                     g->fallback)

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -268,6 +269,32 @@ TEST(Guard, AnAgentHeartbeatOlderThanMaxAgeUsesTheFallback) {
   zcal_guard unbounded;
   ASSERT_EQ(zcal_guard_init_key(&unbounded, sizeof unbounded, h, &key, kZc, 1, 0), 0);
   EXPECT_EQ(zcal_guard_should_zerocopy(&unbounded, kLarge), 0) << "'never'";
+  zcal_close(h);
+}
+
+TEST(Guard, WithoutAnAnswerItLooksUpAgainAfterLookupRetrySends) {
+  // A segment that shrank under the handle shows no new generation: only a
+  // lookup can reopen the name once the agent rewrote it.
+  zcal::test::ScopedName name("guard-stale");
+  SegmentImage image(2);
+  image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 4096));
+  image.WriteTo(name);
+  zcal_handle* h = nullptr;
+  ASSERT_EQ(zcal_open(name.c_str(), &h), 0);
+  zcal_guard g;
+  const zcal_key key = Key("192.0.2.1");
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, h, &key, kZc, 0, 0), 0);
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, kLarge), 1);
+  ASSERT_EQ(truncate(name.path().c_str(), 10), 0);
+  EXPECT_EQ(zcal_guard_should_zerocopy(&g, kLarge), 0) << "no answer: the fallback";
+  EXPECT_EQ(g.have_result, 0);
+  image.WriteTo(name);
+  h->last_recheck_ns -= 1000000000u;  // the reopen is due
+  std::uint64_t sends = 0;
+  while (sends < 2 * ZCAL_GUARD_LOOKUP_RETRY_SENDS && zcal_guard_should_zerocopy(&g, kLarge) == 0)
+    ++sends;
+  EXPECT_EQ(sends, ZCAL_GUARD_LOOKUP_RETRY_SENDS - 1) << "the last of them looked up";
+  EXPECT_EQ(g.have_result, 1);
   zcal_close(h);
 }
 

@@ -452,6 +452,11 @@ const char *zcal_error_detail(void);
 #define ZCAL_GUARD_RETRY_SENDS UINT64_C(1024)
 /** retry_sends doubles with each failed probe, up to this. */
 #define ZCAL_GUARD_RETRY_SENDS_MAX (UINT64_C(1) << 20)
+/** A guard without an answer (the lookup failed) looks up again after
+ *  this many sends, or at the next generation: a handle whose segment
+ *  shrank (-ESTALE) or whose writer is stuck (-EAGAIN) shows no new
+ *  generation, and only a lookup can reopen it. */
+#define ZCAL_GUARD_LOOKUP_RETRY_SENDS UINT64_C(1024)
 
 /* zcal_guard.state */
 #define ZCAL_GUARD_ON 0      /**< zerocopy as the threshold says */
@@ -471,19 +476,20 @@ struct zcal_guard {
   uint64_t completions;       /**< reported with zcal_guard_completed */
   uint64_t copied;            /**< of them reported as copied */
   uint64_t turned_off;        /**< times the guard went OFF */
+  uint64_t sends_until_lookup; /**< no answer: sends until it looks up again */
   union {
     zcal_handle *handle; /**< the segment (NULL: no agent) */
     uint64_t handle_word; /**< keeps the layout of 32-bit builds */
   };
   struct zcal_key key;       /**< the socket's peer */
   struct zcal_result result; /**< the cached answer */
-  uint8_t reserved[72];      /**< zero; future fields come from here */
+  uint8_t reserved[64];      /**< zero; future fields come from here */
 };
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 64, "handle at 64");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 72, "key at 72");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 112, "result at 112");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 184, "reserved at 184");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 80, "key at 80");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 192, "reserved at 192");
 
 /**
  * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
@@ -514,7 +520,8 @@ int zcal_guard_init_key(struct zcal_guard *guard, size_t guard_size,
  * Per send: 1 to send `size_bytes` with zerocopy, 0 to copy. The
  * threshold's answer (or the fallback), turned to 0 while the guard is
  * OFF; each 0 given for that reason counts towards the retry. Looks up
- * again when the generation changed. No system call (but in that lookup),
+ * again when the generation changed, and without an answer every
+ * ZCAL_GUARD_LOOKUP_RETRY_SENDS sends. No system call (but in that lookup),
  * no allocation. Returns 0 for a NULL guard.
  */
 int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);

@@ -68,10 +68,11 @@ pub struct RawGuard {
     pub completions: u64,
     pub copied: u64,
     pub turned_off: u64,
+    pub sends_until_lookup: u64,
     pub handle: HandleWord,
     pub key: RawKey,
     pub result: RawResult,
-    pub reserved: [u8; 72],
+    pub reserved: [u8; 64],
 }
 
 const _: () = assert!(std::mem::size_of::<RawKey>() == 40);
@@ -135,10 +136,11 @@ mod tests {
         unsafe {
             assert_eq!(offset(&guard, addr_of!((*g).generation)), 8);
             assert_eq!(offset(&guard, addr_of!((*g).turned_off)), 56);
-            assert_eq!(offset(&guard, addr_of!((*g).handle)), 64);
-            assert_eq!(offset(&guard, addr_of!((*g).key)), 72);
-            assert_eq!(offset(&guard, addr_of!((*g).result)), 112);
-            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 184);
+            assert_eq!(offset(&guard, addr_of!((*g).sends_until_lookup)), 64);
+            assert_eq!(offset(&guard, addr_of!((*g).handle)), 72);
+            assert_eq!(offset(&guard, addr_of!((*g).key)), 80);
+            assert_eq!(offset(&guard, addr_of!((*g).result)), 120);
+            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 192);
         }
         let result = MaybeUninit::<RawResult>::uninit();
         let r = result.as_ptr();
