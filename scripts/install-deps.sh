@@ -21,6 +21,9 @@ packages=(
   dnsmasq-base
   # the report tests: a headless browser loads every kind of page
   chromium
+  # the Rust crate client/rust (meson -Drust=enabled): Debian's toolchain,
+  # called as /usr/bin/cargo and /usr/bin/rustc
+  cargo rustc
   # benchmarks
   libbenchmark-dev iperf3
   # manual pages

@@ -1,16 +1,21 @@
 /*
  * zc_sender - a small TCP sender that decides per send, as a storage target
  * would, whether to use MSG_ZEROCOPY, from the threshold zcal publishes for
- * its connection.
+ * its connection, through libzcal's per-connection guard.
  *
  *   zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...]
- *             [--fallback copy|zerocopy] [--max-age-s S] ADDRESS PORT
+ *             [--fallback copy|zerocopy] [--max-age-s S] [--guard on|off]
+ *             ADDRESS PORT
  *
  * Sends N messages cycling through the sizes, from a pool of buffers; a
  * buffer sent with MSG_ZEROCOPY is reused only after the kernel reported
  * its completion. Without an agent (no segment), or when the agent's
- * heartbeat is older than --max-age-s, it uses the fallback. Prints one
- * summary line; exit status 0, or 1 on a failure (connect, send).
+ * heartbeat is older than --max-age-s, it uses the fallback. Every
+ * completion goes to the guard with its copied flag, so that a connection
+ * whose zerocopy sends the kernel copies (loopback, a local peer, a device
+ * without scatter-gather) is sent with copies; --guard off keeps them from
+ * the guard, which then follows the threshold alone. Prints one summary
+ * line; exit status 0, or 1 on a failure (connect, send).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,6 +45,8 @@ struct buffer {
 
 struct sender {
   int fd;
+  struct zcal_guard guard;
+  int report_to_guard;
   uint32_t next_id;                /* id of the next MSG_ZEROCOPY send */
   unsigned char done[ID_RING];     /* completion seen, by id % ID_RING */
   uint32_t outstanding;
@@ -67,13 +74,18 @@ static int reap(struct sender *s, int block) {
       struct sock_extended_err err;
       memcpy(&err, CMSG_DATA(c), sizeof err);
       if (err.ee_origin != SO_EE_ORIGIN_ZEROCOPY || err.ee_errno != 0) continue;
+      /* One notification covers sends ee_info..ee_data, copied or not. */
+      const int copied = (err.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0;
+      uint64_t n = 0;
       for (uint32_t id = err.ee_info; id - err.ee_info <= err.ee_data - err.ee_info; ++id) {
         s->done[id % ID_RING] = 1;
         if (s->outstanding > 0) s->outstanding--;
-        s->completions++;
-        if (err.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) s->copied++;
+        n++;
         if (id == err.ee_data) break;
       }
+      s->completions += n;
+      if (copied) s->copied += n;
+      if (s->report_to_guard) zcal_guard_completed(&s->guard, n, copied ? n : 0);
     }
     return 1;
   }
@@ -151,6 +163,7 @@ int main(int argc, char **argv) {
   size_t sizes[MAX_SIZES] = {4096, 65536};
   int nsizes = 2, fallback = 0;
   unsigned long long max_age_ns = 60ull * 1000000000ull;
+  int guard_on = 1;
   int i = 1;
   for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
     if (strcmp(argv[i], "--segment") == 0) segment = argv[i + 1];
@@ -159,11 +172,13 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--max-age-s") == 0)
       max_age_ns = strtoull(argv[i + 1], NULL, 10) * 1000000000ull;
     else if (strcmp(argv[i], "--fallback") == 0) fallback = strcmp(argv[i + 1], "zerocopy") == 0;
+    else if (strcmp(argv[i], "--guard") == 0) guard_on = strcmp(argv[i + 1], "off") != 0;
     else break;
   }
   if (argc - i != 2 || count <= 0 || nsizes <= 0) {
     fprintf(stderr, "usage: zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...] "
-                    "[--fallback copy|zerocopy] [--max-age-s S] ADDRESS PORT\n");
+                    "[--fallback copy|zerocopy] [--max-age-s S] [--guard on|off] "
+                    "ADDRESS PORT\n");
     return 2;
   }
 
@@ -180,6 +195,15 @@ int main(int argc, char **argv) {
   int one = 1;
   setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   int can_zerocopy = setsockopt(s.fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) == 0;
+  /* The per-connection state: the threshold for this peer (looked up again
+   * after each publish) and what the completions said. */
+  rc = zcal_guard_init(&s.guard, sizeof s.guard, zcal, s.fd, ZCAL_METHOD_MSG_ZEROCOPY,
+                       fallback, max_age_ns);
+  if (rc != 0) {
+    fprintf(stderr, "zc_sender: %s\n", zcal_error_detail());
+    return 1;
+  }
+  s.report_to_guard = guard_on;
 
   size_t max_size = 0;
   for (int k = 0; k < nsizes; ++k) max_size = sizes[k] > max_size ? sizes[k] : max_size;
@@ -190,10 +214,6 @@ int main(int argc, char **argv) {
     if (!pool[k].data) return 1;
   }
 
-  /* The per-connection cache: look up again only after a publish. */
-  struct zcal_result cached;
-  int have_cached = 0;
-  uint64_t cached_generation = 0;
   unsigned long long bytes = 0, zc_messages = 0, calls = 0, checksum = 1469598103934665603ull;
   for (long m = 0; m < count; ++m) {
     size_t size = sizes[m % nsizes];
@@ -208,13 +228,7 @@ int main(int argc, char **argv) {
       b->data[k] = (unsigned char)(m * 131 + (long)k);
       checksum = (checksum ^ b->data[k]) * 1099511628211ull;
     }
-    if (zcal && zcal_generation(zcal) != cached_generation) {
-      have_cached = zcal_lookup_fd(zcal, s.fd, ZCAL_METHOD_MSG_ZEROCOPY, &cached) == 0 &&
-                    cached.heartbeat_age_ns <= max_age_ns;
-      cached_generation = have_cached ? cached.generation : zcal_generation(zcal);
-    }
-    int zerocopy = have_cached ? zcal_result_should_zerocopy(&cached, size, fallback) : fallback;
-    zerocopy = zerocopy && can_zerocopy;
+    int zerocopy = can_zerocopy && zcal_guard_should_zerocopy(&s.guard, size);
     if (send_all(&s, b, size, zerocopy, &calls) != 0) {
       fprintf(stderr, "zc_sender: send of %zu bytes failed: %s\n", size, strerror(errno));
       return 1;
@@ -233,10 +247,14 @@ int main(int argc, char **argv) {
   while (read(s.fd, sink, sizeof sink) > 0) {
   }
   close(s.fd);
+  static const char *const kStates[] = {"on", "off", "probing"};
   printf("zc_sender: messages=%ld bytes=%llu zerocopy_messages=%llu copy_messages=%llu "
-         "send_calls=%llu completions=%llu copied=%llu decision=%s checksum=%016llx\n",
+         "send_calls=%llu completions=%llu copied=%llu decision=%s guard=%s "
+         "guard_state=%s guard_turned_off=%llu checksum=%016llx\n",
          count, bytes, zc_messages, (unsigned long long)count - zc_messages, calls,
-         s.completions, s.copied, have_cached ? "agent" : "fallback", checksum);
+         s.completions, s.copied, s.guard.have_result ? "agent" : "fallback",
+         guard_on ? "on" : "off", kStates[s.guard.state % 3],
+         (unsigned long long)s.guard.turned_off, checksum);
   for (int k = 0; k < POOL; ++k) free(pool[k].data);
   zcal_close(zcal);
   return 0;

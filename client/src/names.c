@@ -1,10 +1,11 @@
 /* Names of codes, and the per-thread error detail. */
+#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "handle.h"
 
-static _Thread_local char detail[320];
+static _Thread_local char detail[640];
 
 void zcal_internal_set_detail(const char *format, ...) {
   va_list args;

@@ -14,8 +14,8 @@
 
 #include "handle.h"
 
-#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD_ACQ ZCAL_LOAD_ACQ
+#define LOAD_RELAXED ZCAL_LOAD_RELAXED
 
 /* Larger files are not zcal segments (ZCAL_MAX_CAPACITY x 4 KiB entries). */
 #define ZCAL_MAX_SEGMENT_BYTES ((size_t)1 << 29)
@@ -31,22 +31,8 @@ static void cpu_relax(unsigned attempt) {
   if ((attempt & 255u) == 255u) sched_yield();
 }
 
-uint64_t zcal_internal_now_ns(void) {
-  struct timespec ts;
-  /* Ages are judged in seconds; the coarse clock (a tick, 1-4 ms) costs a
-   * fraction of CLOCK_REALTIME on the lookup path (measured 20 vs 90 ns in
-   * a KVM guest). */
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
 static const struct zcal_shm_header *header_of(const zcal_handle *h) {
   return (const struct zcal_shm_header *)(const void *)h->base;
-}
-
-uint64_t zcal_internal_heartbeat(const zcal_handle *h) {
-  if (h->broken) return 0;
-  return LOAD_ACQ(&header_of(h)->heartbeat_ns);
 }
 
 static void point_generation_word(zcal_handle *h) {
@@ -54,11 +40,56 @@ static void point_generation_word(zcal_handle *h) {
       h->broken ? &h->dead_generation : &header_of(h)->generation;
 }
 
-/* From here on the mapping is not touched again: only a refresh can
- * replace it. */
-static void mark_broken(zcal_handle *h) {
+/* From here on the mapping is not touched again: only a reopen of the
+ * name can replace it. */
+static void mark_broken(zcal_handle *h, int error) {
   h->broken = 1;
+  h->broken_error = error;
   point_generation_word(h);
+}
+
+/* Is the file still the size we mapped? Marks the handle broken when not.
+ * The size is the one thing a reader can check without trusting the
+ * mapping: a page beyond the end of the file raises SIGBUS when touched. */
+static int size_unchanged(zcal_handle *h) {
+  if (h->broken || h->fd < 0) return !h->broken;
+  struct stat st;
+  if (fstat(h->fd, &st) == 0 && st.st_size >= 0 &&
+      (uint64_t)st.st_size == h->mapped_bytes)
+    return 1;
+  mark_broken(h, -ESTALE);
+  zcal_internal_set_detail(
+      "segment %s changed size under the reader (%zu bytes mapped, %lld now): "
+      "it is no longer read; the name is reopened at most once a second",
+      h->name, h->mapped_bytes, (long long)st.st_size);
+  return 0;
+}
+
+void zcal_internal_check_size(zcal_handle *h, uint64_t now_ns) {
+  h->size_checked_ns = now_ns;
+  (void)size_unchanged(h);
+}
+
+/* The header fields validated at open must not change: the writer never
+ * rewrites them, so a change means someone else wrote over the header. */
+static int header_unchanged(zcal_handle *h) {
+  const struct zcal_shm_header *hdr = header_of(h);
+  uint64_t magic = LOAD_ACQ(&hdr->magic);
+  uint16_t abi_major = LOAD_RELAXED(&hdr->abi_major);
+  uint32_t header_size = LOAD_RELAXED(&hdr->header_size);
+  uint32_t entry_size = LOAD_RELAXED(&hdr->entry_size);
+  uint32_t capacity = LOAD_RELAXED(&hdr->capacity);
+  if (magic == ZCAL_MAGIC && abi_major == h->abi_major &&
+      header_size == h->header_size && entry_size == h->entry_size &&
+      capacity == h->capacity)
+    return 1;
+  mark_broken(h, -EPROTO);
+  zcal_internal_set_detail(
+      "segment %s: its header changed under the reader (magic 0x%016" PRIx64
+      ", ABI major %u, header size %" PRIu32 ", entry size %" PRIu32
+      ", capacity %" PRIu32 ")" ZCAL_CORRUPT,
+      h->name, magic, (unsigned)abi_major, header_size, entry_size, capacity);
+  return 0;
 }
 
 static int check_name(const char *name) {
@@ -248,18 +279,31 @@ static int attach_mapping(zcal_handle *h) {
 
   size_t n = fixed.capacity ? fixed.capacity : 1;
   uint32_t slots = 2;
-  while (slots < 2 * n) slots <<= 1;
+  unsigned slot_bits = 1;
+  while (slots < ZCAL_SLOTS_PER_ENTRY * n) {
+    slots <<= 1;
+    ++slot_bits;
+  }
   h->entries = calloc(n, sizeof *h->entries);
   h->scratch = calloc(n, sizeof *h->scratch);
+  h->answers = calloc(n, sizeof *h->answers);
   h->interfaces = calloc(n, sizeof *h->interfaces);
   h->slots = calloc(slots, sizeof *h->slots);
-  if (!h->entries || !h->scratch || !h->interfaces || !h->slots) {
+  uint32_t buckets = slots / (ZCAL_SLOTS_PER_ENTRY / ZCAL_FILTER_PER_ENTRY);
+  h->v4_filter = calloc(buckets, sizeof *h->v4_filter);
+  h->v6_filter = calloc(buckets, sizeof *h->v6_filter);
+  if (!h->entries || !h->scratch || !h->answers || !h->interfaces ||
+      !h->slots || !h->v4_filter || !h->v6_filter) {
     zcal_internal_set_detail("segment %s: out of memory for %zu entries",
                              h->name, n);
     return -ENOMEM;
   }
   h->slot_mask = slots - 1;
+  h->slot_shift = 64u - slot_bits;
+  h->filter_mask = buckets - 1;
+  h->filter_shift = h->slot_shift + 1u;
   h->generation = 0;
+  h->size_checked_ns = zcal_internal_now_ns();
   point_generation_word(h);
   int rc = take_copy(h);
   /* A fresh handle that could not copy must not look up to date. */
@@ -272,8 +316,11 @@ static void release(zcal_handle *h) {
   if (h->fd >= 0) close(h->fd);
   free(h->entries);
   free(h->scratch);
+  free(h->answers);
   free(h->interfaces);
   free(h->slots);
+  free(h->v4_filter);
+  free(h->v6_filter);
 }
 
 void zcal_close(zcal_handle *h) {
@@ -323,6 +370,16 @@ static int open_by_name(const char *name, zcal_handle **out) {
     zcal_internal_set_detail("segment %s is not a regular file of at most "
                              "%zu bytes: not a zcal segment; remove it",
                              name, ZCAL_MAX_SEGMENT_BYTES);
+    zcal_close(h);
+    return -EPROTO;
+  }
+  if (st.st_mode & S_IWOTH) {
+    /* Any local user could rewrite, truncate or replace its contents: the
+     * agent never makes one (its writer refuses world-writable modes). */
+    zcal_internal_set_detail(
+        "segment %s is writable by every user (mode 0%03o): refusing it; "
+        "remove it and let the agent recreate it (mode 0644 or 0640)",
+        name, (unsigned)(st.st_mode & 07777));
     zcal_close(h);
     return -EPROTO;
   }
@@ -401,8 +458,9 @@ static int name_unchanged(const zcal_handle *h, int *err) {
 
 int zcal_refresh(zcal_handle *h) {
   if (!h) return -EINVAL;
-  if (h->fd < 0) return 0;
-  if (!h->broken) {
+  if (h->fd < 0) return h->broken ? h->broken_error : 0;
+  h->size_checked_ns = zcal_internal_now_ns();
+  if (size_unchanged(h)) {
     int err = 0;
     if (name_unchanged(h, &err)) return 0;
     if (err == ENOENT) {
@@ -440,24 +498,38 @@ void zcal_internal_maybe_recheck(zcal_handle *h, uint64_t now_ns,
   if (due && recheck_due(h, now_ns)) (void)zcal_refresh(h);
 }
 
+/* A broken handle answers with its error until the name can be reopened,
+ * tried at most once a second. */
+static int reopen_broken(zcal_handle *h) {
+  if (h->fd >= 0 && recheck_due(h, zcal_internal_now_ns())) {
+    const int error = h->broken_error;
+    char why[320];
+    snprintf(why, sizeof why, "%s", zcal_error_detail());
+    const int rc = zcal_refresh(h);
+    if (rc == 0) return 0;
+    char reopen[320];
+    snprintf(reopen, sizeof reopen, "%s", zcal_error_detail());
+    zcal_internal_set_detail("%s; reopening the name failed: %s", why, reopen);
+    return error;
+  }
+  zcal_internal_set_detail(
+      "segment %s: %s; it is no longer read, and the name is reopened at "
+      "most once a second",
+      h->name,
+      h->broken_error == -ESTALE ? "the file changed size under the reader"
+                                 : "its header changed under the reader");
+  return h->broken_error;
+}
+
 int zcal_internal_sync(zcal_handle *h) {
   if (!h->broken && h->busy &&
       LOAD_ACQ(&header_of(h)->seq) == h->busy_seq)
     return -EAGAIN;
-  if (!h->broken && h->fd >= 0) {
-    /* A publish is rare; checking the size once per publish keeps a
-     * segment truncated in place from faulting this reader (SIGBUS). */
-    struct stat st;
-    if (fstat(h->fd, &st) != 0 || (uint64_t)st.st_size != h->mapped_bytes) {
-      mark_broken(h);
-      zcal_internal_set_detail("segment %s changed size under the reader "
-                               "(%zu bytes mapped): reopening it",
-                               h->name, h->mapped_bytes);
-    }
-  }
-  if (h->broken) {
-    if (!recheck_due(h, zcal_internal_now_ns())) return -EPROTO;
-    return zcal_refresh(h);
-  }
+  /* A publish is rare; checking the size once per publish, before the copy
+   * reads the table's pages, keeps a segment shrunk in place from faulting
+   * this reader (SIGBUS). */
+  h->size_checked_ns = zcal_internal_now_ns();
+  if (size_unchanged(h)) (void)header_unchanged(h);
+  if (h->broken) return reopen_broken(h);
   return take_copy(h);
 }

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -89,7 +91,7 @@ inline zcal_shm_entry Interface(const char* name, std::uint8_t method,
 class SegmentImage {
  public:
   explicit SegmentImage(std::uint32_t capacity)
-      : words_((sizeof(zcal_shm_header) + capacity * sizeof(zcal_shm_entry)) / 8) {
+      : bytes_(sizeof(zcal_shm_header) + capacity * sizeof(zcal_shm_entry)) {
     zcal_shm_header& h = header();
     h.magic = ZCAL_MAGIC;
     h.abi_major = ZCAL_ABI_MAJOR;
@@ -103,13 +105,15 @@ class SegmentImage {
     h.created_ns = NowNs();
     h.agent_pid = 4242;
   }
-  zcal_shm_header& header() { return *reinterpret_cast<zcal_shm_header*>(words_.data()); }
+  zcal_shm_header& header() {
+    return *std::launder(reinterpret_cast<zcal_shm_header*>(bytes_.data()));
+  }
   zcal_shm_entry& entry(std::uint32_t i) {
-    return reinterpret_cast<zcal_shm_entry*>(words_.data() + sizeof(zcal_shm_header) / 8)[i];
+    return std::launder(reinterpret_cast<zcal_shm_entry*>(bytes_.data() + sizeof(zcal_shm_header)))[i];
   }
   void Add(const zcal_shm_entry& e) { entry(header().count++) = e; }
-  void* data() { return words_.data(); }
-  std::size_t size() const { return size_override_ ? *size_override_ : words_.size() * 8; }
+  void* data() { return bytes_.data(); }
+  std::size_t size() const { return size_override_ ? *size_override_ : bytes_.size(); }
   /// Claims fewer bytes than the header needs (a truncated segment).
   void Truncate(std::size_t bytes) { size_override_ = bytes; }
 
@@ -130,7 +134,11 @@ class SegmentImage {
   }
 
  private:
-  std::vector<std::uint64_t> words_;
+  // Bytes from the allocator, where the header and entries begin their
+  // lifetime implicitly: typed access to a vector of uint64_t words was
+  // undefined (strict aliasing), and clang -O3 dropped the header stores.
+  // operator new aligns to 16 bytes, more than the 8 the reader needs.
+  std::vector<std::byte> bytes_;
   std::optional<std::size_t> size_override_;
 };
 

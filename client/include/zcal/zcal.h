@@ -17,8 +17,12 @@
  *
  * Errors: functions return 0 or a negative errno value:
  *   -ENOENT   no segment of that name (no agent has published yet)
- *   -EPROTO   the segment is incompatible (magic, major version) or corrupt
- *             (sizes, count above capacity, a field out of range, truncated)
+ *   -EPROTO   the segment is incompatible (magic, major version), corrupt
+ *             (sizes, count above capacity, a field out of range, truncated,
+ *             its header changed after open) or writable by every user
+ *   -ESTALE   the segment file changed size under an open handle (someone
+ *             truncated it): the handle no longer reads it, and reopens the
+ *             name at most once a second (lookups) or on zcal_refresh
  *   -EAGAIN   the writer stayed busy beyond the retry bound (ZCAL_READ_RETRIES)
  *   -EACCES   not allowed to open the segment
  *   -EINVAL   a bad argument (NULL pointer, malformed name or address)
@@ -284,7 +288,8 @@ struct zcal_info {
  * name: "/NAME" (one leading slash, no other, at most 250 bytes); NULL
  *       means $ZCAL_SEGMENT, or ZCAL_DEFAULT_SEGMENT when that is unset.
  * Returns 0 and sets *out, or -ENOENT, -EPROTO, -EAGAIN, -EACCES, -EINVAL,
- * -ENOMEM (*out is then NULL). Never crashes on what it finds.
+ * -ENOMEM (*out is then NULL). Never crashes on what it finds, and never
+ * maps or reads beyond the file size it checked (fstat).
  */
 int zcal_open(const char *name, zcal_handle **out);
 
@@ -292,8 +297,8 @@ int zcal_open(const char *name, zcal_handle **out);
 void zcal_close(zcal_handle *handle);
 
 /**
- * The segment's current generation: one load, no system call, about a
- * nanosecond. It changes on every publish and whenever the segment was
+ * The segment's current generation: one load from the mapping's first
+ * page, no system call, about a nanosecond. It changes on every publish and whenever the segment was
  * replaced (a restarted agent retires the old one), and never repeats
  * across segments (it starts at the creation time in ns). A transport
  * caches a zcal_result per connection and looks up again only when
@@ -306,9 +311,11 @@ uint64_t zcal_generation(const zcal_handle *handle);
  * (agent restarted) or the file size changed, maps that one instead. A
  * lookup does this by itself when the segment is retired or its heartbeat
  * is older than ZCAL_RECHECK_AFTER_NS (at most once a second).
+ * It first compares the file size with the mapping: a file that shrank is
+ * no longer read (lookups then return -ESTALE until a reopen succeeds).
  * Returns 0 (also when nothing changed), or -ENOENT (the name is gone: the
  * handle keeps serving the last table it read), -EPROTO, -EAGAIN, -EACCES,
- * -ENOMEM (the handle keeps its current mapping).
+ * -ENOMEM (the handle keeps its current mapping, unless that shrank).
  */
 int zcal_refresh(zcal_handle *handle);
 
@@ -332,9 +339,13 @@ int zcal_key_from_string(const char *address, const char *interface,
  * Finds the entry for `key` and `method`: the longest matching peer prefix,
  * else the loopback entry for a loopback address, else the interface entry,
  * else the host default. Takes a new copy of the table first when the
- * generation changed. Under 100 ns with 256 entries on a current x86 core.
+ * generation changed. About 20 ns with 256 entries on a current x86 core
+ * (bench/shm_lookup_bench), no system call unless the generation changed.
+ * Compares the file size with the mapping (fstat) before touching it when
+ * the last comparison is 100 ms old or more.
  * Returns 0 and fills *out, -ENODATA (no entry for this method matches),
- * -EAGAIN, -EPROTO (the segment became corrupt), -EINVAL.
+ * -EAGAIN, -EPROTO (the segment became corrupt), -ESTALE (the file shrank),
+ * -EINVAL.
  */
 int zcal_lookup(zcal_handle *handle, const struct zcal_key *key,
                 uint8_t method, struct zcal_result *out);
@@ -374,7 +385,8 @@ int zcal_should_zerocopy(zcal_handle *handle, const struct zcal_key *key,
 
 /**
  * Header fields of the table copy the handle holds (taken anew if the
- * generation changed). Returns 0, -EAGAIN, -EPROTO, -EINVAL.
+ * generation changed); compares the file size first (fstat).
+ * Returns 0, -EAGAIN, -EPROTO, -ESTALE, -EINVAL.
  */
 int zcal_read_info(zcal_handle *handle, struct zcal_info *out);
 
@@ -398,6 +410,131 @@ const char *zcal_scope_name(uint8_t scope); /* "discard" from minor 1 */
  * this reader reads 1: ..."); "" when there is none.
  */
 const char *zcal_error_detail(void);
+
+/* ---------------------------------------------------------------------- */
+/* Per-connection guard (symbol version ZCAL_1.1)                         */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The kernel may copy a zerocopy send after all (a route through a device
+ * without scatter-gather, a local peer, loopback) and says so in each
+ * completion: SO_EE_CODE_ZEROCOPY_COPIED in ee_code of a MSG_ZEROCOPY
+ * notification, IORING_NOTIF_USAGE_ZC_COPIED in the res of an io_uring
+ * notification CQE (with IORING_SEND_ZC_REPORT_USAGE). A connection whose
+ * zerocopy sends are copied pays zerocopy's costs (pinning, completions)
+ * and copies as well. A guard turns zerocopy off for such a connection, as
+ * folly's and libfabric's sockets do for theirs:
+ *
+ *   ON       answers as the published threshold does (zcal_lookup for the
+ *            socket's peer, re-done when the generation changes);
+ *   OFF      after a completion reported as copied: answers 0 to the next
+ *            retry_sends sends it would have answered 1 to, then
+ *   PROBING  answers as ON: a completion reported as copied turns it OFF
+ *            again, with retry_sends doubled (up to
+ *            ZCAL_GUARD_RETRY_SENDS_MAX); a completion that was not copied
+ *            turns it ON, with retry_sends back at ZCAL_GUARD_RETRY_SENDS.
+ *
+ * So a transient fallback (a route change) costs at most retry_sends
+ * copied sends, and a lasting one an ever smaller share of probes. Any
+ * copied completion counts, also from sends made before the guard turned
+ * off. The per-send call, zcal_guard_should_zerocopy, makes no system call
+ * and never allocates: one load of the segment's generation, a comparison
+ * with the cached answer, and the state.
+ *
+ * The struct is the caller's (on the stack, in its connection object): one
+ * per connection, not thread-safe, as its handle. Its fields are for
+ * reading (counters, state); only the zcal_guard_* functions write them.
+ * It has its size and reserved space, so that a later libzcal can add
+ * fields without changing its size for callers built against this header.
+ */
+
+/** Answers no after a copied completion to this many sends, at first. */
+#define ZCAL_GUARD_RETRY_SENDS UINT64_C(1024)
+/** retry_sends doubles with each failed probe, up to this. */
+#define ZCAL_GUARD_RETRY_SENDS_MAX (UINT64_C(1) << 20)
+/** A guard without an answer (the lookup failed) looks up again after
+ *  this many sends, or at the next generation: a handle whose segment
+ *  shrank (-ESTALE) or whose writer is stuck (-EAGAIN) shows no new
+ *  generation, and only a lookup can reopen it. */
+#define ZCAL_GUARD_LOOKUP_RETRY_SENDS UINT64_C(1024)
+
+/* zcal_guard.state */
+#define ZCAL_GUARD_ON 0      /**< zerocopy as the threshold says */
+#define ZCAL_GUARD_OFF 1     /**< copied completions seen: copy */
+#define ZCAL_GUARD_PROBING 2 /**< trying zerocopy again */
+
+struct zcal_guard {
+  uint32_t size;      /**< bytes of this struct the library knows, set at init */
+  uint8_t method;     /**< ZCAL_METHOD_* the connection sends with */
+  uint8_t fallback;   /**< answer without an entry: 0 copy, 1 zerocopy */
+  uint8_t state;      /**< ZCAL_GUARD_* */
+  uint8_t have_result; /**< 1: `result` holds the answer in use */
+  uint64_t generation; /**< segment generation `result` was read at */
+  uint64_t max_age_ns; /**< heartbeat age beyond which `result` is not used */
+  uint64_t sends_until_retry; /**< OFF: sends still answered 0 */
+  uint64_t retry_sends;       /**< OFF lasts this many sends (1024..2^20) */
+  uint64_t completions;       /**< reported with zcal_guard_completed */
+  uint64_t copied;            /**< of them reported as copied */
+  uint64_t turned_off;        /**< times the guard went OFF */
+  uint64_t sends_until_lookup; /**< no answer: sends until it looks up again */
+  union {
+    zcal_handle *handle; /**< the segment (NULL: no agent) */
+    uint64_t handle_word; /**< keeps the layout of 32-bit builds */
+  };
+  struct zcal_key key;       /**< the socket's peer */
+  struct zcal_result result; /**< the cached answer */
+  uint8_t reserved[64];      /**< zero; future fields come from here */
+};
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 80, "key at 80");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 192, "reserved at 192");
+
+/**
+ * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
+ * for the connected socket `fd`, keyed by its peer address (getpeername),
+ * and looks up its threshold in `handle` (NULL: no agent; the guard then
+ * answers `fallback`, guarded the same way). max_age_ns: a looked-up answer
+ * whose agent heartbeat is older than this is not used (0: no bound), as
+ * in zcal_should_zerocopy. The handle must outlive the guard.
+ * Returns 0, -EINVAL (NULL guard, guard_size below sizeof(struct
+ * zcal_guard)), -ENOTCONN, -EBADF, -ENOTSOCK (getpeername), -EAFNOSUPPORT
+ * (not an IP socket). No failure of the lookup fails the init: without an
+ * answer the guard uses `fallback`.
+ */
+int zcal_guard_init(struct zcal_guard *guard, size_t guard_size,
+                    zcal_handle *handle, int fd, uint8_t method, int fallback,
+                    uint64_t max_age_ns);
+
+/**
+ * zcal_guard_init for a key instead of a socket (a peer the transport
+ * knows, or a socket not connected yet). Returns 0 or -EINVAL (NULL guard
+ * or key, guard_size too small).
+ */
+int zcal_guard_init_key(struct zcal_guard *guard, size_t guard_size,
+                        zcal_handle *handle, const struct zcal_key *key,
+                        uint8_t method, int fallback, uint64_t max_age_ns);
+
+/**
+ * Per send: 1 to send `size_bytes` with zerocopy, 0 to copy. The
+ * threshold's answer (or the fallback), turned to 0 while the guard is
+ * OFF; each 0 given for that reason counts towards the retry. Looks up
+ * again when the generation changed, and without an answer every
+ * ZCAL_GUARD_LOOKUP_RETRY_SENDS sends. No system call (but in that lookup),
+ * no allocation. Returns 0 for a NULL guard.
+ */
+int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);
+
+/**
+ * Reports zerocopy completions of this connection: `completions` of them,
+ * `copied` of those reported as copied (a MSG_ZEROCOPY notification covers
+ * ee_data - ee_info + 1 sends, all copied or not by its ee_code; an
+ * io_uring notification CQE one). Moves the state as described above.
+ * Returns 0, or -EINVAL (NULL guard, copied > completions).
+ */
+int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
+                         uint64_t copied);
 
 #ifdef __cplusplus
 }

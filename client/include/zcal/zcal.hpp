@@ -177,4 +177,51 @@ class CachedDecision {
   zcal_result result_{};
 };
 
+/// The per-connection guard of zcal.h (zcal_guard_*): the threshold's
+/// answer, turned off after completions the kernel reports as copied and
+/// retried after ZCAL_GUARD_RETRY_SENDS sends. A value (copyable); the
+/// Segment it reads must outlive it.
+class Guard {
+ public:
+  /// For a connected socket, keyed by its peer; segment nullptr: no agent.
+  static Outcome<Guard> ForSocket(Segment* segment, int fd, Method method, bool fallback,
+                                  std::chrono::nanoseconds max_age = {}) {
+    Guard guard;
+    const int rc = zcal_guard_init(&guard.guard_, sizeof guard.guard_,
+                                   segment ? segment->get() : nullptr, fd,
+                                   static_cast<std::uint8_t>(method), fallback ? 1 : 0,
+                                   static_cast<std::uint64_t>(max_age.count()));
+    if (rc != 0) return Outcome<Guard>::Failure(rc);
+    return guard;
+  }
+  static Outcome<Guard> ForKey(Segment* segment, const zcal_key& key, Method method,
+                               bool fallback, std::chrono::nanoseconds max_age = {}) {
+    Guard guard;
+    const int rc = zcal_guard_init_key(&guard.guard_, sizeof guard.guard_,
+                                       segment ? segment->get() : nullptr, &key,
+                                       static_cast<std::uint8_t>(method), fallback ? 1 : 0,
+                                       static_cast<std::uint64_t>(max_age.count()));
+    if (rc != 0) return Outcome<Guard>::Failure(rc);
+    return guard;
+  }
+
+  /// Per send; no system call, no allocation.
+  bool ShouldZerocopy(std::uint64_t size_bytes) {
+    return zcal_guard_should_zerocopy(&guard_, size_bytes) != 0;
+  }
+  /// Completions of this connection, `copied` of them reported as copied;
+  /// false when copied > completions.
+  bool Completed(std::uint64_t completions, std::uint64_t copied) {
+    return zcal_guard_completed(&guard_, completions, copied) == 0;
+  }
+  /// ZCAL_GUARD_ON, ZCAL_GUARD_OFF or ZCAL_GUARD_PROBING.
+  std::uint8_t state() const { return guard_.state; }
+  /// Counters and the cached answer.
+  const zcal_guard& get() const { return guard_; }
+
+ private:
+  Guard() = default;
+  zcal_guard guard_{};
+};
+
 }  // namespace zcal::client
