@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "zcal/agent/shm_writer.h"
+#include "zcal/agent/publish/shm_writer.h"
 
 extern char** environ;
 
