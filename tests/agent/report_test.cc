@@ -114,6 +114,34 @@ TEST(ReportPage, DrawsALargeStateAsItScrolls) {
   EXPECT_NE(page.find("\"lazy\":true"), std::string::npos);
 }
 
+// Where the probed sizes bound the threshold, disagree with the curves or
+// are overruled by the threshold, the page says so, as `zcal analyze` does.
+TEST(ReportPage, SaysWhatTheProbedSizesSayOfTheThreshold) {
+  ReportModel model;
+  ReportEntry e = Entry("discard", cal::Method::kUringSendZcFixed);
+  e.result.measured_bracket = cal::MeasuredBracket{4096, 16384};
+  e.result.curve_choice = cal::CurveChoice{20480, 0.012};
+  e.result.curve_disagreements = {cal::CurveDisagreement{16384, true, 0.93, 1.04, true}};
+  e.result.overruled = {cal::OverruledSize{65536, false, true, 1.02, 0.02}};
+  e.result.overruled_cost = 0.004;
+  model.entries.push_back(e);
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("The probed sizes put the threshold above 4 KiB"), std::string::npos)
+      << page;
+  EXPECT_NE(page.find("at or below 16 KiB (zerocopy wins clearly there and above)"),
+            std::string::npos);
+  EXPECT_NE(page.find("On the fitted curves alone the threshold would be from 20 KiB"),
+            std::string::npos);
+  EXPECT_NE(page.find("disagree with probed sizes beyond their noise: 16 KiB (measured: "
+                      "zerocopy wins, cost 0.930; curves 1.040; bounds the threshold)"),
+            std::string::npos);
+  EXPECT_NE(page.find("The threshold overrules 64 KiB (zerocopy loses clearly; 2.0 % dearer"),
+            std::string::npos);
+  model.entries[0] = Entry("discard", cal::Method::kUringSendZcFixed);
+  EXPECT_EQ(RenderReport(model).find("probed sizes"), std::string::npos)
+      << "nothing to say without a bracket";
+}
+
 TEST(ReportModelOf, SaysWhatIsWrongAndWhere) {
   std::vector<std::string> where;
   auto unknown = ModelOfDocument(json{{"metrics", 1}}, "x", where);

@@ -246,6 +246,60 @@ constexpr const char* kHowToRead =
     "threshold and the grey band its interval. Vermillion triangles: the zerocopy "
     "method; blue circles: its baseline.</p>\n";
 
+std::string Outcome(bool zerocopy_wins) { return zerocopy_wins ? "wins" : "loses"; }
+
+std::string Percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+// What the probed sizes say of the threshold, where the fitted curves
+// disagree with them, and what the threshold overrules (docs/calibrator.md,
+// "Measured sizes bound the threshold").
+void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
+  if (r.measured_bracket && (r.measured_bracket->above_bytes || r.measured_bracket->at_most_bytes)) {
+    std::string bracket;
+    if (r.measured_bracket->above_bytes) {
+      bracket += "above " + Size(*r.measured_bracket->above_bytes) +
+                 " (zerocopy loses clearly there and below)";
+    }
+    if (r.measured_bracket->at_most_bytes) {
+      bracket += std::string(bracket.empty() ? "" : " and ") + "at or below " +
+                 Size(*r.measured_bracket->at_most_bytes) +
+                 " (zerocopy wins clearly there and above)";
+    }
+    out += "<p class=\"note measured\">The probed sizes put the threshold " + Escape(bracket) +
+           ".</p>\n";
+  }
+  if (r.curve_choice) {
+    out += fmt::format(
+        "<p class=\"note measured\">On the fitted curves alone the threshold would be {} "
+        "(expected excess cost {}); the probed sizes moved it.</p>\n",
+        r.curve_choice->threshold_bytes ? "from " + Size(*r.curve_choice->threshold_bytes)
+                                        : std::string("never"),
+        Percent(r.curve_choice->regret));
+  }
+  if (!r.curve_disagreements.empty()) {
+    std::string sizes;
+    for (const cal::CurveDisagreement& d : r.curve_disagreements) {
+      sizes += fmt::format("{}{} (measured: zerocopy {}, cost {:.3f}; curves {:.3f}{})",
+                           sizes.empty() ? "" : ", ", Size(d.size_bytes), Outcome(d.zerocopy_wins),
+                           d.relative_cost, d.fitted_relative_cost,
+                           d.bounds_threshold ? "; bounds the threshold" : "");
+    }
+    out += "<p class=\"note measured\">The fitted curves disagree with probed sizes beyond "
+           "their noise: " + Escape(sizes) + ".</p>\n";
+  }
+  if (!r.overruled.empty()) {
+    std::string sizes;
+    for (const cal::OverruledSize& o : r.overruled) {
+      sizes += fmt::format("{}{} (zerocopy {}{}; {} dearer there)", sizes.empty() ? "" : ", ",
+                           Size(o.size_bytes), Outcome(o.zerocopy_wins),
+                           o.clear ? " clearly" : " within noise", Percent(o.excess_cost));
+    }
+    out += "<p class=\"note measured\">The threshold overrules " + Escape(sizes) +
+           fmt::format("; together {} expected excess cost.</p>\n",
+                       Percent(r.overruled_cost.value_or(0)));
+  }
+}
+
 void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
   const cal::MethodResult& r = e.result;
   out += fmt::format(
@@ -259,6 +313,7 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
   for (const std::string* text : {&r.detail, &r.rule_detail}) {
     if (!text->empty()) out += "<p class=\"note\">" + Escape(*text) + "</p>\n";
   }
+  MeasuredNotes(out, r);
   if (r.model && !r.model->accepted && !r.model->rejection.empty()) {
     out += "<p class=\"note\">The fitted model was rejected: " +
            Escape(r.model->rejection) + "; its curves are not drawn.</p>\n";
