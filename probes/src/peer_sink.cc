@@ -344,8 +344,8 @@ struct PeerSink::Server final : SinkCore::Handler {
 
 Result<std::unique_ptr<PeerSink>> PeerSink::Start(PeerSinkOptions options) {
   const std::string where = "sink on " + common::ToString(options.listen);
-  if (std::string why = ValidatePeerSinkOptions(options); !why.empty()) {
-    return Fail(Errc::kInvalidArgument, where + ": " + why);
+  if (Result<void> valid = ValidatePeerSinkOptions(options); !valid) {
+    return Fail(Errc::kInvalidArgument, where + ": " + valid.error().message);
   }
   SinkCoreOptions core_options;
   core_options.listen = options.listen;

@@ -30,7 +30,10 @@ std::string_view SinkOutcomeName(SinkOutcome outcome) {
   return "unknown";
 }
 
-std::string ValidatePeerSinkOptions(const PeerSinkOptions& o) {
+namespace {
+
+// The first thing wrong with `o`, as "field: what is allowed"; "" for none.
+std::string FirstProblem(const PeerSinkOptions& o) {
   using std::chrono::milliseconds;
   using std::chrono::seconds;
   if (o.max_sessions < 1 || o.max_sessions > 64) return "max_sessions: 1 to 64";
@@ -71,6 +74,15 @@ std::string ValidatePeerSinkOptions(const PeerSinkOptions& o) {
       return "allow: " + common::ToString(prefix) + " can never match a client of a sink on " +
              common::ToString(o.listen.address);
     }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> ValidatePeerSinkOptions(const PeerSinkOptions& options) {
+  if (std::string why = FirstProblem(options); !why.empty()) {
+    return Fail(Errc::kInvalidArgument, std::move(why));
   }
   return {};
 }

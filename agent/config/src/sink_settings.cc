@@ -70,8 +70,9 @@ Result<probes::PeerSinkOptions> ToPeerSinkOptions(const SinkSettings& s,
   auto rate = common::ParseRate(s.max_bytes_per_second);
   if (!rate) return tl::unexpected(Bad(spelling, "max_bytes_per_second", rate.error().message));
   o.max_bytes_per_second = *rate;
-  if (std::string why = probes::ValidatePeerSinkOptions(o); !why.empty()) {
+  if (Result<void> valid = probes::ValidatePeerSinkOptions(o); !valid) {
     // The sentence starts with the field's name, "key_file: ...".
+    const std::string& why = valid.error().message;
     const std::size_t colon = why.find(':');
     return tl::unexpected(Error{Errc::kInvalidArgument,
                                 Name(spelling, why.substr(0, colon)) + why.substr(colon)});

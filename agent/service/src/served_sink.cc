@@ -72,30 +72,42 @@ void ServedSink::Serve(Started started, bool probing) {
 
 Result<bool> ServedSink::Replace(const SinkSettings& current, const SinkSettings& next,
                                  bool probing) {
-  if (next == current) {
-    // Same settings: the sink stays unless its key file was rotated.
+  if (next.listen.empty()) {
     if (!sink_) return false;
-    std::vector<std::string> warnings;
-    auto options = ToPeerSinkOptions(next, SettingSpelling::kConfig, warnings);
-    if (!options) return Fail(options.error().code, options.error().message);
-    if (SameKeys(options->keys, options_->keys)) return false;
+    Serve(Started{}, probing);
+    return true;
   }
+  // Everything of the new sink that can be checked is checked (settings,
+  // key file) before the running one is touched.
+  std::vector<std::string> warnings;
+  auto options = ToPeerSinkOptions(next, SettingSpelling::kConfig, warnings);
+  if (!options) {
+    return Fail(options.error().code, "cannot start the peer sink: " + options.error().message);
+  }
+  // Same settings: the sink stays unless its key file was rotated.
+  if (sink_ && next == current && SameKeys(options->keys, options_->keys)) return false;
+  for (const std::string& w : warnings) spdlog::warn("peer sink: {}", w);
   const bool same_address = sink_ && next.listen == current.listen && options_->listen.port != 0;
   if (same_address) sink_->Stop();
-  auto started = Open(next);
-  if (!started) {
+  auto sink = probes::PeerSink::Start(*options);
+  if (!sink) {
+    const Error error{sink.error().code, "cannot start the peer sink (sink.listen " +
+                                             next.listen + "): " + sink.error().message};
     if (same_address) {
-      auto old = Open(current);
+      // The old sink comes back from its own options, keys included, so a
+      // key file changed meanwhile cannot keep it away.
+      auto old = probes::PeerSink::Start(*options_);
       if (old) {
-        Serve(std::move(*old), probing);
+        Serve(Started{std::move(*old), options_}, probing);
       } else {
-        spdlog::error("{}; running without a peer sink", old.error().message);
+        spdlog::error("cannot restart the peer sink on {}: {}; running without one",
+                      current.listen, old.error().message);
         Serve(Started{}, probing);
       }
     }
-    return Fail(started.error().code, started.error().message);
+    return tl::unexpected(error);
   }
-  Serve(std::move(*started), probing);
+  Serve(Started{std::move(*sink), std::move(*options)}, probing);
   return true;
 }
 

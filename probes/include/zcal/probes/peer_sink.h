@@ -97,8 +97,9 @@ struct PeerSinkStats {
 
 class SinkCore;
 
-/// Checks the options; a sentence naming the bad field, or empty.
-std::string ValidatePeerSinkOptions(const PeerSinkOptions& options);
+/// Checks the options: kInvalidArgument with a sentence that starts with
+/// the bad field's name ("max_sessions: 1 to 64").
+Result<void> ValidatePeerSinkOptions(const PeerSinkOptions& options);
 
 /// Thread-safe: every public member may be called from any thread.
 class PeerSink {
