@@ -1,13 +1,11 @@
-#include "zcal/agent/cli/cli.h"
-
 #include <iostream>
 #include <vector>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 
 namespace zcal::agent {
 
-int RunCli(int argc, char** argv) {
+int RunCli(int argc, char** argv, std::span<const CommandFactory> factories) {
   CLI::App app{"zcal: measures from which message size zerocopy send pays off "
                "on this host, and publishes it.",
                "zcal"};
@@ -15,15 +13,8 @@ int RunCli(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
 
-  std::vector<Command> commands = {
-      AddAnalyzeCommand(app),
-      AddCalibrateCommand(app),
-      AddReportCommand(app),
-      AddShowCommand(app),
-      AddAgentCommand(app),
-      AddKeygenCommand(app),
-      AddSinkCommand(app),
-  };
+  std::vector<Command> commands;
+  for (const CommandFactory add : factories) commands.push_back(add(app));
 
   try {
     app.parse(argc, argv);

@@ -6,7 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/service/service.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
 #include "zcal/agent/report/report_file.h"
 #include "report_text.h"

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
 #include "zcal/agent/report/report_file.h"
 #include "report_text.h"

@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "zcal/probes/peer_keys.h"
 
 namespace zcal::agent {

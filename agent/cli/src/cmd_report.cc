@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
 #include "zcal/agent/report/report_file.h"
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "zcal/agent/report/segment_table.h"
 #include "zcal/zcal.hpp"
 #include "zcal/common/clock.h"

@@ -12,7 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "commands.h"
+#include "zcal/agent/cli/commands.h"
 #include "zcal/agent/config/sink_settings.h"
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/agent/metrics/metrics_server.h"

@@ -1,3 +1,10 @@
-#include "zcal/agent/cli/cli.h"
+#include "zcal/agent/cli/commands.h"
 
-int main(int argc, char** argv) { return zcal::agent::RunCli(argc, argv); }
+int main(int argc, char** argv) {
+  using namespace zcal::agent;
+  static constexpr CommandFactory kCommands[] = {
+      AddAnalyzeCommand, AddCalibrateCommand, AddReportCommand, AddShowCommand,
+      AddAgentCommand,   AddKeygenCommand,    AddSinkCommand,
+  };
+  return RunCli(argc, argv, kCommands);
+}

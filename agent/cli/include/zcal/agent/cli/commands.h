@@ -1,8 +1,13 @@
 // The zcal subcommands. Each Add*Command registers its options on the parent
-// app and returns the function that runs it once parsing succeeded.
+// app and returns the function that runs it once parsing succeeded; a
+// program is RunCli over the commands it offers (cli/src/main.cc: all of
+// them). The commands are libraries of their own, grouped by what they link
+// (agent/cli/meson.build), so that one that needs no service, no Prometheus
+// and no sodium (analyze, report) links none of them.
 #pragma once
 
 #include <functional>
+#include <span>
 
 #include <CLI/CLI.hpp>
 
@@ -28,6 +33,12 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
+
+using CommandFactory = Command (*)(CLI::App& parent);
+
+/// Parses argv among `commands`, runs the chosen one and returns its exit
+/// status.
+int RunCli(int argc, char** argv, std::span<const CommandFactory> commands);
 
 Command AddAnalyzeCommand(CLI::App& parent);
 Command AddCalibrateCommand(CLI::App& parent);
