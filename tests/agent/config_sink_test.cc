@@ -25,11 +25,11 @@ std::string KeyFile(const TempDir& dir, const std::string& id) {
 
 TEST(ConfigSink, AbsentOrEmptyIsNoSink) {
   const Config none;
-  EXPECT_TRUE(none.sink.listen.empty());
+  EXPECT_FALSE(none.sink.options);
   for (const char* text : {"log: {level: info}\n", "sink:\n", "sink: {listen: \"\"}\n"}) {
     const Result<Config> config = ParseConfig(text, "t.yaml");
     ASSERT_TRUE(config) << text << config.error().message;
-    EXPECT_EQ(config->sink, SinkSettings{}) << text;
+    EXPECT_EQ(config->sink, SinkConfig{}) << text;
   }
 }
 
@@ -51,30 +51,42 @@ TEST(ConfigSink, ReadsEveryKeyAsWritten) {
       "  handshake_deadline: 500ms\n",
       "t.yaml");
   ASSERT_TRUE(config) << config.error().message;
-  const SinkSettings& s = config->sink;
-  EXPECT_EQ(s.listen, "0.0.0.0:7070");
-  EXPECT_EQ(s.allow, (std::vector<std::string>{"198.18.0.0/15", "10.1.0.0/16"}));
-  EXPECT_EQ(s.key_file, keys);
-  EXPECT_EQ(s.max_sessions, 2u);
-  EXPECT_EQ(s.max_connections, 16u);
-  EXPECT_EQ(s.max_connections_per_source, 4u);
-  EXPECT_EQ(s.max_session_seconds, "30s");
-  EXPECT_EQ(s.max_bytes_per_second, "1GB/s");
-  EXPECT_EQ(s.idle_timeout, "5s");
-  EXPECT_EQ(s.handshake_deadline, "500ms");
+  // Parsed once, when the file is read, into what the sink runs with.
+  ASSERT_TRUE(config->sink.options);
+  const probes::PeerSinkOptions& o = *config->sink.options;
+  EXPECT_EQ(common::ToString(o.listen), "0.0.0.0:7070");
+  ASSERT_EQ(o.allow.size(), 2u);
+  EXPECT_EQ(common::ToString(o.allow[0]), "198.18.0.0/15");
+  EXPECT_EQ(common::ToString(o.allow[1]), "10.1.0.0/16");
+  EXPECT_EQ(config->sink.key_file, keys);
+  ASSERT_TRUE(o.keys);
+  EXPECT_EQ(o.keys->keys.size(), 1u);
+  EXPECT_FALSE(o.auth_none);
+  EXPECT_EQ(o.max_sessions, 2u);
+  EXPECT_EQ(o.max_connections, 16u);
+  EXPECT_EQ(o.max_connections_per_source, 4u);
+  EXPECT_EQ(o.max_session_seconds, std::chrono::seconds(30));
+  EXPECT_EQ(o.max_bytes_per_second, 1'000'000'000u);
+  EXPECT_EQ(o.idle_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(o.handshake_deadline, std::chrono::milliseconds(500));
 
-  // The service converts the same settings into what the sink runs with.
+  // `zcal sink` converts the same settings, written the same way, into the
+  // same options.
+  SinkSettings cli;
+  cli.listen = "0.0.0.0:7070";
+  cli.allow = {"198.18.0.0/15", "10.1.0.0/16"};
+  cli.key_file = keys;
+  cli.max_sessions = 2;
+  cli.max_connections = 16;
+  cli.max_connections_per_source = 4;
+  cli.max_session_seconds = "30s";
+  cli.max_bytes_per_second = "1GB/s";
+  cli.idle_timeout = "5s";
+  cli.handshake_deadline = "500ms";
   std::vector<std::string> warnings;
-  const auto options = ToPeerSinkOptions(s, SettingSpelling::kConfig, warnings);
+  const auto options = ToPeerSinkOptions(cli, SettingSpelling::kCommandLine, warnings);
   ASSERT_TRUE(options) << options.error().message;
-  EXPECT_EQ(options->max_sessions, 2u);
-  EXPECT_EQ(options->max_connections_per_source, 4u);
-  EXPECT_EQ(options->max_session_seconds, std::chrono::seconds(30));
-  EXPECT_EQ(options->max_bytes_per_second, 1'000'000'000u);
-  EXPECT_EQ(options->handshake_deadline, std::chrono::milliseconds(500));
-  ASSERT_TRUE(options->keys);
-  EXPECT_EQ(options->keys->keys.size(), 1u);
-  EXPECT_EQ(options->allow.size(), 2u);
+  EXPECT_EQ(*options, o);
 }
 
 TEST(ConfigSink, SettingsAreCheckedEvenWithoutAListenAddress) {
@@ -88,7 +100,9 @@ TEST(ConfigSink, AuthNoneOffLoopbackIsAllowedWithoutKeys) {
   const Result<Config> config =
       ParseConfig("sink: {listen: \"0.0.0.0:7070\", auth: none}\n", "t.yaml");
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->sink.auth, "none");
+  ASSERT_TRUE(config->sink.options);
+  EXPECT_TRUE(config->sink.options->auth_none);
+  ASSERT_EQ(config->sink.warnings.size(), 1u) << "auth: none off loopback is logged";
 }
 
 TEST(ConfigSink, AnUnreadableKeyFileIsNamedWithItsKey) {

@@ -1,6 +1,7 @@
 // The `sink:` section: read as the operator wrote it (SinkSettings), then
-// checked through ToPeerSinkOptions, the conversion `zcal sink` uses too, so
-// that a setting valid for one is valid for the other.
+// parsed and checked through ToPeerSinkOptions, the conversion `zcal sink`
+// uses too, so that a setting valid for one is valid for the other; the
+// configuration keeps the result.
 #include <array>
 #include <charconv>
 #include <string>
@@ -46,7 +47,7 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
   if (node.IsNull()) return;  // `sink:` alone: no sink
   const auto fields = reader.Map(node, "sink", kKeys);
   if (!fields) return;
-  SinkSettings& s = config.sink;
+  SinkSettings s;
   bool read_all = true;
   const auto field = [&](std::string_view key) -> const YAML::Node* {
     const auto it = fields->find(std::string(key));
@@ -106,8 +107,15 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
   SinkSettings check = s;
   if (check.listen.empty()) check.listen = kListenForChecks;
   std::vector<std::string> warnings;  // logged when the service starts it
-  const auto options = ToPeerSinkOptions(check, SettingSpelling::kConfig, warnings);
-  if (options) return;
+  auto options = ToPeerSinkOptions(check, SettingSpelling::kConfig, warnings);
+  if (options) {
+    config.sink.key_file = s.key_file;
+    if (!s.listen.empty()) {
+      config.sink.options = std::move(*options);
+      config.sink.warnings = std::move(warnings);
+    }
+    return;
+  }
   // "sink.max_sessions: 1 to 64": at the node of that key when it is
   // written, else at the section.
   const std::string& message = options.error().message;

@@ -1,6 +1,5 @@
 #include "served_sink.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -8,50 +7,33 @@
 
 namespace zcal::agent {
 
-namespace {
-
-bool SameKeys(const std::optional<probes::peer::KeyRing>& a,
-              const std::optional<probes::peer::KeyRing>& b) {
-  if (a.has_value() != b.has_value()) return false;
-  if (!a) return true;
-  return std::equal(a->keys.begin(), a->keys.end(), b->keys.begin(), b->keys.end(),
-                    [](const probes::peer::PeerKey& x, const probes::peer::PeerKey& y) {
-                      return x.id == y.id && x.secret == y.secret;
-                    });
-}
-
-}  // namespace
-
-Result<void> ServedSink::Start(const SinkSettings& settings, bool probing) {
-  auto started = Open(settings);
-  if (!started) return tl::unexpected(started.error());
-  Serve(std::move(*started), probing);
+Result<void> ServedSink::Start(const SinkConfig& sink, bool probing) {
+  if (!sink.options) {
+    Serve(nullptr, sink, probing);
+    return {};
+  }
+  auto opened = Open(*sink.options);
+  if (!opened) return tl::unexpected(opened.error());
+  Serve(std::move(*opened), sink, probing);
   return {};
 }
 
-Result<ServedSink::Started> ServedSink::Open(const SinkSettings& settings) {
-  if (settings.listen.empty()) return Started{};
-  std::vector<std::string> warnings;
-  auto options = ToPeerSinkOptions(settings, SettingSpelling::kConfig, warnings);
-  if (!options) {
-    return Fail(options.error().code,
-                "cannot start the peer sink: " + options.error().message);
-  }
-  for (const std::string& w : warnings) spdlog::warn("peer sink: {}", w);
-  auto sink = probes::PeerSink::Start(*options);
+Result<std::shared_ptr<probes::PeerSink>> ServedSink::Open(const probes::PeerSinkOptions& options) {
+  auto sink = probes::PeerSink::Start(options);
   if (!sink) {
-    return Fail(sink.error().code,
-                "cannot start the peer sink (sink.listen " + settings.listen +
-                    "): " + sink.error().message +
-                    "; choose a free address:port, or \"\" for no sink");
+    return Fail(sink.error().code, "cannot start the peer sink (sink.listen " +
+                                       common::ToString(options.listen) + "): " +
+                                       sink.error().message +
+                                       "; choose a free address:port, or \"\" for no sink");
   }
-  return Started{std::move(*sink), std::move(*options)};
+  return std::shared_ptr<probes::PeerSink>(std::move(*sink));
 }
 
-void ServedSink::Serve(Started started, bool probing) {
+void ServedSink::Serve(std::shared_ptr<probes::PeerSink> sink, const SinkConfig& config,
+                       bool probing) {
   if (sink_) sink_->Stop();
-  sink_ = std::move(started.sink);
-  options_ = std::move(started.options);
+  sink_ = std::move(sink);
+  options_ = sink_ ? config.options : std::nullopt;
   // A sink that replaces another while the agent probes must not grant a
   // session either; it has none open yet, so the mark always takes.
   if (sink_ && probing) sink_->TryBeginLocalProbe();
@@ -60,6 +42,7 @@ void ServedSink::Serve(Started started, bool probing) {
     spdlog::info("no peer sink (sink.listen is empty)");
     return;
   }
+  for (const std::string& w : config.warnings) spdlog::warn("peer sink: {}", w);
   const std::size_t keys = options_->keys ? options_->keys->keys.size() : 0;
   spdlog::info("serving the peer sink on {} ({}, {}, at most {} session(s) of {} s)",
                common::ToString(sink_->endpoint()),
@@ -70,44 +53,36 @@ void ServedSink::Serve(Started started, bool probing) {
                options_->max_sessions, options_->max_session_seconds.count());
 }
 
-Result<bool> ServedSink::Replace(const SinkSettings& current, const SinkSettings& next,
+Result<bool> ServedSink::Replace(const SinkConfig& current, const SinkConfig& next,
                                  bool probing) {
-  if (next.listen.empty()) {
-    if (!sink_) return false;
-    Serve(Started{}, probing);
+  // The configuration was parsed, its key file read, when it was loaded:
+  // equal options are the same sink, keys included.
+  if (next.options == options_) return false;
+  if (!next.options) {
+    Serve(nullptr, next, probing);
     return true;
   }
-  // Everything of the new sink that can be checked is checked (settings,
-  // key file) before the running one is touched.
-  std::vector<std::string> warnings;
-  auto options = ToPeerSinkOptions(next, SettingSpelling::kConfig, warnings);
-  if (!options) {
-    return Fail(options.error().code, "cannot start the peer sink: " + options.error().message);
-  }
-  // Same settings: the sink stays unless its key file was rotated.
-  if (sink_ && next == current && SameKeys(options->keys, options_->keys)) return false;
-  for (const std::string& w : warnings) spdlog::warn("peer sink: {}", w);
-  const bool same_address = sink_ && next.listen == current.listen && options_->listen.port != 0;
+  const bool same_address = sink_ && next.options->listen == options_->listen &&
+                            options_->listen.port != 0;
   if (same_address) sink_->Stop();
-  auto sink = probes::PeerSink::Start(*options);
-  if (!sink) {
-    const Error error{sink.error().code, "cannot start the peer sink (sink.listen " +
-                                             next.listen + "): " + sink.error().message};
+  auto opened = Open(*next.options);
+  if (!opened) {
     if (same_address) {
-      // The old sink comes back from its own options, keys included, so a
-      // key file changed meanwhile cannot keep it away.
-      auto old = probes::PeerSink::Start(*options_);
+      // The old sink comes back from its own options.
+      auto old = Open(*options_);
+      SinkConfig kept = current;
+      kept.options = options_;
       if (old) {
-        Serve(Started{std::move(*old), options_}, probing);
+        Serve(std::move(*old), kept, probing);
       } else {
-        spdlog::error("cannot restart the peer sink on {}: {}; running without one",
-                      current.listen, old.error().message);
-        Serve(Started{}, probing);
+        spdlog::error("cannot restart the peer sink: {}; running without one",
+                      old.error().message);
+        Serve(nullptr, next, probing);
       }
     }
-    return tl::unexpected(error);
+    return tl::unexpected(opened.error());
   }
-  Serve(Started{std::move(*sink), std::move(*options)}, probing);
+  Serve(std::move(*opened), next, probing);
   return true;
 }
 

@@ -1,6 +1,7 @@
-// The agent's peer sink (config section `sink:`): started with the service,
-// replaced on reload only when its settings or its key file's keys changed,
-// stopped with the service, and read by the metrics on scrapes.
+// The agent's peer sink (config section `sink:`, parsed when the file was
+// read): started with the service, replaced on reload only when its options
+// or its key file's keys changed, stopped with the service, and read by the
+// metrics on scrapes.
 //
 // Thread safety: owned by the service's event loop; TryBeginLocalProbe and
 // EndLocalProbe are the PeerSink's own, safe from any thread.
@@ -9,7 +10,6 @@
 #include <memory>
 #include <optional>
 
-#include "zcal/agent/config/sink_settings.h"
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/common/result.h"
@@ -21,16 +21,16 @@ class ServedSink {
  public:
   explicit ServedSink(std::shared_ptr<Metrics> metrics) : metrics_(std::move(metrics)) {}
 
-  /// Starts the sink of `settings` (none when sink.listen is ""); `probing`
-  /// marks it busy at once. The error says why it cannot start.
-  Result<void> Start(const SinkSettings& settings, bool probing);
+  /// Starts the sink of `sink` (none without options); `probing` marks it
+  /// busy at once. The error says why it cannot start.
+  Result<void> Start(const SinkConfig& sink, bool probing);
 
-  /// On reload from `current` to `next`: replaces the sink when the settings
-  /// or the keys of its key file changed; true when it did. A new address is
-  /// bound before the old sink closes; the same address only once the old
-  /// one is closed, and the old one is restarted when the new one cannot
+  /// On reload from `current` to `next`: replaces the sink when its options
+  /// or keys changed; true when it did. A new address is bound before the
+  /// old sink closes; the same address only once the old one is closed, and
+  /// the old one comes back from its own options when the new one cannot
   /// start. The error leaves the previous sink serving.
-  Result<bool> Replace(const SinkSettings& current, const SinkSettings& next, bool probing);
+  Result<bool> Replace(const SinkConfig& current, const SinkConfig& next, bool probing);
 
   /// The agent's probing mark (PeerSink::TryBeginLocalProbe); true without
   /// a sink.
@@ -44,18 +44,15 @@ class ServedSink {
   }
 
  private:
-  struct Started {
-    std::shared_ptr<probes::PeerSink> sink;
-    std::optional<probes::PeerSinkOptions> options;
-  };
-  static Result<Started> Open(const SinkSettings& settings);
-  void Serve(Started started, bool probing);
+  // Opens a sink with `options`, its error naming the address.
+  static Result<std::shared_ptr<probes::PeerSink>> Open(const probes::PeerSinkOptions& options);
+  void Serve(std::shared_ptr<probes::PeerSink> sink, const SinkConfig& config, bool probing);
 
   std::shared_ptr<Metrics> metrics_;
   // Null without sink.listen. Shared with metrics_, which reads its
   // counters on scrapes.
   std::shared_ptr<probes::PeerSink> sink_;
-  std::optional<probes::PeerSinkOptions> options_;
+  std::optional<probes::PeerSinkOptions> options_;  // those sink_ runs with
 };
 
 }  // namespace zcal::agent

@@ -462,8 +462,10 @@ void Service::Impl::ApplyReload(Config next) {
   }
   // The sink last: replacing it on the same address means closing the old
   // one first, which only a reload that goes through may do.
-  Result<bool> sink_replaced = sink_.Replace(config_.sink, next.sink, scheduler_.Probing());
-  if (!sink_replaced) return RejectReload(sink_replaced.error().message);
+  if (Result<bool> replaced = sink_.Replace(config_.sink, next.sink, scheduler_.Probing());
+      !replaced) {
+    return RejectReload(replaced.error().message);
+  }
   // Then switch over.
   if (segment) publisher_->SwitchSegment(std::move(*segment));
   if (server) ServeMetrics(std::move(*server));
@@ -478,10 +480,7 @@ void Service::Impl::ApplyReload(Config next) {
   if (change.host_root || change.paths_or_methods) AdoptHost(hooks_.collect_host(config_));
   if (change.fingerprint_poll) ArmFingerprintPoll();
   metrics_->RecordReload(true);
-  std::string summary = change.Summary();
-  if (*sink_replaced && !change.sink) {
-    summary += std::string(summary.empty() ? "" : ", ") + "sink keys";
-  }
+  const std::string summary = change.Summary();
   spdlog::info("configuration reloaded from {}{}", config_path_,
                !summary.empty() ? "; changed: " + summary
                : change.Any()   ? std::string()

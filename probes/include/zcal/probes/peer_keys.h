@@ -21,6 +21,10 @@ inline constexpr std::size_t kMaxKeys = 64;
 struct PeerKey {
   std::string id;                    ///< ValidKeyId (peer_protocol.h)
   std::vector<std::uint8_t> secret;  ///< kMinSecretBytes..kMaxSecretBytes
+
+  /// For telling configurations apart (a rotated key file), not for
+  /// authenticating anyone: not constant-time.
+  bool operator==(const PeerKey&) const = default;
 };
 
 struct KeyRing {
@@ -32,6 +36,8 @@ struct KeyRing {
   const PeerKey* Find(std::string_view id) const;
   /// The key a client presents: the first.
   const PeerKey& Presented() const { return keys.front(); }
+
+  bool operator==(const KeyRing&) const = default;
 };
 
 /// Parses the text of a key file. Blank lines and lines starting with '#'

@@ -58,6 +58,8 @@ struct PeerSinkOptions {
   std::chrono::milliseconds handshake_deadline{2000};  ///< 100 ms..60 s
   std::chrono::milliseconds idle_timeout{10000};       ///< 100 ms..600 s
   std::size_t read_bytes = 256 * 1024;  ///< the one read buffer, 4 KiB..16 MiB
+
+  bool operator==(const PeerSinkOptions&) const = default;
 };
 
 /// How a connection ended, one counter each (metrics label `outcome`).

@@ -16,6 +16,7 @@
 #include "zcal/calibrator/hysteresis.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/common/result.h"
+#include "zcal/probes/peer_sink.h"
 
 namespace zcal::agent {
 
@@ -75,25 +76,21 @@ struct SegmentConfig {
   bool operator==(const SegmentConfig&) const = default;
 };
 
-/// The peer sink the agent serves (section `sink:`), as the operator wrote
-/// it: the same names and grammar (docs/units.md) as the options of `zcal
-/// sink`. ParseConfig checks it through the one conversion both use
-/// (ToPeerSinkOptions, config/sink_settings.h), which also reads the key
-/// file; the service converts it again when it starts the sink.
-struct SinkSettings {
-  std::string listen;               ///< ADDR:PORT; "" = no sink
-  std::vector<std::string> allow;   ///< CIDR prefixes; empty = any source
-  std::string key_file;             ///< "" = none
-  std::string auth = "key";         ///< "key" or "none"
-  std::uint64_t max_sessions = 1;
-  std::uint64_t max_connections = 64;
-  std::uint64_t max_connections_per_source = 8;
-  std::string max_session_seconds = "60s";   ///< a duration
-  std::string max_bytes_per_second = "0";    ///< a rate; 0 = no cap
-  std::string idle_timeout = "10s";          ///< a duration
-  std::string handshake_deadline = "2s";     ///< a duration
+/// The peer sink the agent serves (section `sink:`), parsed and checked
+/// when the file is read, through the one conversion that `zcal sink`'s
+/// options go through too (ToPeerSinkOptions, config/sink_settings.h), its
+/// key file's keys loaded: what the sink runs with, read once.
+struct SinkConfig {
+  /// nullopt: no sink (sink.listen is "").
+  std::optional<probes::PeerSinkOptions> options;
+  /// sink.key_file; "" = none. Peers are shown its first key when
+  /// peers.key_file is "".
+  std::string key_file;
+  /// For the log when the sink starts: a key file others may read, `auth:
+  /// none` off loopback.
+  std::vector<std::string> warnings;
 
-  bool operator==(const SinkSettings&) const = default;
+  bool operator==(const SinkConfig&) const = default;
 };
 
 struct MetricsConfig {
@@ -118,7 +115,7 @@ struct Config {
   BudgetConfig budget;
   SegmentConfig segment;
   MetricsConfig metrics;
-  SinkSettings sink;
+  SinkConfig sink;
   PeersConfig peers;
   std::string state_path = "/run/zcal/state.json";
   std::string log_level = "info";

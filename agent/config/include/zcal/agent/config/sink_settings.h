@@ -1,19 +1,36 @@
 // The settings of a peer sink as an operator writes them: the options of
 // `zcal sink` and the keys of the agent's `sink:` section have the same
 // names and the same grammar (docs/units.md), and go through this one
-// conversion into the probes' PeerSinkOptions. SinkSettings itself is part
-// of the configuration (zcal/agent/config.h).
+// conversion into the probes' PeerSinkOptions, which the configuration keeps
+// (SinkConfig, config/config.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "zcal/agent/config/config.h"
 #include "zcal/common/result.h"
 #include "zcal/probes/peer_sink.h"
 
 namespace zcal::agent {
+
+/// A peer sink's settings as the operator wrote them: the options of `zcal
+/// sink`, or the keys of the `sink:` section, with the defaults of both.
+struct SinkSettings {
+  std::string listen;               ///< ADDR:PORT; "" = no sink
+  std::vector<std::string> allow;   ///< CIDR prefixes; empty = any source
+  std::string key_file;             ///< "" = none
+  std::string auth = "key";         ///< "key" or "none"
+  std::uint64_t max_sessions = 1;
+  std::uint64_t max_connections = 64;
+  std::uint64_t max_connections_per_source = 8;
+  std::string max_session_seconds = "60s";   ///< a duration
+  std::string max_bytes_per_second = "0";    ///< a rate; 0 = no cap
+  std::string idle_timeout = "10s";          ///< a duration
+  std::string handshake_deadline = "2s";     ///< a duration
+
+  bool operator==(const SinkSettings&) const = default;
+};
 
 /// How an error names a setting: "--max-sessions" or "sink.max_sessions".
 enum class SettingSpelling : std::uint8_t { kCommandLine, kConfig };
