@@ -7,9 +7,9 @@ startup calibration to finish, then measures over a window:
   - resident memory (VmRSS) and its peak (VmHWM),
   - CPU time of all its threads (/proc/PID/task/*/schedstat, ns) per
     second of wall time, idle and while scraped once a second.
-Targets (issue 5): at most 20 MiB resident, at most 0.1 % of a core idle.
+Targets: at most 20 MiB resident, at most 0.1 % of a core idle.
 With --sink the agent also serves its peer sink on 127.0.0.1 (auth none:
-nothing leaves loopback); issue 9's target for that: RSS <= 10 MiB and
+nothing leaves loopback); the target for that: RSS <= 10 MiB and
 <= 0.1 % of a core idle.
 
 usage: bench/agent_footprint.py [--zcal build/agent/zcal] [--seconds 30] [--sink]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A full calibration of the discard path with all five methods (issue 11):
+"""A full calibration of the discard path with all five methods:
 runs `zcal calibrate --path discard --json` ROUNDS times for each budget,
 the budgets interleaved (side by side under the same load), and prints per
 run the probes, the wall seconds (of the whole command, as a user waits for

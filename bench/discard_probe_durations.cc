@@ -1,4 +1,4 @@
-// How short a probe on the discard path may be (issue 11): runs, interleaved
+// How short a probe on the discard path may be: runs, interleaved
 // in one namespace, ROUNDS rounds of every method at 4 and 16 KiB for each
 // probe duration, and prints per duration the scatter of CPU per byte from
 // probe to probe (robust relative spread, 1.4826 * MAD / median, over the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # the checks are functions that step() runs
-# The Debian packages, built and tried as an operator would (issue 13):
+# The Debian packages, built and tried as an operator would:
 #   1. dpkg-buildpackage -us -uc -b on a copy of the tree (in
 #      /var/tmp/zcal-package-build, removed at the end; packages and logs in
 #      build-deb/); the build log has no compiler or linker warning

@@ -143,8 +143,8 @@ TEST(MetricsServer, ServesOnIpv6Loopback) {
   EXPECT_EQ(StatusOf(*raw), 200) << *raw;
 }
 
-// The behaviour issue 8 asks for: idle half-open connections (a request
-// line and no blank line) must not delay a scrape, and are closed later.
+// Idle half-open connections (a request line and no blank line) must not
+// delay a scrape, and are closed later.
 TEST(MetricsServer, SixtyFourIdleConnectionsDoNotDelayAScrape) {
   const auto metrics = std::make_shared<Metrics>("0");
   MetricsServerOptions options;

@@ -1,4 +1,4 @@
-// The agent's peers (issue 9): the peers: section, the round that asks K
+// The agent's peers: the peers: section, the round that asks K
 // peers with a fallback for busy ones, how an attempt is named, the kept M,
 // the per-interface median and what it makes of the segment's table.
 #include <unistd.h>

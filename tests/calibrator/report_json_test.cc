@@ -202,7 +202,7 @@ bool Within(const json& old, const json& now) {
   return old == now;
 }
 
-// A state file written by the code before this codec (tests/data/state
+// A state file as agents of version 0.1.0 write it (tests/data/state
 // README): every method result in it reads, and writes back every field it
 // had with the same value.
 TEST(ReportJson, ReadsTheResultsOfAStateFileWrittenBefore) {

@@ -41,7 +41,7 @@ TEST(Units, RejectsMalformedSizesNamingTheTextAndTheGrammar) {
 }
 
 TEST(Units, RatesMeanTheSameBytesAsSizes) {
-  // The CLI, the YAML and the CSV used to disagree on these.
+  // The CLI, the YAML and the CSV must agree on these.
   EXPECT_EQ(*ParseRate("100M"), 104'857'600u);
   EXPECT_EQ(*ParseRate("100M/s"), 104'857'600u);
   EXPECT_EQ(*ParseRate("100MiB/s"), 104'857'600u);

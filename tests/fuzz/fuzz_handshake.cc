@@ -1,4 +1,4 @@
-// libFuzzer target over the peer handshake's frame decoders (issue 9): the
+// libFuzzer target over the peer handshake's frame decoders: the
 // first byte picks the frame, the rest are its bytes. Whatever arrives, a
 // decoder returns an error or a frame; and a frame it accepts re-encodes to
 // exactly the bytes it came from (one encoding per value, so no field is

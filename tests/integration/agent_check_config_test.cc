@@ -73,7 +73,7 @@ TEST(AgentCheckConfig, AMissingFileIsAUsageError) {
 }
 
 TEST(AgentCheckConfig, RefusesADeviceOrAHugeFileWithoutReadingIt) {
-  // /dev/zero used to be read until the host's memory was gone.
+  // /dev/zero read to its end would take the host's memory.
   const CommandResult zero =
       RunCommand({ZcalBinary(), "agent", "--check-config", "/dev/zero"});
   EXPECT_EQ(zero.status, 2);

@@ -1,4 +1,4 @@
-// The real `zcal agent`'s metrics listener under idle clients (issue 8):
+// The real `zcal agent`'s metrics listener under idle clients:
 // half-open connections do not blind monitoring, and are closed later.
 #include <signal.h>
 

@@ -272,8 +272,8 @@ TEST_F(AnalyzeCli, MissingFileAndBadOptionsExitTwo) {
   r = Analyze({dir_.string()});
   EXPECT_EQ(r.exit_status, 2);
   EXPECT_THAT(r.err, HasSubstr("is a directory, not a regular file or a pipe"));
-  // A device is refused before a byte is read (it used to be read without
-  // end: 4 GB resident after 4 s).
+  // A device is refused before a byte is read (read to its end, /dev/zero
+  // would take the host's memory).
   r = Analyze({"/dev/zero"});
   EXPECT_EQ(r.exit_status, 2);
   EXPECT_THAT(r.err, HasSubstr("/dev/zero is a character device"));

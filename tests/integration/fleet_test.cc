@@ -1,4 +1,4 @@
-// The fleet (issue 9): five hosts, each a network namespace on one bridge
+// The fleet: five hosts, each a network namespace on one bridge
 // running the real `zcal agent` with its own segment, state and metrics,
 // finding each other through one DNS name that a real dnsmasq answers with
 // five A records. Within a bounded time every agent publishes at least K

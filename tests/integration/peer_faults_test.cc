@@ -1,4 +1,4 @@
-// Peers that fail (issue 9), with the real `zcal agent` in network
+// Peers that fail, with the real `zcal agent` in network
 // namespaces on a bridge: a peer's agent killed mid-probe, a peer's link
 // cut mid-probe, DNS answering NXDOMAIN, no address, or nothing at all, and
 // every peer busy. Each time the prober goes on (heartbeat, metrics),

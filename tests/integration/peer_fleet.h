@@ -1,5 +1,5 @@
 // Agents that probe each other, for the fleet and fault tests of the
-// `peers:` section (issue 9): their configuration, the real `zcal agent`
+// `peers:` section: their configuration, the real `zcal agent`
 // started in a network namespace, its metrics scraped there, and its
 // segment read with the real `zcal show --json`.
 #pragma once

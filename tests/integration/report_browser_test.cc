@@ -1,4 +1,4 @@
-// The report pages in a real browser (issue 12): headless Chromium, network
+// The report pages in a real browser: headless Chromium, network
 // off, loads the page of each kind of input and the live agent's, and the
 // DOM it leaves shows a drawn chart per path and method, the threshold
 // marker where the axis puts the threshold, no console message and no

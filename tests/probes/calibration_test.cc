@@ -202,8 +202,8 @@ TEST(Calibration, RejectsBadOptionsNamingTheField) {
 }
 
 // Sizing the discard refinement must leave bad sizes to the validation's
-// sentence (it used to build a planner from them: an assertion in builds
-// with asserts, instead of the message).
+// sentence: a planner built from them would stop a build with asserts on
+// its own assertion instead of the message.
 TEST(Calibration, BadDiscardSizesAreReportedNotSized) {
   CalibrationOptions options;
   options.target.kind = TargetKind::kDiscard;

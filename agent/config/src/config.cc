@@ -101,7 +101,8 @@ void ReadHostDefault(ConfigReader& reader, const YAML::Node& node,
     return;
   }
   if (node.IsScalar()) {
-    // Before 0.2 the key named a path whose results were copied.
+    // A scalar here is the form of a path name ("host_default: loopback"):
+    // say why no path's result is copied, rather than "expected a map".
     reader.Error(node, "host_default",
                  "'" + node.Scalar() +
                      "' names a path, but the host default is no longer "

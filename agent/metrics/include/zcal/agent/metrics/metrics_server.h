@@ -1,5 +1,5 @@
 // The agent's HTTP endpoint: GET /metrics renders a Metrics, and further
-// routes (the status page and JSON API of issue 12) may be served beside it
+// routes (the status page and its JSON API) may be served beside it
 // on the same listener. What it refuses and times out is counted in that
 // Metrics (zcal_http_*).
 #pragma once
