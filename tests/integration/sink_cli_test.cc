@@ -288,8 +288,16 @@ TEST_F(SinkCli, ASinkKilledMidCalibrationExitsOneWithPartialResults) {
       {ZcalPath(), "calibrate", "--path", "127.0.0.1:" + std::to_string(port), "--budget", "4",
        "--methods", "copy,uring_send", "--max", "64K"},
       dir_ / "calibrate.log");
-  // A 4 s budget: one second in, its probes are under way.
-  std::this_thread::sleep_for(1s);
+  // Killed once its probes are under way: the sink reports (every second)
+  // that it received bytes of them.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string log = sink_->Log();
+        const std::size_t at = log.rfind("bytes received ");
+        return at != std::string::npos && log.compare(at, 17, "bytes received 0,") != 0;
+      },
+      std::chrono::milliseconds(10'000)))
+      << sink_->Log();
   sink_->Signal(SIGKILL);
   const auto status = calibrate->WaitExit(10s);
   ASSERT_TRUE(status) << calibrate->Log();
