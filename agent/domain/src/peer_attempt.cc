@@ -25,4 +25,20 @@ std::optional<PeerOutcome> ParsePeerOutcome(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view DnsFailureName(DnsFailure failure) {
+  switch (failure) {
+    case DnsFailure::kNone:
+      return "";
+    case DnsFailure::kNxDomain:
+      return "nxdomain";
+    case DnsFailure::kNoAnswer:
+      return "no_answer";
+    case DnsFailure::kTemporary:
+      return "temporary";
+    case DnsFailure::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
 }  // namespace zcal::agent

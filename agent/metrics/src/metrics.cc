@@ -265,7 +265,7 @@ void Metrics::RecordProbeFailures(const std::string& path,
 
 void Metrics::SetPeersEnabled(bool enabled) { peers_->SetEnabled(enabled); }
 void Metrics::RecordPeerAttempt(PeerOutcome outcome) { peers_->RecordAttempt(outcome); }
-void Metrics::RecordPeerDiscovery(std::size_t peers, std::string_view failure) {
+void Metrics::RecordPeerDiscovery(std::size_t peers, DnsFailure failure) {
   peers_->RecordDiscovery(peers, failure);
 }
 void Metrics::SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces) {

@@ -12,11 +12,6 @@ using prometheus::MetricType;
 
 namespace {
 
-template <std::size_t N>
-std::size_t IndexOf(const std::array<std::string_view, N>& names, std::string_view name) {
-  return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
-}
-
 ClientMetric Labelled(std::initializer_list<std::pair<const char*, std::string>> labels) {
   ClientMetric metric;
   for (const auto& [name, value] : labels) metric.label.push_back({name, value});
@@ -37,13 +32,11 @@ void Metrics::PeerView::RecordAttempt(PeerOutcome outcome) {
   }
 }
 
-void Metrics::PeerView::RecordDiscovery(std::size_t peers, std::string_view failure) {
+void Metrics::PeerView::RecordDiscovery(std::size_t peers, DnsFailure failure) {
   std::lock_guard lock(mutex_);
   discovered_ = peers;
-  if (!failure.empty()) {
-    const std::size_t i =
-        std::min(IndexOf(kDiscoveryFailures, failure), kDiscoveryFailures.size() - 1);
-    ++failures_[i];
+  for (std::size_t i = 0; i < kDnsFailures.size(); ++i) {
+    if (kDnsFailures[i] == failure) ++failures_[i];
   }
 }
 
@@ -70,9 +63,9 @@ void Metrics::PeerView::AppendTo(std::vector<MetricFamily>& out) const {
   MetricFamily failures = Family(
       "zcal_peer_discovery_failures_total",
       "DNS lookups of peers.dns that gave no peers, by reason.", MetricType::Counter);
-  for (std::size_t i = 0; i < kDiscoveryFailures.size(); ++i) {
+  for (std::size_t i = 0; i < kDnsFailures.size(); ++i) {
     AddValue(failures, static_cast<double>(failures_[i]),
-             Labelled({{"reason", std::string(kDiscoveryFailures[i])}}));
+             Labelled({{"reason", std::string(DnsFailureName(kDnsFailures[i]))}}));
   }
   out.push_back(std::move(failures));
 

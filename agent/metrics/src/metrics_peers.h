@@ -17,16 +17,13 @@
 
 namespace zcal::agent {
 
-/// zcal_peer_discovery_failures_total's reasons (DnsFailureName).
-inline constexpr std::array<std::string_view, 4> kDiscoveryFailures = {
-    "nxdomain", "no_answer", "temporary", "failed"};
 
 class Metrics::PeerView {
  public:
   /// Whether peers are configured: without, no zcal_peer* series at all.
   void SetEnabled(bool enabled);
   void RecordAttempt(PeerOutcome outcome);
-  void RecordDiscovery(std::size_t peers, std::string_view failure);
+  void RecordDiscovery(std::size_t peers, DnsFailure failure);
   /// The kept peers (path -> stale) and the interface aggregates.
   void SetPublished(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
   void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
@@ -35,7 +32,7 @@ class Metrics::PeerView {
   mutable std::mutex mutex_;
   bool enabled_ = false;
   std::array<std::uint64_t, kPeerOutcomes.size()> outcomes_{};
-  std::array<std::uint64_t, kDiscoveryFailures.size()> failures_{};
+  std::array<std::uint64_t, kDnsFailures.size()> failures_{};
   std::optional<std::size_t> discovered_;
   std::map<std::string, bool> stale_;
   InterfaceAggregates interfaces_;

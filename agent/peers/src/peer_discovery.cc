@@ -204,22 +204,6 @@ Result<DnsPeerName> ParseDnsPeerName(std::string_view text) {
   return DnsPeerName{name, static_cast<std::uint16_t>(value)};
 }
 
-std::string_view DnsFailureName(DnsFailure failure) {
-  switch (failure) {
-    case DnsFailure::kNone:
-      return "";
-    case DnsFailure::kNxDomain:
-      return "nxdomain";
-    case DnsFailure::kNoAnswer:
-      return "no_answer";
-    case DnsFailure::kTemporary:
-      return "temporary";
-    case DnsFailure::kFailed:
-      return "failed";
-  }
-  return "failed";
-}
-
 Discovery DiscoverPeers(const std::vector<common::HostPort>& static_peers,
                         const DnsPeerName& dns,
                         const std::vector<common::IpAddress>& own) {

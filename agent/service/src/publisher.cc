@@ -219,7 +219,7 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
 void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   if (outcome.discovery) {
     const Discovery& d = *outcome.discovery;
-    metrics_->RecordPeerDiscovery(d.peers.size(), DnsFailureName(d.dns_failure));
+    metrics_->RecordPeerDiscovery(d.peers.size(), d.dns_failure);
     spdlog::info("peers: {} found{}", d.peers.size(),
                  d.own_excluded == 0
                      ? std::string()

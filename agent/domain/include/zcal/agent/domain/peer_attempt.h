@@ -1,5 +1,6 @@
 // One peer asked in a calibration round, as the peers room reports it and
-// the publish room records it, and how its calibration ended.
+// the publish room records it, how its calibration ended, and why a DNS
+// lookup of peers gave none.
 #pragma once
 
 #include <array>
@@ -38,6 +39,22 @@ inline constexpr std::array<PeerOutcome, 10> kPeerOutcomes = {
 std::string_view PeerOutcomeName(PeerOutcome outcome);
 /// The inverse of PeerOutcomeName; nullopt for another text.
 std::optional<PeerOutcome> ParsePeerOutcome(std::string_view name);
+
+/// Why a DNS lookup gave no peers.
+enum class DnsFailure : std::uint8_t {
+  kNone,        ///< resolved to at least one address
+  kNxDomain,    ///< the name does not exist (EAI_NONAME)
+  kNoAnswer,    ///< the name exists without A/AAAA records (EAI_NODATA,
+                ///< or an answer with no usable address)
+  kTemporary,   ///< the resolver failed for now (EAI_AGAIN, timeout)
+  kFailed,      ///< anything else (EAI_FAIL, EAI_SYSTEM, ...)
+};
+/// "", "nxdomain", "no_answer", "temporary", "failed": metric label values.
+std::string_view DnsFailureName(DnsFailure failure);
+
+/// The failures zcal_peer_discovery_failures_total counts, in order.
+inline constexpr std::array<DnsFailure, 4> kDnsFailures = {
+    DnsFailure::kNxDomain, DnsFailure::kNoAnswer, DnsFailure::kTemporary, DnsFailure::kFailed};
 
 struct PeerAttempt {
   std::string path;      ///< "peer/ADDR:PORT"

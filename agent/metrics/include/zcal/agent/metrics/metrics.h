@@ -98,12 +98,12 @@ class Metrics final : public prometheus::Collectable {
 
   /// Peers (metrics_peers.cc): whether they are configured (without, no
   /// zcal_peer* series), each peer asked and how it ended (PeerOutcome),
-  /// each discovery (its peers, and DnsFailureName when DNS gave none),
+  /// each discovery (its peers, and why DNS gave none),
   /// and, at each publish, the kept peers' staleness and the interface
   /// aggregates.
   void SetPeersEnabled(bool enabled);
   void RecordPeerAttempt(PeerOutcome outcome);
-  void RecordPeerDiscovery(std::size_t peers, std::string_view failure);
+  void RecordPeerDiscovery(std::size_t peers, DnsFailure failure);
   void SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
 
   /// The HTTP listener's events (MetricsServer reports them).

@@ -17,23 +17,12 @@
 #include <string_view>
 #include <vector>
 
+#include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/agent/peers/peers_config.h"
 #include "zcal/common/address.h"
 #include "zcal/common/result.h"
 
 namespace zcal::agent {
-
-/// Why a DNS lookup gave no peers.
-enum class DnsFailure : std::uint8_t {
-  kNone,        ///< resolved to at least one address
-  kNxDomain,    ///< the name does not exist (EAI_NONAME)
-  kNoAnswer,    ///< the name exists without A/AAAA records (EAI_NODATA,
-                ///< or an answer with no usable address)
-  kTemporary,   ///< the resolver failed for now (EAI_AGAIN, timeout)
-  kFailed,      ///< anything else (EAI_FAIL, EAI_SYSTEM, ...)
-};
-/// "", "nxdomain", "no_answer", "temporary", "failed": metric label values.
-std::string_view DnsFailureName(DnsFailure failure);
 
 /// What one discovery produced.
 struct Discovery {
