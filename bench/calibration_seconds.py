@@ -13,9 +13,11 @@ whether it reached the planner's stated resolution (model: interval within
 per-size rule: the bracket of probed sizes within 1/8, and both of its
 comparisons decisive or regret_excess within 0.05 pp).
 Ends with a summary per budget. A larger budget that changes nothing shows that the
-planner, not the budget, ends the calibration.
+planner, not the budget, ends the calibration. Several --zcal binaries
+(comma-separated: two builds of one change) run interleaved too, and the
+summary is per binary and budget.
 
-usage: bench/calibration_seconds.py [--zcal BUILD/agent/zcal] [--rounds N]
+usage: bench/calibration_seconds.py [--zcal BUILD/agent/zcal[,OTHER]] [--rounds N]
                                     [--budgets 5,30] [--json FILE]
 """
 import argparse
@@ -50,7 +52,7 @@ def run_once(zcal, budget):
     scatter = [c["baseline"]["cpu_ns_per_byte_spread"] / c["baseline"]["cpu_ns_per_byte"]
                for c in copy_sizes
                if c["baseline"]["samples"] >= 2 and c["baseline"]["cpu_ns_per_byte"] > 0]
-    run = {"budget": budget, "wall_seconds": wall, "load": load,
+    run = {"zcal": zcal, "budget": budget, "wall_seconds": wall, "load": load,
            "seconds": doc["timings"]["duration_seconds"],
            "probes": doc["timings"]["probes_run"], "methods": {},
            "scatter": statistics.median(scatter) if scatter else None}
@@ -113,12 +115,14 @@ def main():
     parser.add_argument("--json", help="also write every run here")
     args = parser.parse_args()
     budgets = [float(b) for b in args.budgets.split(",")]
+    zcals = args.zcal.split(",")
     runs = []
     for r in range(args.rounds):
-        for budget in budgets:
-            run = run_once(args.zcal, budget)
+        for zcal, budget in [(z, b) for z in zcals for b in budgets]:
+            run = run_once(zcal, budget)
             runs.append(run)
-            print(f"round {r + 1}, budget {budget:g} s: {run['probes']} probes, "
+            print(f"round {r + 1}, {zcal if len(zcals) > 1 else ''} budget {budget:g} s: "
+                  f"{run['probes']} probes, "
                   f"{run['seconds']:.2f} s calibrating, {run['wall_seconds']:.2f} s wall; "
                   f"load average {run['load']:.1f}; probe scatter "
                   f"{'-' if run['scatter'] is None else format(100 * run['scatter'], '.0f') + ' %'}")
@@ -127,18 +131,22 @@ def main():
                 if m["rule"] == "per_size" and m["rule_detail"]:
                     print(f"  {'':<20} ({m['rule_detail'][:110]})")
     print("\nsummary (median [min, max] over the rounds)")
-    for budget in budgets:
-        mine = [x for x in runs if x["budget"] == budget]
+    for zcal, budget in [(z, b) for z in zcals for b in budgets]:
+        mine = [x for x in runs if x["budget"] == budget and x["zcal"] == zcal]
+        if len(zcals) > 1:
+            print(zcal)
 
         def spread(values, fmt):
             return (f"{fmt.format(statistics.median(values))} "
                     f"[{fmt.format(min(values))}, {fmt.format(max(values))}]")
         scatters = [100 * x["scatter"] for x in mine if x["scatter"] is not None]
         whole = sum(all(m["resolved"] for m in x["methods"].values()) for x in mine)
+        within_two = sum(x["wall_seconds"] <= 2.0 for x in mine)
         print(f"budget {budget:g} s: probes {spread([x['probes'] for x in mine], '{:.0f}')}, "
               f"wall s {spread([x['wall_seconds'] for x in mine], '{:.2f}')}, "
               f"probe scatter {spread(scatters, '{:.0f} %') if scatters else '-'}; "
-              f"every method at the stated resolution in {whole} of {len(mine)} runs")
+              f"every method at the stated resolution in {whole} of {len(mine)} runs, "
+              f"within 2 s of wall in {within_two}")
         for name in ZEROCOPY:
             ms = [x["methods"][name] for x in mine if name in x["methods"]]
             halves = [m["half"] for m in ms if m["half"] is not None]

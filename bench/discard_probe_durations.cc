@@ -5,7 +5,10 @@
 // methods and sizes) and the time a probe takes beyond its sending
 // (allocation, socket, sender set-up, completions, CPU snapshots), and the
 // median CPU per byte against the longest probes' (a short probe must not
-// measure another cost: warm-up, the drain of the completions).
+// measure another cost: warm-up, the drain of the completions), and what
+// decides a threshold: each zerocopy method's median CPU per byte over its
+// baseline's, against the same ratio of the longest probes. The probes cut
+// their buffers from one arena, as a calibration's do.
 //
 // The calibration runner's durations follow from it: a shorter probe costs
 // less of the budget; it is too short once its scatter grows faster than
@@ -24,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "buffer_pool.h"
+#include "probe_runner.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/discard.h"
 #include "zcal/probes/probe.h"
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::uint64_t sizes[] = {4096, 16384};
+  probes::BufferArena arena;
   // (duration index, method, size) -> CPU per byte of each probe
   std::map<std::tuple<std::size_t, Method, std::uint64_t>, std::vector<double>> cpu;
   std::vector<double> overhead_ms(durations_ms.size(), 0);
@@ -78,7 +84,7 @@ int main(int argc, char** argv) {
           o.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
               std::chrono::duration<double, std::milli>(durations_ms[d]));
           const auto start = std::chrono::steady_clock::now();
-          const auto s = probes::RunDiscardProbe(**discard, o);
+          const auto s = probes::DiscardProbeOn(**discard, o, &arena).sample;
           const double took = std::chrono::duration<double, std::milli>(
                                   std::chrono::steady_clock::now() - start).count();
           if (!s.ok()) {
@@ -95,8 +101,9 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%d rounds, 5 methods at 4 and 16 KiB, durations interleaved\n", rounds);
-  std::printf("%12s %22s %20s %24s %24s\n", "probe (ms)", "CPU/byte spread (med)",
-              "CPU/byte vs longest", "beyond sending (ms)", "spread x sqrt(ms+over)");
+  std::printf("%12s %22s %20s %24s %24s %22s\n", "probe (ms)", "CPU/byte spread (med)",
+              "CPU/byte vs longest", "beyond sending (ms)", "spread x sqrt(ms+over)",
+              "zc/base vs longest");
   const std::size_t longest = static_cast<std::size_t>(
       std::max_element(durations_ms.begin(), durations_ms.end()) - durations_ms.begin());
   for (std::size_t d = 0; d < durations_ms.size(); ++d) {
@@ -111,12 +118,30 @@ int main(int argc, char** argv) {
       }
     }
     if (spreads.empty() || probes_run[d] == 0) continue;
+    // Per zerocopy method and size: (zc / baseline at d) / (the same at
+    // the longest duration); the range over methods and sizes.
+    std::vector<double> ratio_bias;
+    for (const auto& [zerocopy, baseline] :
+         {std::pair{Method::kMsgZerocopy, Method::kCopy},
+          std::pair{Method::kUringSendZc, Method::kUringSend},
+          std::pair{Method::kUringSendZcFixed, Method::kUringSend}}) {
+      for (std::uint64_t size : sizes) {
+        const auto z = cpu.find({d, zerocopy, size}), b = cpu.find({d, baseline, size});
+        const auto zl = cpu.find({longest, zerocopy, size}), bl = cpu.find({longest, baseline, size});
+        if (z == cpu.end() || b == cpu.end() || zl == cpu.end() || bl == cpu.end()) continue;
+        ratio_bias.push_back((Median(z->second) / Median(b->second)) /
+                             (Median(zl->second) / Median(bl->second)));
+      }
+    }
+    const double low = ratio_bias.empty() ? NAN : *std::min_element(ratio_bias.begin(), ratio_bias.end());
+    const double high = ratio_bias.empty() ? NAN : *std::max_element(ratio_bias.begin(), ratio_bias.end());
     const double over = overhead_ms[d] / probes_run[d];
     const double spread = Median(spreads);
     // Relative width of what a fixed budget buys: spread / sqrt(probes),
     // probes proportional to 1 / (duration + overhead).
-    std::printf("%12.1f %21.1f %% %20.3f %24.1f %24.3f\n", durations_ms[d], 100 * spread,
-                bias.empty() ? NAN : Median(bias), over, spread * std::sqrt(durations_ms[d] + over));
+    std::printf("%12.1f %21.1f %% %20.3f %24.1f %24.3f %10.3f..%.3f\n", durations_ms[d],
+                100 * spread, bias.empty() ? NAN : Median(bias), over,
+                spread * std::sqrt(durations_ms[d] + over), low, high);
   }
   return 0;
 }

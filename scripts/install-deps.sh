@@ -24,8 +24,8 @@ packages=(
   # the Rust crate client/rust (meson -Drust=enabled): Debian's toolchain,
   # called as /usr/bin/cargo and /usr/bin/rustc
   cargo rustc
-  # benchmarks
-  libbenchmark-dev iperf3
+  # benchmarks (stress-ng: the controlled load of bench/load.py)
+  libbenchmark-dev iperf3 stress-ng
   # manual pages
   scdoc
   # Debian packages (scripts/test-package.sh): build, lintian, hardening-check

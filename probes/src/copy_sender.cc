@@ -13,7 +13,7 @@ class CopySender final : public Sender {
  public:
   CopySender(int fd, const BufferPool& pool) : fd_(fd), pool_(pool) {}
 
-  Result<SendCounters> Run(const StopCondition& stop) override {
+  SendResult Run(const StopCondition& stop) override {
     SendCounters counters;
     const std::uint64_t size = pool_.buffer_bytes();
     std::uint32_t slot = 0;
@@ -42,7 +42,7 @@ class CopySender final : public Sender {
         if (stalled_since == std::chrono::steady_clock::time_point::max()) {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
-          return Fail(Errc::kFailed,
+          return FailPeer(PeerFailure::kTimeout, Errc::kFailed,
                       "copy: the socket accepted no data for over " +
                           std::to_string((kDrainTimeout + kWaitSlice).count()) +
                           " ms; is the sink still reading (TCP), or the send "
@@ -50,9 +50,11 @@ class CopySender final : public Sender {
         }
         continue;
       }
-      return Fail(Errc::kFailed, "copy: send(2) failed with " + common::ErrnoText(errno));
+      const int err = errno;
+      return FailPeer(SendFailureOf(err), Errc::kFailed,
+                      "copy: send(2) failed with " + common::ErrnoText(err));
     }
-    if (stop.Cancelled()) return Fail(Errc::kFailed, "cancelled");
+    if (stop.Cancelled()) return FailPeer(PeerFailure::kLocalError, Errc::kFailed, "cancelled");
     return counters;
   }
 

@@ -42,9 +42,11 @@ struct SetupReport {
 };
 static_assert(std::is_trivially_copyable_v<SetupReport>);
 
-// The child's answer to a socket request; the fd travels as SCM_RIGHTS.
+// The child's answer to a socket request: `count` fds as SCM_RIGHTS, or
+// none and the errno of the socket(2) that failed.
 struct SocketReply {
   std::int32_t err = 0;
+  std::int32_t count = 0;
 };
 
 constexpr int kControlFd = 3;
@@ -56,21 +58,21 @@ void CopyDetail(SetupReport& report, const std::string& detail) {
   std::memcpy(report.detail, detail.data(), std::min(detail.size(), sizeof report.detail - 1));
 }
 
-bool SendSocket(int control, int fd, int err) {
-  SocketReply reply{err};
+bool SendSockets(int control, const int* fds, int count, int err) {
+  SocketReply reply{err, count};
   iovec data{&reply, sizeof reply};
   msghdr message{};
   message.msg_iov = &data;
   message.msg_iovlen = 1;
-  alignas(cmsghdr) char control_bytes[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  alignas(cmsghdr) char control_bytes[CMSG_SPACE(sizeof(int) * kSocketBatch)] = {};
+  if (count > 0) {
     message.msg_control = control_bytes;
-    message.msg_controllen = sizeof control_bytes;
+    message.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<std::size_t>(count));
     cmsghdr* header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+    header->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<std::size_t>(count));
+    std::memcpy(CMSG_DATA(header), fds, sizeof(int) * static_cast<std::size_t>(count));
   }
   return ::sendmsg(control, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof reply);
 }
@@ -128,9 +130,19 @@ bool SetUp(const char* qdisc, SetupReport& report) {
     const ssize_t n = ::recv(kControlFd, &request, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || request != kSocketRequest) ::_exit(0);  // the parent is done
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    const bool sent = SendSocket(kControlFd, fd, fd < 0 ? errno : 0);
-    if (fd >= 0) ::close(fd);
+    int fds[kSocketBatch];
+    int count = 0;
+    int err = 0;
+    while (count < kSocketBatch) {
+      const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) {
+        err = errno;
+        break;
+      }
+      fds[count++] = fd;
+    }
+    const bool sent = SendSockets(kControlFd, fds, count, count > 0 ? 0 : err);
+    for (int i = 0; i < count; ++i) ::close(fds[i]);
     if (!sent) ::_exit(0);
   }
 }
@@ -214,31 +226,30 @@ DiscardNamespace::~DiscardNamespace() {
   Reap(helper_);
 }
 
-Result<common::UniqueFd> DiscardNamespace::ConnectUdp() {
-  std::lock_guard lock(mutex_);
-  const std::string where = std::string("discard path (UDP to ") + kDiscardAddress + ":" +
-                            std::to_string(kDiscardPort) + ")";
+Result<void> DiscardNamespace::Restock(const std::string& where) {
   if (::send(control_, &kSocketRequest, 1, MSG_NOSIGNAL) != 1) {
     return Fail(Errc::kFailed, where + ": the namespace helper is gone (" +
                                    common::ErrnoText(errno) + ")");
   }
   SocketReply reply;
   iovec data{&reply, sizeof reply};
-  alignas(cmsghdr) char control_bytes[CMSG_SPACE(sizeof(int))] = {};
+  alignas(cmsghdr) char control_bytes[CMSG_SPACE(sizeof(int) * kSocketBatch)] = {};
   msghdr message{};
   message.msg_iov = &data;
   message.msg_iovlen = 1;
   message.msg_control = control_bytes;
   message.msg_controllen = sizeof control_bytes;
   const int n = ReceiveWithin(control_, &message, kRequestTimeoutMs);
-  int received = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      std::memcpy(&received, CMSG_DATA(c), sizeof received);
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < fds; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      stock_.emplace_back(fd);
     }
   }
-  common::UniqueFd fd(received);
-  if (n != static_cast<int>(sizeof reply) || !fd) {
+  if (n != static_cast<int>(sizeof reply) || stock_.empty()) {
     if (n == static_cast<int>(sizeof reply) && reply.err != 0) {
       return Fail(Errc::kFailed, where + ": socket(AF_INET, SOCK_DGRAM) in the namespace "
                                          "failed with " + common::ErrnoText(reply.err));
@@ -246,6 +257,18 @@ Result<common::UniqueFd> DiscardNamespace::ConnectUdp() {
     return Fail(Errc::kFailed, where + ": the namespace helper did not answer (" +
                                    (n < 0 ? common::ErrnoText(-n) : "no socket") + ")");
   }
+  return {};
+}
+
+Result<common::UniqueFd> DiscardNamespace::ConnectUdp() {
+  std::lock_guard lock(mutex_);
+  const std::string where = std::string("discard path (UDP to ") + kDiscardAddress + ":" +
+                            std::to_string(kDiscardPort) + ")";
+  if (stock_.empty()) {
+    if (auto restocked = Restock(where); !restocked) return tl::unexpected(restocked.error());
+  }
+  common::UniqueFd fd = std::move(stock_.back());
+  stock_.pop_back();
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(kDiscardPort);

@@ -3,7 +3,8 @@
 
 namespace zcal::probes {
 
-calibrator::Sample RunDiscardProbe(DiscardNamespace& discard, const ProbeOptions& options) {
+ProbeOutcome DiscardProbeOn(DiscardNamespace& discard, const ProbeOptions& options,
+                            BufferArena* arena) {
   if (options.size_bytes > kMaxUdpPayloadBytes) {
     calibrator::Sample sample;
     sample.path = options.path;
@@ -15,9 +16,21 @@ calibrator::Sample RunDiscardProbe(DiscardNamespace& discard, const ProbeOptions
                    std::to_string(options.size_bytes) +
                    " bytes: a UDP datagram over IPv4 carries at most " +
                    std::to_string(kMaxUdpPayloadBytes) + " bytes";
-    return sample;
+    return {std::move(sample), PeerFailure::kLocalError};
   }
-  return RunProbeOn(options, [&discard] { return discard.ConnectUdp(); });
+  return ProbeOn(
+      options,
+      [&discard]() -> PeerResult<common::UniqueFd> {
+        // The namespace's helper is this host's: whatever fails there is local.
+        auto fd = discard.ConnectUdp();
+        if (!fd) return FailPeer(PeerFailure::kLocalError, fd.error().code, fd.error().message);
+        return std::move(*fd);
+      },
+      arena);
+}
+
+calibrator::Sample RunDiscardProbe(DiscardNamespace& discard, const ProbeOptions& options) {
+  return DiscardProbeOn(discard, options).sample;
 }
 
 }  // namespace zcal::probes

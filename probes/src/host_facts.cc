@@ -1,11 +1,8 @@
 #include "zcal/probes/host_facts.h"
 #include "zcal/probes/host_facts_json.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -28,10 +25,6 @@ std::optional<T> ParseInteger(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
-}
-
-std::optional<std::uint64_t> ParseHex(std::string_view text) {
-  return common::ParseHex64(text);
 }
 
 std::string ReadCpuModel(const std::string& root, std::vector<std::string>& notes) {
@@ -72,103 +65,7 @@ std::vector<std::string> ReadIommuCmdline(const std::string& root,
   return flags;
 }
 
-// Longest-prefix match in /proc/net/route; fields are hex in network byte
-// order as stored, so the raw s_addr compares directly.
-std::optional<std::string> RouteV4(const std::string& root, const in_addr& address,
-                                   std::string& why) {
-  const auto text = ReadSmallFile(UnderRoot(root, "proc/net/route"));
-  if (!text) {
-    why = text.error().message;
-    return std::nullopt;
-  }
-  std::istringstream lines(*text);
-  std::string line;
-  std::getline(lines, line);  // header
-  std::optional<std::string> best;
-  int best_length = -1;
-  std::uint64_t best_metric = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string name, dest, gateway, flags, refcnt, use, metric, mask;
-    if (!(fields >> name >> dest >> gateway >> flags >> refcnt >> use >> metric >> mask)) continue;
-    const auto d = ParseHex(dest), f = ParseHex(flags), m = ParseHex(mask);
-    const auto metric_value = ParseInteger<std::uint64_t>(metric);
-    if (!d || !f || !m || !metric_value || (*f & 0x1) == 0) continue;  // RTF_UP
-    const auto dest_raw = static_cast<std::uint32_t>(*d);
-    const auto mask_raw = static_cast<std::uint32_t>(*m);
-    if ((address.s_addr & mask_raw) != (dest_raw & mask_raw)) continue;
-    const int length = std::popcount(mask_raw);
-    if (length > best_length || (length == best_length && *metric_value < best_metric)) {
-      best = name;
-      best_length = length;
-      best_metric = *metric_value;
-    }
-  }
-  if (!best) why = "no route matches in " + UnderRoot(root, "proc/net/route").string();
-  return best;
-}
-
-std::optional<std::string> RouteV6(const std::string& root, const in6_addr& address,
-                                   std::string& why) {
-  const auto text = ReadSmallFile(UnderRoot(root, "proc/net/ipv6_route"));
-  if (!text) {
-    why = text.error().message;
-    return std::nullopt;
-  }
-  std::istringstream lines(*text);
-  std::string line;
-  std::optional<std::string> best;
-  int best_length = -1;
-  std::uint64_t best_metric = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string dest, plen, src, src_plen, next_hop, metric, refcnt, use, flags, name;
-    if (!(fields >> dest >> plen >> src >> src_plen >> next_hop >> metric >> refcnt >>
-          use >> flags >> name) ||
-        dest.size() != 32) {
-      continue;
-    }
-    const auto length = ParseHex(plen), f = ParseHex(flags), m = ParseHex(metric);
-    // RTF_UP set, RTF_REJECT (unreachable placeholders) clear.
-    if (!length || *length > 128 || !f || !m || (*f & 0x1) == 0 || (*f & 0x200) != 0) {
-      continue;
-    }
-    bool match = true;
-    for (std::uint64_t bit = 0; bit < *length && match; ++bit) {
-      const std::size_t byte = bit / 8;
-      const auto value = ParseHex(std::string_view(dest).substr(byte * 2, 2));
-      if (!value) {
-        match = false;
-        break;
-      }
-      const unsigned shift = 7 - static_cast<unsigned>(bit % 8);
-      match = ((address.s6_addr[byte] >> shift) & 1) == ((*value >> shift) & 1);
-    }
-    if (!match) continue;
-    const int len = static_cast<int>(*length);
-    if (len > best_length || (len == best_length && *m < best_metric)) {
-      best = name;
-      best_length = len;
-      best_metric = *m;
-    }
-  }
-  if (!best) why = "no route matches in " + UnderRoot(root, "proc/net/ipv6_route").string();
-  return best;
-}
-
-std::optional<std::string> RouteOf(const std::string& root, const common::IpAddress& address,
-                                   std::string& why) {
-  if (address.IsIpv6()) {
-    in6_addr v6{};
-    std::memcpy(&v6, address.bytes.data(), sizeof v6);
-    return RouteV6(root, v6, why);
-  }
-  in_addr v4{};
-  std::memcpy(&v4, address.bytes.data(), sizeof v4);
-  return RouteV4(root, v4, why);
-}
-
-std::optional<std::string> EgressInterface(const HostFactsOptions& options,
+std::optional<std::string> PathInterface(const HostFactsOptions& options,
                                            std::vector<std::string>& notes) {
   if (options.target.kind == TargetKind::kLoopback) return "lo";
   if (options.target.kind == TargetKind::kDiscard) {
@@ -176,13 +73,13 @@ std::optional<std::string> EgressInterface(const HostFactsOptions& options,
                     "private namespace; no NIC, IOMMU or receiver is measured");
     return "lo";
   }
-  std::string why;
-  std::optional<std::string> name = RouteOf(options.root, options.target.peer.address, why);
+  Result<std::string> name = EgressInterface(options.target.peer.address);
   if (!name) {
     notes.push_back("egress interface of " + ToString(options.target) +
-                    " unknown: " + why);
+                    " unknown: " + name.error().message);
+    return std::nullopt;
   }
-  return name;
+  return *name;
 }
 
 // The basename of a symlink's target ("../../bus/pci" -> "pci"), or "".
@@ -313,18 +210,6 @@ std::vector<InterfaceFacts> DescribeDevices(const HostFactsOptions& options,
 
 }  // namespace
 
-std::optional<std::string> DefaultRouteInterface(const std::string& root,
-                                                 std::string& why) {
-  // The route traffic to an arbitrary remote address takes: the default
-  // route, or the more specific half-default routes some VPNs install.
-  std::string why_v4;
-  if (auto v4 = RouteOf(root, *common::ParseIpAddress("0.0.0.0"), why_v4)) return v4;
-  std::string why_v6;
-  if (auto v6 = RouteOf(root, *common::ParseIpAddress("::"), why_v6)) return v6;
-  why = "no default route: IPv4: " + why_v4 + "; IPv6: " + why_v6;
-  return std::nullopt;
-}
-
 std::uint64_t HostFacts::Fingerprint() const {
   return common::Fnv1a(FingerprintJson(*this).dump());
 }
@@ -340,7 +225,7 @@ HostFacts CollectHostFacts(const HostFactsOptions& options) {
   facts.iommu_cmdline = ReadIommuCmdline(options.root, facts.notes);
   facts.devices = DescribeDevices(options, facts.notes);
   std::optional<std::string> name =
-      options.interface.empty() ? EgressInterface(options, facts.notes) : options.interface;
+      options.interface.empty() ? PathInterface(options, facts.notes) : options.interface;
   if (name) DescribeInterface(options, *name, facts.interface, facts.notes);
   return facts;
 }

@@ -30,7 +30,7 @@ class MsgZerocopySender final : public Sender {
   MsgZerocopySender(int fd, const BufferPool& pool)
       : fd_(fd), pool_(pool), pending_(pool.count(), 0) {}
 
-  Result<SendCounters> Run(const StopCondition& stop) override {
+  SendResult Run(const StopCondition& stop) override {
     const std::uint64_t size = pool_.buffer_bytes();
     std::uint32_t slot = 0;
     std::uint64_t offset = 0;
@@ -76,7 +76,7 @@ class MsgZerocopySender final : public Sender {
         if (stalled_since == Clock::time_point::max()) {
           stalled_since = now;
         } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
-          return Fail(Errc::kFailed,
+          return FailPeer(PeerFailure::kTimeout, Errc::kFailed,
                       "msg_zerocopy: the socket accepted no data for over " +
                           std::to_string((kDrainTimeout + kWaitSlice).count()) +
                           " ms; is the sink still reading (TCP), or the send "
@@ -85,11 +85,11 @@ class MsgZerocopySender final : public Sender {
         if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
         continue;
       }
-      return Fail(Errc::kFailed,
-                  "msg_zerocopy: send(MSG_ZEROCOPY) failed with " + common::ErrnoText(err));
+      return FailPeer(SendFailureOf(err), Errc::kFailed,
+                      "msg_zerocopy: send(MSG_ZEROCOPY) failed with " + common::ErrnoText(err));
     }
     if (auto drained = Drain(); !drained) return tl::unexpected(drained.error());
-    if (stop.Cancelled()) return Fail(Errc::kFailed, "cancelled");
+    if (stop.Cancelled()) return FailPeer(PeerFailure::kLocalError, Errc::kFailed, "cancelled");
     return counters_;
   }
 
@@ -97,7 +97,7 @@ class MsgZerocopySender final : public Sender {
   std::size_t Outstanding() const { return slot_of_id_.size(); }
 
   // Reads every notification queued on the error queue, without blocking.
-  Result<void> Reap() {
+  PeerResult<void> Reap() {
     while (Outstanding() != 0) {
       char control[CMSG_SPACE(sizeof(sock_extended_err)) + 64];
       msghdr msg{};
@@ -107,8 +107,9 @@ class MsgZerocopySender final : public Sender {
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
-        return Fail(Errc::kFailed, "msg_zerocopy: reading the error queue failed with " +
-                                       common::ErrnoText(errno));
+        return FailPeer(PeerFailure::kLocalError, Errc::kFailed,
+                        "msg_zerocopy: reading the error queue failed with " +
+                            common::ErrnoText(errno));
       }
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
         const bool recverr = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
@@ -117,8 +118,10 @@ class MsgZerocopySender final : public Sender {
         sock_extended_err err;
         std::memcpy(&err, CMSG_DATA(c), sizeof err);
         if (err.ee_origin != SO_EE_ORIGIN_ZEROCOPY) {
-          return Fail(Errc::kFailed, "msg_zerocopy: the socket reported error " +
-                                         common::ErrnoText(static_cast<int>(err.ee_errno)));
+          const int reported = static_cast<int>(err.ee_errno);
+          return FailPeer(SendFailureOf(reported), Errc::kFailed,
+                          "msg_zerocopy: the socket reported error " +
+                              common::ErrnoText(reported));
         }
         Complete(err.ee_info, err.ee_data,
                  (err.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
@@ -146,16 +149,17 @@ class MsgZerocopySender final : public Sender {
   }
 
   // Blocks until the error queue has something (at most one wait slice).
-  Result<void> WaitForCompletions() {
+  PeerResult<void> WaitForCompletions() {
     pollfd p{fd_, 0, 0};  // POLLERR is always reported
     const int ready = ::poll(&p, 1, static_cast<int>(kWaitSlice.count()));
     if (ready < 0 && errno != EINTR) {
-      return Fail(Errc::kFailed, "msg_zerocopy: poll failed with " + common::ErrnoText(errno));
+      return FailPeer(PeerFailure::kLocalError, Errc::kFailed,
+                      "msg_zerocopy: poll failed with " + common::ErrnoText(errno));
     }
     return Reap();
   }
 
-  Result<void> BackOffForOptionMemory() {
+  PeerResult<void> BackOffForOptionMemory() {
     if (Outstanding() != 0) {
       enobufs_idle_ = Clock::time_point::max();
       return WaitForCompletions();
@@ -165,8 +169,8 @@ class MsgZerocopySender final : public Sender {
     const auto now = Clock::now();
     if (enobufs_idle_ == Clock::time_point::max()) enobufs_idle_ = now;
     if (now - enobufs_idle_ > kDrainTimeout) {
-      return Fail(Errc::kUnsupported,
-                  "msg_zerocopy: send(MSG_ZEROCOPY) of " +
+      return FailPeer(PeerFailure::kLocalError, Errc::kUnsupported,
+                      "msg_zerocopy: send(MSG_ZEROCOPY) of " +
                       std::to_string(pool_.buffer_bytes()) +
                       " bytes fails with ENOBUFS even with no send outstanding: "
                       "the socket's option memory (net.core.optmem_max) or the "
@@ -178,12 +182,12 @@ class MsgZerocopySender final : public Sender {
     return {};
   }
 
-  Result<void> Drain() {
+  PeerResult<void> Drain() {
     const auto give_up = Clock::now() + kDrainTimeout;
     while (Outstanding() != 0) {
       if (Clock::now() > give_up) {
-        return Fail(Errc::kFailed,
-                    "msg_zerocopy: " + std::to_string(Outstanding()) +
+        return FailPeer(PeerFailure::kTimeout, Errc::kFailed,
+                        "msg_zerocopy: " + std::to_string(Outstanding()) +
                         " zerocopy completions missing " +
                         std::to_string(kDrainTimeout.count()) +
                         " ms after the last send");

@@ -33,11 +33,12 @@ Result<std::unique_ptr<Sender>> MakeSender(Method method, int fd,
   return Fail(Errc::kInvalidArgument, "unknown method");
 }
 
-Sample Failed(Sample sample, const Error& error) {
+ProbeOutcome Failed(Sample sample, const Error& error,
+                    PeerFailure failure = PeerFailure::kLocalError) {
   sample.status = error.code == Errc::kUnsupported ? SampleStatus::kUnsupported
                                                    : SampleStatus::kFailed;
   sample.error = error.message;
-  return sample;
+  return {std::move(sample), failure};
 }
 
 }  // namespace
@@ -61,11 +62,21 @@ std::uint32_t PoolBuffers(Method method, std::uint64_t size_bytes,
 }
 
 Sample RunProbe(const ProbeOptions& options) {
-  return RunProbeOn(options, [&options] { return ConnectTcp(options.sink); });
+  return ProbeOn(options, [&options] { return ConnectTcp(options.sink); }).sample;
 }
 
 Sample RunProbeOn(const ProbeOptions& options,
                   const std::function<Result<common::UniqueFd>()>& connect) {
+  return ProbeOn(options, [&connect]() -> PeerResult<common::UniqueFd> {
+           auto fd = connect();
+           if (!fd) return FailPeer(PeerFailure::kLocalError, fd.error().code, fd.error().message);
+           return std::move(*fd);
+         })
+      .sample;
+}
+
+ProbeOutcome ProbeOn(const ProbeOptions& options, const ProbeConnect& connect,
+                     BufferArena* arena) {
   Sample sample;
   sample.path = options.path;
   sample.method = options.method;
@@ -77,22 +88,23 @@ Sample RunProbeOn(const ProbeOptions& options,
     return Failed(sample, {Errc::kInvalidArgument,
                            where + ": message size must be 1 byte to 1 GiB"});
   }
-  auto pool = BufferPool::Allocate(
-      PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes),
-      options.size_bytes);
+  const std::uint32_t count =
+      PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes);
+  auto pool = arena != nullptr ? arena->Pool(count, options.size_bytes)
+                               : BufferPool::Allocate(count, options.size_bytes);
   if (!pool) return Failed(sample, pool.error());
   auto socket = connect();
-  if (!socket) return Failed(sample, socket.error());
+  if (!socket) return Failed(sample, socket.error(), socket.error().failure);
   auto sender = MakeSender(options.method, socket->get(), **pool);
   if (!sender) return Failed(sample, sender.error());
 
-  const CpuSnapshot cpu_before = CpuSnapshot::Take(options.root);
+  const CpuSnapshot cpu_before = CpuSnapshot::Before(options.root);
   const auto start = std::chrono::steady_clock::now();
   const StopCondition stop(start + options.duration, options.max_bytes, options.cancel);
   auto counters = (*sender)->Run(stop);
   const auto end = std::chrono::steady_clock::now();
-  const CpuSnapshot cpu_after = CpuSnapshot::Take(options.root);
-  if (!counters) return Failed(sample, counters.error());
+  const CpuSnapshot cpu_after = CpuSnapshot::After(options.root);
+  if (!counters) return Failed(sample, counters.error(), counters.error().failure);
 
   sample.bytes = counters->bytes;
   sample.wall_ns = static_cast<std::uint64_t>(
@@ -106,11 +118,12 @@ Sample RunProbeOn(const ProbeOptions& options,
   sample.zc_copied = counters->zc_copied;
   sample.enobufs = counters->enobufs;
   if (sample.bytes == 0) {
-    return Failed(sample, {Errc::kFailed, where + ": no byte was sent in " +
-                                              std::to_string(sample.wall_ns / 1000000) +
-                                              " ms"});
+    return Failed(sample,
+                  {Errc::kFailed, where + ": no byte was sent in " +
+                                      std::to_string(sample.wall_ns / 1000000) + " ms"},
+                  PeerFailure::kTimeout);
   }
-  return sample;
+  return {std::move(sample), PeerFailure::kLocalError};
 }
 
 }  // namespace zcal::probes

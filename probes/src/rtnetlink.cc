@@ -98,7 +98,38 @@ NetlinkStatus Rtnetlink::AddRootQdisc(unsigned ifindex, const std::string& kind)
   return Transact(buffer);
 }
 
-NetlinkStatus Rtnetlink::Transact(void* request) {
+tl::expected<unsigned, NetlinkStatus> Rtnetlink::RouteInterface(
+    const common::IpAddress& destination) {
+  alignas(nlmsghdr) char buffer[kBufferBytes] = {};
+  nlmsghdr* header = mnl_nlmsg_put_header(buffer);
+  header->nlmsg_type = RTM_GETROUTE;
+  header->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  auto* route = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(header, sizeof(rtmsg)));
+  route->rtm_family = destination.family;
+  route->rtm_dst_len = static_cast<unsigned char>(destination.Size() * 8);
+  mnl_attr_put(header, RTA_DST, static_cast<std::uint32_t>(destination.Size()),
+               destination.bytes.data());
+  unsigned oif = 0;
+  const NetlinkStatus status = Transact(buffer, [&oif](const nlmsghdr* answer) {
+    if (answer->nlmsg_type != RTM_NEWROUTE) return;
+    mnl_attr_parse(
+        answer, sizeof(rtmsg),
+        [](const nlattr* attribute, void* data) {
+          if (mnl_attr_get_type(attribute) == RTA_OIF &&
+              mnl_attr_validate(attribute, MNL_TYPE_U32) == 0) {
+            *static_cast<unsigned*>(data) = mnl_attr_get_u32(attribute);
+          }
+          return MNL_CB_OK;
+        },
+        &oif);
+  });
+  if (!status.ok()) return tl::unexpected(status);
+  if (oif == 0) return tl::unexpected(NetlinkStatus{ENODEV, "the kernel's route has no output interface"});
+  return oif;
+}
+
+NetlinkStatus Rtnetlink::Transact(void* request,
+                                  const std::function<void(const nlmsghdr*)>& on_answer) {
   auto* header = static_cast<nlmsghdr*>(request);
   const unsigned sequence = sequence_++;
   header->nlmsg_seq = sequence;
@@ -119,7 +150,10 @@ NetlinkStatus Rtnetlink::Transact(void* request) {
           !mnl_nlmsg_portid_ok(message, port_id_)) {
         continue;  // not the answer to this request
       }
-      if (message->nlmsg_type != NLMSG_ERROR) continue;
+      if (message->nlmsg_type != NLMSG_ERROR) {
+        if (on_answer) on_answer(message);
+        continue;
+      }
       if (mnl_nlmsg_get_payload_len(message) < sizeof(nlmsgerr)) {
         return {EBADMSG, "the kernel's netlink ACK was truncated"};
       }

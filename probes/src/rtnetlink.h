@@ -1,13 +1,20 @@
-// The few rtnetlink requests the discard path needs (bring a link up,
-// install a root qdisc), sent with libmnl rather than by running ip(8) and
-// tc(8): no dependency on iproute2 being installed, and the kernel's own
-// error (errno and extended-ack text) reaches the user.
+// The few rtnetlink requests zcal needs (bring a link up and install a
+// root qdisc for the discard path, ask the kernel's route to an address),
+// sent with libmnl rather than by running ip(8) and tc(8): no dependency on
+// iproute2 being installed, and the kernel's own error (errno and
+// extended-ack text) reaches the user.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include <tl/expected.hpp>
+
+#include "zcal/common/address.h"
+
 struct mnl_socket;
+struct nlmsghdr;
 
 namespace zcal::probes {
 
@@ -38,9 +45,20 @@ class Rtnetlink {
   /// control (CONFIG_NET_SCHED=n) has no handler: EOPNOTSUPP.
   NetlinkStatus AddRootQdisc(unsigned ifindex, const std::string& kind);
 
+  /// RTM_GETROUTE for `destination` (IPv4, or IPv6 that is not
+  /// IPv4-mapped): the index of the interface the kernel's answer leaves
+  /// through, after its policy rules and every table they select, as `ip
+  /// route get ADDR` asks. The kernel's errno when it has no route:
+  /// ENETUNREACH, EHOSTUNREACH (an unreachable route), EACCES (prohibit),
+  /// EINVAL (blackhole); EAFNOSUPPORT without IPv6.
+  tl::expected<unsigned, NetlinkStatus> RouteInterface(const common::IpAddress& destination);
+
  private:
   explicit Rtnetlink(mnl_socket* socket);
-  NetlinkStatus Transact(void* request);
+  // Sends `request` with NLM_F_ACK and waits for its ACK; the answers before
+  // it (of the same sequence) go to `on_answer`.
+  NetlinkStatus Transact(void* request,
+                         const std::function<void(const nlmsghdr*)>& on_answer = {});
 
   mnl_socket* socket_;
   unsigned port_id_;

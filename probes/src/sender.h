@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "buffer_pool.h"
 #include "zcal/common/errno_text.h"
 #include "zcal/common/result.h"
+#include "zcal/probes/peer_failure.h"
 
 namespace zcal::probes {
 
@@ -51,6 +53,35 @@ struct SendCounters {
   std::uint64_t enobufs = 0;
 };
 
+/// What Sender::Run returns. A failure says how it failed (peer_failure.h):
+/// kVanished when the receiver reset or closed the connection, kTimeout
+/// when a deadline passed (the socket accepted nothing, or completions did
+/// not come, for kDrainTimeout past the probe's end; TCP's retransmission
+/// timeout), kLocalError for this host's part (poll, io_uring_enter, the
+/// error queue, "cancelled") and for Errc::kUnsupported.
+using SendResult = PeerResult<SendCounters>;
+
+/// The kind of failure of a send that failed with errno `err`.
+inline PeerFailure SendFailureOf(int err) {
+  switch (err) {
+    case ECONNRESET:
+    case EPIPE:
+    case ENOTCONN:
+    case ECONNREFUSED:
+    case ECONNABORTED:
+    case ESHUTDOWN:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+    case EHOSTDOWN:
+      return PeerFailure::kVanished;
+    case ETIMEDOUT:
+      return PeerFailure::kTimeout;
+    default:
+      return PeerFailure::kLocalError;
+  }
+}
+
 /// A sender bound to one connected TCP socket and one buffer pool (both
 /// owned by the caller and outliving the sender). Setup happens in the
 /// Make* factory, outside the measured window.
@@ -61,7 +92,7 @@ class Sender {
   /// waits for every send in flight (and, for zerocopy, its completion).
   /// Errors: Errc::kUnsupported when the kernel refuses the method at the
   /// first send, Errc::kFailed otherwise ("cancelled" when cancelled).
-  virtual Result<SendCounters> Run(const StopCondition& stop) = 0;
+  virtual SendResult Run(const StopCondition& stop) = 0;
 };
 
 /// Every factory fails with Errc::kUnsupported when the method cannot run

@@ -70,9 +70,8 @@ Result<std::unique_ptr<Ring>> Ring::Create(unsigned entries) {
 
 Ring::~Ring() { io_uring_queue_exit(&ring_); }
 
-Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool,
-                                      UringOp op, const char* name,
-                                      const StopCondition& stop) {
+SendResult RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool, UringOp op,
+                            const char* name, const StopCondition& stop) {
   io_uring* r = ring.get();
   const auto size = static_cast<unsigned>(pool.buffer_bytes());
   const bool zerocopy = op != UringOp::kSend;
@@ -86,7 +85,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
   bool stopping = false;
   bool shut_down = false;
   Clock::time_point give_up = Clock::time_point::max();
-  std::optional<Error> failure;
+  std::optional<PeerError> failure;
   const __kernel_timespec slice = ToTimespec(kWaitSlice);
 
   auto stop_issuing = [&] {
@@ -94,8 +93,8 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
     stopping = true;
     give_up = Clock::now() + kDrainTimeout;
   };
-  auto fail = [&](Errc code, std::string message) {
-    if (!failure) failure = Error{code, std::move(message)};
+  auto fail = [&](PeerFailure kind, Errc code, std::string message) {
+    if (!failure) failure = PeerError(kind, code, std::move(message));
     stop_issuing();
   };
 
@@ -138,7 +137,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
     const unsigned wait = std::clamp<unsigned>(in_flight / 2, 1, kWaitBatch);
     const int rc = io_uring_submit_and_wait_timeout(r, &cqe, wait, &ts, nullptr);
     if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      fail(Errc::kFailed, std::string(name) + ": io_uring_enter failed with " +
+      fail(PeerFailure::kLocalError, Errc::kFailed, std::string(name) + ": io_uring_enter failed with " +
                               common::ErrnoText(-rc));
       break;
     }
@@ -159,12 +158,12 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
           counters.bytes += static_cast<std::uint64_t>(cqe->res);
         } else if (zerocopy && (cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP) &&
                    counters.bytes == 0) {
-          fail(Errc::kUnsupported,
+          fail(PeerFailure::kLocalError, Errc::kUnsupported,
                std::string(name) + ": the kernel rejected IORING_OP_SEND_ZC with "
                    "IORING_SEND_ZC_REPORT_USAGE (" + common::ErrnoText(-cqe->res) +
                    "); it needs Linux 6.2 or later");
         } else if (zerocopy && cqe->res == -ENOMEM) {
-          fail(Errc::kUnsupported,
+          fail(PeerFailure::kLocalError, Errc::kUnsupported,
                std::string(name) + ": a send failed with ENOMEM: the kernel charges "
                    "the pages of zerocopy sends in flight (" +
                    std::to_string(pool.mapped_bytes() / 1024) +
@@ -172,8 +171,8 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
                    MemlockLimitText() + ", no CAP_IPC_LOCK); raise `ulimit -l` "
                    "(LimitMEMLOCK= in systemd) or grant CAP_IPC_LOCK");
         } else if (cqe->res != -ECANCELED) {
-          fail(Errc::kFailed, std::string(name) + ": a send completed with " +
-                                  common::ErrnoText(-cqe->res));
+          fail(SendFailureOf(-cqe->res), Errc::kFailed,
+               std::string(name) + ": a send completed with " + common::ErrnoText(-cqe->res));
         }
         // With F_MORE a notification follows; the buffer is the kernel's
         // until then.
@@ -192,7 +191,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
       // complete what is queued, so the buffers can be freed safely.
       ::shutdown(fd, SHUT_RDWR);
       shut_down = true;
-      fail(Errc::kFailed, std::string(name) + ": " + std::to_string(in_flight) +
+      fail(PeerFailure::kTimeout, Errc::kFailed, std::string(name) + ": " + std::to_string(in_flight) +
                               " sends still in flight 1 s after the probe ended; "
                               "is the sink still reading (TCP), or the send buffer "
                               "draining (UDP)?");
@@ -200,7 +199,7 @@ Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool
     }
   }
   if (failure) return tl::unexpected(*failure);
-  if (stop.Cancelled()) return Fail(Errc::kFailed, "cancelled");
+  if (stop.Cancelled()) return FailPeer(PeerFailure::kLocalError, Errc::kFailed, "cancelled");
   return counters;
 }
 

@@ -43,8 +43,7 @@ enum class UringOp : std::uint8_t {
 /// Keeps every buffer of the pool in flight, submitting in batches, until
 /// `stop`; then reaps what is in flight (at most kDrainTimeout). `name` is
 /// the method's name for messages.
-Result<SendCounters> RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool,
-                                      UringOp op, const char* name,
-                                      const StopCondition& stop);
+SendResult RunUringSendLoop(Ring& ring, int fd, const BufferPool& pool,
+                            UringOp op, const char* name, const StopCondition& stop);
 
 }  // namespace zcal::probes

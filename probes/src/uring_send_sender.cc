@@ -9,7 +9,7 @@ class UringSendSender final : public Sender {
   UringSendSender(int fd, const BufferPool& pool, std::unique_ptr<Ring> ring)
       : fd_(fd), pool_(pool), ring_(std::move(ring)) {}
 
-  Result<SendCounters> Run(const StopCondition& stop) override {
+  SendResult Run(const StopCondition& stop) override {
     return RunUringSendLoop(*ring_, fd_, pool_, UringOp::kSend, "uring_send", stop);
   }
 

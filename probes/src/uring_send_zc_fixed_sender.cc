@@ -14,7 +14,7 @@ class UringSendZcFixedSender final : public Sender {
   UringSendZcFixedSender(int fd, const BufferPool& pool, std::unique_ptr<Ring> ring)
       : fd_(fd), pool_(pool), ring_(std::move(ring)) {}
 
-  Result<SendCounters> Run(const StopCondition& stop) override {
+  SendResult Run(const StopCondition& stop) override {
     return RunUringSendLoop(*ring_, fd_, pool_, UringOp::kSendZcFixed,
                             "uring_send_zc_fixed", stop);
   }

@@ -18,11 +18,12 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
+#include "zcal/probes/host_facts.h"
 
 namespace zcal::agent {
 namespace {
 
-using probes::testing::RunInChild;
+using probes::testing::InPrivateNetwork;
 
 common::HostPort Endpoint(const std::string& text) {
   auto endpoint = common::ParseHostPort(text);
@@ -223,54 +224,15 @@ TEST(PeerDiscovery, OwnAddressesIncludeLoopbackOnceEach) {
   }
 }
 
-TEST(EgressInterface, LoopbackLeavesThroughLo) {
-  auto egress = EgressInterface(Address("127.0.0.1"));
-  ASSERT_TRUE(egress) << egress.error().message;
-  EXPECT_EQ(*egress, "lo");
-  auto own = OwnAddresses();
-  ASSERT_TRUE(own);
-  if (std::find(own->begin(), own->end(), Address("::1")) != own->end()) {
-    auto v6 = EgressInterface(Address("::1"));
-    ASSERT_TRUE(v6) << v6.error().message;
-    EXPECT_EQ(*v6, "lo");
-    auto mapped = EgressInterface(Address("::ffff:127.0.0.1"));
-    ASSERT_TRUE(mapped) << mapped.error().message;
-    EXPECT_EQ(*mapped, "lo");
-  }
-}
-
-// Runs `body` in a forked child inside a network namespace of its own,
-// after the shell command `setup` (empty: none) ran in it. Its text, or
-// "skip: why" when the machine does not allow it.
-std::string InPrivateNetwork(const std::string& setup, const std::function<std::string()>& body) {
-  auto text = RunInChild([&]() -> std::string {
-    if (::unshare(CLONE_NEWNET) != 0) {
-      return std::string("skip: cannot create a network namespace (unshare: ") +
-             std::strerror(errno) + ")";
-    }
-    if (!setup.empty()) {
-      const std::string command = "(" + setup + ") 2>&1";
-      FILE* pipe = ::popen(command.c_str(), "r");
-      if (pipe == nullptr) return "skip: cannot run " + setup;
-      std::string output;
-      char buffer[512];
-      while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-      if (::pclose(pipe) != 0) return "skip: " + setup + ": " + output;
-    }
-    return body();
-  });
-  return text ? *text : "the child failed";
-}
-
 TEST(EgressInterface, NoRouteIsNotFound) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
   const std::string text = InPrivateNetwork("", [] {
     auto own = OwnAddresses();
-    return Describe(EgressInterface(*common::ParseIpAddress("198.18.0.1"))) + "\n" +
+    return Describe(probes::EgressInterface(*common::ParseIpAddress("198.18.0.1"))) + "\n" +
            (own ? "own " + std::to_string(own->size()) : "own: " + own.error().message);
   });
   if (text.starts_with("skip: ")) GTEST_SKIP() << text;
-  EXPECT_NE(text.find("not_found: no route to 198.18.0.1 from this host (connect: ENETUNREACH"),
+  EXPECT_NE(text.find("not_found: no route to 198.18.0.1 from this host (RTM_GETROUTE: ENETUNREACH"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("ip route get 198.18.0.1"), std::string::npos) << text;
@@ -287,8 +249,8 @@ TEST(EgressInterface, NamesTheInterfaceThatHoldsTheRoute) {
       "ip link add zd0 type veth peer name zd1 && ip link set zd1 up; } && "
       "ip addr add 198.18.5.1/24 dev zd0 && ip link set zd0 up";
   const std::string text = InPrivateNetwork(setup, [] {
-    std::string out = Describe(EgressInterface(*common::ParseIpAddress("198.18.5.9"))) + "\n" +
-                      Describe(EgressInterface(*common::ParseIpAddress("198.18.7.1"))) + "\n";
+    std::string out = Describe(probes::EgressInterface(*common::ParseIpAddress("198.18.5.9"))) + "\n" +
+                      Describe(probes::EgressInterface(*common::ParseIpAddress("198.18.7.1"))) + "\n";
     auto own = OwnAddresses();
     if (!own) return out + "own: " + own.error().message;
     for (const auto& address : *own) {
@@ -303,8 +265,8 @@ TEST(EgressInterface, NamesTheInterfaceThatHoldsTheRoute) {
   if (text.starts_with("skip: ")) GTEST_SKIP() << text;
   EXPECT_EQ(text,
             "interface zd0\n"
-            "not_found: no route to 198.18.7.1 from this host (connect: ENETUNREACH (Network is "
-            "unreachable)); check `ip route get 198.18.7.1`\n"
+            "not_found: no route to 198.18.7.1 from this host (RTM_GETROUTE: ENETUNREACH (Network "
+            "is unreachable)); check `ip route get 198.18.7.1`\n"
             "own 198.18.5.1\n"
             "peer 198.18.5.9:7070\n"
             "excluded 1\n");

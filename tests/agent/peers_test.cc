@@ -28,7 +28,7 @@ using calibrator::Reason;
 using calibrator::Verdict;
 
 // The outcome label, as zcal_peer_probes_total and the log name it.
-std::string OutcomeName(const Result<probes::CalibrationReport>& report) {
+std::string OutcomeName(const probes::CalibrationResult<probes::CalibrationReport>& report) {
   return std::string(PeerOutcomeName(ClassifyPeerCalibration(report)));
 }
 
@@ -125,46 +125,56 @@ TEST(ConfigPeers, EachMistakeIsNamedWithItsKey) {
 }
 
 TEST(PeerOutcome, NamesEachWayASessionEnds) {
-  const std::pair<Errc, const char*> refused[] = {
-      {Errc::kBusy, "busy"},
-      {Errc::kPermission, "auth_failed"},
-      {Errc::kInvalidArgument, "over_limit"},
-      {Errc::kUnsupported, "unsupported_version"},
-      {Errc::kParse, "protocol_error"},
-      {Errc::kIo, "failed"},
+  using probes::PeerFailure;
+  const std::pair<PeerFailure, const char*> kinds[] = {
+      {PeerFailure::kBusy, "busy"},
+      {PeerFailure::kAuthFailed, "auth_failed"},
+      {PeerFailure::kOverLimit, "over_limit"},
+      {PeerFailure::kUnsupportedVersion, "unsupported_version"},
+      {PeerFailure::kProtocolError, "protocol_error"},
+      {PeerFailure::kUnreachable, "unreachable"},
+      {PeerFailure::kTimeout, "timeout"},
+      {PeerFailure::kVanished, "vanished"},
+      {PeerFailure::kInvalidRequest, "failed"},
+      {PeerFailure::kLocalError, "failed"},
   };
-  for (const auto& [code, name] : refused) {
-    EXPECT_EQ(OutcomeName(Fail(code, "sink 198.18.0.2:7070: said no")), name);
+  for (const auto& [kind, name] : kinds) {
+    // The same code and words for every kind: only the kind may decide.
+    EXPECT_EQ(OutcomeName(probes::FailCalibration(Errc::kFailed,
+                                                  "sink 198.18.0.2:7070: timed out, said no", kind)),
+              name);
   }
-  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed, "connect 198.18.0.2:7070: Connection refused")),
-            "unreachable");
-  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed, "sink 198.18.0.2:7070: no answer in time")),
-            "timeout");
+  EXPECT_EQ(OutcomeName(Fail(Errc::kInvalidArgument, "--max 4K is below --min 8K")), "failed")
+      << "a local bad request is not the sink's over_limit";
   EXPECT_EQ(OutcomeName(Fail(Errc::kFailed, "connect 198.18.0.2:7070: timed out after 3000 ms,")),
-            "timeout");
+            "failed")
+      << "with no kind, the message is not read for one";
+
   probes::CalibrationReport report;
   calibrator::Sample failed;
   failed.status = calibrator::SampleStatus::kFailed;
   report.samples = {failed, failed};
+  report.probe_failures = {{0, PeerFailure::kVanished}, {1, PeerFailure::kVanished}};
   EXPECT_EQ(OutcomeName(report), "vanished") << "every probe failed after the grant";
   calibrator::Sample ok;
   report.samples.insert(report.samples.begin(), ok);
   failed.method = Method::kMsgZerocopy;
   report.samples.push_back(failed);
+  report.probe_failures = {{1, PeerFailure::kVanished}, {2, PeerFailure::kVanished},
+                           {3, PeerFailure::kVanished}};
   EXPECT_EQ(OutcomeName(report), "vanished")
       << "measured, then every method failed: the session was lost";
-  report.samples.back().error = "connect 198.18.0.2:7070: timed out after 3000 ms,";
+  report.probe_failures.back().failure = PeerFailure::kTimeout;
   EXPECT_EQ(OutcomeName(report), "timeout") << "lost to a deadline (a link down)";
   report.samples = {ok, failed, ok, failed};
+  report.probe_failures = {{1, PeerFailure::kTimeout}, {3, PeerFailure::kTimeout}};
   EXPECT_EQ(OutcomeName(report), "success")
       << "one method failing while the others measure is that method's result";
-  report.session_lost = true;
-  report.session_error = "connect 198.18.0.2:7070: failed with ECONNREFUSED";
+  report.session_lost = probes::SessionLoss{PeerFailure::kVanished,
+                                            "connect 198.18.0.2:7070: failed with ECONNREFUSED"};
   EXPECT_EQ(OutcomeName(report), "vanished") << "the sink went away after the grant";
-  EXPECT_EQ(OutcomeName(Fail(Errc::kFailed,
-                             "the session with the sink of path peer/x was lost before a "
-                             "probe measured: connect x: timed out after 3000 ms,")),
-            "timeout");
+  report.session_lost->failure = PeerFailure::kTimeout;
+  EXPECT_EQ(OutcomeName(report), "timeout") << "a data connection met its deadline";
 }
 
 // Runs one round synchronously.
@@ -241,9 +251,11 @@ TEST(PeerRound, ABusyPeerIsFollowedByTheNextOfTheRankingAtMostThreeTimes) {
   plan.jobs.clear();
   std::vector<std::string> asked;
   const RoundOutcome outcome = RunOnce(
-      [&](const probes::CalibrationOptions& o, const auto&) -> Result<probes::CalibrationReport> {
+      [&](const probes::CalibrationOptions& o,
+          const auto&) -> probes::CalibrationResult<probes::CalibrationReport> {
         asked.push_back(o.path_name);
-        return Fail(Errc::kBusy, "sink " + o.path_name + ": busy");
+        return probes::FailCalibration(Errc::kBusy, "sink " + o.path_name + ": busy",
+                                       probes::PeerFailure::kBusy);
       },
       plan);
   ASSERT_EQ(asked.size(), 3u) << "one slot, three tries";

@@ -67,6 +67,10 @@ std::string AgentConfig(const AgentSettings& s) {
         << "  static:\n";
     for (const std::string& peer : s.peers_static) out << "    - \"" << peer << "\"\n";
   }
+  if (!s.host_default_interface.empty()) {
+    out << "host_default:\n"
+        << "  interface: \"" << s.host_default_interface << "\"\n";
+  }
   out
       << "log:\n"
       << "  level: debug\n"

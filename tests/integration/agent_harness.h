@@ -21,6 +21,8 @@ struct AgentSettings {
   bool at_startup = true;
   std::string fingerprint_poll = "0";
   std::string host_root = "/";
+  /// host_default.interface; "" = the default route's (the kernel's).
+  std::string host_default_interface;
   std::string heartbeat = "200ms";
   double budget_seconds = 2;
   /// Calibrate the discard path too (slower; most tests need loopback only).

@@ -328,8 +328,9 @@ TEST_F(AgentTest, RecalibratesWhenTheFingerprintChanges) {
   EXPECT_EQ(devices[1]["name"], "lo");
 }
 
-// A fake host whose default route leaves through eth0, a PCI virtio NIC;
-// `iommu_type` "" puts it in no IOMMU group, else in group 7 of that type.
+// A fake host whose NIC eth0 is a PCI virtio NIC; `iommu_type` "" puts it
+// in no IOMMU group, else in group 7 of that type. Routes are the kernel's,
+// not the fake tree's: the tests name eth0 as host_default.interface.
 void MakeFakeNic(const std::filesystem::path& root, const std::string& iommu_type) {
   MakeFakeRoot(root);
   namespace fs = std::filesystem;
@@ -342,10 +343,6 @@ void MakeFakeNic(const std::filesystem::path& root, const std::string& iommu_typ
   WriteFile(pci / "net/eth0/mtu", "1500\n");
   fs::create_directory_symlink("../../devices/pci0000:00/0000:00:03.0/net/eth0",
                                root / "sys/class/net/eth0");
-  fs::create_directories(root / "proc/net");
-  WriteFile(root / "proc/net/route",
-            "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
-            "eth0\t00000000\t0101000A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n");
   if (!iommu_type.empty()) {
     fs::create_directories(root / "sys/kernel/iommu_groups/7");
     WriteFile(root / "sys/kernel/iommu_groups/7/type", iommu_type + "\n");
@@ -359,6 +356,7 @@ TEST_F(AgentTest, RealDiscardProbesFeedTheHostDefaultByTheRule) {
   const std::filesystem::path root = dir_.path() / "root";
   MakeFakeNic(root, "");
   settings_.host_root = root.string();
+  settings_.host_default_interface = "eth0";
   settings_.discard = true;
   settings_.budget_seconds = 12;
   auto agent = StartAgent();
@@ -430,6 +428,7 @@ TEST_F(AgentTest, SavedDiscardResultsBecomeAnEstimatedHostDefaultWhereNoIommuTra
   const std::filesystem::path root = dir_.path() / "root";
   MakeFakeNic(root, "");
   settings_.host_root = root.string();
+  settings_.host_default_interface = "eth0";
   settings_.discard = true;
   settings_.at_startup = false;
   SaveDiscardState(settings_.state);
@@ -460,6 +459,7 @@ TEST_F(AgentTest, NoHostDefaultWhereTheIommuTranslatesAndShowSaysWhy) {
   const std::filesystem::path root = dir_.path() / "root";
   MakeFakeNic(root, "DMA-FQ");
   settings_.host_root = root.string();
+  settings_.host_default_interface = "eth0";
   settings_.discard = true;
   settings_.at_startup = false;
   SaveDiscardState(settings_.state);

@@ -71,6 +71,18 @@ TEST_F(CalibrateCli, DefaultLoopbackJsonHasAllFiveMethodsAndVerdictsWithReasons)
   EXPECT_EQ(doc.at("host").at("interface").at("name"), "lo");
   EXPECT_FALSE(doc.at("host").at("kernel_release").get<std::string>().empty());
   EXPECT_EQ(doc.at("host").at("fingerprint").get<std::string>().size(), 16u);
+  // The load the result was measured under: shares of all CPUs.
+  const auto& load = doc.at("host_load");
+  ASSERT_TRUE(load.is_object()) << doc.dump();
+  for (const char* share : {"busy_share", "steal_share", "own_share"}) {
+    EXPECT_GE(load.at(share).get<double>(), 0.0) << share;
+    EXPECT_LE(load.at(share).get<double>(), 1.0) << share;
+  }
+  EXPECT_GT(load.at("own_share").get<double>(), 0.0);
+  EXPECT_GE(load.at("runnable_max").get<int>(), 1);
+  EXPECT_GE(load.at("runnable_mean").get<double>(), 1.0);
+  EXPECT_GT(load.at("runnable_reads").get<int>(), 0);
+  EXPECT_GT(load.at("window_seconds").get<double>(), 0.0);
   const auto& timings = doc.at("timings");
   EXPECT_LT(timings.at("duration_seconds").get<double>(), 10.0);
   EXPECT_GT(timings.at("probes_run").get<int>(), 0);
@@ -86,6 +98,7 @@ TEST_F(CalibrateCli, TextOutputHasVerdictsSizeTableAndHostFacts) {
   EXPECT_THAT(r.out, HasSubstr("zc MB/s"));
   EXPECT_THAT(r.out, HasSubstr("host (fingerprint "));
   EXPECT_THAT(r.out, HasSubstr("interface    lo:"));
+  EXPECT_THAT(r.out, HasSubstr("% busy over the probes ("));
   EXPECT_THAT(r.out, HasSubstr(" s of a 3 s budget"));
 }
 

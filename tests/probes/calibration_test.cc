@@ -36,6 +36,13 @@ TEST(Calibration, LoopbackYieldsKernelCopiedForEveryZerocopyMethod) {
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_FALSE(report->cancelled);
   EXPECT_EQ(report->host.interface.name, "lo");
+  // The host's load over the probes, this calibration's own share in it.
+  ASSERT_TRUE(report->load.has_value());
+  EXPECT_GT(report->load->own_share, 0.0);
+  EXPECT_LE(report->load->busy_share, 1.0);
+  EXPECT_LE(report->load->steal_share, report->load->busy_share);
+  EXPECT_GE(report->load->runnable_reads, report->probes_run);
+  EXPECT_GE(report->load->runnable_max, 1u);
   ASSERT_EQ(report->analysis.paths.size(), 1u);
   const auto& methods = report->analysis.paths.at("loopback").methods;
   ASSERT_EQ(methods.size(), 3u);
@@ -177,6 +184,7 @@ TEST(Calibration, FailsWhenThePeersSinkIsNotThereAndSaysWhy) {
   ASSERT_FALSE(report);
   // The session's own code (unreachable): the agent counts peers by it.
   EXPECT_EQ(report.error().code, Errc::kFailed);
+  EXPECT_EQ(report.error().peer, PeerFailure::kUnreachable);
   EXPECT_NE(report.error().message.find("no probe could run on path " + common::ToString(closed)),
             std::string::npos)
       << report.error().message;
@@ -193,12 +201,16 @@ TEST(Calibration, RejectsBadOptionsNamingTheField) {
   auto report = RunCalibration(options);
   ASSERT_FALSE(report);
   EXPECT_EQ(report.error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(report.error().peer, std::nullopt) << "not a peer's failure";
   EXPECT_NE(report.error().message.find("max_size"), std::string::npos);
 
   options = {};
   options.budget_seconds = 0;
-  EXPECT_NE(ValidateCalibrationOptions(options).find("budget"), std::string::npos);
-  EXPECT_EQ(ValidateCalibrationOptions({}), "");
+  const Result<void> bad_budget = ValidateCalibrationOptions(options);
+  ASSERT_FALSE(bad_budget);
+  EXPECT_EQ(bad_budget.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad_budget.error().message.find("budget"), std::string::npos);
+  EXPECT_TRUE(ValidateCalibrationOptions({}));
 }
 
 // Sizing the discard refinement must leave bad sizes to the validation's
@@ -209,7 +221,9 @@ TEST(Calibration, BadDiscardSizesAreReportedNotSized) {
   options.target.kind = TargetKind::kDiscard;
   options.min_size = 8192;
   options.max_size = 4096;
-  EXPECT_NE(ValidateCalibrationOptions(options).find("max_size (4096) must be at least min_size"),
+  const Result<void> valid = ValidateCalibrationOptions(options);
+  ASSERT_FALSE(valid);
+  EXPECT_NE(valid.error().message.find("max_size (4096) must be at least min_size"),
             std::string::npos);
   EXPECT_EQ(PlannerOptionsFor(options).refine_probes, calibrator::PlannerOptions{}.refine_probes);
   auto report = RunCalibration(options);
@@ -227,10 +241,10 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
   options.max_size = 65507;
   options.budget_seconds = 5;
   const calibrator::PlannerOptions five = PlannerOptionsFor(options);
-  // 5 s * 0.85 / 12.5 ms = 340 probes; the coarse grid (7 sizes, 5 methods,
-  // 2 repeats) takes 70; each zerocopy method may use the 270 left (the
+  // 5 s * 0.85 / 11.5 ms = 369 probes; the coarse grid (7 sizes, 5 methods,
+  // 2 repeats) takes 70; each zerocopy method may use the 299 left (the
   // budget's end stops the calibration when they together would not fit).
-  EXPECT_EQ(five.refine_probes, 270u);
+  EXPECT_EQ(five.refine_probes, 299u);
   EXPECT_EQ(five.max_repeats, 16u) << "a flat crossover may repeat its sizes more";
 
   options.budget_seconds = 1;
@@ -238,7 +252,7 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
       << "never below the planner's own";
   options.budget_seconds = 5;
   options.methods = {calibrator::Method::kCopy, calibrator::Method::kMsgZerocopy};
-  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 340u - 28u) << "7 sizes, 2 methods, 2 repeats";
+  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 369u - 28u) << "7 sizes, 2 methods, 2 repeats";
 
   CalibrationOptions loopback;
   loopback.budget_seconds = 30;

@@ -4,9 +4,13 @@
 // test fails.
 #pragma once
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -43,6 +47,32 @@ inline std::optional<std::string> RunInChild(const std::function<std::string()>&
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
   return text;
+}
+
+/// Runs `body` in a forked child inside a network namespace of its own,
+/// after the shell command `setup` (empty: none) ran in it. Its text, or
+/// "skip: why" when the machine does not allow it (no unshare, a setup
+/// command that fails). The namespace dies with the child, also when an
+/// expectation fails.
+inline std::string InPrivateNetwork(const std::string& setup,
+                                    const std::function<std::string()>& body) {
+  auto text = RunInChild([&]() -> std::string {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      return std::string("skip: cannot create a network namespace (unshare: ") +
+             std::strerror(errno) + ")";
+    }
+    if (!setup.empty()) {
+      const std::string command = "(" + setup + ") 2>&1";
+      FILE* pipe = ::popen(command.c_str(), "r");
+      if (pipe == nullptr) return "skip: cannot run " + setup;
+      std::string output;
+      char buffer[512];
+      while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+      if (::pclose(pipe) != 0) return "skip: " + setup + ": " + output;
+    }
+    return body();
+  });
+  return text ? *text : "the child failed";
 }
 
 }  // namespace zcal::probes::testing

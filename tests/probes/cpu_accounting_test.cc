@@ -110,5 +110,20 @@ TEST(CpuAccounting, HostBusyTimeOfThisMachineAdvances) {
   EXPECT_GT(*now, *before);
 }
 
+// Reading /proc/stat costs the thread CPU; a window's snapshots keep that
+// cost outside it, so an empty window costs less than one read.
+TEST(CpuAccounting, SnapshotsLeaveTheirOwnProcStatReadOutsideTheWindow) {
+  constexpr int kReads = 20;
+  const std::uint64_t before_reads = ThreadCpuNs();
+  for (int i = 0; i < kReads; ++i) ASSERT_TRUE(HostBusyCpuNs("/").has_value());
+  const std::uint64_t per_read = (ThreadCpuNs() - before_reads) / kReads;
+  const CpuSnapshot before = CpuSnapshot::Before("/");
+  const CpuSnapshot after = CpuSnapshot::After("/");
+  ASSERT_TRUE(before.host_busy_ns && after.host_busy_ns);
+  EXPECT_LT(after.thread_ns - before.thread_ns, per_read)
+      << "an empty window of " << after.thread_ns - before.thread_ns << " ns against "
+      << per_read << " ns per read";
+}
+
 }  // namespace
 }  // namespace zcal::probes

@@ -105,11 +105,14 @@ TEST(DiscardCalibration, AMinimumAboveOneDatagramIsRejectedNamingTheLimit) {
   options.target = Target::Discard();
   options.min_size = kMaxUdpPayloadBytes + 1;
   options.max_size = 1 << 20;
-  const std::string why = ValidateCalibrationOptions(options);
+  const Result<void> valid = ValidateCalibrationOptions(options);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().code, Errc::kInvalidArgument);
+  const std::string& why = valid.error().message;
   EXPECT_NE(why.find("min_size"), std::string::npos) << why;
   EXPECT_NE(why.find("65507"), std::string::npos) << why;
   options.target = Target::Loopback();
-  EXPECT_EQ(ValidateCalibrationOptions(options), "");
+  EXPECT_TRUE(ValidateCalibrationOptions(options));
 }
 
 TEST(DiscardCalibration, WithoutANamespaceEveryMethodIsUnsupportedWithTheCause) {

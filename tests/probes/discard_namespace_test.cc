@@ -70,7 +70,8 @@ TEST(DiscardNamespace, HandsOutSocketsOfAPrivateNamespaceAndLeavesNothingBehind)
     }
     ASSERT_TRUE(discard) << discard.error().message;
     helper = (*discard)->helper_pid();
-    for (int i = 0; i < 3; ++i) {
+    // More than one batch of the helper's sockets.
+    for (int i = 0; i < kSocketBatch + 3; ++i) {
       auto fd = (*discard)->ConnectUdp();
       ASSERT_TRUE(fd) << fd.error().message;
       const ino_t inode = NamespaceOfSocket(fd->get());

@@ -90,6 +90,7 @@ TEST(PeerCalibration, ABusySinkIsErrcBusy) {
   auto report = RunCalibration(PeerOptions(*sink));
   ASSERT_FALSE(report);
   EXPECT_EQ(report.error().code, Errc::kBusy);
+  EXPECT_EQ(report.error().peer, PeerFailure::kBusy);
   EXPECT_NE(report.error().message.find("busy"), std::string::npos) << report.error().message;
 }
 
@@ -101,6 +102,7 @@ TEST(PeerCalibration, AWrongKeyIsErrcPermission) {
   auto report = RunCalibration(o);
   ASSERT_FALSE(report);
   EXPECT_EQ(report.error().code, Errc::kPermission);
+  EXPECT_EQ(report.error().peer, PeerFailure::kAuthFailed);
 }
 
 TEST(PeerCalibration, ARateCappedSinkWantsTheCallersRateAndGetsIt) {
@@ -112,6 +114,7 @@ TEST(PeerCalibration, ARateCappedSinkWantsTheCallersRateAndGetsIt) {
   auto refused = RunCalibration(o);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(refused.error().peer, PeerFailure::kOverLimit);
   EXPECT_NE(refused.error().message.find("over_limit"), std::string::npos);
   o.max_bytes_per_second = 32ULL << 20;
   auto report = RunCalibration(o);
@@ -131,6 +134,7 @@ TEST(PeerCalibration, NoSinkThereIsErrcFailedNamingTheAddress) {
   ASSERT_FALSE(report);
   // kFailed, as the session said: the agent counts it as unreachable.
   EXPECT_EQ(report.error().code, Errc::kFailed);
+  EXPECT_EQ(report.error().peer, PeerFailure::kUnreachable);
   EXPECT_NE(report.error().message.find(common::ToString(o.target.peer)), std::string::npos);
 }
 
@@ -169,15 +173,24 @@ TEST(PeerCalibration, ASinkGoneMidCalibrationMarksTheReportLost) {
   ASSERT_TRUE(sink->WaitFor([](const PeerSinkStats& s) { return s.bytes_received > 0; },
                             3000ms));
   sink.reset();  // as when its process ends: the listener closes too
-  const Result<CalibrationReport> report = running.get();
+  const CalibrationResult<CalibrationReport> report = running.get();
   EXPECT_LT(report ? report->duration_seconds : 0.0, 2.5)
       << "the sweep stops at the loss, not at its budget";
   // Lost with some probes measured: a report marked lost; before any: kFailed.
   if (report) {
-    EXPECT_TRUE(report->session_lost);
-    EXPECT_FALSE(report->session_error.empty());
+    ASSERT_TRUE(report->session_lost);
+    EXPECT_EQ(report->session_lost->failure, PeerFailure::kVanished)
+        << report->session_lost->message;
+    EXPECT_FALSE(report->session_lost->message.empty());
+    // The probe that found the session gone failed the same way.
+    ASSERT_FALSE(report->probe_failures.empty());
+    const ProbeFailure& last = report->probe_failures.back();
+    ASSERT_LT(last.sample, report->samples.size());
+    EXPECT_EQ(report->samples[last.sample].status, calibrator::SampleStatus::kFailed);
+    EXPECT_EQ(last.failure, PeerFailure::kVanished);
   } else {
     EXPECT_EQ(report.error().code, Errc::kFailed) << report.error().message;
+    EXPECT_EQ(report.error().peer, PeerFailure::kVanished) << report.error().message;
     EXPECT_NE(report.error().message.find("was lost"), std::string::npos)
         << report.error().message;
   }

@@ -62,6 +62,7 @@ TEST(Target, ConnectToAClosedPortSaysWhereAndWhat) {
   EXPECT_EQ(fd.error().code, Errc::kFailed);
   EXPECT_NE(fd.error().message.find(common::ToString(closed)), std::string::npos);
   EXPECT_NE(fd.error().message.find("ECONNREFUSED"), std::string::npos) << fd.error().message;
+  EXPECT_EQ(fd.error().failure, PeerFailure::kUnreachable);
 }
 
 }  // namespace

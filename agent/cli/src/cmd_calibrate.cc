@@ -96,8 +96,8 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
     }
     options.peer_key = keys->Presented();
   }
-  if (std::string why = probes::ValidateCalibrationOptions(options); !why.empty()) {
-    return Fail(Errc::kInvalidArgument, why);
+  if (auto valid = probes::ValidateCalibrationOptions(options); !valid) {
+    return tl::unexpected(valid.error());
   }
   return options;
 }
@@ -159,6 +159,31 @@ void PrintHost(std::ostream& out, const probes::HostFacts& host) {
                                 : "group " + i.iommu_group + ", type " + Known(i.iommu_type))
       << "\n";
   for (const std::string& note : host.notes) out << "  note: " << note << "\n";
+}
+
+// The host's load over the probes (probes::HostLoad), in shares of all
+// CPUs; null when it could not be measured.
+nlohmann::json HostLoadJson(const std::optional<probes::HostLoad>& load) {
+  if (!load) return nullptr;
+  return {{"busy_share", load->busy_share},
+          {"steal_share", load->steal_share},
+          {"own_share", load->own_share},
+          {"runnable_mean", load->runnable_mean},
+          {"runnable_max", load->runnable_max},
+          {"runnable_reads", load->runnable_reads},
+          {"window_seconds", load->window_seconds}};
+}
+
+void PrintHostLoad(std::ostream& out, const std::optional<probes::HostLoad>& load) {
+  if (!load) {
+    out << "  load         unknown (/proc/stat unreadable, or the probes took under a tick)\n";
+    return;
+  }
+  out << fmt::format(
+      "  load         {:.0f} % busy over the probes ({:.0f} % this calibration, {:.0f} % "
+      "steal), {:.1f} runnable tasks on average (max {}, this one included)\n",
+      100 * load->busy_share, 100 * load->own_share, 100 * load->steal_share,
+      load->runnable_mean, load->runnable_max);
 }
 
 class ProgressLine {
@@ -243,6 +268,7 @@ int RunCalibrate(const CalibrateArgs& args) {
     doc["tolerance"] = options->decision.tolerance;
     doc["margin"] = options->decision.margin;
     doc["host"] = probes::ToJson(report->host);
+    doc["host_load"] = HostLoadJson(report->load);
     doc["probes"] = ProbesJson(*options, report->samples);
     doc["timings"] = {
         {"duration_seconds", report->duration_seconds},
@@ -250,9 +276,12 @@ int RunCalibrate(const CalibrateArgs& args) {
         {"probes_run", report->probes_run},
         {"samples", report->samples.size()},
         {"cancelled", report->cancelled},
-        {"session_lost", report->session_lost},
+        {"session_lost", report->session_lost.has_value()},
     };
-    if (report->session_lost) doc["timings"]["session_error"] = report->session_error;
+    if (const auto& lost = report->session_lost) {
+      doc["timings"]["session_error"] = lost->message;
+      doc["timings"]["session_failure"] = probes::PeerFailureName(lost->failure);
+    }
     doc["size_clamp"] = nullptr;
     if (const auto& clamp = report->max_size_clamp) {
       doc["size_clamp"] = {
@@ -270,6 +299,7 @@ int RunCalibrate(const CalibrateArgs& args) {
           clamp->requested_bytes, clamp->reason, clamp->used_bytes, clamp->used_bytes);
     }
     PrintHost(std::cout, report->host);
+    PrintHostLoad(std::cout, report->load);
     std::cout << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
                              report->probes_run, report->samples.size(),
                              report->duration_seconds, options->budget_seconds);
@@ -291,8 +321,9 @@ int RunCalibrate(const CalibrateArgs& args) {
     return kExitFailure;
   }
   if (report->session_lost) {
-    std::cerr << "zcal calibrate: the session was lost (" << report->session_error
-              << "); the results are partial, an agent would not use them\n";
+    std::cerr << "zcal calibrate: the session was lost ("
+              << probes::PeerFailureName(report->session_lost->failure) << ": "
+              << report->session_lost->message << "); the results are partial, an agent would not use them\n";
     return kExitFailure;
   }
   return kExitOk;
@@ -329,8 +360,9 @@ Command AddCalibrateCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("--json", args->json,
                 "Print one JSON object: the `zcal analyze --json` document plus "
-                "\"host\", \"probes\" (per method), \"timings\" and \"size_clamp\" "
-                "(null, or the --max the path could not carry)");
+                "\"host\", \"host_load\" (the load the probes ran under), \"probes\" "
+                "(per method), \"timings\" and \"size_clamp\" (null, or the --max the "
+                "path could not carry)");
   app->add_option("--samples-out", args->samples_out,
                   "Write the raw samples as CSV (what `zcal analyze` reads)");
   app->add_option("--report", args->report,

@@ -247,55 +247,6 @@ Result<std::vector<common::IpAddress>> OwnAddresses() {
   return addresses;
 }
 
-Result<std::string> EgressInterface(const common::IpAddress& peer_address) {
-  // connect(2) on a UDP socket only chooses the route and the source
-  // address; no packet leaves, so the port is immaterial (9: discard).
-  const common::HostPort peer = Canonical(common::HostPort{peer_address, 9});
-  const std::string target = common::ToString(peer.address);
-  const std::string check = "; check `ip route get " + target + "`";
-  common::UniqueFd fd(::socket(peer.address.family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd) {
-    const int err = errno;
-    if (err == EAFNOSUPPORT) {
-      return Fail(Errc::kNotFound, "no route to " + target + ": this host has no " +
-                                       (peer.address.IsIpv6() ? "IPv6" : "IPv4") + " (socket: " +
-                                       common::ErrnoText(err) + ")");
-    }
-    return Fail(Errc::kIo, "cannot open a UDP socket to find the route to " + target +
-                               " (socket: " + common::ErrnoText(err) + ")");
-  }
-  const common::SocketAddress remote = common::ToSocketAddress(peer);
-  if (::connect(fd.get(), remote.get(), remote.length) != 0) {
-    const int err = errno;
-    if (err == ENETUNREACH || err == EHOSTUNREACH) {
-      return Fail(Errc::kNotFound, "no route to " + target + " from this host (connect: " +
-                                       common::ErrnoText(err) + ")" + check);
-    }
-    return Fail(Errc::kIo, "cannot find the route to " + target + " (connect: " +
-                               common::ErrnoText(err) + ")" + check);
-  }
-  sockaddr_storage local{};
-  socklen_t length = sizeof local;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &length) != 0) {
-    return Fail(Errc::kIo, "cannot read the source address chosen for " + target +
-                               " (getsockname: " + common::ErrnoText(errno) + ")");
-  }
-  auto source = common::FromSocketAddress(reinterpret_cast<const sockaddr*>(&local), length);
-  if (!source) return Fail(Errc::kIo, "the source address chosen for " + target + " is " +
-                                          source.error().message);
-  auto list = ListInterfaces();
-  if (!list) return tl::unexpected(list.error());
-  for (const ifaddrs* entry = list->get(); entry != nullptr; entry = entry->ifa_next) {
-    const auto address = AddressOf(*entry);
-    if (address && *address == source->address && entry->ifa_name != nullptr) {
-      return std::string(entry->ifa_name);
-    }
-  }
-  return Fail(Errc::kNotFound, "the kernel routes " + target + " from " +
-                                   common::ToString(source->address) +
-                                   ", which no interface holds" + check);
-}
-
 std::string HostIdentity() {
   char name[256] = {};
   std::string identity = gethostname(name, sizeof name - 1) == 0 ? name : "";

@@ -80,11 +80,11 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
   PeerAttempt attempt;
   attempt.path = options.path_name;
   attempt.endpoint = common::ToString(peer);
-  Result<probes::CalibrationReport> report;
+  probes::CalibrationResult<probes::CalibrationReport> report;
   try {
     report = calibrate(options, {});
   } catch (const std::exception& e) {
-    report = Fail(Errc::kFailed, "calibration of path " + attempt.path + " threw: " + e.what());
+    report = probes::FailCalibration(Errc::kFailed, "calibration of path " + attempt.path + " threw: " + e.what());
   }
   if (Cancelled(cancel) || (report && report->cancelled)) {
     outcome.cancelled = true;
@@ -93,18 +93,11 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
   attempt.outcome = ClassifyPeerCalibration(report);
   if (!report) attempt.detail = report.error().message;
   if (attempt.outcome == PeerOutcome::kSuccess) {
-    if (Result<std::string> via = EgressInterface(peer.address)) attempt.interface = *via;
+    if (Result<std::string> via = probes::EgressInterface(peer.address)) attempt.interface = *via;
     outcome.reports.push_back(PeerReport{attempt.path, std::move(*report)});
   }
   outcome.attempts.push_back(std::move(attempt));
   return true;
-}
-
-// The session's and connect's own words for a deadline that passed
-// (peer_client.cc, target.cc).
-bool SaysTimeout(const std::string& message) {
-  return message.find("in time") != std::string::npos ||
-         message.find("timed out") != std::string::npos;
 }
 
 }  // namespace
@@ -143,50 +136,51 @@ PeerRoundOutcome RunPeerRound(const PeerRoundPlan& plan, const CalibrateFn& cali
   return outcome;
 }
 
-PeerOutcome ClassifyPeerCalibration(const Result<probes::CalibrationReport>& report) {
-  if (report) {
-    const std::vector<calibrator::Sample>& samples = report->samples;
-    // A session lost mid-probe (the peer killed, its link down) fails every
-    // probe from then on, whatever the method; one method failing while
-    // the others still measure is a result of that method instead.
-    std::size_t first_failed = samples.size();
-    std::set<Method> failed_methods;
-    while (first_failed > 0 &&
-           samples[first_failed - 1].status == calibrator::SampleStatus::kFailed) {
-      --first_failed;
-      failed_methods.insert(samples[first_failed].method);
-    }
-    if (report->session_lost) {
-      return SaysTimeout(report->session_error) ? PeerOutcome::kTimeout : PeerOutcome::kVanished;
-    }
-    const bool none_ok = std::none_of(samples.begin(), samples.end(),
-                                      [](const calibrator::Sample& s) { return s.ok(); });
-    if (none_ok || failed_methods.size() >= 2) {
-      return !samples.empty() && SaysTimeout(samples.back().error) ? PeerOutcome::kTimeout
-                                                                   : PeerOutcome::kVanished;
-    }
-    return PeerOutcome::kSuccess;
-  }
-  const std::string& message = report.error().message;
-  switch (report.error().code) {
-    case Errc::kBusy:
-      return PeerOutcome::kBusy;
-    case Errc::kPermission:
-      return PeerOutcome::kAuthFailed;
-    case Errc::kInvalidArgument:
-      return PeerOutcome::kOverLimit;
-    case Errc::kUnsupported:
-      return PeerOutcome::kUnsupportedVersion;
-    case Errc::kParse:
-      return PeerOutcome::kProtocolError;
-    case Errc::kFailed:
-      if (message.find("was lost before a probe measured") != std::string::npos) {
-        return SaysTimeout(message) ? PeerOutcome::kTimeout : PeerOutcome::kVanished;
-      }
-      return SaysTimeout(message) ? PeerOutcome::kTimeout : PeerOutcome::kUnreachable;
-    default:
+PeerOutcome OutcomeOf(probes::PeerFailure failure) {
+  using probes::PeerFailure;
+  switch (failure) {
+    case PeerFailure::kBusy: return PeerOutcome::kBusy;
+    case PeerFailure::kAuthFailed: return PeerOutcome::kAuthFailed;
+    case PeerFailure::kOverLimit: return PeerOutcome::kOverLimit;
+    case PeerFailure::kUnsupportedVersion: return PeerOutcome::kUnsupportedVersion;
+    case PeerFailure::kProtocolError: return PeerOutcome::kProtocolError;
+    case PeerFailure::kUnreachable: return PeerOutcome::kUnreachable;
+    case PeerFailure::kTimeout: return PeerOutcome::kTimeout;
+    case PeerFailure::kVanished: return PeerOutcome::kVanished;
+    case PeerFailure::kInvalidRequest:
+    case PeerFailure::kLocalError:
       return PeerOutcome::kFailed;
   }
+  return PeerOutcome::kFailed;
+}
+
+PeerOutcome ClassifyPeerCalibration(
+    const probes::CalibrationResult<probes::CalibrationReport>& report) {
+  if (!report) {
+    return report.error().peer ? OutcomeOf(*report.error().peer) : PeerOutcome::kFailed;
+  }
+  if (report->session_lost) return OutcomeOf(report->session_lost->failure);
+  const std::vector<calibrator::Sample>& samples = report->samples;
+  // A session lost mid-probe (the peer killed, its link down) fails every
+  // probe from then on, whatever the method; one method failing while the
+  // others still measure is a result of that method instead.
+  std::size_t first_failed = samples.size();
+  std::set<Method> failed_methods;
+  while (first_failed > 0 &&
+         samples[first_failed - 1].status == calibrator::SampleStatus::kFailed) {
+    --first_failed;
+    failed_methods.insert(samples[first_failed].method);
+  }
+  const bool none_ok = std::none_of(samples.begin(), samples.end(),
+                                    [](const calibrator::Sample& s) { return s.ok(); });
+  if (!none_ok && failed_methods.size() < 2) return PeerOutcome::kSuccess;
+  const std::size_t last = samples.empty() ? 0 : samples.size() - 1;
+  const auto& failures = report->probe_failures;
+  const auto it = std::find_if(failures.begin(), failures.end(),
+                               [&](const probes::ProbeFailure& f) { return f.sample == last; });
+  return it != failures.end() && it->failure == probes::PeerFailure::kTimeout
+             ? PeerOutcome::kTimeout
+             : PeerOutcome::kVanished;
 }
 
 }  // namespace zcal::agent

@@ -11,11 +11,9 @@ HostDefaultNic FindHostDefaultNic(const Config& config) {
   HostDefaultNic nic;
   std::string name = config.host_default.interface;
   if (name.empty()) {
-    std::string why;
-    const std::optional<std::string> route =
-        probes::DefaultRouteInterface(config.host_root, why);
+    const Result<std::string> route = probes::DefaultRouteInterface();
     if (!route) {
-      nic.why_unknown = why;
+      nic.why_unknown = route.error().message;
       return nic;
     }
     name = *route;

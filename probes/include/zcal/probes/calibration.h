@@ -8,14 +8,17 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/calibrator/planner.h"
-#include "zcal/common/result.h"
 #include "zcal/calibrator/sample.h"
+#include "zcal/common/result.h"
+#include "zcal/probes/cpu_accounting.h"
 #include "zcal/probes/host_facts.h"
+#include "zcal/probes/peer_failure.h"
 #include "zcal/probes/peer_keys.h"
 #include "zcal/probes/target.h"
 
@@ -37,8 +40,9 @@ struct CalibrationOptions {
   /// the planner is done, often well before the budget; the budget also
   /// says how many refinement probes it may take (PlannerOptionsFor). When
   /// the budget is spent the calibration ends with what was measured.
-  /// 5 s: what a five-method discard calibration needs here (2.6-3.5 s
-  /// when the planner ends it, bench/calibration_seconds.py).
+  /// 5 s: what a five-method discard calibration needs here (1.2-3 s
+  /// when the planner ends it, the budget ends it in noisy minutes;
+  /// docs/calibrator.md, bench/calibration_seconds.py).
   double budget_seconds = 5;
   /// Average byte rate the probes may send, bytes per second; 0 = unlimited.
   /// Each probe sends at most this times its duration.
@@ -71,6 +75,28 @@ struct SizeClamp {
   std::string reason;  ///< "the largest UDP payload over IPv4"
 };
 
+/// How a peer path's session was lost after its grant.
+struct SessionLoss {
+  /// kVanished: the sink closed or reset the session, or stopped taking
+  /// its data connections (its process ended, its host unreachable);
+  /// kTimeout: a data connection of the session got no answer in time (a
+  /// link down).
+  PeerFailure failure = PeerFailure::kVanished;
+  std::string message;  ///< the failed connection's sentence
+};
+
+/// How one probe failed: one entry per sample of status kFailed.
+struct ProbeFailure {
+  std::size_t sample = 0;  ///< index into CalibrationReport::samples
+  /// kTimeout (a deadline passed: connect, a socket that accepted nothing
+  /// or completions that did not come for 1.2 s, not one byte sent by the
+  /// probe's end), kVanished (the receiver reset or closed the
+  /// connection, a peer's session no longer takes connections),
+  /// kUnreachable (the connection was refused or found no route), or
+  /// kLocalError (this host's part: buffers, sockets, io_uring, cancel).
+  PeerFailure failure = PeerFailure::kLocalError;
+};
+
 struct CalibrationReport {
   calibrator::Analysis analysis;
   /// Set when max_size was above what the path carries (the discard
@@ -78,19 +104,47 @@ struct CalibrationReport {
   std::optional<SizeClamp> max_size_clamp;
   std::vector<calibrator::Sample> samples;
   HostFacts host;
+  /// The host's load over the probes (cpu_accounting.h); nullopt when
+  /// /proc/stat could not be read or the probes took less than a tick.
+  std::optional<HostLoad> load;
   double duration_seconds = 0;
   std::size_t probes_run = 0;  ///< probes that sent (unsupported excluded)
   bool cancelled = false;
-  /// A peer path whose session was lost after it was granted (a data
-  /// connection could not be opened: the sink gone, its host unreachable):
+  /// Set on a peer path whose session was lost after it was granted (a
+  /// data connection could not be opened, the sink ended the session):
   /// the sweep stopped there, and its samples are a partial measurement.
-  /// `session_error` is the failed connection's sentence.
-  bool session_lost = false;
-  std::string session_error;
+  std::optional<SessionLoss> session_lost;
+  /// How each failed sample failed, in the order of `samples`.
+  std::vector<ProbeFailure> probe_failures;
 };
 
-/// Checks the options; a sentence naming the bad field, or empty if valid.
-std::string ValidateCalibrationOptions(const CalibrationOptions& options);
+/// Why RunCalibration returned no report. On a peer path whose session
+/// failed (refused by the sink, not reached, lost before a probe
+/// measured), `peer` says how, so that callers branch on it and not on
+/// the message; nullopt for every other failure.
+struct CalibrationError : Error {
+  std::optional<PeerFailure> peer;
+
+  CalibrationError() = default;
+  /// Implicit, so that a Result<T> is a CalibrationResult<T> with no peer
+  /// kind (a caller's own failure, a fake in a test).
+  CalibrationError(Error error, std::optional<PeerFailure> kind = std::nullopt)
+      : Error(std::move(error)), peer(kind) {}
+};
+
+template <typename T>
+using CalibrationResult = tl::expected<T, CalibrationError>;
+
+/// Builds the unexpected value of a CalibrationResult.
+inline tl::unexpected<CalibrationError> FailCalibration(
+    Errc code, std::string message, std::optional<PeerFailure> peer = std::nullopt) {
+  return tl::unexpected<CalibrationError>(
+      CalibrationError(Error{code, std::move(message)}, peer));
+}
+
+/// Checks the options: Errc::kInvalidArgument with a sentence naming the
+/// bad field.
+Result<void> ValidateCalibrationOptions(const CalibrationOptions& options);
 
 /// The sweep planner's options for these calibration options (path name,
 /// methods, sizes, decision). On the discard path, whose probes have a
@@ -106,15 +160,17 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options);
 /// could run at all (every method unsupported, the sink unable to start),
 /// with the reasons. On a peer path the calibration is one session of the
 /// peer's sink (peer_client.h), and a session that does not open keeps the
-/// code PeerSession::Open gave: kBusy (try later or another peer),
-/// kPermission (the key), kInvalidArgument (over the sink's limits),
-/// kUnsupported (no common version), kParse (a malformed answer), kFailed
-/// (unreachable, closed, or no answer in time); a session lost after its
-/// grant ends the sweep with session_lost set (and kFailed instead of
-/// kUnsupported when not one probe had measured). Otherwise the report,
-/// whatever the verdicts. `on_progress` is called on the calling thread before each
+/// code PeerSession::Open gave, with `peer` set to how it failed: kBusy
+/// (try later or another peer), kPermission (kAuthFailed: the key),
+/// kInvalidArgument (kOverLimit: over the sink's limits), kUnsupported
+/// (kUnsupportedVersion), kParse (kProtocolError: a malformed answer),
+/// kFailed (kUnreachable, kTimeout: refused, closed, or no answer in
+/// time); a session lost after its grant ends the sweep with session_lost
+/// set (and kFailed with `peer` the loss's kind, instead of kUnsupported,
+/// when not one probe had measured). Otherwise the report, whatever the
+/// verdicts. `on_progress` is called on the calling thread before each
 /// probe.
-Result<CalibrationReport> RunCalibration(
+CalibrationResult<CalibrationReport> RunCalibration(
     const CalibrationOptions& options,
     const std::function<void(const CalibrationProgress&)>& on_progress = {});
 

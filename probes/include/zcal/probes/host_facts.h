@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "zcal/common/address.h"
+#include "zcal/common/result.h"
 #include "zcal/probes/target.h"
 
 namespace zcal::probes {
@@ -18,9 +20,9 @@ struct HostFactsOptions {
   std::string root = "/";
   /// The interface to describe; "" = the egress interface of `target`.
   std::string interface;
-  /// Loopback (interface lo) or a peer, whose egress interface is looked up
-  /// in ROOT/proc/net/route (IPv4) or ROOT/proc/net/ipv6_route (IPv6),
-  /// longest prefix first.
+  /// Loopback (interface lo), the discard path (lo of its namespace) or a
+  /// peer, whose egress interface the kernel is asked for
+  /// (EgressInterface, whatever the root).
   Target target;
 };
 
@@ -62,11 +64,23 @@ struct HostFacts {
   std::uint64_t Fingerprint() const;
 };
 
-/// The interface of the default route in ROOT/proc/net/route (IPv4), else
-/// ROOT/proc/net/ipv6_route: where traffic to other hosts leaves. nullopt,
-/// with the reason in `why`, when there is none.
-std::optional<std::string> DefaultRouteInterface(const std::string& root,
-                                                 std::string& why);
+/// The interface traffic to `destination` leaves through, as the kernel
+/// routes it: an RTM_GETROUTE in the calling thread's network namespace, so
+/// that policy rules (`ip rule`) and every table they select are honoured,
+/// as `ip route get ADDR` shows. IPv4-mapped IPv6 addresses are asked as
+/// IPv4; IPv6 link-local addresses, which need a scope, are not supported.
+/// A local address leaves through lo. Errc::kNotFound when no route leads
+/// there (no route, an unreachable, prohibit or blackhole route, no IPv6 on
+/// this host), Errc::kIo otherwise; each naming the address and `ip route
+/// get`. Thread-safe; blocks for one netlink round trip.
+Result<std::string> EgressInterface(const common::IpAddress& destination);
+
+/// Where traffic to other hosts leaves: the EgressInterface of an address
+/// reserved for documentation, which no real network routes specifically
+/// (203.0.113.1, RFC 5737; else 2001:db8::1, RFC 3849), i.e. the default
+/// route's interface or wherever policy rules send such traffic.
+/// Errc::kNotFound naming both families' reasons when neither has a route.
+Result<std::string> DefaultRouteInterface();
 
 /// Never fails: what cannot be read is left unknown and named in `notes`.
 HostFacts CollectHostFacts(const HostFactsOptions& options);

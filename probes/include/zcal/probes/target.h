@@ -9,6 +9,7 @@
 #include "zcal/common/address.h"
 #include "zcal/common/result.h"
 #include "zcal/common/unique_fd.h"
+#include "zcal/probes/peer_failure.h"
 
 namespace zcal::probes {
 
@@ -44,9 +45,12 @@ Result<Target> ParseTarget(std::string_view text);
 std::string ToString(const Target& target);
 
 /// Opens a blocking TCP connection with TCP_NODELAY set, waiting at most
-/// `timeout_ms` for the handshake. Errc::kFailed (refused, unreachable,
-/// timed out) with the endpoint and errno in the message.
-Result<common::UniqueFd> ConnectTcp(const common::HostPort& endpoint,
-                                    int timeout_ms = 2000);
+/// `timeout_ms` for the handshake. Errc::kFailed with the endpoint and
+/// errno in the message, and how it failed: PeerFailure::kTimeout (no
+/// answer within `timeout_ms`, or ETIMEDOUT), kUnreachable (refused,
+/// unreachable, any other error of connect(2)), kLocalError (socket(2),
+/// setsockopt, poll or fcntl on this host).
+PeerResult<common::UniqueFd> ConnectTcp(const common::HostPort& endpoint,
+                                        int timeout_ms = 2000);
 
 }  // namespace zcal::probes

@@ -1,6 +1,7 @@
 // Which peers exist: the static list and the DNS name of the `peers:`
-// section, resolved into endpoints, minus this host's own addresses; and
-// which of this host's interfaces a connection to a peer leaves through.
+// section, resolved into endpoints, minus this host's own addresses. Which
+// interface a connection to a peer leaves through is the kernel's answer
+// (probes::EgressInterface, zcal/probes/host_facts.h).
 //
 // DNS is resolved with getaddrinfo(3), so the host's resolver configuration
 // (/etc/resolv.conf, nsswitch) applies as for any other program: in a
@@ -59,14 +60,5 @@ std::string HostIdentity();
 /// included; kIo with errno text when they cannot be listed.
 Result<std::vector<common::IpAddress>> OwnAddresses();
 
-/// The interface a connection to `peer` leaves through: the kernel's route
-/// choice, read by connecting a UDP socket (no packet is sent) and matching
-/// its local address with getifaddrs(3) (the first interface holding it;
-/// a host whose source address sits on another interface than the route's,
-/// such as an address on `lo` announced over BGP, gets that interface).
-/// IPv6 link-local peers (which need a scope) are not supported. kNotFound
-/// when no route leads there (ENETUNREACH, EHOSTUNREACH, no IPv6 on this
-/// host) or no interface holds the local address; kIo for other errors.
-Result<std::string> EgressInterface(const common::IpAddress& peer);
 
 }  // namespace zcal::agent

@@ -24,7 +24,7 @@
 namespace zcal::agent {
 
 /// The calibration of one path; probes::RunCalibration in the agent.
-using CalibrateFn = std::function<Result<probes::CalibrationReport>(
+using CalibrateFn = std::function<probes::CalibrationResult<probes::CalibrationReport>(
     const probes::CalibrationOptions&,
     const std::function<void(const probes::CalibrationProgress&)>&)>;
 
@@ -69,13 +69,20 @@ struct PeerRoundOutcome {
 PeerRoundOutcome RunPeerRound(const PeerRoundPlan& plan, const CalibrateFn& calibrate,
                               std::atomic<bool>& cancel);
 
-/// How a peer calibration ended: a session that did not open by its code
-/// (busy, auth_failed, over_limit, unsupported_version, protocol_error;
-/// unreachable or timeout for a connection that failed or got no answer in
-/// time); a report whose probes all failed, or whose last probes failed for
-/// two methods or more (the session was lost: the peer killed, its link
-/// down), is vanished, or timeout when the last failure was a deadline;
-/// its partial results are not used. Any other report is success.
-PeerOutcome ClassifyPeerCalibration(const Result<probes::CalibrationReport>& report);
+/// How a peer calibration ended, from the typed failures the probes report
+/// (probes::PeerFailure), never from their messages: a session that did
+/// not open, or was lost, by its kind (busy, auth_failed, over_limit,
+/// unsupported_version, protocol_error, unreachable, timeout, vanished);
+/// a report whose probes all failed, or whose last probes failed for two
+/// methods or more (the session was lost: the peer killed, its link down),
+/// is timeout when the last failed probe met a deadline and vanished
+/// otherwise; its partial results are not used. A failure with no peer
+/// kind, or of this host's own (invalid_request, local_error), is failed.
+/// Any other report is success.
+PeerOutcome ClassifyPeerCalibration(
+    const probes::CalibrationResult<probes::CalibrationReport>& report);
+
+/// The outcome label of a peer failure kind.
+PeerOutcome OutcomeOf(probes::PeerFailure failure);
 
 }  // namespace zcal::agent
