@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -70,11 +71,29 @@ TEST(CpuAccounting, ThreadTimeResolvesWhatAShortProbeSpends) {
   }
 }
 
-TEST(CpuAccounting, ThreadTimeExcludesSleeping) {
+TEST(CpuAccounting, ThreadTimeExcludesBlocking) {
+  // This thread blocks in read() while another spins 50 ms of its own CPU
+  // time and then writes: the blocked thread is charged next to nothing,
+  // the worker at least what it spun, whatever the machine's load.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::uint64_t worker_used = 0;
+  std::thread worker([&] {
+    const std::uint64_t start = ThreadCpuNs();
+    while (ThreadCpuNs() - start < 50'000'000u) Spin(100'000);
+    worker_used = ThreadCpuNs() - start;
+    const char byte = 1;
+    EXPECT_EQ(::write(fds[1], &byte, 1), 1);
+  });
   const std::uint64_t before = ThreadCpuNs();
-  ::usleep(50'000);
-  // Sleeping costs no CPU, whatever the load: far below the 50 ms slept.
-  EXPECT_LT(ThreadCpuNs() - before, 5'000'000u);
+  char byte = 0;
+  EXPECT_EQ(::read(fds[0], &byte, 1), 1);
+  const std::uint64_t blocked_used = ThreadCpuNs() - before;
+  worker.join();
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_GE(worker_used, 50'000'000u);
+  EXPECT_LT(blocked_used, 5'000'000u);
 }
 
 TEST(CpuAccounting, HostBusyTimeSumsTheBusyFieldsOfProcStat) {

@@ -144,11 +144,13 @@ TEST(PeerSession, SeesTheSinkEndingTheSessionWithoutSendingAByte) {
   auto session = PeerSession::Open(sink->endpoint(), TheKey(), {}, 2000ms);
   ASSERT_TRUE(session) << session.error().message;
   EXPECT_TRUE(session->StillOpen());
-  std::this_thread::sleep_for(50ms);
+  // Once the sink holds the session, an idle one is still open.
+  ASSERT_TRUE(sink->WaitFor([](const PeerSinkStats& s) { return s.sessions_open == 1; },
+                            5000ms));
   EXPECT_TRUE(session->StillOpen()) << "an idle session the sink holds is open";
   sink->Stop();
   bool ended = false;
-  for (int i = 0; i < 100 && !ended; ++i) {
+  for (int i = 0; i < 500 && !ended; ++i) {
     if (auto open = session->StillOpen(); !open) {
       ended = true;
       EXPECT_EQ(open.error().code, Errc::kFailed);
@@ -174,8 +176,6 @@ TEST(PeerCalibration, ASinkGoneMidCalibrationMarksTheReportLost) {
                             3000ms));
   sink.reset();  // as when its process ends: the listener closes too
   const CalibrationResult<CalibrationReport> report = running.get();
-  EXPECT_LT(report ? report->duration_seconds : 0.0, 2.5)
-      << "the sweep stops at the loss, not at its budget";
   // Lost with some probes measured: a report marked lost; before any: kFailed.
   if (report) {
     ASSERT_TRUE(report->session_lost);
@@ -185,7 +185,8 @@ TEST(PeerCalibration, ASinkGoneMidCalibrationMarksTheReportLost) {
     // The probe that found the session gone failed the same way.
     ASSERT_FALSE(report->probe_failures.empty());
     const ProbeFailure& last = report->probe_failures.back();
-    ASSERT_LT(last.sample, report->samples.size());
+    EXPECT_EQ(last.sample + 1, report->samples.size())
+        << "the sweep stops at the loss, not at its budget: no probe after it";
     EXPECT_EQ(report->samples[last.sample].status, calibrator::SampleStatus::kFailed);
     EXPECT_EQ(last.failure, PeerFailure::kVanished);
   } else {

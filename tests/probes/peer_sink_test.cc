@@ -286,7 +286,6 @@ TEST(PeerSink, AOneBytePerIntervalClientIsClosedAtTheHandshakeDeadline) {
   ASSERT_TRUE(sink);
   RawClient c = RawClient::Connect(*sink);
   const auto bytes = peer::Encode(c.Hello(Key("old", 1)));
-  const auto start = std::chrono::steady_clock::now();
   std::size_t sent = 0;
   while (sent < bytes.size()) {
     if (::send(c.fd.get(), bytes.data() + sent, 1, MSG_NOSIGNAL) != 1) break;
@@ -294,11 +293,13 @@ TEST(PeerSink, AOneBytePerIntervalClientIsClosedAtTheHandshakeDeadline) {
     pollfd p{c.fd.get(), POLLIN, 0};
     if (::poll(&p, 1, 200) > 0) break;  // closed by the sink
   }
-  const auto elapsed = std::chrono::steady_clock::now() - start;
+  // Closed while the client still had bytes to send, after more than the
+  // first of them (each waited 200 ms for a close), and counted as the
+  // deadline's: a byte every 200 ms did not keep the slot.
   EXPECT_LT(sent, bytes.size());
-  EXPECT_GE(elapsed, 900ms);
-  EXPECT_LT(elapsed, 2500ms);
+  EXPECT_GE(sent, 2U);
   EXPECT_TRUE(WaitOutcome(*sink, SinkOutcome::kTimeout, 1));
+  EXPECT_EQ(sink->Stats().Count(SinkOutcome::kProtocolError), 0U);
 }
 
 TEST(PeerSink, FiveHundredConnectionsStayBoundedAndALegitimateProbeFollows) {
@@ -313,7 +314,9 @@ TEST(PeerSink, FiveHundredConnectionsStayBoundedAndALegitimateProbeFollows) {
     if (fd) flood.push_back(std::move(*fd));
   }
   EXPECT_GE(flood.size(), 400U);
-  std::this_thread::sleep_for(300ms);
+  // Under pressure: the sink has refused connections for one of its limits.
+  ASSERT_TRUE(sink->WaitFor(
+      [](const PeerSinkStats& s) { return s.Count(SinkOutcome::kLimit) > 0; }, 5000ms));
   const PeerSinkStats during = sink->Stats();
   EXPECT_LE(during.connections_open, options.max_connections);
   EXPECT_EQ(ThreadCount(), threads);

@@ -75,7 +75,9 @@ TEST(SinkConcurrency, StopWhileSendersAreConnectedEndsTheirProbes) {
     EXPECT_FALSE(sample.ok());
     EXPECT_FALSE(sample.error.empty());
   });
-  std::this_thread::sleep_for(100ms);
+  // Stopped once the probe is sending: a condition, not a guess at how
+  // long its setup takes.
+  while ((*sink)->Stats().bytes_received == 0) std::this_thread::yield();
   (*sink)->Stop();
   sender.join();
 }

@@ -52,7 +52,7 @@ TEST(Sink, RefusesConnectionsBeyondItsLimit) {
     ASSERT_TRUE(fd) << fd.error().message;
     fds.push_back(std::move(*fd));
   }
-  for (int i = 0; i < 100 && (*sink)->Stats().connections_refused == 0; ++i) {
+  for (int i = 0; i < 500 && (*sink)->Stats().connections_refused == 0; ++i) {
     std::this_thread::sleep_for(10ms);
   }
   const SinkStats stats = (*sink)->Stats();
@@ -88,7 +88,7 @@ TEST(Sink, StopClosesOpenConnections) {
   ASSERT_TRUE(sink) << sink.error().message;
   auto fd = ConnectTcp((*sink)->endpoint());
   ASSERT_TRUE(fd) << fd.error().message;
-  for (int i = 0; i < 100 && (*sink)->Stats().connections_open == 0; ++i) {
+  for (int i = 0; i < 500 && (*sink)->Stats().connections_open == 0; ++i) {
     std::this_thread::sleep_for(10ms);
   }
   (*sink)->Stop();
