@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -123,6 +124,42 @@ TEST(Config, ReportsEveryProblemInOneMessage) {
             std::string::npos)
       << config.error().message;
   EXPECT_NE(config.error().message.find("many.yaml:4:9: segment.name"),
+            std::string::npos)
+      << config.error().message;
+}
+
+// `levels` mappings inside each other in block style: level L is the key
+// "k" at line L, column L.
+std::string NestedMaps(int levels) {
+  std::string text;
+  for (int i = 0; i < levels; ++i) text += std::string(i, ' ') + "k:\n";
+  return text;
+}
+
+TEST(Config, NestingPastTheLimitNamesTheLimitAndTheLine) {
+  const Result<Config> deep = ParseConfig(NestedMaps(500), "deep.yaml");
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.error().message,
+            "deep.yaml:65:65: YAML nesting deeper than 64 levels (mappings and "
+            "lists inside each other); a configuration nests a few levels, "
+            "see docs/config.md");
+  // Flow style: the 65th level is the 64th '[' after "paths: ".
+  const Result<Config> flow = ParseConfig(
+      "schedule: {}\npaths: " + std::string(100, '[') + std::string(100, ']') + "\n",
+      "flow.yaml");
+  ASSERT_FALSE(flow);
+  EXPECT_NE(flow.error().message.find(
+                "flow.yaml:2:71: YAML nesting deeper than 64 levels"),
+            std::string::npos)
+      << flow.error().message;
+}
+
+TEST(Config, NestingUpToTheLimitIsReadAsUsual) {
+  const Result<Config> config = ParseConfig(NestedMaps(64), "deep.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().message.find("nesting"), std::string::npos)
+      << config.error().message;
+  EXPECT_NE(config.error().message.find("deep.yaml:1:1: k: unknown key"),
             std::string::npos)
       << config.error().message;
 }

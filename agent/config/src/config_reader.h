@@ -19,8 +19,13 @@ class ConfigReader {
  public:
   explicit ConfigReader(std::string_view source) : source_(source) {}
 
+  /// Mappings and lists may nest this many levels (the top-level mapping is
+  /// the first); the schema's values nest three levels deep.
+  static constexpr int kMaxYamlNesting = 64;
+
   /// Parses the text; nullopt (with the error recorded) on a syntax error,
-  /// an empty document or more than one document.
+  /// nesting deeper than kMaxYamlNesting, an empty document or more than
+  /// one document.
   std::optional<YAML::Node> Load(std::string_view text);
 
   /// Records "SOURCE:LINE:COLUMN: KEY: text" at the node's position.
