@@ -164,6 +164,33 @@ TEST(Config, NestingUpToTheLimitIsReadAsUsual) {
       << config.error().message;
 }
 
+TEST(Config, ListsTheFirstProblemsAndCountsTheRest) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
+  const Result<Config> config = ParseConfig(text, "many.yaml");
+  ASSERT_FALSE(config);
+  std::vector<std::string> lines;
+  std::istringstream message(config.error().message);
+  for (std::string line; std::getline(message, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 21u) << config.error().message;
+  EXPECT_EQ(lines.front().rfind("many.yaml:1:1: unknown_0: unknown key", 0), 0u)
+      << lines.front();
+  EXPECT_EQ(lines[19].rfind("many.yaml:20:1: unknown_19: unknown key", 0), 0u)
+      << lines[19];
+  EXPECT_EQ(lines.back(),
+            "many.yaml: ... and 480 more errors (the first 20 are listed)");
+}
+
+TEST(Config, ListsTwentyProblemsWithoutACount) {
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
+  const Result<Config> config = ParseConfig(text, "some.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().message.find("more error"), std::string::npos);
+  EXPECT_NE(config.error().message.find("some.yaml:20:1: unknown_19"),
+            std::string::npos);
+}
+
 TEST(Config, MissingFileIsAnIoError) {
   const Result<Config> config = LoadConfigFile("/nonexistent/zcal.yaml");
   ASSERT_FALSE(config);

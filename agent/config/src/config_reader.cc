@@ -180,13 +180,21 @@ std::string ConfigReader::Message() const {
                             std::tie(b.line, b.column);
                    });
   std::string out;
-  for (const Problem& p : sorted) {
+  // A file of errors (a binary or a wrong file given as the configuration)
+  // would otherwise print a line per error: tens of thousands from 1 MiB.
+  const std::size_t listed = std::min(sorted.size(), kMaxListedProblems);
+  for (const Problem& p : std::span(sorted).first(listed)) {
     if (!out.empty()) out += '\n';
     out += source_;
     if (p.line > 0) {
       out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
     }
     out += ": " + p.text;
+  }
+  if (const std::size_t rest = sorted.size() - listed; rest > 0) {
+    out += '\n' + source_ + ": ... and " + std::to_string(rest) + " more " +
+           (rest == 1 ? "error" : "errors") + " (the first " +
+           std::to_string(listed) + " are listed)";
   }
   return out;
 }
