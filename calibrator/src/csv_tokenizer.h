@@ -3,6 +3,7 @@
 // in bounded memory.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -31,13 +32,17 @@ std::string CsvWhere(std::string_view source, std::size_t line, std::size_t colu
 /// Commas, double-quoted fields with "" escapes and quoted newlines; LF, CRLF
 /// or CR line ends; blank lines and lines starting with '#' skipped; blanks
 /// around unquoted fields trimmed; a leading UTF-8 BOM ignored. Anything but
-/// UTF-8 text (a NUL, a control character, a broken sequence) is an error at
-/// its place, as is a record longer than `max_record_bytes`.
+/// UTF-8 text (a NUL, a control character, a broken or overlong sequence, a
+/// surrogate) is an error at its place, naming its byte offset from the
+/// start of the input (0-based, the BOM counted) and the bytes; so are a
+/// record longer than `max_record_bytes` and one of more than `max_fields`
+/// fields (the first record is called the header, its fields columns).
 class CsvTokenizer {
  public:
   using RowSink = std::function<Result<void>(CsvRow&&)>;
 
-  CsvTokenizer(std::string source, std::size_t max_record_bytes, RowSink sink);
+  CsvTokenizer(std::string source, std::size_t max_record_bytes,
+               std::size_t max_fields, RowSink sink);
 
   /// Tokenizes `bytes`, calling the sink for each complete row; the first
   /// error (of the text or of the sink) ends the input.
@@ -53,7 +58,8 @@ class CsvTokenizer {
     kAfterQuoted,
   };
   Result<void> Byte(char c);
-  Result<void> CheckUtf8(unsigned char c);
+  Result<void> CheckUtf8(unsigned char c, std::uint64_t offset);
+  tl::unexpected<Error> BrokenUtf8(unsigned char c) const;
   Result<void> EndField();
   Result<void> EndRow();
   void NewLine();
@@ -62,14 +68,28 @@ class CsvTokenizer {
 
   std::string source_;
   std::size_t max_record_bytes_;
+  std::size_t max_fields_;
   RowSink sink_;
+  std::uint64_t offset_ = 0;  // of the next byte, from the start of the input
+  std::uint64_t rows_ = 0;    // delivered to the sink
   State state_ = State::kRowStart;
   std::size_t line_ = 1;
   std::size_t column_ = 0;  // of the byte being read
   bool after_cr_ = false;
   bool at_start_ = true;    // for the BOM
   std::size_t bom_seen_ = 0;
-  int utf8_pending_ = 0;    // continuation bytes still expected
+  // The UTF-8 sequence being read: its bytes so far, how many more it
+  // needs, where it began, and the range its second byte must fall in
+  // (narrower after E0, ED, F0, F4: no overlong forms, surrogates or code
+  // points past U+10FFFF).
+  int utf8_pending_ = 0;
+  std::array<unsigned char, 4> utf8_bytes_{};
+  std::size_t utf8_have_ = 0;
+  std::uint64_t utf8_offset_ = 0;
+  std::size_t utf8_line_ = 0;
+  std::size_t utf8_column_ = 0;
+  unsigned char utf8_second_min_ = 0x80;
+  unsigned char utf8_second_max_ = 0xBF;
   CsvRow row_;
   CsvField field_;
   std::size_t trailing_blanks_ = 0;  // of an unquoted field

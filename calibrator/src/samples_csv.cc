@@ -246,7 +246,7 @@ struct SamplesCsvReader::State {
   State(std::string source_name, SamplesCsvLimits limits_in)
       : source(std::move(source_name)),
         limits(limits_in),
-        tokenizer(source, limits.max_record_bytes,
+        tokenizer(source, limits.max_record_bytes, limits.max_columns,
                   [this](CsvRow&& row) { return OnRow(std::move(row)); }) {}
 
   Result<void> OnRow(CsvRow&& row);
@@ -277,9 +277,14 @@ Result<void> SamplesCsvReader::State::OnHeader(const CsvRow& row) {
   }
   for (const char* required : {"method", "size", "mb_per_s", "cpu_pct"}) {
     if (!columns.contains(required)) {
+      // The names as found, bounded: a header may hold 1 MiB of them.
+      constexpr std::size_t kListed = 16;
       std::string found;
-      for (const Field& f : row.fields) {
-        found += (found.empty() ? "" : ",") + f.text;
+      for (std::size_t i = 0; i < std::min(row.fields.size(), kListed); ++i) {
+        found += (i == 0 ? "" : ",") + row.fields[i].text;
+      }
+      if (row.fields.size() > kListed) {
+        found += ",... (" + std::to_string(row.fields.size() - kListed) + " more)";
       }
       return Fail(Errc::kParse,
                   Where(source, row.line, 1) + "missing column '" + required +

@@ -104,17 +104,20 @@ PeerError Refusal(AnswerCode code, const std::string& where, bool had_key) {
               said + " (no protocol version in common)"};
     case AnswerCode::kOverLimit:
       return {PeerFailure::kOverLimit, Errc::kInvalidArgument,
-              said + " (the request exceeds what the sink grants: it caps the byte rate; set "
-                     "a bytes-per-second limit at or below the sink's max_bytes_per_second)"};
+              said + " (the request exceeds the byte rate the sink grants, its "
+                     "sink.max_bytes_per_second (zcal sink --max-bytes-per-second); set a "
+                     "bytes-per-second limit at or below it)"};
     case AnswerCode::kSourceLimit:
       return {PeerFailure::kOverLimit, Errc::kBusy,
               said + " (this host already holds as many connections to the sink as its "
-                     "max_connections_per_source allows; close other clients of this sink "
-                     "here, or raise the sink's max_connections_per_source)"};
+                     "sink.max_connections_per_source (zcal sink "
+                     "--max-connections-per-source) allows; close other clients of this sink "
+                     "here, or raise that limit on the sink)"};
     case AnswerCode::kConnectionLimit:
       return {PeerFailure::kOverLimit, Errc::kBusy,
-              said + " (the sink holds as many connections as its max_connections allows; "
-                     "try later, or raise the sink's max_connections)"};
+              said + " (the sink holds as many connections in all as its "
+                     "sink.max_connections (zcal sink --max-connections) allows; try later, "
+                     "or raise that limit on the sink)"};
     case AnswerCode::kProtocolError:
     case AnswerCode::kAccept:
       break;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -125,6 +126,69 @@ TEST(Config, ReportsEveryProblemInOneMessage) {
   EXPECT_NE(config.error().message.find("many.yaml:4:9: segment.name"),
             std::string::npos)
       << config.error().message;
+}
+
+// `levels` mappings inside each other in block style: level L is the key
+// "k" at line L, column L.
+std::string NestedMaps(int levels) {
+  std::string text;
+  for (int i = 0; i < levels; ++i) text += std::string(i, ' ') + "k:\n";
+  return text;
+}
+
+TEST(Config, NestingPastTheLimitNamesTheLimitAndTheLine) {
+  const Result<Config> deep = ParseConfig(NestedMaps(500), "deep.yaml");
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.error().message,
+            "deep.yaml:65:65: YAML nesting deeper than 64 levels (mappings and "
+            "lists inside each other); a configuration nests a few levels, "
+            "see docs/config.md");
+  // Flow style: the 65th level is the 64th '[' after "paths: ".
+  const Result<Config> flow = ParseConfig(
+      "schedule: {}\npaths: " + std::string(100, '[') + std::string(100, ']') + "\n",
+      "flow.yaml");
+  ASSERT_FALSE(flow);
+  EXPECT_NE(flow.error().message.find(
+                "flow.yaml:2:71: YAML nesting deeper than 64 levels"),
+            std::string::npos)
+      << flow.error().message;
+}
+
+TEST(Config, NestingUpToTheLimitIsReadAsUsual) {
+  const Result<Config> config = ParseConfig(NestedMaps(64), "deep.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().message.find("nesting"), std::string::npos)
+      << config.error().message;
+  EXPECT_NE(config.error().message.find("deep.yaml:1:1: k: unknown key"),
+            std::string::npos)
+      << config.error().message;
+}
+
+TEST(Config, ListsTheFirstProblemsAndCountsTheRest) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
+  const Result<Config> config = ParseConfig(text, "many.yaml");
+  ASSERT_FALSE(config);
+  std::vector<std::string> lines;
+  std::istringstream message(config.error().message);
+  for (std::string line; std::getline(message, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 21u) << config.error().message;
+  EXPECT_EQ(lines.front().rfind("many.yaml:1:1: unknown_0: unknown key", 0), 0u)
+      << lines.front();
+  EXPECT_EQ(lines[19].rfind("many.yaml:20:1: unknown_19: unknown key", 0), 0u)
+      << lines[19];
+  EXPECT_EQ(lines.back(),
+            "many.yaml: ... and 480 more errors (the first 20 are listed)");
+}
+
+TEST(Config, ListsTwentyProblemsWithoutACount) {
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
+  const Result<Config> config = ParseConfig(text, "some.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().message.find("more error"), std::string::npos);
+  EXPECT_NE(config.error().message.find("some.yaml:20:1: unknown_19"),
+            std::string::npos);
 }
 
 TEST(Config, MissingFileIsAnIoError) {

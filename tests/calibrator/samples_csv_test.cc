@@ -109,9 +109,73 @@ TEST(ParseSamplesCsv, RejectsTablesWithoutBaseline) {
 TEST(ParseSamplesCsv, RejectsBinaryData) {
   const std::string with_nul("method,size\0,mb_per_s", 21);
   EXPECT_THAT(ErrorOf(with_nul),
-              StartsWith("in.csv:1:12: binary data (byte 0x00)"));
+              StartsWith("in.csv:1:12: binary data (byte 0x00 at byte offset 11)"));
   EXPECT_THAT(ErrorOf("\x7f" "ELF\x02\x01\x01\xff\xfe"),
               HasSubstr("binary data"));
+}
+
+TEST(ParseSamplesCsv, NamesTheOffsetAndTheBytesOfInvalidUtf8) {
+  // 0xc3 begins a 2-byte sequence; the printable 's' after it is where the
+  // sequence breaks, not binary data.
+  EXPECT_EQ(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,4096,1\xC3s,5\n"),
+            "in.csv:2:12: invalid UTF-8 at byte offset 40: the bytes 0xc3 0x73 are not a "
+            "UTF-8 sequence (0xc3 begins one of 2 bytes, 0x73 cannot be its 2nd); expected "
+            "CSV text in UTF-8");
+  // The offset counts a byte order mark and the LF of a CRLF.
+  EXPECT_THAT(ErrorOf("\xEF\xBB\xBFmethod,size,mb_per_s,cpu_pct\r\npath \xE2\x82x"),
+              StartsWith("in.csv:2:6: invalid UTF-8 at byte offset 38: the bytes 0xe2 0x82 "
+                         "0x78 are not a UTF-8 sequence (0xe2 begins one of 3 bytes, 0x78 "
+                         "cannot be its 3rd)"));
+  EXPECT_THAT(ErrorOf("m\xFF" "ethod"),
+              StartsWith("in.csv:1:2: invalid UTF-8 at byte offset 1: the byte 0xff begins "
+                         "no UTF-8 sequence"));
+  EXPECT_THAT(ErrorOf("m\x80"), HasSubstr("the byte 0x80 begins no UTF-8 sequence"));
+}
+
+TEST(ParseSamplesCsv, RefusesOverlongSurrogateAndOutOfRangeSequences) {
+  EXPECT_THAT(ErrorOf("a\xE0\x80\xAF"),  // '/' in 3 bytes
+              HasSubstr("the bytes 0xe0 0x80 are not a UTF-8 sequence"));
+  EXPECT_THAT(ErrorOf("a\xED\xA0\x80"),  // U+D800
+              HasSubstr("the bytes 0xed 0xa0 are not a UTF-8 sequence"));
+  EXPECT_THAT(ErrorOf("a\xF0\x8F\xBF\xBF"),  // overlong U+FFFF
+              HasSubstr("the bytes 0xf0 0x8f are not a UTF-8 sequence"));
+  EXPECT_THAT(ErrorOf("a\xF4\x90\x80\x80"),  // U+110000
+              HasSubstr("the bytes 0xf4 0x90 are not a UTF-8 sequence"));
+  // The limits themselves are text.
+  const std::string text =
+      "method,size,mb_per_s,cpu_pct,path\ncopy,4096,10,5,\xE0\xA0\x80\xED\x9F\xBF"
+      "\xF0\x90\x80\x80\xF4\x8F\xBF\xBF\n";
+  const Result<std::vector<Sample>> ok = ParseSamplesCsv(text, "in.csv");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->front().path, "\xE0\xA0\x80\xED\x9F\xBF\xF0\x90\x80\x80\xF4\x8F\xBF\xBF");
+}
+
+TEST(ParseSamplesCsv, RefusesAHeaderOfMoreColumnsThanTheLimitNamingIt) {
+  // A million empty columns in under 1 MiB: refused at the first column past
+  // the limit, before its fields take memory.
+  const std::string wide = std::string(1'000'000 - 1, ',') + "\n";
+  EXPECT_EQ(ErrorOf(wide),
+            "in.csv:1:4097: a header of more than 4096 columns; at most 4096 are read, of "
+            "which samples need method, size, mb_per_s and cpu_pct");
+  std::string header = "method,size,mb_per_s,cpu_pct";
+  for (int i = 4; i < 4096; ++i) header += ",x" + std::to_string(i);
+  std::string row = "copy,4096,10,5";
+  for (int i = 4; i < 4096; ++i) row += ",";
+  EXPECT_TRUE(ParseSamplesCsv(header + "\n" + row + "\n", "in.csv")) << "4096 are read";
+  EXPECT_THAT(ErrorOf(header + ",x\n"),
+              StartsWith("in.csv:1:" + std::to_string(header.size() + 2) +
+                         ": a header of more than 4096 columns"));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,4096,10,5" + std::string(5000, ',')),
+              StartsWith("in.csv:2:4108: a row of more than 4096 fields"));
+}
+
+TEST(ParseSamplesCsv, ListsABoundedPartOfAHeaderWithoutTheRequiredColumns) {
+  std::string header;
+  for (int i = 0; i < 1000; ++i) header += (i ? ",c" : "c") + std::to_string(i);
+  const std::string message = ErrorOf(header + "\n");
+  EXPECT_THAT(message, HasSubstr("(found: c0,c1,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,"
+                                 "c14,c15,... (984 more))"));
+  EXPECT_LT(message.size(), 400u);
 }
 
 TEST(ParseSamplesCsv, RejectsShortRowsAndBadQuotes) {
@@ -203,8 +267,9 @@ TEST(SamplesCsvReader, RefusesARecordOverItsCapAndTruncatedText) {
   ASSERT_FALSE(fed);
   EXPECT_THAT(fed.error().message, StartsWith("x.csv:2:1: a record longer than 64 B"));
   EXPECT_FALSE(reader.Feed("more")) << "the first error ends the input";
-  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,1,2,\xC3"),
-              HasSubstr("truncated UTF-8"));
+  EXPECT_EQ(ErrorOf("method,size,mb_per_s,cpu_pct\ncopy,1,2,\xE2\x82"),
+            "in.csv:2:10: a truncated UTF-8 sequence at the end: the bytes 0xe2 0x82 at byte "
+            "offset 38 begin one of 3 bytes; expected CSV text in UTF-8");
 }
 
 TEST(WriteSamplesCsv, RoundTripsEverySampleField) {

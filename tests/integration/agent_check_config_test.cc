@@ -2,6 +2,8 @@
 // configurations, through the real binary.
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -86,6 +88,28 @@ TEST(AgentCheckConfig, RefusesADeviceOrAHugeFileWithoutReadingIt) {
   EXPECT_EQ(huge.status, 2);
   EXPECT_TRUE(Contains(huge.err, big + ": the configuration is larger than 1 MiB"))
       << huge.err;
+}
+
+TEST(AgentCheckConfig, PrintsTheFirstErrorsAndCountsTheRest) {
+  TempDir dir;
+  const std::string many = (dir.path() / "many.yaml").string();
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += "unknown_" + std::to_string(i) + ": 1\n";
+  WriteFile(many, text);
+  const CommandResult result = RunCommand({ZcalBinary(), "agent", "--check-config", many});
+  EXPECT_EQ(result.status, 2);
+  std::size_t error_lines = 0;
+  std::istringstream err(result.err);
+  for (std::string line; std::getline(err, line);) {
+    if (Contains(line, ": unknown key")) ++error_lines;
+  }
+  EXPECT_EQ(error_lines, 20u) << result.err;
+  EXPECT_TRUE(Contains(result.err, many + ":20:1: unknown_19: unknown key")) << result.err;
+  EXPECT_FALSE(Contains(result.err, "unknown_20:")) << result.err;
+  EXPECT_TRUE(Contains(result.err,
+                       many + ": ... and 480 more errors (the first 20 are listed)\n"
+                              "zcal agent: the configuration is invalid\n"))
+      << result.err;
 }
 
 TEST(AgentCheckConfig, AnInvalidFileKeepsTheAgentFromStarting) {

@@ -252,7 +252,11 @@ TEST_F(AnalyzeCli, EveryBadInputExitsTwoWithOneLineNamingTheSpot) {
       {"no-baseline", "method,size,mb_per_s,cpu_pct\nmsg_zerocopy,1,1,1\n",
        "1:1: no baseline rows"},
       {"binary", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10),
-       "1:5: binary data (byte 0x02)"},
+       "1:5: binary data (byte 0x02 at byte offset 4)"},
+      {"invalid-utf8", "method,size,mb_per_s,cpu_pct\ncopy,4096,1\xC3s,5\n",
+       "2:12: invalid UTF-8 at byte offset 40: the bytes 0xc3 0x73 are not a UTF-8 sequence"},
+      {"wide-header", std::string(999'999, ',') + "\n",
+       "1:4097: a header of more than 4096 columns"},
   };
   for (const BadInput& c : cases) {
     const std::string file = Write(std::string(c.name) + ".csv", c.content);
@@ -292,7 +296,7 @@ TEST_F(AnalyzeCli, AnEndlessStreamOfZerosIsBinaryDataAtOnce) {
   const CommandResult zeros = RunCommand(
       {"/bin/sh", "-c", "head -c 100000000 /dev/zero | \"$0\" analyze -", ZcalPath()});
   EXPECT_EQ(zeros.exit_status, 2);
-  EXPECT_THAT(zeros.err, HasSubstr("<stdin>:1:1: binary data (byte 0x00)"));
+  EXPECT_THAT(zeros.err, HasSubstr("<stdin>:1:1: binary data (byte 0x00 at byte offset 0)"));
 }
 
 TEST_F(AnalyzeCli, ALineWithoutEndIsRefusedAtOneMebibyte) {

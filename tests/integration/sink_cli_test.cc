@@ -158,7 +158,8 @@ TEST_F(SinkCli, ACalibrationRefusedForThePerSourceLimitNamesIt) {
   CommandResult r = Calibrate(port, {"--key-file", keys_});
   EXPECT_EQ(r.exit_status, 3) << r.err;
   EXPECT_THAT(r.err, HasSubstr("source_limit"));
-  EXPECT_THAT(r.err, HasSubstr("max_connections_per_source"));
+  EXPECT_THAT(r.err, HasSubstr("sink.max_connections_per_source (zcal sink "
+                               "--max-connections-per-source) allows"));
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("after 0 bytes")));
   EXPECT_TRUE(sink_->WaitForLog("refused per source 1,", 10s)) << sink_->Log();
   held.Clear();

@@ -88,6 +88,11 @@ TEST(PeerClient, EachAnswerOfTheSinkIsItsOwnFailure) {
   const auto over = PeerSession::Open(rate_sink->endpoint(), Key(1), Request(), 2s);
   EXPECT_EQ(FailureOf(over), PeerFailure::kOverLimit);
   EXPECT_EQ(over.error().code, Errc::kInvalidArgument) << "the class stays as it was";
+  EXPECT_NE(over.error().message.find("over_limit (the request exceeds the byte rate the sink "
+                                      "grants, its sink.max_bytes_per_second (zcal sink "
+                                      "--max-bytes-per-second)"),
+            std::string::npos)
+      << over.error().message;
 }
 
 TEST(PeerClient, ARefusalAtAcceptNamesTheLimitThatRefused) {
@@ -107,10 +112,37 @@ TEST(PeerClient, ARefusalAtAcceptNamesTheLimitThatRefused) {
   EXPECT_EQ(FailureOf(refused), PeerFailure::kOverLimit);
   EXPECT_NE(refused.error().message.find("source_limit"), std::string::npos)
       << refused.error().message;
-  EXPECT_NE(refused.error().message.find("max_connections_per_source"), std::string::npos)
+  // Both spellings of the setting: the sink may be an agent's or `zcal sink`.
+  EXPECT_NE(refused.error().message.find("sink.max_connections_per_source (zcal sink "
+                                         "--max-connections-per-source)"),
+            std::string::npos)
       << refused.error().message;
   ASSERT_TRUE(sink->WaitFor([](const PeerSinkStats& s) { return s.refused_per_source == 1; }, 5s));
   EXPECT_EQ(sink->Stats().Count(SinkOutcome::kLimit), 1U);
+}
+
+TEST(PeerClient, ARefusalForAllConnectionsNamesThatLimit) {
+  PeerSinkOptions options = Keyed();
+  options.max_sessions = 1;
+  options.max_connections = 4;
+  options.max_connections_per_source = 8;  // past the total: the total refuses
+  options.handshake_deadline = 10s;
+  auto sink = Start(options);
+  ASSERT_TRUE(sink);
+  std::vector<common::UniqueFd> held;
+  for (int i = 0; i < 4; ++i) {
+    auto fd = ConnectTcp(sink->endpoint());
+    ASSERT_TRUE(fd) << fd.error().message;
+    held.push_back(std::move(*fd));
+  }
+  ASSERT_TRUE(sink->WaitFor([](const PeerSinkStats& s) { return s.connections_open == 4; }, 5s));
+  const auto refused = PeerSession::Open(sink->endpoint(), Key(1), Request(), 2s);
+  EXPECT_EQ(FailureOf(refused), PeerFailure::kOverLimit);
+  EXPECT_NE(refused.error().message.find(
+                "refused the connection: connection_limit (the sink holds as many connections "
+                "in all as its sink.max_connections (zcal sink --max-connections) allows"),
+            std::string::npos)
+      << refused.error().message;
 }
 
 TEST(PeerClient, WhatNoSinkSaysIsUnreachableTimeoutOrProtocolError) {

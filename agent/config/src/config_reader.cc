@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
+
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
 
@@ -39,6 +41,40 @@ std::string FormatNumber(double value) {
   return out.str();
 }
 
+// Counts how deep mappings and lists nest, and stops the parse at the first
+// one past kMaxYamlNesting. yaml-cpp refuses its own limit (500 in 0.7) with
+// a "bad file" message whose mark is not where the nesting went too deep,
+// and a deep tree would also be walked recursively by whoever reads it.
+class NestingCheck final : public YAML::EventHandler {
+ public:
+  struct TooDeep {
+    YAML::Mark mark;
+  };
+
+  void OnDocumentStart(const YAML::Mark&) override { depth_ = 0; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
+                       YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Enter(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Enter(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Enter(const YAML::Mark& mark) {
+    if (++depth_ > ConfigReader::kMaxYamlNesting) throw TooDeep{mark};
+  }
+  int depth_ = 0;
+};
+
 }  // namespace
 
 std::string Describe(const YAML::Node& node) {
@@ -61,9 +97,26 @@ std::optional<YAML::Node> ConfigReader::Load(std::string_view text) {
     ErrorAt(1, 1, "the file contains NUL bytes; a configuration is YAML text");
     return std::nullopt;
   }
+  const std::string owned(text);
+  try {
+    std::istringstream in(owned);
+    YAML::Parser parser(in);
+    NestingCheck check;
+    while (parser.HandleNextDocument(check)) {
+    }
+  } catch (const NestingCheck::TooDeep& deep) {
+    ErrorAt(deep.mark.line + 1, deep.mark.column + 1,
+            "YAML nesting deeper than " +
+                std::to_string(kMaxYamlNesting) +
+                " levels (mappings and lists inside each other); a "
+                "configuration nests a few levels, see docs/config.md");
+    return std::nullopt;
+  } catch (const YAML::Exception&) {
+    // A syntax error: the load below reports it with its position.
+  }
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    documents = YAML::LoadAll(owned);
   } catch (const YAML::Exception& e) {
     // yaml-cpp reports a tab in indentation as "illegal map value" at the
     // end of the line; point at the tab instead.
@@ -127,13 +180,21 @@ std::string ConfigReader::Message() const {
                             std::tie(b.line, b.column);
                    });
   std::string out;
-  for (const Problem& p : sorted) {
+  // A file of errors (a binary or a wrong file given as the configuration)
+  // would otherwise print a line per error: tens of thousands from 1 MiB.
+  const std::size_t listed = std::min(sorted.size(), kMaxListedProblems);
+  for (const Problem& p : std::span(sorted).first(listed)) {
     if (!out.empty()) out += '\n';
     out += source_;
     if (p.line > 0) {
       out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
     }
     out += ": " + p.text;
+  }
+  if (const std::size_t rest = sorted.size() - listed; rest > 0) {
+    out += '\n' + source_ + ": ... and " + std::to_string(rest) + " more " +
+           (rest == 1 ? "error" : "errors") + " (the first " +
+           std::to_string(listed) + " are listed)";
   }
   return out;
 }

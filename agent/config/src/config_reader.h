@@ -19,8 +19,16 @@ class ConfigReader {
  public:
   explicit ConfigReader(std::string_view source) : source_(source) {}
 
+  /// Mappings and lists may nest this many levels (the top-level mapping is
+  /// the first); the schema's values nest three levels deep.
+  static constexpr int kMaxYamlNesting = 64;
+  /// At most this many problems are listed by Message(); the rest are
+  /// counted in one last line.
+  static constexpr std::size_t kMaxListedProblems = 20;
+
   /// Parses the text; nullopt (with the error recorded) on a syntax error,
-  /// an empty document or more than one document.
+  /// nesting deeper than kMaxYamlNesting, an empty document or more than
+  /// one document.
   std::optional<YAML::Node> Load(std::string_view text);
 
   /// Records "SOURCE:LINE:COLUMN: KEY: text" at the node's position.
@@ -53,7 +61,8 @@ class ConfigReader {
                 bool allow_zero, std::chrono::milliseconds& out);
 
   bool ok() const { return errors_.empty(); }
-  /// Every problem, one per line, in the order of their position.
+  /// The problems, one per line, in the order of their position: the first
+  /// kMaxListedProblems, then "SOURCE: ... and N more errors" for the rest.
   std::string Message() const;
 
  private:

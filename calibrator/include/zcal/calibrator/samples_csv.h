@@ -28,6 +28,10 @@ struct SamplesCsvLimits {
   /// One record (a row, with its quoted newlines) may have at most this many
   /// bytes; a longer one is an error (a file without line ends).
   std::size_t max_record_bytes = 1 << 20;
+  /// The header may have at most this many columns, and a row as many
+  /// fields: a record of empty fields costs some 50 bytes of memory per
+  /// byte of input, so the bound keeps one record's memory near 200 KiB.
+  std::size_t max_columns = 4096;
   /// Samples kept per (path, method, size): past this many rows, a uniform
   /// random subset of this size (fixed seed: the same file always gives the
   /// same result). Memory grows with the number of groups, not of rows.
