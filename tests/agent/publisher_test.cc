@@ -94,7 +94,7 @@ class PublisherTest : public ::testing::Test {
     saved.saved_at_ns = 1;
     saved.fingerprint = fingerprint;
     saved.paths["loopback"][Method::kMsgZerocopy] =
-        MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+        MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
     ASSERT_TRUE(SaveState(saved, config_.state_path));
   }
 
