@@ -159,6 +159,7 @@ TEST(State, InvalidLoadsAreRejectedNamingTheKey) {
       {[](nlohmann::json& l) { l["runnable_mean"] = "2"; }, "runnable_mean: missing or not a number"},
       {[](nlohmann::json& l) { l["window_seconds"] = -1; }, "window_seconds: -1 is not a number >= 0"},
       {[](nlohmann::json& l) { l["runnable_max"] = 2.5; }, "runnable_max: missing or not a whole"},
+      {[](nlohmann::json& l) { l["runnable_max"] = -1; }, "runnable_max: missing or not a whole"},
       {[](nlohmann::json& l) { l["runnable_reads"] = 1ULL << 33; }, "runnable_reads: missing or not"},
   };
   for (const auto& [change, fragment] : cases) {

@@ -299,6 +299,7 @@ int RunCalibrate(const CalibrateArgs& args) {
     model.decision = DescribeDecision(options->decision);
     model.host = HostInfoOf(report->host, args.path);
     model.entries = EntriesOf(report->analysis);
+    for (ReportEntry& e : model.entries) e.load = report->load;
     if (auto written = WriteReport(*report_file, std::move(model)); !written) {
       std::cerr << "zcal calibrate: --report " << written.error().message << "\n";
       return kExitFailure;

@@ -27,7 +27,10 @@ Result<double> Number(const json& object, const char* key, double high) {
 
 Result<std::uint32_t> Count(const json& object, const char* key) {
   const auto it = object.find(key);
-  if (it == object.end() || !it->is_number_unsigned() ||
+  // A document built in memory holds a signed integer where a parsed one
+  // holds an unsigned one.
+  if (it == object.end() || !it->is_number_integer() ||
+      (!it->is_number_unsigned() && it->get<std::int64_t>() < 0) ||
       it->get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
     return Fail(Errc::kParse, std::string(key) + ": missing or not a whole number below 2^32");
   }
