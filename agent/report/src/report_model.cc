@@ -65,10 +65,13 @@ bool CarriesLoad(ReportKind kind) { return kind != ReportKind::kAnalysis; }
 
 std::string DescribeLoad(const std::optional<probes::HostLoad>& load) {
   if (!load) return "load not measured";
-  return fmt::format("host busy {}, steal {}, this process {}, runnable {:.1f} (max {}) over {:.1f} s",
+  // A loopback calibration that finds `never` early probes for a tenth of
+  // a second: one decimal would say 0.1 for anything up to 0.15.
+  const int window_decimals = load->window_seconds < 1 ? 2 : 1;
+  return fmt::format("host busy {}, steal {}, this process {}, runnable {:.1f} (max {}) over {:.{}f} s",
                      Percent(load->busy_share), Percent(load->steal_share),
                      Percent(load->own_share), load->runnable_mean, load->runnable_max,
-                     load->window_seconds);
+                     load->window_seconds, window_decimals);
 }
 
 std::string DescribeDecision(const calibrator::DecisionOptions& options) {
