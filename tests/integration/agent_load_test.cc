@@ -94,6 +94,14 @@ TEST(AgentLoad, EveryPublishedResultCarriesTheLoadItWasMeasuredUnder) {
   EXPECT_EQ(missing.status, 1);
   EXPECT_TRUE(Contains(missing.err, "--state " + (dir.path() / "none.json").string()))
       << missing.err;
+  nlohmann::json corrupt = state;
+  corrupt["paths"]["loopback"]["msg_zerocopy"]["load"]["busy_share"] = 7;
+  WriteFile(dir.path() / "corrupt.json", corrupt.dump());
+  const CommandResult bad = RunCommand({ZcalBinary(), "show", "--segment", settings.segment,
+                                        "--state", (dir.path() / "corrupt.json").string()});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(Contains(bad.err, "paths.loopback.msg_zerocopy.load: busy_share: 7 is not a share"))
+      << bad.err;
 
   const auto page = HttpGet(agent->MetricsPort(), "/");
   ASSERT_TRUE(page && page->status == 200);

@@ -180,7 +180,10 @@ int RunShow(const ShowArgs& args) {
     Result<AgentState> loaded = LoadState(args.state);
     if (!loaded) {
       std::cerr << "zcal show: --state " << loaded.error().message
-                << ". Name the file of the agent's state.path.\n";
+                << (loaded.error().code == Errc::kNotFound
+                        ? "; name the file of the agent's state.path"
+                        : "")
+                << ".\n";
       return kExitFailure;
     }
     state = std::move(*loaded);
