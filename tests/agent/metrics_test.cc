@@ -60,6 +60,13 @@ std::shared_ptr<Metrics> Populated() {
                 Reason::kKernelCopied);
   paths["loopback"][Method::kUringSendZc] =
       Published(Method::kUringSendZc, Verdict::kThreshold, 16384);
+  probes::HostLoad load;
+  load.busy_share = 0.25;
+  load.steal_share = 0.125;
+  load.own_share = 0.0625;
+  load.runnable_mean = 2.5;
+  load.runnable_max = 4;
+  paths["loopback"][Method::kUringSendZc].load = load;
   paths["loopback"][Method::kUringSendZcFixed] = Published(
       Method::kUringSendZcFixed, Verdict::kInconclusive, std::nullopt,
       Reason::kNoisy);
@@ -134,6 +141,21 @@ TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
   EXPECT_TRUE(Contains(text,
                        "zcal_measured_threshold_bytes{path=\"loopback\","
                        "method=\"uring_send_zc\"} 32768"));
+}
+
+TEST(Metrics, PublishesTheLoadEachResultWasMeasuredUnder) {
+  const std::string text = Populated()->Text();
+  for (const char* series :
+       {"zcal_calibration_host_busy_ratio{path=\"loopback\",method=\"uring_send_zc\"} 0.25",
+        "zcal_calibration_host_steal_ratio{path=\"loopback\",method=\"uring_send_zc\"} 0.125",
+        "zcal_calibration_own_cpu_ratio{path=\"loopback\",method=\"uring_send_zc\"} 0.0625",
+        "zcal_calibration_runnable_tasks{path=\"loopback\",method=\"uring_send_zc\"} 2.5"}) {
+    EXPECT_TRUE(Contains(text, series)) << series << "\n" << text;
+  }
+  // A result whose load was not measured has no series, not a 0.
+  EXPECT_FALSE(Contains(text, "zcal_calibration_host_busy_ratio{path=\"loopback\","
+                              "method=\"msg_zerocopy\"}"))
+      << text;
 }
 
 TEST(Metrics, ReportsPerSizeFiguresInBaseUnits) {

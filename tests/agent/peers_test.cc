@@ -328,7 +328,7 @@ void AddPeer(AgentState& state, const std::string& endpoint, const std::string& 
              std::uint64_t success_ns, const MethodResult& result) {
   const std::string path = std::string(kPeerPathPrefix) + endpoint;
   state.peers[path] = PeerRecord{endpoint, interface, success_ns, success_ns, PeerOutcome::kSuccess};
-  state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt};
+  state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt, std::nullopt};
 }
 
 Config PeersOn() {

@@ -94,7 +94,7 @@ class PublisherTest : public ::testing::Test {
     saved.saved_at_ns = 1;
     saved.fingerprint = fingerprint;
     saved.paths["loopback"][Method::kMsgZerocopy] =
-        MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+        MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
     ASSERT_TRUE(SaveState(saved, config_.state_path));
   }
 
@@ -184,6 +184,30 @@ TEST_F(PublisherTest, ASuccessfulRoundIsPublishedFreshAndSaved) {
   EXPECT_TRUE(Contains(text, "zcal_published_stale 0"));
   EXPECT_TRUE(Contains(text, "zcal_verdict{path=\"loopback\",method=\"uring_send_zc\","
                              "verdict=\"never\"} 1"))
+      << text;
+}
+
+TEST_F(PublisherTest, TheLoadOfARoundIsSavedAndPublishedWithItsResults) {
+  auto publisher = Open();
+  PathReport report = Report("loopback", {Method::kMsgZerocopy});
+  probes::HostLoad load;
+  load.busy_share = 0.75;
+  load.own_share = 0.25;
+  load.runnable_mean = 3;
+  load.runnable_max = 5;
+  load.window_seconds = 2;
+  load.runnable_reads = 8;
+  report.report->load = load;
+  ASSERT_TRUE(publisher->Accept(Outcome({std::move(report)}), Host(42), 1000));
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved) << saved.error().message;
+  const MethodState& s = saved->paths.at("loopback").at(Method::kMsgZerocopy);
+  ASSERT_TRUE(s.load);
+  EXPECT_DOUBLE_EQ(s.load->busy_share, 0.75);
+  EXPECT_EQ(s.load->runnable_max, 5u);
+  const std::string text = metrics_->Text();
+  EXPECT_TRUE(Contains(text, "zcal_calibration_host_busy_ratio{path=\"loopback\","
+                             "method=\"msg_zerocopy\"} 0.75"))
       << text;
 }
 

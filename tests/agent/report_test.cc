@@ -11,6 +11,7 @@
 
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/metrics/status_page.h"
+#include "zcal/calibrator/report_json.h"
 
 namespace zcal::agent {
 namespace {
@@ -173,6 +174,77 @@ TEST(ReportModelOf, ReadsTheHostFactsOfACalibration) {
                            "DMA-FQ (translated, lazy flush)", "100000 Mbit/s"}) {
     EXPECT_NE(page.find(fact), std::string::npos) << fact;
   }
+}
+
+probes::HostLoad Load() {
+  probes::HostLoad load;
+  load.busy_share = 0.34;
+  load.steal_share = 0;
+  load.own_share = 0.18;
+  load.runnable_mean = 2.1;
+  load.runnable_max = 4;
+  load.window_seconds = 2.3;
+  load.runnable_reads = 9;
+  return load;
+}
+
+TEST(ReportModelOf, ShowsTheLoadEachResultOfAStateWasMeasuredUnder) {
+  AgentState state;
+  state.paths["discard"][cal::Method::kUringSendZc].published =
+      Entry("discard", cal::Method::kUringSendZc).result;
+  state.paths["discard"][cal::Method::kUringSendZc].load = Load();
+  state.paths["discard"][cal::Method::kMsgZerocopy].published =
+      Entry("discard", cal::Method::kMsgZerocopy).result;
+  const ReportModel model = ModelOfState(state, "state.json");
+  ASSERT_EQ(model.entries.size(), 2u);
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("<th>Measured under</th>"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"load\">host busy 34 %, steal 0 %, this process 18 %, "
+                      "runnable 2.1 (max 4) over 2.3 s</td>"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("<td class=\"load\">load not measured</td>"), std::string::npos);
+}
+
+TEST(ReportModelOf, ReadsTheLoadOfACalibrationAndSaysWhereItIsWrong) {
+  json doc = {
+      {"paths", {{"loopback", {{"methods", {{"msg_zerocopy",
+                                             cal::ToJson(Entry("loopback", cal::Method::kMsgZerocopy)
+                                                             .result)}}}}}}},
+      {"host", {{"kernel_release", "6.1.0"}}},
+      {"host_load", {{"busy_share", 0.5}, {"steal_share", 0.25}, {"own_share", 0.125},
+                     {"runnable_mean", 3.0}, {"runnable_max", 5}, {"runnable_reads", 7},
+                     {"window_seconds", 1.5}}}};
+  std::vector<std::string> where;
+  auto model = ModelOfDocument(doc, "run.json", where);
+  ASSERT_TRUE(model) << model.error().message;
+  ASSERT_EQ(model->entries.size(), 1u);
+  ASSERT_TRUE(model->entries[0].load);
+  EXPECT_EQ(model->entries[0].load->runnable_max, 5u);
+  EXPECT_NE(RenderReport(*model).find("host busy 50 %, steal 25 %, this process 12.5 %, "
+                                      "runnable 3.0 (max 5) over 1.5 s"),
+            std::string::npos);
+
+  doc["host_load"]["busy_share"] = 2;
+  auto bad = ModelOfDocument(doc, "run.json", where);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(where, (std::vector<std::string>{"host_load"}));
+  EXPECT_NE(bad.error().message.find("host_load: busy_share: 2 is not a share in [0, 1]"),
+            std::string::npos)
+      << bad.error().message;
+
+  // A calibration written before the load was measured: not measured.
+  doc.erase("host_load");
+  model = ModelOfDocument(doc, "run.json", where);
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_NE(RenderReport(*model).find("load not measured"), std::string::npos);
+
+  // An analysis of samples has no load to show.
+  doc.erase("host");
+  model = ModelOfDocument(doc, "analysis.json", where);
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(model->kind, ReportKind::kAnalysis);
+  EXPECT_EQ(RenderReport(*model).find("Measured under"), std::string::npos);
 }
 
 TEST(StatusPage, AnswersOnceTheAgentHasAState) {

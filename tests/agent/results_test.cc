@@ -26,7 +26,7 @@ TEST(MergeCalibration, PublishesTheFirstResult) {
   AgentState state;
   const auto log = MergeCalibration(
       state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}),
-      100, {});
+      100, std::nullopt, {});
   const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
   EXPECT_EQ(s.published.threshold_bytes, 16384u);
   EXPECT_EQ(s.measured_at_ns, 100u);
@@ -38,10 +38,10 @@ TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
   AgentState state;
   MergeCalibration(state, "loopback",
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   {});
+                   std::nullopt, {});
   auto log = MergeCalibration(
       state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
-      200, {});
+      200, std::nullopt, {});
   const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
   EXPECT_EQ(s.published.threshold_bytes, 16384u);
   EXPECT_EQ(s.measured_at_ns, 100u);
@@ -51,7 +51,7 @@ TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
             "threshold 16KiB until a calibration agrees");
   log = MergeCalibration(
       state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
-      300, {});
+      300, std::nullopt, {});
   EXPECT_EQ(s.published.threshold_bytes, 131072u);
   EXPECT_EQ(s.measured_at_ns, 300u);
   EXPECT_EQ(log[0],
@@ -63,13 +63,47 @@ TEST(MergeCalibration, AnAgreeingResultRefreshesTheMeasurementTime) {
   AgentState state;
   MergeCalibration(state, "loopback",
                    Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}),
-                   100, {});
+                   100, std::nullopt, {});
   const auto log = MergeCalibration(
       state, "loopback",
-      Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 500, {});
+      Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 500, std::nullopt, {});
   EXPECT_EQ(state.paths.at("loopback").at(Method::kUringSendZc).measured_at_ns,
             500u);
   EXPECT_EQ(log[0], "loopback/uring_send_zc: never (kernel_copied), confirmed");
+}
+
+probes::HostLoad Load(double busy) {
+  probes::HostLoad load;
+  load.busy_share = busy;
+  load.runnable_mean = 1.5;
+  load.runnable_max = 3;
+  load.window_seconds = 2;
+  load.runnable_reads = 10;
+  return load;
+}
+
+TEST(MergeCalibration, ThePublishedResultKeepsTheLoadOfTheCalibrationBehindIt) {
+  AgentState state;
+  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
+                   Load(0.25), {});
+  const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
+  ASSERT_TRUE(s.load);
+  EXPECT_DOUBLE_EQ(s.load->busy_share, 0.25);
+  // A disagreeing result waits; the published one is still that of 100 and its load.
+  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200,
+                   Load(0.9), {});
+  EXPECT_EQ(s.measured_at_ns, 100u);
+  ASSERT_TRUE(s.load);
+  EXPECT_DOUBLE_EQ(s.load->busy_share, 0.25);
+  // An agreeing one confirms it under its own load, or under none when not measured.
+  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 300,
+                   Load(0.5), {});
+  EXPECT_EQ(s.measured_at_ns, 300u);
+  ASSERT_TRUE(s.load);
+  EXPECT_DOUBLE_EQ(s.load->busy_share, 0.5);
+  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 400,
+                   std::nullopt, {});
+  EXPECT_FALSE(s.load);
 }
 
 TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault) {
@@ -78,7 +112,7 @@ TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault
   MergeCalibration(state, "loopback",
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
-                   100, {});
+                   100, std::nullopt, {});
   Config config;
   config.paths = {PathConfig{}};  // loopback only
   const PublishedTable table = BuildEntries(state, config, HostDefaultNic{}, 0);
@@ -101,7 +135,7 @@ TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault
 TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
   AgentState state;
   MergeCalibration(state, "discard",
-                   Fresh({Threshold(Method::kUringSendZc, 24576, 0.8)}), 100, {});
+                   Fresh({Threshold(Method::kUringSendZc, 24576, 0.8)}), 100, std::nullopt, {});
   Config config;
   config.host_default.enabled = false;
   const PublishedTable table = BuildEntries(state, config, HostDefaultNic{}, 0);
@@ -115,10 +149,10 @@ TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {
   MergeCalibration(state, "loopback",
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
-                   100, {});
+                   100, std::nullopt, {});
   MergeCalibration(state, "gone",
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   {});
+                   std::nullopt, {});
   Config config;
   config.methods = {Method::kCopy, Method::kMsgZerocopy};
   PruneState(state, config);

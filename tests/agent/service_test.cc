@@ -180,7 +180,7 @@ TEST_F(ServiceTest, PublishesSavedStateAsStaleBeforeTheFirstProbe) {
   saved.saved_at_ns = 1;
   saved.fingerprint = 7;
   saved.paths["loopback"][Method::kMsgZerocopy] =
-      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
 
   std::mutex mutex;
@@ -245,7 +245,7 @@ TEST_F(ServiceTest, StopCancelsARunningCalibrationAndSavesTheState) {
   AgentState saved;
   saved.saved_at_ns = 1;
   saved.paths["loopback"][Method::kMsgZerocopy] =
-      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   hooks_.calibrate = [&](const probes::CalibrationOptions& options,
                          const auto&) -> Result<probes::CalibrationReport> {
@@ -431,7 +431,7 @@ TEST_F(ServiceTest, AStopWhoseProbeIgnoresTheCancelStillEndsAtTheGuard) {
   AgentState saved;
   saved.saved_at_ns = 1;
   saved.paths["loopback"][Method::kMsgZerocopy] =
-      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   std::atomic<bool> release{false};
   std::atomic<bool> returned{false};
@@ -517,7 +517,7 @@ TEST_F(ServiceTest, AReloadOfTheHostRootKeepsThePeersNicsDescribed) {
   saved.fingerprint = fingerprint_;  // unchanged host: no calibration at start
   saved.last_success_ns = 1;
   saved.paths[peer][Method::kMsgZerocopy] =
-      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt};
+      MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   saved.peers[peer] = PeerRecord{"198.18.0.9:7070", "eth1", 1, 1, PeerOutcome::kSuccess};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   namespace fs = std::filesystem;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -73,9 +74,18 @@ AgentState SampleState() {
   never.verdict = Verdict::kNever;
   never.reason = Reason::kKernelCopied;
   state.paths["loopback"][Method::kUringSendZc] =
-      MethodState{threshold, 111, never};
+      MethodState{threshold, 111, never, std::nullopt};
   state.paths["loopback"][Method::kMsgZerocopy] =
-      MethodState{never, 222, std::nullopt};
+      MethodState{never, 222, std::nullopt, std::nullopt};
+  probes::HostLoad load;
+  load.busy_share = 0.34;
+  load.steal_share = 0.01;
+  load.own_share = 0.18;
+  load.runnable_mean = 2.1;
+  load.runnable_max = 4;
+  load.window_seconds = 2.3;
+  load.runnable_reads = 12;
+  state.paths["loopback"][Method::kUringSendZc].load = load;
   return state;
 }
 
@@ -114,6 +124,56 @@ TEST(State, RoundTripsThroughTheFile) {
   EXPECT_EQ(msg.published.reason, Reason::kKernelCopied);
   EXPECT_FALSE(msg.published.confidence);
   EXPECT_FALSE(msg.pending);
+  ASSERT_TRUE(zc.load);
+  EXPECT_DOUBLE_EQ(zc.load->busy_share, 0.34);
+  EXPECT_DOUBLE_EQ(zc.load->steal_share, 0.01);
+  EXPECT_DOUBLE_EQ(zc.load->own_share, 0.18);
+  EXPECT_DOUBLE_EQ(zc.load->runnable_mean, 2.1);
+  EXPECT_EQ(zc.load->runnable_max, 4u);
+  EXPECT_DOUBLE_EQ(zc.load->window_seconds, 2.3);
+  EXPECT_EQ(zc.load->runnable_reads, 12u);
+  EXPECT_FALSE(msg.load);
+}
+
+TEST(State, FilesWrittenBeforeTheLoadStillRead) {
+  nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+  for (auto& [method, entry] : document["paths"]["loopback"].items()) {
+    ASSERT_TRUE(entry.contains("load")) << method;
+    entry.erase("load");
+  }
+  const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const MethodState& zc = parsed->paths.at("loopback").at(Method::kUringSendZc);
+  EXPECT_EQ(zc.published.threshold_bytes, 16384u);
+  EXPECT_EQ(zc.measured_at_ns, 111u);
+  EXPECT_FALSE(zc.load);
+}
+
+TEST(State, InvalidLoadsAreRejectedNamingTheKey) {
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& l) { l = "busy"; }, "uring_send_zc.load: not an object or null"},
+      {[](nlohmann::json& l) { l["busy_share"] = 1.5; },
+       "uring_send_zc.load: busy_share: 1.5 is not a share in [0, 1]"},
+      {[](nlohmann::json& l) { l["steal_share"] = -0.1; }, "steal_share: -0.1 is not a share"},
+      {[](nlohmann::json& l) { l.erase("own_share"); }, "own_share: missing or not a number"},
+      {[](nlohmann::json& l) { l["runnable_mean"] = "2"; }, "runnable_mean: missing or not a number"},
+      {[](nlohmann::json& l) { l["window_seconds"] = -1; }, "window_seconds: -1 is not a number >= 0"},
+      {[](nlohmann::json& l) { l["runnable_max"] = 2.5; }, "runnable_max: missing or not a whole"},
+      {[](nlohmann::json& l) { l["runnable_max"] = -1; }, "runnable_max: missing or not a whole"},
+      {[](nlohmann::json& l) { l["runnable_reads"] = 1ULL << 33; }, "runnable_reads: missing or not"},
+  };
+  for (const auto& [change, fragment] : cases) {
+    nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+    change(document["paths"]["loopback"]["uring_send_zc"]["load"]);
+    const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+    ASSERT_FALSE(parsed) << fragment;
+    EXPECT_EQ(parsed.error().code, Errc::kParse);
+    EXPECT_NE(parsed.error().message.find("state.json: paths.loopback.uring_send_zc.load"),
+              std::string::npos)
+        << parsed.error().message;
+    EXPECT_NE(parsed.error().message.find(fragment), std::string::npos)
+        << "expected '" << fragment << "' in: " << parsed.error().message;
+  }
 }
 
 TEST(State, SaveCreatesTheDirectoryAndLeavesNoTemporaryFile) {

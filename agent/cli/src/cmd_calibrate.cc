@@ -14,6 +14,7 @@
 #include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
 #include "zcal/agent/report/report_file.h"
+#include "zcal/agent/state/load_json.h"
 #include "report_text.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
@@ -161,19 +162,6 @@ void PrintHost(std::ostream& out, const probes::HostFacts& host) {
   for (const std::string& note : host.notes) out << "  note: " << note << "\n";
 }
 
-// The host's load over the probes (probes::HostLoad), in shares of all
-// CPUs; null when it could not be measured.
-nlohmann::json HostLoadJson(const std::optional<probes::HostLoad>& load) {
-  if (!load) return nullptr;
-  return {{"busy_share", load->busy_share},
-          {"steal_share", load->steal_share},
-          {"own_share", load->own_share},
-          {"runnable_mean", load->runnable_mean},
-          {"runnable_max", load->runnable_max},
-          {"runnable_reads", load->runnable_reads},
-          {"window_seconds", load->window_seconds}};
-}
-
 void PrintHostLoad(std::ostream& out, const std::optional<probes::HostLoad>& load) {
   if (!load) {
     out << "  load         unknown (/proc/stat unreadable, or the probes took under a tick)\n";
@@ -268,7 +256,7 @@ int RunCalibrate(const CalibrateArgs& args) {
     doc["tolerance"] = options->decision.tolerance;
     doc["margin"] = options->decision.margin;
     doc["host"] = probes::ToJson(report->host);
-    doc["host_load"] = HostLoadJson(report->load);
+    doc["host_load"] = HostLoadToJson(report->load);
     doc["probes"] = ProbesJson(*options, report->samples);
     doc["timings"] = {
         {"duration_seconds", report->duration_seconds},
@@ -311,6 +299,7 @@ int RunCalibrate(const CalibrateArgs& args) {
     model.decision = DescribeDecision(options->decision);
     model.host = HostInfoOf(report->host, args.path);
     model.entries = EntriesOf(report->analysis);
+    for (ReportEntry& e : model.entries) e.load = report->load;
     if (auto written = WriteReport(*report_file, std::move(model)); !written) {
       std::cerr << "zcal calibrate: --report " << written.error().message << "\n";
       return kExitFailure;

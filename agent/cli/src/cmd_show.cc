@@ -1,4 +1,6 @@
-// zcal show: the published segment, header and entries, as a table or JSON.
+// zcal show: the published segment, header and entries, as a table or JSON;
+// with --state, also what each result was measured under, from the state
+// file (the segment's fixed-width entries have no room for the load).
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/agent/cli/commands.h"
+#include "zcal/agent/report/report.h"
 #include "zcal/agent/report/segment_table.h"
+#include "zcal/agent/state/load_json.h"
+#include "zcal/agent/state/state.h"
 #include "zcal/zcal.hpp"
 #include "zcal/common/clock.h"
 #include "zcal/common/text.h"
@@ -29,6 +34,7 @@ namespace {
 
 struct ShowArgs {
   std::string segment;
+  std::string state;
   bool json = false;
 };
 
@@ -101,6 +107,41 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
   }
 }
 
+// The state file's results, by path and method, with the load of each.
+nlohmann::json LoadsJson(const std::string& file, const AgentState& state) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& [path, methods] : state.paths) {
+    for (const auto& [method, s] : methods) {
+      results.push_back({{"path", path},
+                         {"method", calibrator::MethodName(method)},
+                         {"measured_at_ns", s.measured_at_ns},
+                         {"load", HostLoadToJson(s.load)}});
+    }
+  }
+  return {{"state", file}, {"results", std::move(results)}};
+}
+
+void PrintLoads(std::ostream& out, const std::string& file, const AgentState& state) {
+  out << "\nmeasured under (from the state file " << file << ")\n";
+  std::size_t width[2] = {4, 6};
+  for (const auto& [path, methods] : state.paths) {
+    width[0] = std::max(width[0], path.size());
+    for (const auto& [method, s] : methods) {
+      width[1] = std::max(width[1], calibrator::MethodName(method).size());
+    }
+  }
+  const auto row = [&](std::string_view path, std::string_view method, const std::string& load) {
+    out << path << std::string(width[0] - path.size() + 2, ' ') << method
+        << std::string(width[1] - method.size() + 2, ' ') << load << "\n";
+  };
+  row("PATH", "METHOD", "LOAD");
+  for (const auto& [path, methods] : state.paths) {
+    for (const auto& [method, s] : methods) {
+      row(path, calibrator::MethodName(method), DescribeLoad(s.load));
+    }
+  }
+}
+
 int RunShow(const ShowArgs& args) {
   const char* env = std::getenv(ZCAL_SEGMENT_ENV);
   const std::string name = !args.segment.empty() ? args.segment
@@ -134,11 +175,27 @@ int RunShow(const ShowArgs& args) {
         return kExitFailure;
     }
   }
+  std::optional<AgentState> state;
+  if (!args.state.empty()) {
+    Result<AgentState> loaded = LoadState(args.state);
+    if (!loaded) {
+      std::cerr << "zcal show: --state " << loaded.error().message
+                << (loaded.error().code == Errc::kNotFound
+                        ? "; name the file of the agent's state.path"
+                        : "")
+                << ".\n";
+      return kExitFailure;
+    }
+    state = std::move(*loaded);
+  }
   const std::uint64_t now_ns = common::RealtimeNs();
   if (args.json) {
-    std::cout << ThresholdsJson(table, now_ns).dump(2) << "\n";
+    nlohmann::json document = ThresholdsJson(table, now_ns);
+    if (state) document["measured_under"] = LoadsJson(args.state, *state);
+    std::cout << document.dump(2) << "\n";
   } else {
     PrintTable(std::cout, name, *table.info, table.entries, now_ns);
+    if (state) PrintLoads(std::cout, args.state, *state);
   }
   return kExitOk;
 }
@@ -154,6 +211,9 @@ Command AddShowCommand(CLI::App& parent) {
       "when there is no segment or it is incompatible.");
   app->add_option("--segment", args->segment,
                   "Segment name, \"/NAME\" (default: $ZCAL_SEGMENT, else /zcal)");
+  app->add_option("--state", args->state,
+                  "Also print the load each result was measured under, from this state file "
+                  "(the agent's state.path): the segment has no room for it");
   app->add_flag("--json", args->json, "Print JSON instead of a table");
   return {app, [args] { return RunShow(*args); }};
 }

@@ -1,6 +1,7 @@
 #include "metrics_snapshot.h"
 
 #include <limits>
+#include <tuple>
 
 #include "zcal/calibrator/stats.h"
 #include "zcal/common/clock.h"
@@ -249,6 +250,30 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
              const MethodState& s) {
       f.Add(common::NsToSeconds(s.measured_at_ns),
             {{"path", path}, {"method", method}});
+    });
+  }
+  // The load each published result was measured under; no series for a
+  // result whose load was not measured.
+  for (const auto& [name, help, value] :
+       {std::tuple{"zcal_calibration_host_busy_ratio",
+                   "Share (0 to 1) of all CPUs' time the host was busy over the probes of "
+                   "the calibration behind the published result, this calibration included.",
+                   &probes::HostLoad::busy_share},
+        std::tuple{"zcal_calibration_host_steal_ratio",
+                   "Share (0 to 1) of all CPUs' time a hypervisor gave to other guests over "
+                   "the probes of the calibration behind the published result.",
+                   &probes::HostLoad::steal_share},
+        std::tuple{"zcal_calibration_own_cpu_ratio",
+                   "Share (0 to 1) of all CPUs' time the calibration behind the published "
+                   "result used itself (its senders, a loopback sink).",
+                   &probes::HostLoad::own_share},
+        std::tuple{"zcal_calibration_runnable_tasks",
+                   "Mean of the host's runnable tasks read before each probe of the "
+                   "calibration behind the published result (its own thread included).",
+                   &probes::HostLoad::runnable_mean}}) {
+    GaugeFamily f(out, name, help);
+    each([&](const std::string& path, const std::string& method, const MethodState& s) {
+      if (s.load) f.Add((*s.load).*value, {{"path", path}, {"method", method}});
     });
   }
   {

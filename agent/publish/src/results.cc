@@ -27,6 +27,7 @@ std::string DescribeResult(const MethodResult& result) {
 std::vector<std::string> MergeCalibration(
     AgentState& state, const std::string& path,
     const calibrator::PathResult& fresh, std::uint64_t now_ns,
+    const std::optional<probes::HostLoad>& load,
     const calibrator::HysteresisOptions& options) {
   std::vector<std::string> log;
   auto& methods = state.paths[path];
@@ -46,6 +47,7 @@ std::vector<std::string> MergeCalibration(
       MethodState& s = methods[method];
       s.published = result;
       s.measured_at_ns = now_ns;
+      s.load = load;
       s.pending = decision.pending;
       log.push_back(name + ": " + DescribeResult(result) +
                     (published ? ", published (was " +
@@ -57,6 +59,7 @@ std::vector<std::string> MergeCalibration(
     s.pending = decision.pending;
     if (calibrator::Agree(s.published, result, options)) {
       s.measured_at_ns = now_ns;
+      s.load = load;
       log.push_back(name + ": " + DescribeResult(s.published) +
                     ", confirmed");
     } else {

@@ -140,6 +140,8 @@ void VerdictTable(std::string& out, const ReportModel& model) {
          "<th>Baseline</th><th>Verdict</th><th>Interval</th><th>Confidence</th>"
          "<th>Decided by</th><th>Copied by the kernel</th>";
   if (measured) out += "<th>Measured</th>";
+  const bool load = CarriesLoad(model.kind);
+  if (load) out += "<th>Measured under</th>";
   out += "</tr></thead><tbody>\n";
   for (std::size_t n = 0; n < model.entries.size(); ++n) {
     const ReportEntry& e = model.entries[n];
@@ -152,6 +154,7 @@ void VerdictTable(std::string& out, const ReportModel& model) {
         r.baseline_substituted ? " (stand-in)" : "", Escape(VerdictText(r)),
         Escape(IntervalText(r)), ConfidenceText(r), RuleText(r), CopiedText(r));
     if (measured) out += "<td>" + Utc(e.measured_at_ns) + "</td>";
+    if (load) out += "<td class=\"load\">" + Escape(DescribeLoad(e.load)) + "</td>";
     out += "</tr>\n";
   }
   out += "</tbody></table></section>\n";

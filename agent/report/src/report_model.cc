@@ -7,6 +7,7 @@
 
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/state/host_json.h"
+#include "zcal/agent/state/load_json.h"
 #include "zcal/agent/state/state.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/common/text.h"
@@ -51,7 +52,7 @@ Result<std::vector<ReportEntry>> EntriesOfDocument(const json& paths,
       if (!parsed) {
         return Fail(Errc::kParse, "paths." + path + ".methods." + parsed.error().message);
       }
-      entries.push_back({path, std::move(*parsed), 0, std::nullopt});
+      entries.push_back({path, std::move(*parsed), 0, std::nullopt, std::nullopt});
     }
   }
   where.clear();
@@ -59,6 +60,19 @@ Result<std::vector<ReportEntry>> EntriesOfDocument(const json& paths,
 }
 
 }  // namespace
+
+bool CarriesLoad(ReportKind kind) { return kind != ReportKind::kAnalysis; }
+
+std::string DescribeLoad(const std::optional<probes::HostLoad>& load) {
+  if (!load) return "load not measured";
+  // A loopback calibration that finds `never` early probes for a tenth of
+  // a second: one decimal would say 0.1 for anything up to 0.15.
+  const int window_decimals = load->window_seconds < 1 ? 2 : 1;
+  return fmt::format("host busy {}, steal {}, this process {}, runnable {:.1f} (max {}) over {:.{}f} s",
+                     Percent(load->busy_share), Percent(load->steal_share),
+                     Percent(load->own_share), load->runnable_mean, load->runnable_max,
+                     load->window_seconds, window_decimals);
+}
 
 std::string DescribeDecision(const calibrator::DecisionOptions& options) {
   return DecisionText(calibrator::ObjectiveName(options.objective), options.tolerance,
@@ -69,7 +83,7 @@ std::vector<ReportEntry> EntriesOf(const calibrator::Analysis& analysis) {
   std::vector<ReportEntry> entries;
   for (const auto& [name, path] : analysis.paths) {
     for (const auto& [method, result] : path.methods) {
-      entries.push_back({name, result, 0, std::nullopt});
+      entries.push_back({name, result, 0, std::nullopt, std::nullopt});
     }
   }
   return entries;
@@ -85,7 +99,7 @@ ReportModel ModelOfState(const AgentState& state, std::string source) {
   }
   for (const auto& [path, methods] : state.paths) {
     for (const auto& [method, s] : methods) {
-      model.entries.push_back({path, s.published, s.measured_at_ns, s.pending});
+      model.entries.push_back({path, s.published, s.measured_at_ns, s.pending, s.load});
     }
   }
   return model;
@@ -124,6 +138,15 @@ Result<ReportModel> ModelOfDocument(const json& document, std::string source,
   if (calibration) {
     const std::string path = model.entries.empty() ? "" : model.entries.front().path;
     model.host = HostFromFactsJson(document.at("host"), path);
+    // Written since the load was measured: without it, not measured.
+    if (const auto load = document.find("host_load"); load != document.end()) {
+      auto parsed = HostLoadFromJson(*load);
+      if (!parsed) {
+        where = {"host_load"};
+        return Fail(Errc::kParse, "host_load: " + parsed.error().message);
+      }
+      for (ReportEntry& e : model.entries) e.load = *parsed;
+    }
   }
   if (document.value("objective", json()).is_string() &&
       document.value("tolerance", json()).is_number() &&

@@ -186,7 +186,7 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
   });
   metrics_->SetLastCalibration(r.path, report.samples, fresh);
   for (const std::string& line :
-       MergeCalibration(state_, r.path, fresh, now_ns, config_.hysteresis)) {
+       MergeCalibration(state_, r.path, fresh, now_ns, report.load, config_.hysteresis)) {
     spdlog::info("{}", line);
   }
   return true;

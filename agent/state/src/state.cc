@@ -3,6 +3,7 @@
 #include <string>
 
 #include "zcal/agent/state/host_json.h"
+#include "zcal/agent/state/load_json.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/common/atomic_file.h"
 #include "zcal/common/bounded_read.h"
@@ -48,6 +49,7 @@ std::string SerializeState(const AgentState& state) {
       by_method[std::string(calibrator::MethodName(method))] = json{
           {"published", MethodResultToJson(s.published)},
           {"measured_at_ns", s.measured_at_ns},
+          {"load", HostLoadToJson(s.load)},
           {"pending",
            s.pending ? MethodResultToJson(*s.pending) : json(nullptr)},
       };
@@ -145,6 +147,16 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
           entry, "measured_at_ns", where + ": paths." + path + "." + name);
       if (!measured) return tl::unexpected(measured.error());
       s.measured_at_ns = *measured;
+      // Written since the load was measured; a file without it has results
+      // whose load is not known.
+      if (const auto load = entry.find("load"); load != entry.end()) {
+        auto parsed = HostLoadFromJson(*load);
+        if (!parsed) {
+          return Fail(Errc::kParse, where + ": paths." + path + "." + name +
+                                        ".load: " + parsed.error().message);
+        }
+        s.load = *parsed;
+      }
       if (entry.contains("pending") && !entry["pending"].is_null()) {
         auto pending = MethodResultFromJson(entry["pending"], *method);
         if (!pending) {

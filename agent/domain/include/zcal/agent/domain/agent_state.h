@@ -14,6 +14,7 @@
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/probes/cpu_accounting.h"
 
 namespace zcal::agent {
 
@@ -25,6 +26,13 @@ struct MethodState {
   std::uint64_t measured_at_ns = 0;
   /// A differing result waiting for a second calibration to agree.
   std::optional<calibrator::MethodResult> pending;
+  /// The host's load over the probes of that same calibration (the one
+  /// measured_at_ns is of), so that a reader sees what the published
+  /// result was measured under. nullopt when it was not measured
+  /// (/proc/stat unreadable, a window under a clock tick, a state file
+  /// written without it) and for a peer aggregate, which is no one
+  /// calibration.
+  std::optional<probes::HostLoad> load;
 };
 
 /// The path name of a peer's results: "peer/ADDR:PORT" (metric label,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,17 +13,21 @@
 #include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/hysteresis.h"
+#include "zcal/probes/cpu_accounting.h"
 
 namespace zcal::agent {
 
 /// Merges the fresh results of one path into `state` through
 /// calibrator::ApplyHysteresis, method by method. A published result that
-/// a fresh one agrees with gets `now_ns` as its measurement time (it was
-/// just confirmed). Returns one sentence per method for the log, e.g.
+/// a fresh one agrees with gets `now_ns` as its measurement time and
+/// `load` (the host's load over the fresh calibration's probes) as its
+/// load: it was just confirmed under it. A result kept against a
+/// disagreeing one keeps both of the calibration behind it. Returns one sentence per method for the log, e.g.
 /// "loopback/msg_zerocopy: never (kernel_copied), unchanged".
 std::vector<std::string> MergeCalibration(
     AgentState& state, const std::string& path,
     const calibrator::PathResult& fresh, std::uint64_t now_ns,
+    const std::optional<probes::HostLoad>& load,
     const calibrator::HysteresisOptions& options);
 
 /// Drops the paths and methods that `config` no longer calibrates.

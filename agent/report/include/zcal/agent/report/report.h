@@ -21,6 +21,7 @@
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/common/result.h"
+#include "zcal/probes/cpu_accounting.h"
 
 namespace zcal::agent {
 
@@ -31,6 +32,9 @@ struct ReportEntry {
   std::uint64_t measured_at_ns = 0;  ///< CLOCK_REALTIME; 0 unknown
   /// A differing verdict waiting for the next calibration (agent state).
   std::optional<calibrator::MethodResult> pending;
+  /// The host's load over the probes of the calibration behind `result`;
+  /// nullopt when not measured (or the input carries none).
+  std::optional<probes::HostLoad> load;
 };
 
 /// What the page was made from.
@@ -55,6 +59,15 @@ struct ReportModel {
   bool stale = false;
 };
 
+/// True when the input says what load its results were measured under
+/// (a calibration, a state, the live agent; an analysis of samples does
+/// not).
+bool CarriesLoad(ReportKind kind);
+
+/// "host busy 34 %, steal 0 %, this process 18 %, runnable 2.1 (max 4)
+/// over 2.3 s", or "load not measured".
+std::string DescribeLoad(const std::optional<probes::HostLoad>& load);
+
 /// "efficiency, tolerance 2 %, margin 3 %".
 std::string DescribeDecision(const calibrator::DecisionOptions& options);
 
@@ -65,7 +78,8 @@ std::vector<ReportEntry> EntriesOf(const calibrator::Analysis& analysis);
 ReportModel ModelOfState(const AgentState& state, std::string source);
 
 /// Builds the model of a parsed JSON document: `zcal calibrate --json`,
-/// `zcal analyze --json`, or a state file. kParse, with a message that
+/// `zcal analyze --json`, or a state file (a calibration's "host_load" is
+/// the load of all its entries). kParse, with a message that
 /// starts with the JSON path of what is wrong ("paths.loopback.methods:
 /// ...") or with "unknown document" for another shape; the caller adds the
 /// file and position. `where` is set to the keys leading to the bad value.
