@@ -1,6 +1,6 @@
 // What the agent knows: the published result of every (path, method), the
 // hysteresis candidates, and the peers it asked. The publish room keeps it
-// in a file (publish/state.h) and builds the segment's table from it; the
+// in a file (state/state.h) and builds the segment's table from it; the
 // metrics and the report show it.
 #pragma once
 
