@@ -259,6 +259,9 @@ void Publisher::CheckSegment() {
                     "fallback until it succeeds (tried again at each heartbeat)",
                     name, health.found, health.repaired.error().message);
       repair_failure_ = failure;
+    } else {
+      spdlog::debug("segment {}: still cannot recreate it: {}", name,
+                    health.repaired.error().message);
     }
     return;
   }
