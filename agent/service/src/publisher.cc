@@ -308,6 +308,7 @@ void Publisher::SwitchSegment(PreparedSegment prepared) {
     lock_ = std::move(prepared.lock);
   }
   config_.segment = prepared.config;
+  repair_failure_.clear();  // a failure of the old segment's repair
   spdlog::info("publishing in segment {} now", config_.segment.name);
 }
 
