@@ -244,6 +244,24 @@ TEST(Metrics, StartsEveryFixedSeriesAtZero) {
   EXPECT_FALSE(Contains(text, "zcal_probe_failures_total{")) << text;
 }
 
+TEST(Metrics, CountsSegmentRepairsByCauseFromZero) {
+  Metrics metrics("1");
+  for (const SegmentDamage cause : kSegmentDamages) {
+    const std::string series = "zcal_segment_repairs_total{cause=\"" +
+                               std::string(SegmentDamageName(cause)) + "\"} 0";
+    EXPECT_TRUE(Contains(metrics.Text(), series)) << series;
+  }
+  metrics.RecordSegmentRepair(SegmentDamage::kTruncated);
+  metrics.RecordSegmentRepair(SegmentDamage::kTruncated);
+  metrics.RecordSegmentRepair(SegmentDamage::kHeader);
+  metrics.RecordSegmentRepair(SegmentDamage::kNone);
+  const std::string text = metrics.Text();
+  EXPECT_TRUE(Contains(text, "zcal_segment_repairs_total{cause=\"truncated\"} 2")) << text;
+  EXPECT_TRUE(Contains(text, "zcal_segment_repairs_total{cause=\"header\"} 1")) << text;
+  EXPECT_TRUE(Contains(text, "zcal_segment_repairs_total{cause=\"removed\"} 0")) << text;
+  EXPECT_FALSE(Contains(text, "cause=\"\"")) << "kNone has no series: " << text;
+}
+
 TEST(Metrics, CountsHttpDropsResponsesAndOpenConnections) {
   Metrics metrics("1");
   metrics.RecordHttpDrop(HttpDrop::kClientLimit);

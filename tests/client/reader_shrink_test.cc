@@ -125,6 +125,29 @@ TEST_F(Shrink, ToZeroIsFoundByTheSizeCheckOfALaterLookup) {
   EXPECT_TRUE(FallsBack());
 }
 
+TEST_F(Shrink, CutToZeroAndGrownBackIsEprotoThenTheNewSegmentIsRead) {
+  // What the agent does to a file cut under it: grows it back (zeros) so
+  // that readers still mapping it never fault, and renames a new segment
+  // over the name.
+  Write(100);
+  Open();
+  ASSERT_EQ(Threshold(), 100);
+  Truncate(0);
+  Truncate(static_cast<off_t>(bytes_));
+  // No size check is due: the lookup loads the generation from page 0,
+  // which reads zero now, and the copy finds no magic.
+  EXPECT_EQ(Threshold(), -EPROTO);
+  EXPECT_NE(Detail().find("header changed"), std::string::npos) << Detail();
+  EXPECT_TRUE(FallsBack());
+  ScopedName next{"shrink-next"};
+  SegmentImage image(4);
+  image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 700));
+  image.WriteTo(next);
+  ASSERT_EQ(rename(next.path().c_str(), name_.path().c_str()), 0);
+  h_->last_recheck_ns -= 1000000000u;  // as if a second had passed
+  EXPECT_EQ(Threshold(), 700) << Detail();
+}
+
 TEST_F(Shrink, APublishIntoAFileCutInsideTheTableIsNotCopied) {
   // 60 entries of 96 bytes: the table runs to byte 5888, past the page.
   Write(100, 64, 59);

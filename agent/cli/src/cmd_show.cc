@@ -2,6 +2,8 @@
 // with --state, also what each result was measured under, from the state
 // file (the segment's fixed-width entries have no room for the load).
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -142,6 +145,34 @@ void PrintLoads(std::ostream& out, const std::string& file, const AgentState& st
   }
 }
 
+// The pid of a running agent that publishes segment `name`: the one
+// recorded in its lock file (/dev/shm/NAME.lock, see InstanceLock), if that
+// process lives and is zcal. Read without locking, so that `zcal show` never
+// makes an agent that starts meanwhile think the name is taken.
+std::optional<long> AgentOf(const std::string& name) {
+  std::ifstream lock("/dev/shm" + name + ".lock");
+  long pid = 0;
+  if (!(lock >> pid) || pid <= 0) return std::nullopt;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return std::nullopt;
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string command;
+  if (!std::getline(comm, command) || command != "zcal") return std::nullopt;
+  return pid;
+}
+
+// The library's sentence without the advice it gives any reader, for when
+// the advice is wrong: the running agent repairs its own segment.
+std::string WithoutAdvice(std::string detail) {
+  for (const char* advice : {"; remove it or name the agent's segment",
+                             "; restart the agent to recreate it"}) {
+    const std::size_t at = detail.rfind(advice);
+    if (at != std::string::npos && at + std::strlen(advice) == detail.size()) {
+      detail.erase(at);
+    }
+  }
+  return detail;
+}
+
 int RunShow(const ShowArgs& args) {
   const char* env = std::getenv(ZCAL_SEGMENT_ENV);
   const std::string name = !args.segment.empty() ? args.segment
@@ -160,6 +191,16 @@ int RunShow(const ShowArgs& args) {
                   << ZCAL_SEGMENT_ENV << ".\n";
         return kExitFailure;
       case EPROTO:
+        if (const std::optional<long> agent = AgentOf(name)) {
+          // The agent checks its segment at each heartbeat and puts a new
+          // one in place of a damaged one.
+          std::cerr << "incompatible or corrupt segment: " << WithoutAdvice(detail)
+                    << ". It is the segment of the running agent (pid " << *agent
+                    << "), which checks it at every heartbeat and recreates a damaged "
+                       "one: run `zcal show` again in a moment, and restart the agent "
+                       "if it stays corrupt.\n";
+          return kExitFailure;
+        }
         // The detail says what is wrong and what to do.
         std::cerr << "incompatible or corrupt segment: " << detail << ".\n";
         return kExitFailure;

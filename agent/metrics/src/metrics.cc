@@ -79,6 +79,7 @@ struct Metrics::Live {
   Gauge* entries = nullptr;
   Gauge* last_publish = nullptr;
   Gauge* heartbeat = nullptr;
+  std::map<SegmentDamage, Counter*> repairs;
   std::map<HttpDrop, Counter*> http_drops;
   Family<Counter>* http_responses = nullptr;
   Gauge* http_open = nullptr;
@@ -167,6 +168,15 @@ Metrics::Live::Live(const std::string& version) {
                            "Unix time of the last publish to the segment.");
   heartbeat = &OneGauge(registry, "zcal_segment_heartbeat_timestamp_seconds",
                         "Unix time of the segment's last heartbeat.");
+  auto& repairs_family =
+      BuildCounter()
+          .Name("zcal_segment_repairs_total")
+          .Help("Segments recreated because the agent found its segment damaged, by "
+                "cause (removed, replaced, truncated, resized, header, table).")
+          .Register(registry);
+  for (const SegmentDamage cause : kSegmentDamages) {
+    repairs[cause] = &repairs_family.Add({{"cause", std::string(SegmentDamageName(cause))}});
+  }
 
   auto& drops = BuildCounter()
                     .Name("zcal_http_connections_dropped_total")
@@ -297,6 +307,12 @@ void Metrics::RecordPublish(std::uint64_t now_ns, std::size_t entries) {
 
 void Metrics::RecordHeartbeat(std::uint64_t now_ns) {
   live_->heartbeat->Set(common::NsToSeconds(now_ns));
+}
+
+void Metrics::RecordSegmentRepair(SegmentDamage cause) {
+  if (const auto it = live_->repairs.find(cause); it != live_->repairs.end()) {
+    it->second->Increment();
+  }
 }
 
 void Metrics::SetCalibrationRunning(bool running) {

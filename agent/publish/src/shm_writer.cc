@@ -1,6 +1,5 @@
 #include "zcal/agent/publish/shm_writer.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -8,19 +7,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
-#include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <ctime>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "shm_encode.h"
 #include "zcal/common/atomic_file.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/unique_fd.h"
@@ -31,41 +26,6 @@
 namespace zcal::agent {
 namespace {
 
-using calibrator::Method;
-using calibrator::Reason;
-using calibrator::Verdict;
-
-static_assert(static_cast<int>(ScopeKind::kHostDefault) == ZCAL_SCOPE_HOST_DEFAULT);
-static_assert(static_cast<int>(ScopeKind::kLoopback) == ZCAL_SCOPE_LOOPBACK);
-static_assert(static_cast<int>(ScopeKind::kPeer) == ZCAL_SCOPE_PEER);
-static_assert(static_cast<int>(ScopeKind::kInterface) == ZCAL_SCOPE_INTERFACE);
-static_assert(static_cast<int>(ScopeKind::kDiscard) == ZCAL_SCOPE_DISCARD);
-static_assert(static_cast<int>(HostDefaultSource::kPeers) == ZCAL_HOST_DEFAULT_PEERS);
-static_assert(static_cast<int>(HostDefaultSource::kEstimated) == ZCAL_HOST_DEFAULT_ESTIMATED);
-static_assert(static_cast<int>(HostDefaultSource::kNoPath) == ZCAL_HOST_DEFAULT_NONE_NO_PATH);
-static_assert(static_cast<int>(HostDefaultSource::kIommuTranslates) ==
-              ZCAL_HOST_DEFAULT_NONE_IOMMU);
-static_assert(static_cast<int>(HostDefaultSource::kIommuUnknown) ==
-              ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN);
-static_assert(static_cast<int>(HostDefaultSource::kDisabled) ==
-              ZCAL_HOST_DEFAULT_NONE_DISABLED);
-static_assert(static_cast<int>(Method::kCopy) == ZCAL_METHOD_COPY);
-static_assert(static_cast<int>(Method::kMsgZerocopy) == ZCAL_METHOD_MSG_ZEROCOPY);
-static_assert(static_cast<int>(Method::kUringSend) == ZCAL_METHOD_URING_SEND);
-static_assert(static_cast<int>(Method::kUringSendZc) == ZCAL_METHOD_URING_SEND_ZC);
-static_assert(static_cast<int>(Method::kUringSendZcFixed) ==
-              ZCAL_METHOD_URING_SEND_ZC_FIXED);
-static_assert(static_cast<int>(Verdict::kThreshold) == ZCAL_VERDICT_THRESHOLD);
-static_assert(static_cast<int>(Verdict::kAlways) == ZCAL_VERDICT_ALWAYS);
-static_assert(static_cast<int>(Verdict::kNever) == ZCAL_VERDICT_NEVER);
-static_assert(static_cast<int>(Verdict::kInconclusive) == ZCAL_VERDICT_INCONCLUSIVE);
-static_assert(static_cast<int>(Reason::kNone) == ZCAL_REASON_NONE);
-static_assert(static_cast<int>(Reason::kSlower) == ZCAL_REASON_SLOWER);
-static_assert(static_cast<int>(Reason::kKernelCopied) == ZCAL_REASON_KERNEL_COPIED);
-static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED);
-static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
-static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
-static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
 static_assert(sizeof(zcal_shm_entry) % 8 == 0 && sizeof(zcal_shm_header) % 8 == 0);
 
 constexpr const char* kShmDir = "/dev/shm";
@@ -76,97 +36,6 @@ constexpr const char* kShmDir = "/dev/shm";
 template <typename T>
 void StoreRelease(T* word, T value) {
   __atomic_store_n(word, value, __ATOMIC_RELEASE);
-}
-
-// Encodes entry `index` of segment `name`.
-Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
-                              std::size_t index) {
-  // Built only on failure: publishing is on the agent's hot path in tests.
-  auto where = [&] { return "segment " + name + ": entry " + std::to_string(index); };
-  zcal_shm_entry out{};
-  out.scope = static_cast<std::uint8_t>(in.scope);
-  out.method = static_cast<std::uint8_t>(in.method);
-  out.verdict = static_cast<std::uint8_t>(in.verdict);
-  out.reason = static_cast<std::uint8_t>(in.reason);
-  out.measured_at_ns = in.measured_at_ns;
-  out.fingerprint = in.fingerprint;
-  switch (in.scope) {
-    case ScopeKind::kPeer: {
-      unsigned max_prefix = 0;
-      if (inet_pton(AF_INET, in.address.c_str(), out.address) == 1) {
-        out.family = ZCAL_FAMILY_IPV4;
-        max_prefix = 32;
-      } else if (inet_pton(AF_INET6, in.address.c_str(), out.address) == 1) {
-        out.family = ZCAL_FAMILY_IPV6;
-        max_prefix = 128;
-      } else {
-        return Fail(Errc::kInvalidArgument,
-                    where() + ": peer address \"" + in.address +
-                        "\" is not a numeric IPv4 or IPv6 address");
-      }
-      if (in.prefix_len > max_prefix) {
-        return Fail(Errc::kInvalidArgument,
-                    where() + ": prefix length " + std::to_string(in.prefix_len) +
-                        " exceeds " + std::to_string(max_prefix) + " for " +
-                        in.address);
-      }
-      out.prefix_len = in.prefix_len;
-      // Host bits are cleared so that readers match on the network alone.
-      for (unsigned bit = in.prefix_len; bit < max_prefix; ++bit)
-        out.address[bit / 8] &= static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
-      break;
-    }
-    case ScopeKind::kInterface:
-      if (in.interface.empty() || in.interface.size() >= ZCAL_IFNAME_SIZE) {
-        return Fail(Errc::kInvalidArgument,
-                    where() + ": interface name \"" + in.interface +
-                        "\" must be 1 to 15 bytes");
-      }
-      std::memcpy(out.interface, in.interface.data(), in.interface.size());
-      break;
-    case ScopeKind::kHostDefault:
-    case ScopeKind::kLoopback:
-    case ScopeKind::kDiscard:
-      break;
-  }
-  if (in.estimated) out.entry_flags |= ZCAL_ENTRY_ESTIMATED;
-  if (in.verdict == Verdict::kThreshold && !in.threshold_bytes) {
-    return Fail(Errc::kInvalidArgument,
-                where() + ": verdict threshold without threshold_bytes");
-  }
-  if (in.threshold_bytes) {
-    out.entry_flags |= ZCAL_ENTRY_HAS_THRESHOLD;
-    out.threshold_bytes = *in.threshold_bytes;
-  }
-  out.confidence_ppm = ZCAL_CONFIDENCE_UNKNOWN;
-  if (in.confidence) {
-    const double c = *in.confidence;
-    if (!(c >= 0.0 && c <= 1.0)) {
-      return Fail(Errc::kInvalidArgument,
-                  where() + ": confidence " + std::to_string(c) +
-                      " is outside [0,1]");
-    }
-    out.confidence_ppm = static_cast<std::uint32_t>(std::lround(c * 1e6));
-  }
-  return out;
-}
-
-// What makes two entries the same for a reader: every byte before the
-// threshold (scope, method, family, prefix, address, interface), with the
-// verdict, reason and flags masked out.
-struct EntryKey {
-  std::array<std::uint8_t, offsetof(zcal_shm_entry, threshold_bytes)> bytes;
-  std::size_t index;
-};
-EntryKey KeyOf(const zcal_shm_entry& e, std::size_t index) {
-  EntryKey key{};
-  std::memcpy(key.bytes.data(), &e, key.bytes.size());
-  key.bytes[offsetof(zcal_shm_entry, verdict)] = 0;
-  key.bytes[offsetof(zcal_shm_entry, reason)] = 0;
-  key.bytes[offsetof(zcal_shm_entry, entry_flags)] = 0;
-  key.bytes[offsetof(zcal_shm_entry, entry_flags) + 1] = 0;
-  key.index = index;
-  return key;
 }
 
 // Marks a segment this agent's user owns as replaced, so that its readers
@@ -194,6 +63,7 @@ void Retire(int fd) {
   }
   munmap(base, sizeof(zcal_shm_header));
 }
+
 
 
 }  // namespace
@@ -315,61 +185,71 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   // the new segment.
   if (old) Retire(old.get());
   return std::unique_ptr<ShmWriter>(
-      new ShmWriter(name, file.TakeFd().Release(), base, bytes, options.capacity, created));
+      new ShmWriter(options, file.TakeFd().Release(), base, bytes, created));
 }
 
-ShmWriter::ShmWriter(std::string name, int fd, void* base, std::size_t bytes,
-                     std::uint32_t capacity, std::uint64_t generation)
-    : name_(std::move(name)),
+ShmWriter::ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t bytes,
+                     std::uint64_t created)
+    : options_(std::move(options)),
+      path_(std::string(kShmDir) + options_.name),
       fd_(fd),
       base_(base),
       bytes_(bytes),
-      capacity_(capacity),
-      generation_(generation) {}
+      generation_(created),
+      created_ns_(created),
+      heartbeat_ns_(created),
+      pid_(static_cast<std::uint32_t>(getpid())) {}
 
 ShmWriter::~ShmWriter() {
   munmap(base_, bytes_);
   close(fd_);
 }
 
+std::optional<off_t> ShmWriter::FileSize() const {
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) return std::nullopt;
+  return st.st_size;
+}
+
+bool ShmWriter::Covered() const {
+  const std::optional<off_t> size = FileSize();
+  return size && *size >= static_cast<off_t>(bytes_);
+}
+
 Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool stale,
                                 HostDefaultSource host_default) {
-  if (entries.size() > capacity_) {
+  if (entries.size() > options_.capacity) {
     return Fail(Errc::kInvalidArgument,
                 std::to_string(entries.size()) + " entries exceed the capacity " +
-                    std::to_string(capacity_) + " of segment " + name_ +
+                    std::to_string(options_.capacity) + " of segment " + name() +
                     ": raise the segment capacity in the configuration");
   }
-  std::vector<zcal_shm_entry> encoded;
-  encoded.reserve(entries.size());
-  std::vector<EntryKey> keys;
-  keys.reserve(entries.size());
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    auto entry = Encode(entries[i], name_, i);
-    if (!entry) return tl::unexpected(entry.error());
-    encoded.push_back(*entry);
-    keys.push_back(KeyOf(*entry, i));
+  auto encoded = EncodeTable(entries, name());
+  if (!encoded) return tl::unexpected(encoded.error());
+  if (!Covered()) {
+    return Fail(Errc::kIo, "segment " + name() + ": " + path_ +
+                               " is shorter than the writer's mapping of " +
+                               std::to_string(bytes_) +
+                               " bytes; nothing written (the next check recreates it)");
   }
-  std::sort(keys.begin(), keys.end(), [](const EntryKey& a, const EntryKey& b) {
-    return std::tie(a.bytes, a.index) < std::tie(b.bytes, b.index);
-  });
-  for (std::size_t i = 1; i < keys.size(); ++i) {
-    if (keys[i].bytes == keys[i - 1].bytes) {
-      return Fail(Errc::kInvalidArgument,
-                  "segment " + name_ + ": entries " + std::to_string(keys[i - 1].index) +
-                      " and " + std::to_string(keys[i].index) +
-                      " have the same scope and method; publish one of them");
-    }
-  }
-
   auto* hdr = static_cast<zcal_shm_header*>(base_);
   if (__atomic_load_n(&hdr->flags, __ATOMIC_ACQUIRE) & ZCAL_FLAG_RETIRED) {
     return Fail(Errc::kBusy,
-                "segment " + name_ +
+                "segment " + name() +
                     " was replaced by another agent's segment: this agent's "
                     "publications no longer reach readers. Run one agent per "
                     "segment name");
   }
+  table_ = std::move(*encoded);
+  flags_ = stale ? ZCAL_FLAG_STALE : std::uint32_t{0};
+  host_default_ = static_cast<std::uint32_t>(host_default);
+  published_ = true;
+  Store(flags_);
+  return {};
+}
+
+void ShmWriter::Store(std::uint32_t flags) {
+  auto* hdr = static_cast<zcal_shm_header*>(base_);
   auto* slots = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base_) +
                                                  sizeof(zcal_shm_header));
   const std::uint64_t now = common::RealtimeNs();
@@ -377,25 +257,32 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
   // stores below order it.
   __atomic_store_n(&hdr->seq, seq_ + 1, __ATOMIC_RELAXED);
   constexpr std::size_t kWords = sizeof(zcal_shm_entry) / 8;
-  for (std::size_t i = 0; i < encoded.size(); ++i) {
+  for (std::size_t i = 0; i < table_.size(); ++i) {
     std::uint64_t words[kWords];
-    std::memcpy(words, &encoded[i], sizeof words);
+    std::memcpy(words, &table_[i], sizeof words);
     for (std::size_t w = 0; w < kWords; ++w) StoreRelease(&slots[i * kWords + w], words[w]);
   }
-  StoreRelease(&hdr->count, static_cast<std::uint32_t>(encoded.size()));
-  StoreRelease(&hdr->flags, stale ? ZCAL_FLAG_STALE : std::uint32_t{0});
-  StoreRelease(&hdr->host_default_source, static_cast<std::uint32_t>(host_default));
+  StoreRelease(&hdr->count, static_cast<std::uint32_t>(table_.size()));
+  StoreRelease(&hdr->flags, flags);
+  StoreRelease(&hdr->host_default_source, host_default_);
   StoreRelease(&hdr->publish_time_ns, now);
   ++generation_;
   StoreRelease(&hdr->generation, generation_);
   seq_ += 2;
   StoreRelease(&hdr->seq, seq_);
   StoreRelease(&hdr->heartbeat_ns, now);
-  return {};
+  publish_time_ns_ = now;
+  heartbeat_ns_ = now;
 }
 
-void ShmWriter::Heartbeat() {
-  StoreRelease(&static_cast<zcal_shm_header*>(base_)->heartbeat_ns, common::RealtimeNs());
+bool ShmWriter::Heartbeat() {
+  // A file cut shorter than the mapping faults (SIGBUS) on the first store
+  // past its end: Heal recreates it instead.
+  if (!Covered()) return false;
+  const std::uint64_t now = common::RealtimeNs();
+  StoreRelease(&static_cast<zcal_shm_header*>(base_)->heartbeat_ns, now);
+  heartbeat_ns_ = now;
+  return true;
 }
 
 }  // namespace zcal::agent

@@ -121,6 +121,7 @@ void Publisher::Publish() {
     spdlog::info("{}", table.host_default_explanation);
     host_default_explanation_ = table.host_default_explanation;
   }
+  CheckSegment();
   const Result<void> published = writer_->Publish(entries, stale_, table.host_default);
   if (!published) {
     spdlog::error("segment {}: publishing {} entries failed: {}",
@@ -247,9 +248,33 @@ std::vector<std::string> Publisher::KeptPaths() const {
 
 std::uint64_t Publisher::NextPeerRound() { return state_.peer_round++; }
 
+void Publisher::CheckSegment() {
+  const SegmentHealth health = writer_->Heal();
+  if (health.damage == SegmentDamage::kNone) return;
+  const std::string& name = config_.segment.name;
+  if (!health.repaired) {
+    const std::string failure = health.found + ": " + health.repaired.error().message;
+    if (failure != repair_failure_) {
+      spdlog::error("segment {}: {}; recreating it failed: {}; readers use their "
+                    "fallback until it succeeds (tried again at each heartbeat)",
+                    name, health.found, health.repaired.error().message);
+      repair_failure_ = failure;
+    } else {
+      spdlog::debug("segment {}: still cannot recreate it: {}", name,
+                    health.repaired.error().message);
+    }
+    return;
+  }
+  repair_failure_.clear();
+  metrics_->RecordSegmentRepair(health.damage);
+  spdlog::warn("segment {} repaired ({}): {}; recreated it and republished the last "
+               "table, and its readers move to the new one",
+               name, SegmentDamageName(health.damage), health.found);
+}
+
 void Publisher::Heartbeat() {
-  writer_->Heartbeat();
-  metrics_->RecordHeartbeat(common::RealtimeNs());
+  CheckSegment();
+  if (writer_->Heartbeat()) metrics_->RecordHeartbeat(common::RealtimeNs());
 }
 
 void Publisher::Stop() {
@@ -283,6 +308,7 @@ void Publisher::SwitchSegment(PreparedSegment prepared) {
     lock_ = std::move(prepared.lock);
   }
   config_.segment = prepared.config;
+  repair_failure_.clear();  // a failure of the old segment's repair
   spdlog::info("publishing in segment {} now", config_.segment.name);
 }
 

@@ -25,6 +25,7 @@
 #include "zcal/agent/domain/calibration_event.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/segment_damage.h"
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/calibrator/sample.h"
 
@@ -84,6 +85,9 @@ class Metrics final : public prometheus::Collectable {
   void RecordStateError(std::string_view operation);  ///< "load" or "save"
   void RecordPublish(std::uint64_t now_ns, std::size_t entries);
   void RecordHeartbeat(std::uint64_t now_ns);
+  /// A segment recreated because it was found damaged
+  /// (zcal_segment_repairs_total{cause}); kNone counts nothing.
+  void RecordSegmentRepair(SegmentDamage cause);
   void SetCalibrationRunning(bool running);
   /// Unix seconds of the next scheduled calibration; 0 for none.
   void SetNextCalibration(double unix_seconds);

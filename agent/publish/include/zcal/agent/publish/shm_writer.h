@@ -10,12 +10,15 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "zcal/agent/domain/published_entry.h"
+#include "zcal/agent/domain/segment_damage.h"
 #include "zcal/agent/domain/segment_name.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/common/result.h"
+#include "zcal/zcal.h"
 
 namespace zcal::agent {
 
@@ -25,6 +28,13 @@ struct ShmWriterOptions {
   mode_t mode = 0644;          ///< permission bits; world-writable refused
   std::optional<std::string> group;  ///< group name or numeric gid
   std::uint32_t capacity = 256;      ///< entries, 1..65536
+};
+
+/// What ShmWriter::Heal found, and whether it repaired it.
+struct SegmentHealth {
+  SegmentDamage damage = SegmentDamage::kNone;  ///< kNone: as the writer left it
+  std::string found;       ///< what differs, a clause naming the file and field
+  Result<void> repaired;   ///< a new segment holds the last table; or why not
 };
 
 /// Creates and writes one segment. Not thread-safe: one thread publishes.
@@ -57,26 +67,60 @@ class ShmWriter {
                        HostDefaultSource host_default = HostDefaultSource::kUnknown);
 
   /// Refreshes the heartbeat only (readers use it to tell a live agent).
-  void Heartbeat();
+  /// Returns false, having stored nothing, while the file is shorter than
+  /// the mapping (Heal repairs that); Publish then fails with Errc::kIo.
+  bool Heartbeat();
 
-  const std::string& name() const { return name_; }
-  std::uint32_t capacity() const { return capacity_; }
+  /// Checks the segment against what this writer made and last stored:
+  /// the file's size against the mapping (fstat), the file at the name
+  /// against the mapped one (removed, replaced), then every header field
+  /// and every entry in use. On a difference it creates a new segment as
+  /// Create does (same options) in place of the name, grows the old file
+  /// back to the mapping's size if it was cut (so that readers still
+  /// mapping it read zeros, not SIGBUS) and marks it retired, and stores
+  /// the last published table in the new one. Never touches a mapping the
+  /// file no longer covers. A segment that another writer replaced (and
+  /// retired) is not damage: Publish reports it as kBusy. A failed repair
+  /// (say, another user's file at the name) leaves the writer as it was;
+  /// the next Heal tries again.
+  SegmentHealth Heal();
+
+  const std::string& name() const { return options_.name; }
+  std::uint32_t capacity() const { return options_.capacity; }
   std::uint64_t generation() const { return generation_; }
   /// The writer's own mapping, for tests that attach a reader to it.
   const void* mapping() const { return base_; }
   std::size_t mapping_bytes() const { return bytes_; }
 
  private:
-  ShmWriter(std::string name, int fd, void* base, std::size_t bytes,
-            std::uint32_t capacity, std::uint64_t generation);
+  ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t bytes,
+            std::uint64_t created);
+  std::optional<off_t> FileSize() const;
+  bool Covered() const;  // the file is at least as long as the mapping
+  // Stores table_ under the seqlock with `flags`, bumps the generation.
+  void Store(std::uint32_t flags);
+  // shm_health.cc
+  SegmentHealth Inspect() const;
+  SegmentHealth InspectContents() const;
+  Result<void> Recreate();
+  void RetireOwn();
 
-  std::string name_;
+  ShmWriterOptions options_;
+  std::string path_;
   int fd_;
   void* base_;
   std::size_t bytes_;
-  std::uint32_t capacity_;
   std::uint64_t generation_;
   std::uint64_t seq_ = 0;
+  // What this writer last stored, to tell its writes from anyone else's.
+  std::uint64_t created_ns_;
+  std::uint64_t heartbeat_ns_;
+  std::uint64_t publish_time_ns_ = 0;
+  std::uint32_t pid_;
+  std::uint32_t flags_ = 0;
+  std::uint32_t host_default_ = 0;
+  bool published_ = false;
+  std::vector<zcal_shm_entry> table_;
 };
 
 }  // namespace zcal::agent

@@ -62,7 +62,8 @@ class Publisher {
 
   /// Publishes the table of the current state (BuildEntries) with the stale
   /// flag, and the snapshot in the metrics. A failure is logged; the
-  /// segment then keeps its previous table.
+  /// segment then keeps its previous table. The segment is checked first,
+  /// as by Heartbeat.
   void Publish();
 
   /// Takes a finished round. Each path's report updates the metrics of its
@@ -76,7 +77,11 @@ class Publisher {
   bool Accept(const RoundOutcome& outcome, const HostSnapshot& host,
               std::uint64_t now_ns);
 
-  /// Refreshes the segment's heartbeat (and its metric).
+  /// Checks the segment (ShmWriter::Heal): a damaged one is recreated with
+  /// the last table, logged in one warning line and counted
+  /// (zcal_segment_repairs_total{cause}); a repair that fails is logged
+  /// once until it succeeds or fails otherwise. Then refreshes the
+  /// segment's heartbeat (and its metric).
   void Heartbeat();
 
   /// At stop: saves the state (when there is one) and leaves a last
@@ -111,6 +116,7 @@ class Publisher {
             std::unique_ptr<InstanceLock> lock,
             std::unique_ptr<ShmWriter> writer, std::string lock_dir);
   void Save();
+  void CheckSegment();
   bool AcceptPath(const PathReport& r, std::uint64_t now_ns);
   // The round's discovery and peer attempts: metrics, log, the peers'
   // records, and the kept M.
@@ -127,6 +133,7 @@ class Publisher {
   bool stale_ = false;
   HostDefaultNic host_default_nic_;
   std::string host_default_explanation_;
+  std::string repair_failure_;  // the last one logged, "" when none
 };
 
 }  // namespace zcal::agent

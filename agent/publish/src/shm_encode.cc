@@ -1,0 +1,173 @@
+// Encoding a table of PublishedEntry into the segment's fixed-width
+// entries, with every check a reader would otherwise fail on.
+#include "shm_encode.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <tuple>
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using calibrator::Reason;
+using calibrator::Verdict;
+
+static_assert(static_cast<int>(ScopeKind::kHostDefault) == ZCAL_SCOPE_HOST_DEFAULT);
+static_assert(static_cast<int>(ScopeKind::kLoopback) == ZCAL_SCOPE_LOOPBACK);
+static_assert(static_cast<int>(ScopeKind::kPeer) == ZCAL_SCOPE_PEER);
+static_assert(static_cast<int>(ScopeKind::kInterface) == ZCAL_SCOPE_INTERFACE);
+static_assert(static_cast<int>(ScopeKind::kDiscard) == ZCAL_SCOPE_DISCARD);
+static_assert(static_cast<int>(HostDefaultSource::kPeers) == ZCAL_HOST_DEFAULT_PEERS);
+static_assert(static_cast<int>(HostDefaultSource::kEstimated) == ZCAL_HOST_DEFAULT_ESTIMATED);
+static_assert(static_cast<int>(HostDefaultSource::kNoPath) == ZCAL_HOST_DEFAULT_NONE_NO_PATH);
+static_assert(static_cast<int>(HostDefaultSource::kIommuTranslates) ==
+              ZCAL_HOST_DEFAULT_NONE_IOMMU);
+static_assert(static_cast<int>(HostDefaultSource::kIommuUnknown) ==
+              ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN);
+static_assert(static_cast<int>(HostDefaultSource::kDisabled) ==
+              ZCAL_HOST_DEFAULT_NONE_DISABLED);
+static_assert(static_cast<int>(Method::kCopy) == ZCAL_METHOD_COPY);
+static_assert(static_cast<int>(Method::kMsgZerocopy) == ZCAL_METHOD_MSG_ZEROCOPY);
+static_assert(static_cast<int>(Method::kUringSend) == ZCAL_METHOD_URING_SEND);
+static_assert(static_cast<int>(Method::kUringSendZc) == ZCAL_METHOD_URING_SEND_ZC);
+static_assert(static_cast<int>(Method::kUringSendZcFixed) ==
+              ZCAL_METHOD_URING_SEND_ZC_FIXED);
+static_assert(static_cast<int>(Verdict::kThreshold) == ZCAL_VERDICT_THRESHOLD);
+static_assert(static_cast<int>(Verdict::kAlways) == ZCAL_VERDICT_ALWAYS);
+static_assert(static_cast<int>(Verdict::kNever) == ZCAL_VERDICT_NEVER);
+static_assert(static_cast<int>(Verdict::kInconclusive) == ZCAL_VERDICT_INCONCLUSIVE);
+static_assert(static_cast<int>(Reason::kNone) == ZCAL_REASON_NONE);
+static_assert(static_cast<int>(Reason::kSlower) == ZCAL_REASON_SLOWER);
+static_assert(static_cast<int>(Reason::kKernelCopied) == ZCAL_REASON_KERNEL_COPIED);
+static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED);
+static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
+static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
+static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
+static_assert(sizeof(zcal_shm_entry) % 8 == 0 && sizeof(zcal_shm_header) % 8 == 0);
+
+// Encodes entry `index` of segment `name`.
+Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
+                              std::size_t index) {
+  // Built only on failure: publishing is on the agent's hot path in tests.
+  auto where = [&] { return "segment " + name + ": entry " + std::to_string(index); };
+  zcal_shm_entry out{};
+  out.scope = static_cast<std::uint8_t>(in.scope);
+  out.method = static_cast<std::uint8_t>(in.method);
+  out.verdict = static_cast<std::uint8_t>(in.verdict);
+  out.reason = static_cast<std::uint8_t>(in.reason);
+  out.measured_at_ns = in.measured_at_ns;
+  out.fingerprint = in.fingerprint;
+  switch (in.scope) {
+    case ScopeKind::kPeer: {
+      unsigned max_prefix = 0;
+      if (inet_pton(AF_INET, in.address.c_str(), out.address) == 1) {
+        out.family = ZCAL_FAMILY_IPV4;
+        max_prefix = 32;
+      } else if (inet_pton(AF_INET6, in.address.c_str(), out.address) == 1) {
+        out.family = ZCAL_FAMILY_IPV6;
+        max_prefix = 128;
+      } else {
+        return Fail(Errc::kInvalidArgument,
+                    where() + ": peer address \"" + in.address +
+                        "\" is not a numeric IPv4 or IPv6 address");
+      }
+      if (in.prefix_len > max_prefix) {
+        return Fail(Errc::kInvalidArgument,
+                    where() + ": prefix length " + std::to_string(in.prefix_len) +
+                        " exceeds " + std::to_string(max_prefix) + " for " +
+                        in.address);
+      }
+      out.prefix_len = in.prefix_len;
+      // Host bits are cleared so that readers match on the network alone.
+      for (unsigned bit = in.prefix_len; bit < max_prefix; ++bit)
+        out.address[bit / 8] &= static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
+      break;
+    }
+    case ScopeKind::kInterface:
+      if (in.interface.empty() || in.interface.size() >= ZCAL_IFNAME_SIZE) {
+        return Fail(Errc::kInvalidArgument,
+                    where() + ": interface name \"" + in.interface +
+                        "\" must be 1 to 15 bytes");
+      }
+      std::memcpy(out.interface, in.interface.data(), in.interface.size());
+      break;
+    case ScopeKind::kHostDefault:
+    case ScopeKind::kLoopback:
+    case ScopeKind::kDiscard:
+      break;
+  }
+  if (in.estimated) out.entry_flags |= ZCAL_ENTRY_ESTIMATED;
+  if (in.verdict == Verdict::kThreshold && !in.threshold_bytes) {
+    return Fail(Errc::kInvalidArgument,
+                where() + ": verdict threshold without threshold_bytes");
+  }
+  if (in.threshold_bytes) {
+    out.entry_flags |= ZCAL_ENTRY_HAS_THRESHOLD;
+    out.threshold_bytes = *in.threshold_bytes;
+  }
+  out.confidence_ppm = ZCAL_CONFIDENCE_UNKNOWN;
+  if (in.confidence) {
+    const double c = *in.confidence;
+    if (!(c >= 0.0 && c <= 1.0)) {
+      return Fail(Errc::kInvalidArgument,
+                  where() + ": confidence " + std::to_string(c) +
+                      " is outside [0,1]");
+    }
+    out.confidence_ppm = static_cast<std::uint32_t>(std::lround(c * 1e6));
+  }
+  return out;
+}
+
+// What makes two entries the same for a reader: every byte before the
+// threshold (scope, method, family, prefix, address, interface), with the
+// verdict, reason and flags masked out.
+struct EntryKey {
+  std::array<std::uint8_t, offsetof(zcal_shm_entry, threshold_bytes)> bytes;
+  std::size_t index;
+};
+EntryKey KeyOf(const zcal_shm_entry& e, std::size_t index) {
+  EntryKey key{};
+  std::memcpy(key.bytes.data(), &e, key.bytes.size());
+  key.bytes[offsetof(zcal_shm_entry, verdict)] = 0;
+  key.bytes[offsetof(zcal_shm_entry, reason)] = 0;
+  key.bytes[offsetof(zcal_shm_entry, entry_flags)] = 0;
+  key.bytes[offsetof(zcal_shm_entry, entry_flags) + 1] = 0;
+  key.index = index;
+  return key;
+}
+
+}  // namespace
+
+Result<std::vector<zcal_shm_entry>> EncodeTable(std::span<const PublishedEntry> entries,
+                                                const std::string& name) {
+  std::vector<zcal_shm_entry> encoded;
+  encoded.reserve(entries.size());
+  std::vector<EntryKey> keys;
+  keys.reserve(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto entry = Encode(entries[i], name, i);
+    if (!entry) return tl::unexpected(entry.error());
+    encoded.push_back(*entry);
+    keys.push_back(KeyOf(*entry, i));
+  }
+  std::sort(keys.begin(), keys.end(), [](const EntryKey& a, const EntryKey& b) {
+    return std::tie(a.bytes, a.index) < std::tie(b.bytes, b.index);
+  });
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i].bytes == keys[i - 1].bytes) {
+      return Fail(Errc::kInvalidArgument,
+                  "segment " + name + ": entries " + std::to_string(keys[i - 1].index) +
+                      " and " + std::to_string(keys[i].index) +
+                      " have the same scope and method; publish one of them");
+    }
+  }
+  return encoded;
+}
+
+}  // namespace zcal::agent
