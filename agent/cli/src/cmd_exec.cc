@@ -110,7 +110,7 @@ Command AddExecCommand(CLI::App& parent) {
   app->add_option("--format", args->formats,
                   "Comma-separated formats whose variables to set: env, libfabric "
                   "(default: env,libfabric)");
-  app->add_option("command", args->command, "The command and its arguments, after --");
+  app->add_option("CMD", args->command, "The command and its arguments, after --");
   return {app, [args] { return RunExec(*args); }};
 }
 
