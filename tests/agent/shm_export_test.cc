@@ -40,8 +40,11 @@ std::vector<PublishedEntry> Table() {
   fixed.estimated = true;
   PublishedEntry nic = Entry(ScopeKind::kInterface, 32768);
   nic.interface = "zc0";
+  PublishedEntry loopback = Entry(ScopeKind::kLoopback, 0);
+  loopback.verdict = Verdict::kAlways;
+  loopback.threshold_bytes.reset();
   return {Entry(ScopeKind::kHostDefault, 65536), never, fixed, nic,
-          PeerEntry("198.18.0.0", 15, 16384)};
+          PeerEntry("198.18.0.0", 15, 16384), loopback};
 }
 
 std::map<std::string, std::string> Vars(const std::string& text) {
@@ -125,6 +128,14 @@ TEST_F(ZcalExport, TheKeyPicksTheEntryALookupWould) {
                                   "zc0"}).out);
   EXPECT_EQ(nic["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "32768");
   EXPECT_EQ(nic["ZCAL_MSG_ZEROCOPY_SCOPE"], "interface:zc0");
+  auto loopback = Vars(Zcal("export", {"--format", "env", "--segment", name.str(), "--scope",
+                                       "loopback"}).out);
+  EXPECT_EQ(loopback["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "always");
+  EXPECT_EQ(loopback["ZCAL_MSG_ZEROCOPY_SCOPE"], "loopback");
+  EXPECT_EQ(loopback["ZCAL_URING_SEND_ZC_SCOPE"], "host_default");
+  auto fabric = Vars(Zcal("export", {"--format", "libfabric", "--segment", name.str(), "--for",
+                                     "127.0.0.1"}).out);
+  EXPECT_EQ(fabric["FI_TCP_ZEROCOPY_SIZE"], "0") << "always is libfabric's 0";
 }
 
 TEST_F(ZcalExport, LibfabricSpdkAndJsonParse) {
@@ -158,7 +169,7 @@ TEST_F(ZcalExport, LibfabricSpdkAndJsonParse) {
   auto json = Zcal("export", {"--format", "json", "--segment", name.str(), "--for", "198.18.1.1"});
   ASSERT_EQ(json.exit_status, 0) << json.err;
   const auto doc = nlohmann::json::parse(json.out);
-  EXPECT_EQ(doc["entries"].size(), 5u) << "zcal show --json's document";
+  EXPECT_EQ(doc["entries"].size(), 6u) << "zcal show --json's document";
   EXPECT_EQ(doc["export"]["methods"]["msg_zerocopy"]["threshold_bytes"], 16384);
 }
 
@@ -175,6 +186,12 @@ TEST_F(ZcalExport, NoSegmentFailsUnlessAFallbackIsNamed) {
   EXPECT_EQ(Vars(r.out)["FI_TCP_ZEROCOPY_SIZE"], "-1");
   EXPECT_EQ(Vars(r.out)["ZCAL_SOURCE"], "fallback");
   EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+  auto json = Zcal("export", {"--format", "json", "--segment", name.str(), "--fallback", "8KiB"});
+  ASSERT_EQ(json.exit_status, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["export"]["source"], "fallback");
+  EXPECT_EQ(doc["export"]["methods"]["uring_send_zc_fixed"]["threshold_bytes"], 8192);
+  EXPECT_FALSE(doc.contains("entries"));
 }
 
 TEST_F(ZcalExport, AMethodWithoutAUsableEntryFailsOrFallsBack) {
@@ -225,6 +242,7 @@ TEST_F(ZcalExport, BadInputIsOneLineAndWritesNothing) {
   const std::string seg = name.str();
   ExpectRefused(Zcal("export", {"--format", "yaml", "--segment", seg, "-o", file}), 2,
                 "unknown format \"yaml\"");
+  ExpectRefused(Zcal("export", {"--segment", seg, "-o", file}), 2, "name a format");
   ExpectRefused(Zcal("export", {"--format", "env", "--segment", seg, "--for", "198.18.1", "-o",
                                 file}),
                 2, "not a numeric IPv4 or IPv6 address");

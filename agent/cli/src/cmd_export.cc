@@ -29,6 +29,10 @@ int Refuse(const Error& error) {
 }
 
 int RunExport(const ExportArgs& args) {
+  // Checked here rather than by CLI11, for a one-line message.
+  if (args.format.empty())
+    return Refuse(Error{Errc::kInvalidArgument,
+                        "name a format with --format: env, json, libfabric, spdk or spdk-rpc"});
   auto format = ParseExportFormat(args.format);
   if (!format) return Refuse(format.error());
   // The file's directory is checked before the segment is read, and
@@ -50,7 +54,8 @@ int RunExport(const ExportArgs& args) {
   if (!text) return Refuse(text.error());
   if (!file) {
     std::cout << *text << std::flush;
-    return std::cout ? kExitOk : kExitFailure;
+    if (!std::cout) return Refuse(Error{Errc::kIo, "cannot write to standard output"});
+    return kExitOk;
   }
   if (auto r = file->Write(*text); !r) return Refuse(r.error());
   if (auto r = file->Commit(); !r) return Refuse(r.error());
@@ -67,8 +72,7 @@ Command AddExportCommand(CLI::App& parent) {
       "the form a consumer reads: env (KEY=VALUE for sh and systemd), libfabric, spdk "
       "(a JSON config's sock subsystem), spdk-rpc (JSON-RPC requests) or json. Exit "
       "status 1 without a segment or a usable entry, unless --fallback.");
-  app->add_option("--format", args->format, "env, libfabric, spdk, spdk-rpc or json")
-      ->required();
+  app->add_option("--format", args->format, "env, libfabric, spdk, spdk-rpc or json (required)");
   AddExportKeyOptions(*app, args->key);
   app->add_option("-o,--output", args->output,
                   "Write to this file atomically (keeping an existing file's mode and "
