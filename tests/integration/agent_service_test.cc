@@ -95,6 +95,24 @@ TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
     }
   }
 
+  // What a start script takes from it: loopback's never is libfabric's
+  // off value, in a file or in a command's environment; the host default,
+  // which this agent has none of, is refused.
+  const CommandResult fabric = RunCommand({ZcalBinary(), "export", "--format", "libfabric",
+                                           "--segment", settings_.segment, "--scope", "loopback"});
+  ASSERT_EQ(fabric.status, 0) << fabric.err;
+  EXPECT_TRUE(Contains(fabric.out, "\nFI_TCP_ZEROCOPY_SIZE=-1\n")) << fabric.out;
+  const CommandResult exec = RunCommand(
+      {ZcalBinary(), "exec", "--segment", settings_.segment, "--for", "127.0.0.1", "--", "/bin/sh",
+       "-c", "echo $FI_NET_ZEROCOPY_SIZE $ZCAL_MSG_ZEROCOPY_SCOPE"});
+  EXPECT_EQ(exec.status, 0) << exec.err;
+  EXPECT_EQ(exec.out, "-1 loopback\n");
+  const CommandResult refused = RunCommand(
+      {ZcalBinary(), "export", "--format", "env", "--segment", settings_.segment});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_TRUE(Contains(refused.err, "no usable entry")) << refused.err;
+
   const std::string metrics = Scrape(agent->MetricsPort());
   for (const std::string& method : kZerocopyMethods) {
     EXPECT_TRUE(Contains(metrics, "zcal_threshold_bytes{path=\"loopback\",method=\"" +

@@ -5,6 +5,12 @@
 
 namespace zcal::agent {
 
+namespace {
+std::span<char* const> g_arguments;
+}  // namespace
+
+std::span<char* const> CommandLineArguments() { return g_arguments; }
+
 int RunCli(int argc, char** argv, std::span<const CommandFactory> factories) {
   CLI::App app{"zcal: measures from which message size zerocopy send pays off "
                "on this host, and publishes it.",
@@ -13,6 +19,7 @@ int RunCli(int argc, char** argv, std::span<const CommandFactory> factories) {
   app.require_subcommand(1);
   app.fallthrough(false);
 
+  if (argc > 1) g_arguments = std::span<char* const>(argv + 1, static_cast<std::size_t>(argc - 1));
   std::vector<Command> commands;
   for (const CommandFactory add : factories) commands.push_back(add(app));
 

@@ -4,7 +4,8 @@ int main(int argc, char** argv) {
   using namespace zcal::agent;
   static constexpr CommandFactory kCommands[] = {
       AddAnalyzeCommand, AddCalibrateCommand, AddReportCommand, AddShowCommand,
-      AddAgentCommand,   AddKeygenCommand,    AddSinkCommand,
+      AddAgentCommand,   AddKeygenCommand,    AddSinkCommand,      AddExportCommand,
+      AddExecCommand,
   };
   return RunCli(argc, argv, kCommands);
 }

@@ -40,6 +40,10 @@ using CommandFactory = Command (*)(CLI::App& parent);
 /// status.
 int RunCli(int argc, char** argv, std::span<const CommandFactory> commands);
 
+/// The arguments RunCli was given (argv[1..]), for a command that must see
+/// what CLI11 does not keep: whether `--` was written (zcal exec).
+std::span<char* const> CommandLineArguments();
+
 Command AddAnalyzeCommand(CLI::App& parent);
 Command AddCalibrateCommand(CLI::App& parent);
 Command AddReportCommand(CLI::App& parent);
@@ -47,5 +51,7 @@ Command AddShowCommand(CLI::App& parent);
 Command AddAgentCommand(CLI::App& parent);
 Command AddKeygenCommand(CLI::App& parent);
 Command AddSinkCommand(CLI::App& parent);
+Command AddExportCommand(CLI::App& parent);
+Command AddExecCommand(CLI::App& parent);
 
 }  // namespace zcal::agent

@@ -1,0 +1,84 @@
+// What `zcal export` and `zcal exec` hand to a consumer: the thresholds
+// chosen for one key (read from the segment by the command), and the text
+// of each format a transport reads (docs/export.md). Pure functions: the
+// command reads the segment and writes the file; this only formats.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "zcal/common/result.h"
+
+namespace zcal::agent {
+
+enum class ExportFormat { kEnv, kJson, kLibfabric, kSpdk, kSpdkRpc };
+
+/// "env", "json", "libfabric", "spdk", "spdk-rpc"; kInvalidArgument naming
+/// the text and the formats otherwise.
+Result<ExportFormat> ParseExportFormat(std::string_view text);
+std::string_view ExportFormatName(ExportFormat format);
+
+/// The zerocopy methods (ZCAL_METHOD_*) a format exports, in output order:
+/// env and json all three, libfabric msg_zerocopy (its tcp and net
+/// providers send with MSG_ZEROCOPY), spdk msg_zerocopy (posix module) and
+/// uring_send_zc (uring module).
+std::vector<std::uint8_t> ExportMethods(ExportFormat format);
+
+/// The value the command prints for a method without a usable entry, when
+/// asked to (--fallback): never, always, or a byte count.
+struct ExportFallback {
+  std::uint8_t verdict = 0;  ///< ZCAL_VERDICT_THRESHOLD, _ALWAYS or _NEVER
+  std::uint64_t threshold_bytes = 0;
+};
+/// "never", "always", or a size ("16384", "16KiB"); kInvalidArgument naming
+/// the text otherwise.
+Result<ExportFallback> ParseExportFallback(std::string_view text);
+
+/// One method's exported decision.
+struct ExportedMethod {
+  std::uint8_t method = 0;   ///< ZCAL_METHOD_*
+  std::uint8_t verdict = 0;  ///< ZCAL_VERDICT_THRESHOLD, _ALWAYS or _NEVER
+  std::uint64_t threshold_bytes = 0;  ///< with THRESHOLD
+  /// Where it came from: "host_default", "loopback", "peer:10.1.0.0/16",
+  /// "interface:eth0", or "fallback" (no usable entry; --fallback).
+  std::string scope;
+  bool estimated = false;
+  std::uint64_t measured_at_ns = 0;  ///< 0 for a fallback
+  bool fallback() const { return scope == "fallback"; }
+};
+
+struct ExportValues {
+  std::string segment;  ///< "/zcal"
+  std::string key;      ///< what was asked: "host_default", "198.18.0.1", ...
+  bool stale = false;   ///< the table is republished state, not confirmed
+  std::vector<ExportedMethod> methods;
+  bool any_fallback() const;
+};
+
+/// "msg_zerocopy" -> "ZCAL_MSG_ZEROCOPY_THRESHOLD" etc. and their values:
+/// the threshold in bytes, "always" or "never".
+std::string ThresholdText(const ExportedMethod& m);
+
+/// The variables of an environment format (env or libfabric), unquoted,
+/// for setenv; kInvalidArgument for the other formats.
+Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
+    ExportFormat format, const ExportValues& values);
+
+/// `NAME=value` lines read alike by sh and systemd's EnvironmentFile=
+/// (values quoted only when they need it), after a comment line.
+std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& variables,
+                        std::string_view comment);
+
+/// The whole text of `format` (a trailing newline included). `show` is
+/// `zcal show --json`'s document of the table, for json (null without a
+/// segment); the other formats ignore it.
+Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
+                                 const nlohmann::json& show = nullptr);
+
+}  // namespace zcal::agent

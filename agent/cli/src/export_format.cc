@@ -1,0 +1,231 @@
+#include "zcal/agent/cli/export_format.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "zcal/common/clock.h"
+#include "zcal/common/units.h"
+#include "zcal/zcal.h"
+
+namespace zcal::agent {
+
+namespace {
+
+constexpr std::pair<std::string_view, ExportFormat> kFormats[] = {
+    {"env", ExportFormat::kEnv},     {"json", ExportFormat::kJson},
+    {"libfabric", ExportFormat::kLibfabric}, {"spdk", ExportFormat::kSpdk},
+    {"spdk-rpc", ExportFormat::kSpdkRpc},
+};
+
+std::string Upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Utc(std::uint64_t ns) {
+  return common::FormatUtc(ns, "%Y-%m-%dT%H:%M:%SZ", "none");
+}
+
+const ExportedMethod* Find(const ExportValues& values, std::uint8_t method) {
+  for (const ExportedMethod& m : values.methods)
+    if (m.method == method) return &m;
+  return nullptr;
+}
+
+// Characters that mean the same unquoted to sh and to systemd.
+bool Plain(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+         c == '.' || c == ':' || c == '/' || c == '+' || c == '@' || c == '%' ||
+         c == ',';
+}
+
+std::string Quoted(std::string_view value) {
+  if (!value.empty() && std::all_of(value.begin(), value.end(), Plain))
+    return std::string(value);
+  // Single quotes: literal in sh and in systemd alike. A quote, a backslash
+  // or a control character inside would read differently in the two, and
+  // only an interface name could hold one: replaced.
+  std::string out = "'";
+  for (char c : value) {
+    const bool odd = c == '\'' || c == '\\' || std::iscntrl(static_cast<unsigned char>(c));
+    out += odd ? '?' : c;
+  }
+  return out + "'";
+}
+
+// One sock_impl_set_options params object, with SPDK's semantics: a never
+// verdict turns zerocopy send off, a threshold turns it on from that size
+// (0 = every size, SPDK's own default).
+nlohmann::json SpdkParams(std::string_view impl, const ExportedMethod& m) {
+  const bool on = m.verdict != ZCAL_VERDICT_NEVER;
+  nlohmann::json params = {{"impl_name", impl},
+                           {"enable_zerocopy_send_server", on},
+                           {"enable_zerocopy_send_client", on}};
+  if (on) params["zerocopy_threshold"] = m.verdict == ZCAL_VERDICT_ALWAYS ? 0 : m.threshold_bytes;
+  return params;
+}
+
+Result<std::vector<std::pair<std::string_view, const ExportedMethod*>>> SpdkModules(
+    const ExportValues& values) {
+  std::vector<std::pair<std::string_view, const ExportedMethod*>> modules = {
+      {"posix", Find(values, ZCAL_METHOD_MSG_ZEROCOPY)},
+      {"uring", Find(values, ZCAL_METHOD_URING_SEND_ZC)}};
+  for (const auto& [impl, m] : modules)
+    if (m == nullptr)
+      return Fail(Errc::kInvalidArgument,
+                  "no value for the " + std::string(impl) + " module's method");
+  return modules;
+}
+
+}  // namespace
+
+Result<ExportFormat> ParseExportFormat(std::string_view text) {
+  for (const auto& [name, format] : kFormats)
+    if (name == text) return format;
+  return Fail(Errc::kInvalidArgument,
+              "unknown format \"" + std::string(text) +
+                  "\": the formats are env, json, libfabric, spdk and spdk-rpc");
+}
+
+std::string_view ExportFormatName(ExportFormat format) {
+  for (const auto& [name, f] : kFormats)
+    if (f == format) return name;
+  return "unknown";
+}
+
+std::vector<std::uint8_t> ExportMethods(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kLibfabric:
+      return {ZCAL_METHOD_MSG_ZEROCOPY};
+    case ExportFormat::kSpdk:
+    case ExportFormat::kSpdkRpc:
+      return {ZCAL_METHOD_MSG_ZEROCOPY, ZCAL_METHOD_URING_SEND_ZC};
+    case ExportFormat::kEnv:
+    case ExportFormat::kJson:
+      break;
+  }
+  return {ZCAL_METHOD_MSG_ZEROCOPY, ZCAL_METHOD_URING_SEND_ZC,
+          ZCAL_METHOD_URING_SEND_ZC_FIXED};
+}
+
+Result<ExportFallback> ParseExportFallback(std::string_view text) {
+  if (text == "never") return ExportFallback{ZCAL_VERDICT_NEVER, 0};
+  if (text == "always") return ExportFallback{ZCAL_VERDICT_ALWAYS, 0};
+  Result<std::uint64_t> bytes = common::ParseSize(text);
+  if (!bytes)
+    return Fail(Errc::kInvalidArgument,
+                "--fallback \"" + std::string(text) +
+                    "\" is not never, always or a size in bytes (16384, 16KiB)");
+  return ExportFallback{ZCAL_VERDICT_THRESHOLD, *bytes};
+}
+
+bool ExportValues::any_fallback() const {
+  return std::any_of(methods.begin(), methods.end(),
+                     [](const ExportedMethod& m) { return m.fallback(); });
+}
+
+std::string ThresholdText(const ExportedMethod& m) {
+  if (m.verdict == ZCAL_VERDICT_NEVER) return "never";
+  if (m.verdict == ZCAL_VERDICT_ALWAYS) return "always";
+  return std::to_string(m.threshold_bytes);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
+    ExportFormat format, const ExportValues& values) {
+  std::vector<std::pair<std::string, std::string>> vars;
+  if (format == ExportFormat::kLibfabric) {
+    const ExportedMethod* m = Find(values, ZCAL_METHOD_MSG_ZEROCOPY);
+    if (m == nullptr) return Fail(Errc::kInvalidArgument, "no value for msg_zerocopy");
+    // libfabric's semantics: sizes >= the value go zerocopy, -1 is off.
+    const std::string size = m->verdict == ZCAL_VERDICT_NEVER    ? "-1"
+                             : m->verdict == ZCAL_VERDICT_ALWAYS ? "0"
+                                                                 : std::to_string(m->threshold_bytes);
+    const std::string source = values.any_fallback() ? "fallback" : "segment";
+    return std::vector<std::pair<std::string, std::string>>{
+        {"FI_TCP_ZEROCOPY_SIZE", size}, {"FI_NET_ZEROCOPY_SIZE", size}, {"ZCAL_SOURCE", source}};
+  }
+  if (format != ExportFormat::kEnv)
+    return Fail(Errc::kInvalidArgument, "format " + std::string(ExportFormatName(format)) +
+                                            " sets no environment variables");
+  for (const ExportedMethod& m : values.methods) {
+    const std::string prefix = "ZCAL_" + Upper(zcal_method_name(m.method));
+    vars.emplace_back(prefix + "_THRESHOLD", ThresholdText(m));
+    vars.emplace_back(prefix + "_SCOPE", m.scope);
+    vars.emplace_back(prefix + "_ESTIMATED", m.estimated ? "1" : "0");
+    vars.emplace_back(prefix + "_MEASURED_AT", Utc(m.measured_at_ns));
+  }
+  vars.emplace_back("ZCAL_SOURCE", values.any_fallback() ? "fallback" : "segment");
+  vars.emplace_back("ZCAL_STALE", values.stale ? "1" : "0");
+  vars.emplace_back("ZCAL_SEGMENT", values.segment);
+  return vars;
+}
+
+std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& variables,
+                        std::string_view comment) {
+  std::string out = "# " + std::string(comment) + "\n";
+  for (const auto& [name, value] : variables) out += name + "=" + Quoted(value) + "\n";
+  return out;
+}
+
+Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
+                                 const nlohmann::json& show) {
+  const std::string comment = "zcal export --format " + std::string(ExportFormatName(format)) +
+                              ": segment " + values.segment + ", for " + values.key +
+                              (values.stale ? ", stale" : "") +
+                              (values.any_fallback() ? ", with fallback values" : "");
+  switch (format) {
+    case ExportFormat::kEnv:
+    case ExportFormat::kLibfabric: {
+      auto vars = ExportVariables(format, values);
+      if (!vars) return tl::unexpected(vars.error());
+      return EnvFileText(*vars, comment);
+    }
+    case ExportFormat::kSpdk: {
+      auto modules = SpdkModules(values);
+      if (!modules) return tl::unexpected(modules.error());
+      nlohmann::json config = nlohmann::json::array();
+      for (const auto& [impl, m] : *modules)
+        config.push_back({{"method", "sock_impl_set_options"}, {"params", SpdkParams(impl, *m)}});
+      return nlohmann::json{{"subsystem", "sock"}, {"config", std::move(config)}}.dump(2) + "\n";
+    }
+    case ExportFormat::kSpdkRpc: {
+      auto modules = SpdkModules(values);
+      if (!modules) return tl::unexpected(modules.error());
+      // One request a line, ids from 1: what a script pipes to the RPC socket.
+      std::string out;
+      int id = 1;
+      for (const auto& [impl, m] : *modules)
+        out += nlohmann::json{{"jsonrpc", "2.0"},
+                              {"method", "sock_impl_set_options"},
+                              {"id", id++},
+                              {"params", SpdkParams(impl, *m)}}
+                   .dump() +
+               "\n";
+      return out;
+    }
+    case ExportFormat::kJson: {
+      nlohmann::json doc = show.is_object() ? show : nlohmann::json{{"segment", values.segment}};
+      nlohmann::json methods = nlohmann::json::object();
+      for (const ExportedMethod& m : values.methods) {
+        methods[zcal_method_name(m.method)] = {
+            {"verdict", zcal_verdict_name(m.verdict)},
+            {"threshold_bytes", m.verdict == ZCAL_VERDICT_THRESHOLD
+                                    ? nlohmann::json(m.threshold_bytes)
+                                    : nlohmann::json(nullptr)},
+            {"scope", m.scope},
+            {"estimated", m.estimated},
+            {"measured_at_ns", m.fallback() ? nlohmann::json(nullptr)
+                                            : nlohmann::json(m.measured_at_ns)}};
+      }
+      doc["export"] = {{"key", values.key},
+                       {"stale", values.stale},
+                       {"source", values.any_fallback() ? "fallback" : "segment"},
+                       {"methods", std::move(methods)}};
+      return doc.dump(2) + "\n";
+    }
+  }
+  return Fail(Errc::kInvalidArgument, "unknown format");
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,235 @@
+#include "export_select.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "zcal/agent/report/segment_table.h"
+#include "zcal/common/clock.h"
+#include "zcal/zcal.h"
+
+namespace zcal::agent {
+
+namespace {
+
+struct HandleCloser {
+  void operator()(zcal_handle* h) const { zcal_close(h); }
+};
+using Handle = std::unique_ptr<zcal_handle, HandleCloser>;
+
+std::string SegmentName(const std::string& given) {
+  const char* env = std::getenv(ZCAL_SEGMENT_ENV);
+  return !given.empty() ? given : (env && *env) ? std::string(env) : std::string(ZCAL_DEFAULT_SEGMENT);
+}
+
+struct Key {
+  zcal_key key{};
+  std::string text;  // for messages and the output's comment
+};
+
+Result<Key> MakeKey(const ExportKeyArgs& args) {
+  Key k;
+  if (!args.for_address.empty()) {
+    if (zcal_key_from_string(args.for_address.c_str(), nullptr, &k.key) != 0)
+      return Fail(Errc::kInvalidArgument, "--for \"" + args.for_address +
+                                              "\" is not a numeric IPv4 or IPv6 address");
+    k.text = args.for_address;
+  } else if (!args.interface.empty()) {
+    if (zcal_key_from_string(nullptr, args.interface.c_str(), &k.key) != 0)
+      return Fail(Errc::kInvalidArgument,
+                  "--interface \"" + args.interface + "\" is longer than an interface name (" +
+                      std::to_string(ZCAL_IFNAME_SIZE - 1) + " bytes)");
+    k.text = "interface:" + args.interface;
+  } else if (args.scope.empty() || args.scope == "host_default") {
+    k.text = "host_default";  // a key without address or interface
+  } else if (args.scope == "loopback") {
+    zcal_key_from_string("127.0.0.1", nullptr, &k.key);
+    k.text = "loopback";
+  } else {
+    return Fail(Errc::kInvalidArgument,
+                "--scope \"" + args.scope + "\" is not host_default or loopback");
+  }
+  return k;
+}
+
+bool PrefixMatches(const zcal_shm_entry& e, const zcal_key& key) {
+  if (e.family != key.family) return false;
+  const unsigned bits = e.prefix_len;
+  for (unsigned i = 0; i < 16 && i * 8 < bits; ++i) {
+    const unsigned take = bits - i * 8 >= 8 ? 8 : bits - i * 8;
+    const std::uint8_t mask = static_cast<std::uint8_t>(0xff00u >> take);
+    if ((e.address[i] & mask) != (key.address[i] & mask)) return false;
+  }
+  return true;
+}
+
+// "peer:10.1.0.0/16", "interface:eth0", "host_default", "loopback": the
+// entry the lookup answered with, found in the same table.
+std::string ScopeOf(const zcal_result& r, const Key& k, const SegmentTable& table) {
+  for (const zcal_shm_entry& e : table.entries) {
+    if (e.method != r.method || e.scope != r.scope) continue;
+    if (e.scope == ZCAL_SCOPE_PEER && (e.prefix_len != r.prefix_len || !PrefixMatches(e, k.key)))
+      continue;
+    if (e.scope == ZCAL_SCOPE_INTERFACE &&
+        std::strncmp(e.interface, k.key.interface, ZCAL_IFNAME_SIZE) != 0)
+      continue;
+    std::string text = ScopeText(e);
+    for (char& c : text)
+      if (c == ' ') c = ':';
+    return text;
+  }
+  return zcal_scope_name(r.scope);
+}
+
+std::string MethodList(const std::vector<std::uint8_t>& methods) {
+  std::string out;
+  for (std::uint8_t m : methods) out += (out.empty() ? "" : ", ") + std::string(zcal_method_name(m));
+  return out;
+}
+
+Result<ExportSelection> AllFallback(ExportSelection selection, const ExportFallback& fallback,
+                                    const std::vector<std::uint8_t>& methods) {
+  for (std::uint8_t m : methods) {
+    ExportedMethod e;
+    e.method = m;
+    e.verdict = fallback.verdict;
+    e.threshold_bytes = fallback.threshold_bytes;
+    e.scope = "fallback";
+    selection.values.methods.push_back(std::move(e));
+  }
+  return selection;
+}
+
+std::string OpenError(int rc, const std::string& name) {
+  const std::string detail = zcal_error_detail();
+  switch (-rc) {
+    case ENOENT:
+      return "no segment " + name + " (/dev/shm" + name +
+             " does not exist): no zcal agent has published on this host";
+    case EPROTO:
+      return "incompatible or corrupt segment " + name + ": " + detail;
+    case EACCES:
+      return "not allowed to read segment " + name + ": " + detail;
+    default:
+      return "cannot read segment " + name + ": " + (detail.empty() ? std::strerror(-rc) : detail);
+  }
+}
+
+}  // namespace
+
+void AddExportKeyOptions(CLI::App& app, ExportKeyArgs& args) {
+  app.add_option("--segment", args.segment,
+                 "Segment name, \"/NAME\" (default: $ZCAL_SEGMENT, else /zcal)");
+  CLI::Option* for_opt = app.add_option(
+      "--for", args.for_address,
+      "The values for traffic to this peer address, as a transport looks them up");
+  CLI::Option* scope = app.add_option(
+      "--scope", args.scope, "host_default (the default) or loopback: that scope's values");
+  CLI::Option* interface = app.add_option(
+      "--interface", args.interface, "The values for traffic leaving this interface");
+  for_opt->excludes(scope, interface);
+  scope->excludes(interface);
+  app.add_option("--fallback", args.fallback,
+                 "never, always or a size in bytes: printed, with a warning and "
+                 "ZCAL_SOURCE=fallback, for each method without a usable entry "
+                 "(default: fail)");
+  app.add_flag("--fresh", args.fresh,
+               "Refuse a stale table (republished at agent start, not yet confirmed)");
+}
+
+Result<ExportSelection> SelectExport(const ExportKeyArgs& args,
+                                     const std::vector<std::uint8_t>& methods,
+                                     std::string_view command, std::ostream& warnings) {
+  std::optional<ExportFallback> fallback;
+  if (!args.fallback.empty()) {
+    auto parsed = ParseExportFallback(args.fallback);
+    if (!parsed) return tl::unexpected(parsed.error());
+    fallback = *parsed;
+  }
+  auto key = MakeKey(args);
+  if (!key) return tl::unexpected(key.error());
+
+  ExportSelection selection;
+  const std::string name = SegmentName(args.segment);
+  selection.values.segment = name;
+  selection.values.key = key->text;
+  const std::string prefix = std::string(command) + ": warning: ";
+  const std::string fallback_note =
+      fallback ? "printing the fallback " + args.fallback + " (ZCAL_SOURCE=fallback)" : "";
+
+  zcal_handle* raw = nullptr;
+  const int rc = zcal_open(name.c_str(), &raw);
+  Handle handle(raw);
+  if (rc != 0) {
+    if (rc == -EINVAL) return Fail(Errc::kInvalidArgument, zcal_error_detail());
+    const std::string why = OpenError(rc, name);
+    if (!fallback) return Fail(rc == -ENOENT ? Errc::kNotFound : Errc::kFailed, why);
+    warnings << prefix << why << ": " << fallback_note << "\n";
+    return AllFallback(std::move(selection), *fallback, methods);
+  }
+
+  SegmentTable table;
+  table.name = name;
+  zcal_info info{};
+  if (const int r = zcal_read_info(handle.get(), &info); r != 0)
+    return Fail(Errc::kFailed, "cannot read segment " + name + ": " + std::strerror(-r));
+  table.info = info;
+  for (std::uint32_t i = 0; i < info.count; ++i) {
+    zcal_shm_entry e{};
+    if (zcal_read_entry(handle.get(), i, &e) == 0) table.entries.push_back(e);
+  }
+  selection.show = ThresholdsJson(table, common::RealtimeNs());
+  selection.values.stale = (info.flags & ZCAL_FLAG_STALE) != 0;
+  if (selection.values.stale) {
+    const std::string why = "segment " + name +
+                            " is stale (an agent republished its saved results at start "
+                            "and has not confirmed them yet)";
+    if (args.fresh) {
+      if (!fallback) return Fail(Errc::kNotFound, why + "; --fresh asks for confirmed values only");
+      warnings << prefix << why << ", and --fresh refuses it: " << fallback_note << "\n";
+      selection.values.stale = false;
+      return AllFallback(std::move(selection), *fallback, methods);
+    }
+    warnings << prefix << why << ": using it (--fresh refuses a stale table)\n";
+  }
+
+  std::vector<std::uint8_t> missing;
+  for (std::uint8_t method : methods) {
+    zcal_result r{};
+    const int lr = zcal_lookup(handle.get(), &key->key, method, &r);
+    if (lr == -ENODATA ||
+        (lr == 0 && r.verdict != ZCAL_VERDICT_THRESHOLD && r.verdict != ZCAL_VERDICT_ALWAYS &&
+         r.verdict != ZCAL_VERDICT_NEVER)) {
+      missing.push_back(method);
+      ExportedMethod e;
+      e.method = method;
+      e.scope = "fallback";
+      selection.values.methods.push_back(e);
+      continue;
+    }
+    if (lr != 0) return Fail(Errc::kFailed, OpenError(lr, name));
+    ExportedMethod e;
+    e.method = method;
+    e.verdict = r.verdict;
+    e.threshold_bytes = r.threshold_bytes;
+    e.scope = ScopeOf(r, *key, table);
+    e.estimated = r.estimated != 0;
+    e.measured_at_ns = r.measured_at_ns;
+    selection.values.methods.push_back(std::move(e));
+  }
+  if (!missing.empty()) {
+    const std::string why = "segment " + name + " has no usable entry (none, or inconclusive) for " +
+                            key->text + " and " + MethodList(missing);
+    if (!fallback) return Fail(Errc::kNotFound, why);
+    warnings << prefix << why << ": " << fallback_note << "\n";
+    for (ExportedMethod& e : selection.values.methods) {
+      if (!e.fallback()) continue;
+      e.verdict = fallback->verdict;
+      e.threshold_bytes = fallback->threshold_bytes;
+    }
+  }
+  return selection;
+}
+
+}  // namespace zcal::agent

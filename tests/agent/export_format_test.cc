@@ -1,0 +1,192 @@
+// The text `zcal export` prints per format, from the values for one key:
+// what sh, systemd, libfabric and SPDK read from it.
+#include "zcal/agent/cli/export_format.h"
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "zcal/zcal.h"
+
+namespace zcal::agent {
+namespace {
+
+ExportedMethod Method(std::uint8_t method, std::uint8_t verdict, std::uint64_t bytes,
+                      std::string scope = "host_default") {
+  ExportedMethod m;
+  m.method = method;
+  m.verdict = verdict;
+  m.threshold_bytes = bytes;
+  m.scope = std::move(scope);
+  m.measured_at_ns = 1'700'000'000'000'000'000ull;
+  return m;
+}
+
+ExportValues Values() {
+  ExportValues v;
+  v.segment = "/zcal";
+  v.key = "198.18.0.2";
+  v.methods = {Method(ZCAL_METHOD_MSG_ZEROCOPY, ZCAL_VERDICT_THRESHOLD, 16384, "peer:198.18.0.0/15"),
+               Method(ZCAL_METHOD_URING_SEND_ZC, ZCAL_VERDICT_NEVER, 0),
+               Method(ZCAL_METHOD_URING_SEND_ZC_FIXED, ZCAL_VERDICT_ALWAYS, 0)};
+  v.methods[2].estimated = true;
+  return v;
+}
+
+// NAME=value lines, comments skipped.
+std::map<std::string, std::string> Lines(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find('=');
+    EXPECT_NE(eq, std::string::npos) << line;
+    out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+TEST(ExportFormat, ParsesTheFiveFormatsAndNamesThemOnAnUnknownOne) {
+  for (const char* name : {"env", "json", "libfabric", "spdk", "spdk-rpc"}) {
+    auto f = ParseExportFormat(name);
+    ASSERT_TRUE(f) << name;
+    EXPECT_EQ(ExportFormatName(*f), name);
+  }
+  auto bad = ParseExportFormat("yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("\"yaml\""), std::string::npos);
+  EXPECT_NE(bad.error().message.find("spdk-rpc"), std::string::npos);
+}
+
+TEST(ExportFormat, FallbackIsNeverAlwaysOrASize) {
+  EXPECT_EQ(ParseExportFallback("never")->verdict, ZCAL_VERDICT_NEVER);
+  EXPECT_EQ(ParseExportFallback("always")->verdict, ZCAL_VERDICT_ALWAYS);
+  auto bytes = ParseExportFallback("16KiB");
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->verdict, ZCAL_VERDICT_THRESHOLD);
+  EXPECT_EQ(bytes->threshold_bytes, 16384u);
+  EXPECT_EQ(ParseExportFallback("4096")->threshold_bytes, 4096u);
+  auto bad = ParseExportFallback("sometimes");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("\"sometimes\""), std::string::npos);
+}
+
+TEST(ExportFormat, EnvSpellsOutNeverAndAlwaysWithScopeEstimateAndTime) {
+  auto text = FormatExport(ExportFormat::kEnv, Values());
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_EQ(text->rfind("# zcal export --format env", 0), 0u) << *text;
+  auto vars = Lines(*text);
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "16384");
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_SCOPE"], "peer:198.18.0.0/15");
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_ESTIMATED"], "0");
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_MEASURED_AT"], "2023-11-14T22:13:20Z");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_THRESHOLD"], "never");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_THRESHOLD"], "always");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_ESTIMATED"], "1");
+  EXPECT_EQ(vars["ZCAL_SOURCE"], "segment");
+  EXPECT_EQ(vars["ZCAL_STALE"], "0");
+  EXPECT_EQ(vars["ZCAL_SEGMENT"], "/zcal");
+}
+
+TEST(ExportFormat, EnvMarksFallbackValues) {
+  ExportValues v = Values();
+  v.methods[1].scope = "fallback";
+  v.methods[1].measured_at_ns = 0;
+  v.stale = true;
+  auto vars = Lines(*FormatExport(ExportFormat::kEnv, v));
+  EXPECT_EQ(vars["ZCAL_SOURCE"], "fallback");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_SCOPE"], "fallback");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_MEASURED_AT"], "none");
+  EXPECT_EQ(vars["ZCAL_STALE"], "1");
+}
+
+TEST(ExportFormat, EnvQuotesWhatShAndSystemdWouldReadDifferently) {
+  const std::string text = EnvFileText({{"A", "plain:1/2"}, {"B", "two words"}, {"C", "it's"},
+                                        {"D", ""}},
+                                       "comment");
+  EXPECT_EQ(text, "# comment\nA=plain:1/2\nB='two words'\nC='it?s'\nD=''\n");
+}
+
+TEST(ExportFormat, LibfabricUsesMinusOneForNeverAndZeroForAlways) {
+  ExportValues v = Values();
+  EXPECT_EQ(Lines(*FormatExport(ExportFormat::kLibfabric, v))["FI_TCP_ZEROCOPY_SIZE"], "16384");
+  v.methods[0].verdict = ZCAL_VERDICT_NEVER;
+  auto vars = Lines(*FormatExport(ExportFormat::kLibfabric, v));
+  EXPECT_EQ(vars["FI_TCP_ZEROCOPY_SIZE"], "-1");
+  EXPECT_EQ(vars["FI_NET_ZEROCOPY_SIZE"], "-1");
+  v.methods[0].verdict = ZCAL_VERDICT_ALWAYS;
+  vars = Lines(*FormatExport(ExportFormat::kLibfabric, v));
+  EXPECT_EQ(vars["FI_TCP_ZEROCOPY_SIZE"], "0");
+  EXPECT_EQ(vars["FI_NET_ZEROCOPY_SIZE"], "0");
+  EXPECT_EQ(vars["ZCAL_SOURCE"], "segment");
+}
+
+TEST(ExportFormat, SpdkConfigTurnsFlagsOffForNeverAndSetsTheThresholdOtherwise) {
+  auto text = FormatExport(ExportFormat::kSpdk, Values());
+  ASSERT_TRUE(text) << text.error().message;
+  const auto doc = nlohmann::json::parse(*text);
+  EXPECT_EQ(doc["subsystem"], "sock");
+  ASSERT_EQ(doc["config"].size(), 2u);
+  const auto& posix = doc["config"][0];
+  EXPECT_EQ(posix["method"], "sock_impl_set_options");
+  EXPECT_EQ(posix["params"]["impl_name"], "posix");
+  EXPECT_EQ(posix["params"]["enable_zerocopy_send_server"], true);
+  EXPECT_EQ(posix["params"]["enable_zerocopy_send_client"], true);
+  EXPECT_EQ(posix["params"]["zerocopy_threshold"], 16384);
+  const auto& uring = doc["config"][1]["params"];
+  EXPECT_EQ(uring["impl_name"], "uring");
+  EXPECT_EQ(uring["enable_zerocopy_send_server"], false);
+  EXPECT_EQ(uring["enable_zerocopy_send_client"], false);
+  EXPECT_FALSE(uring.contains("zerocopy_threshold"));
+}
+
+TEST(ExportFormat, SpdkRpcIsOneRequestPerModule) {
+  ExportValues v = Values();
+  v.methods[1].verdict = ZCAL_VERDICT_ALWAYS;
+  auto text = FormatExport(ExportFormat::kSpdkRpc, v);
+  ASSERT_TRUE(text);
+  std::istringstream in(*text);
+  std::string line;
+  int id = 0;
+  for (const char* impl : {"posix", "uring"}) {
+    ASSERT_TRUE(std::getline(in, line));
+    const auto req = nlohmann::json::parse(line);
+    EXPECT_EQ(req["jsonrpc"], "2.0");
+    EXPECT_EQ(req["method"], "sock_impl_set_options");
+    EXPECT_EQ(req["id"], ++id);
+    EXPECT_EQ(req["params"]["impl_name"], impl);
+  }
+  EXPECT_FALSE(std::getline(in, line));
+  EXPECT_EQ(nlohmann::json::parse(text->substr(text->find('\n') + 1))["params"]["zerocopy_threshold"],
+            0);
+}
+
+TEST(ExportFormat, JsonIsTheShowDocumentWithTheKeysValues) {
+  const nlohmann::json show = {{"segment", "/zcal"}, {"entries", nlohmann::json::array()}};
+  const auto doc = nlohmann::json::parse(*FormatExport(ExportFormat::kJson, Values(), show));
+  EXPECT_EQ(doc["segment"], "/zcal");
+  EXPECT_TRUE(doc["entries"].is_array());
+  const auto& e = doc["export"];
+  EXPECT_EQ(e["key"], "198.18.0.2");
+  EXPECT_EQ(e["source"], "segment");
+  EXPECT_EQ(e["methods"]["msg_zerocopy"]["threshold_bytes"], 16384);
+  EXPECT_EQ(e["methods"]["msg_zerocopy"]["scope"], "peer:198.18.0.0/15");
+  EXPECT_EQ(e["methods"]["uring_send_zc"]["verdict"], "never");
+  EXPECT_TRUE(e["methods"]["uring_send_zc"]["threshold_bytes"].is_null());
+}
+
+TEST(ExportFormat, AFormatWithoutItsMethodFails) {
+  ExportValues v = Values();
+  v.methods.erase(v.methods.begin());
+  EXPECT_FALSE(FormatExport(ExportFormat::kSpdk, v));
+  EXPECT_FALSE(FormatExport(ExportFormat::kLibfabric, v));
+  EXPECT_FALSE(ExportVariables(ExportFormat::kSpdk, Values()));
+}
+
+}  // namespace
+}  // namespace zcal::agent
