@@ -1,0 +1,230 @@
+// gRPC C++ takes zcal's threshold: runs client/examples/grpc_zc (a server
+// and a channel in one process, both built with the two zerocopy channel
+// arguments from the msg_zerocopy lookup for 127.0.0.1) under
+//   strace -f -e trace=setsockopt,sendmsg
+// against segments written here, and reads from the system calls what gRPC
+// did with them: SO_ZEROCOPY on its sockets, MSG_ZEROCOPY on writes above
+// the threshold only, and neither for a `never` answer or without a segment
+// (gRPC sets SO_ZEROCOPY on its listening socket in every case; see
+// ConnectionsWithSoZerocopy).
+//
+//   client_grpc_zerocopy_test STRACE GRPC_ZC   (77, skipped, without strace)
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "segment_image.h"
+#include "zcal/zcal.h"
+
+extern char** environ;
+
+namespace {
+
+using zcal::test::MakeEntry;
+using zcal::test::Peer;
+using zcal::test::ScopedName;
+using zcal::test::SegmentImage;
+
+std::string g_strace;
+std::string g_grpc_zc;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// What one run of the example left: its stdout and the strace log.
+struct ExampleRun {
+  int status = -1;
+  std::string out;
+  std::string trace;
+};
+
+// A scratch directory for one run's files, removed with them.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char path[] = "/tmp/zcal-grpc-XXXXXX";
+    if (mkdtemp(path) == nullptr) throw std::runtime_error("mkdtemp");
+    path_ = path;
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    for (const char* name : {"/out", "/trace"}) unlink((path_ + name).c_str());
+    rmdir(path_.c_str());
+  }
+  const std::string& str() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+ExampleRun RunExample(const char* segment, std::uint64_t size, int count) {
+  ScratchDir dir;
+  const std::string out = dir.str() + "/out", trace = dir.str() + "/trace";
+  std::vector<std::string> args = {g_strace, "-f", "-s", "0", "-e",
+                                   "trace=listen,setsockopt,sendmsg",
+                                   "-o", trace, g_grpc_zc, "--peer", "127.0.0.1",
+                                   "--count", std::to_string(count), "--size",
+                                   std::to_string(size)};
+  if (segment != nullptr) {
+    args.emplace_back("--segment");
+    args.emplace_back(segment);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ExampleRun run;
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0)
+    waitpid(pid, &run.status, 0);
+  posix_spawn_file_actions_destroy(&actions);
+  run.out = ReadFile(out);
+  run.trace = ReadFile(trace);
+  return run;
+}
+
+bool Exited0(const ExampleRun& run) { return WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0; }
+
+int Count(const std::string& text, const std::regex& pattern) {
+  return static_cast<int>(std::distance(
+      std::sregex_iterator(text.begin(), text.end(), pattern), std::sregex_iterator()));
+}
+
+// A call strace sees interrupted by another thread's is logged in two
+// lines ("... <unfinished ...>", "<... sendmsg resumed>) = N"): the
+// patterns match the first, which holds the arguments.
+const std::regex kZerocopySend(R"(sendmsg\(\d+, .*, MSG_NOSIGNAL\|MSG_ZEROCOPY(\)| <unf))");
+const std::regex kCopySend(R"(sendmsg\(\d+, .*, MSG_NOSIGNAL(\)| <unf))");
+
+// SO_ZEROCOPY set on sockets that carry data. gRPC sets it on every
+// listening socket whatever its arguments say (accepted sockets inherit
+// it, but gRPC sends with MSG_ZEROCOPY only when the argument enables it),
+// so a setsockopt followed by listen() on that descriptor is not counted.
+int ConnectionsWithSoZerocopy(const std::string& trace) {
+  static const std::regex kSet(R"(setsockopt\((\d+), SOL_SOCKET, SO_ZEROCOPY, \[1\], 4)");
+  static const std::regex kListen(R"(listen\((\d+), \d+)");
+  std::vector<std::pair<bool, int>> events;  // (is listen, fd), in trace order
+  std::istringstream lines(trace);
+  std::string line;
+  std::smatch m;
+  while (std::getline(lines, line)) {
+    if (std::regex_search(line, m, kSet)) events.emplace_back(false, std::stoi(m[1]));
+    else if (std::regex_search(line, m, kListen)) events.emplace_back(true, std::stoi(m[1]));
+  }
+  int count = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i].first) continue;
+    bool listener = false;
+    for (std::size_t j = i + 1; j < events.size(); ++j) {
+      if (events[j].second != events[i].second) continue;
+      listener = events[j].first;
+      break;
+    }
+    if (!listener) ++count;
+  }
+  return count;
+}
+
+// A table with one peer entry for 127.0.0.1 (what a loopback calibration
+// or an operator's static entry publishes).
+void WriteSegment(const ScopedName& name, const zcal_shm_entry& entry) {
+  SegmentImage image(4);
+  image.Add(entry);
+  image.WriteTo(name);
+}
+
+constexpr std::uint64_t kBig = 256 * 1024;
+constexpr int kCalls = 10;
+
+TEST(GrpcZerocopy, ThresholdBelowTheMessagesSendsThemWithMsgZerocopy) {
+  ScopedName name("grpc");
+  WriteSegment(name, Peer("127.0.0.1", 32, ZCAL_METHOD_MSG_ZEROCOPY, 65536));
+  const ExampleRun run = RunExample(name.c_str(), kBig, kCalls);
+  ASSERT_TRUE(Exited0(run)) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_enabled=1"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_send_bytes_threshold=65536"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("replies_ok=10"), std::string::npos) << run.out;
+  // The accepted and the connected socket both get it.
+  EXPECT_EQ(ConnectionsWithSoZerocopy(run.trace), 2) << run.trace;
+  // Requests and replies: at least one write of each call's message each way.
+  EXPECT_GE(Count(run.trace, kZerocopySend), 2 * kCalls) << run.trace;
+}
+
+TEST(GrpcZerocopy, ThresholdAboveTheMessagesEnablesButCopiesThem) {
+  // 256 KiB messages are above gRPC's own 16 KiB default: without zcal's
+  // threshold reaching gRPC, they would go with MSG_ZEROCOPY.
+  ScopedName name("grpc");
+  WriteSegment(name, Peer("127.0.0.1", 32, ZCAL_METHOD_MSG_ZEROCOPY, 4u << 20));
+  const ExampleRun run = RunExample(name.c_str(), kBig, kCalls);
+  ASSERT_TRUE(Exited0(run)) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_send_bytes_threshold=4194304"), std::string::npos)
+      << run.out;
+  EXPECT_EQ(ConnectionsWithSoZerocopy(run.trace), 2) << run.trace;
+  EXPECT_EQ(Count(run.trace, kZerocopySend), 0) << run.trace;
+  EXPECT_GE(Count(run.trace, kCopySend), 2 * kCalls) << run.trace;
+}
+
+TEST(GrpcZerocopy, NeverLeavesZerocopyOff) {
+  ScopedName name("grpc");
+  zcal_shm_entry never = MakeEntry(ZCAL_SCOPE_PEER, ZCAL_METHOD_MSG_ZEROCOPY,
+                                   ZCAL_VERDICT_NEVER, std::nullopt);
+  never.family = ZCAL_FAMILY_IPV4;
+  never.address[0] = 127;
+  never.address[3] = 1;
+  never.prefix_len = 32;
+  WriteSegment(name, never);
+  const ExampleRun run = RunExample(name.c_str(), kBig, kCalls);
+  ASSERT_TRUE(Exited0(run)) << run.out;
+  EXPECT_NE(run.out.find("verdict never"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_enabled=0"), std::string::npos) << run.out;
+  EXPECT_EQ(ConnectionsWithSoZerocopy(run.trace), 0) << run.trace;
+  EXPECT_EQ(Count(run.trace, kZerocopySend), 0) << run.trace;
+  EXPECT_GE(Count(run.trace, kCopySend), 2 * kCalls) << run.trace;
+}
+
+TEST(GrpcZerocopy, NoSegmentLeavesZerocopyOff) {
+  ScopedName name("grpc-absent");
+  const ExampleRun run = RunExample(name.c_str(), kBig, kCalls);
+  ASSERT_TRUE(Exited0(run)) << run.out;
+  EXPECT_NE(run.out.find("no segment"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_enabled=0"), std::string::npos) << run.out;
+  EXPECT_EQ(ConnectionsWithSoZerocopy(run.trace), 0) << run.trace;
+  EXPECT_EQ(Count(run.trace, kZerocopySend), 0) << run.trace;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s STRACE GRPC_ZC\n", argv[0]);
+    return 2;
+  }
+  g_strace = argv[1];
+  g_grpc_zc = argv[2];
+  if (access(g_strace.c_str(), X_OK) != 0) {
+    std::printf("SKIP: %s is missing (apt-get install strace)\n", g_strace.c_str());
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}
