@@ -19,8 +19,9 @@
 //
 // The answer maps as zcal_result::zerocopy_from_bytes says: a threshold is
 // passed as is, `always` is 0, and `never`, `inconclusive`, no entry or no
-// segment leave zerocopy disabled (gRPC's default). Exit status 0, 1 on a
-// failed call or a wrong reply, 2 on bad usage.
+// segment leave zerocopy disabled (gRPC's default). Exit status 0, 1 when
+// it cannot listen, on a failed call or a wrong reply, 2 on bad usage (also
+// an ADDRESS that is not numeric).
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -60,12 +61,8 @@ ZerocopyArgs FromZcal(const char* segment_name, const char* peer) {
     args.why = "no segment (" + segment.detail() + ")";
     return args;
   }
-  auto key = zcal::client::MakeKey(peer);
-  if (!key) {
-    args.why = std::string("address ") + peer + " does not parse";
-    return args;
-  }
-  auto result = segment->Lookup(*key, zcal::client::Method::kMsgZerocopy);
+  const zcal_key key = *zcal::client::MakeKey(peer);  // checked in main
+  auto result = segment->Lookup(key, zcal::client::Method::kMsgZerocopy);
   if (!result) {
     args.why = "no answer (" + result.detail() + ")";
     return args;
@@ -209,6 +206,12 @@ int main(int argc, char** argv) {
     }
   }
 
+  // A numeric address only: the zcal key needs one, and a name would send
+  // the server to the resolver.
+  if (!zcal::client::MakeKey(peer)) {
+    std::fprintf(stderr, "grpc_zc: --peer %s is not an IPv4 or IPv6 address\n", peer);
+    return 2;
+  }
   const ZerocopyArgs zc = FromZcal(segment, peer);
   std::printf("grpc_zc: peer %s: %s: %s=%d %s=%d\n", peer, zc.why.c_str(), kZerocopyEnabled,
               zc.enabled ? 1 : 0, kZerocopyThreshold, zc.threshold);

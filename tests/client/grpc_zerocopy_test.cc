@@ -152,6 +152,16 @@ void WriteSegment(const ScopedName& name, const zcal_shm_entry& entry) {
   image.WriteTo(name);
 }
 
+// A 127.0.0.1/32 msg_zerocopy entry without a threshold (always, never).
+zcal_shm_entry MakePeerEntry(std::uint8_t verdict) {
+  zcal_shm_entry e = MakeEntry(ZCAL_SCOPE_PEER, ZCAL_METHOD_MSG_ZEROCOPY, verdict, std::nullopt);
+  e.family = ZCAL_FAMILY_IPV4;
+  e.address[0] = 127;
+  e.address[3] = 1;
+  e.prefix_len = 32;
+  return e;
+}
+
 constexpr std::uint64_t kBig = 256 * 1024;
 constexpr int kCalls = 10;
 
@@ -184,15 +194,21 @@ TEST(GrpcZerocopy, ThresholdAboveTheMessagesEnablesButCopiesThem) {
   EXPECT_GE(Count(run.trace, kCopySend), 2 * kCalls) << run.trace;
 }
 
+TEST(GrpcZerocopy, AlwaysSendsSmallMessagesWithMsgZerocopy) {
+  // `always` is a threshold of 0: 1 KiB messages, below gRPC's default.
+  ScopedName name("grpc");
+  WriteSegment(name, MakePeerEntry(ZCAL_VERDICT_ALWAYS));
+  const ExampleRun run = RunExample(name.c_str(), 1024, kCalls);
+  ASSERT_TRUE(Exited0(run)) << run.out;
+  EXPECT_NE(run.out.find("verdict always"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_send_bytes_threshold=0"), std::string::npos) << run.out;
+  EXPECT_EQ(ConnectionsWithSoZerocopy(run.trace), 2) << run.trace;
+  EXPECT_GE(Count(run.trace, kZerocopySend), 2 * kCalls) << run.trace;
+}
+
 TEST(GrpcZerocopy, NeverLeavesZerocopyOff) {
   ScopedName name("grpc");
-  zcal_shm_entry never = MakeEntry(ZCAL_SCOPE_PEER, ZCAL_METHOD_MSG_ZEROCOPY,
-                                   ZCAL_VERDICT_NEVER, std::nullopt);
-  never.family = ZCAL_FAMILY_IPV4;
-  never.address[0] = 127;
-  never.address[3] = 1;
-  never.prefix_len = 32;
-  WriteSegment(name, never);
+  WriteSegment(name, MakePeerEntry(ZCAL_VERDICT_NEVER));
   const ExampleRun run = RunExample(name.c_str(), kBig, kCalls);
   ASSERT_TRUE(Exited0(run)) << run.out;
   EXPECT_NE(run.out.find("verdict never"), std::string::npos) << run.out;
@@ -210,6 +226,37 @@ TEST(GrpcZerocopy, NoSegmentLeavesZerocopyOff) {
   EXPECT_NE(run.out.find("tcp_tx_zerocopy_enabled=0"), std::string::npos) << run.out;
   EXPECT_EQ(ConnectionsWithSoZerocopy(run.trace), 0) << run.trace;
   EXPECT_EQ(Count(run.trace, kZerocopySend), 0) << run.trace;
+}
+
+// Exit status of the example run directly, its output discarded.
+int RunPlain(std::vector<std::string> args) {
+  args.insert(args.begin(), g_grpc_zc);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  int status = -1;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0)
+    waitpid(pid, &status, 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(GrpcZerocopy, RejectsBadUsage) {
+  EXPECT_EQ(RunPlain({"--size", "0"}), 2);
+  EXPECT_EQ(RunPlain({"--size", "5000000"}), 2);  // above gRPC's 4 MiB receive limit
+  EXPECT_EQ(RunPlain({"--count", "x"}), 2);
+  EXPECT_EQ(RunPlain({"--bogus", "1"}), 2);
+  EXPECT_EQ(RunPlain({"--segment"}), 2);
+}
+
+TEST(GrpcZerocopy, RejectsAPeerThatIsNotAnAddress) {
+  EXPECT_EQ(RunPlain({"--peer", "not-an-address"}), 2);
+  EXPECT_EQ(RunPlain({"--peer", "127.0.0.256"}), 2);
 }
 
 }  // namespace
