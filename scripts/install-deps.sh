@@ -24,6 +24,9 @@ packages=(
   # the Rust crate client/rust (meson -Drust=enabled): Debian's toolchain,
   # called as /usr/bin/cargo and /usr/bin/rustc
   cargo rustc
+  # the gRPC C++ example and its test (meson -Dgrpc=enabled): the generic
+  # API needs no protoc; strace shows the socket options gRPC sets
+  libgrpc++-dev strace
   # benchmarks (stress-ng: the controlled load of bench/load.py)
   libbenchmark-dev iperf3 stress-ng
   # manual pages
