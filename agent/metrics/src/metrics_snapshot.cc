@@ -272,8 +272,10 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
                    "calibration behind the published result (its own thread included).",
                    &probes::HostLoad::runnable_mean}}) {
     GaugeFamily f(out, name, help);
+    // A copy, not the binding: clang 14 cannot capture structured bindings.
+    const auto field = value;
     each([&](const std::string& path, const std::string& method, const MethodState& s) {
-      if (s.load) f.Add((*s.load).*value, {{"path", path}, {"method", method}});
+      if (s.load) f.Add((*s.load).*field, {{"path", path}, {"method", method}});
     });
   }
   {
