@@ -9,34 +9,35 @@ using calibrator::MethodResult;
 using calibrator::Reason;
 using calibrator::Verdict;
 
-IommuTranslation ClassifyIommu(const HostDefaultNic& nic, std::string& why) {
+IommuClass ClassifyIommu(const HostDefaultNic& nic) {
   if (!nic.facts) {
-    why = "the host-default NIC is unknown (" + nic.why_unknown + ")";
-    return IommuTranslation::kUnknown;
+    return {IommuTranslation::kUnknown,
+            "the host-default NIC is unknown (" + nic.why_unknown + ")"};
   }
   const probes::InterfaceFacts& f = *nic.facts;
   if (f.driver.empty() && f.pci_device.empty()) {
-    why = f.name + " is a virtual interface (bond, VLAN, bridge...): the IOMMU "
-                   "mode of the NICs behind it is not known; name one with "
-                   "host_default.interface";
-    return IommuTranslation::kUnknown;
+    return {IommuTranslation::kUnknown,
+            f.name +
+                " is a virtual interface (bond, VLAN, bridge...): the IOMMU "
+                "mode of the NICs behind it is not known; name one with "
+                "host_default.interface"};
   }
   if (f.iommu_group.empty()) {
-    why = f.name + " (" + f.driver + ") is in no IOMMU group: no IOMMU translates its DMA";
-    return IommuTranslation::kNone;
+    return {IommuTranslation::kNone,
+            f.name + " (" + f.driver + ") is in no IOMMU group: no IOMMU translates its DMA"};
   }
   if (f.iommu_type.empty()) {
-    why = f.name + " is in IOMMU group " + f.iommu_group + " whose type cannot be read";
-    return IommuTranslation::kUnknown;
+    return {IommuTranslation::kUnknown,
+            f.name + " is in IOMMU group " + f.iommu_group + " whose type cannot be read"};
   }
   if (f.iommu_type == "identity") {
-    why = f.name + " is in IOMMU group " + f.iommu_group +
-          " with an identity (passthrough) domain: its DMA is not translated";
-    return IommuTranslation::kNone;
+    return {IommuTranslation::kNone,
+            f.name + " is in IOMMU group " + f.iommu_group +
+                " with an identity (passthrough) domain: its DMA is not translated"};
   }
-  why = f.name + " is in IOMMU group " + f.iommu_group + " of type " + f.iommu_type +
-        ": the IOMMU translates every mapping, which the discard path cannot see";
-  return IommuTranslation::kTranslates;
+  return {IommuTranslation::kTranslates,
+          f.name + " is in IOMMU group " + f.iommu_group + " of type " + f.iommu_type +
+              ": the IOMMU translates every mapping, which the discard path cannot see"};
 }
 
 bool UsableForHostDefault(const MethodResult& result) {
@@ -99,8 +100,9 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
   if (discard_configured) {
     // The NIC first: where its IOMMU translates (or may), no discard result
     // could stand for it, whatever it measured.
-    std::string why;
-    switch (ClassifyIommu(nic, why)) {
+    const IommuClass iommu = ClassifyIommu(nic);
+    const std::string& why = iommu.why;
+    switch (iommu.translation) {
       case IommuTranslation::kNone:
         break;
       case IommuTranslation::kTranslates:

@@ -30,12 +30,17 @@ namespace zcal::agent {
 /// Whether the IOMMU translates the DMA of a NIC.
 enum class IommuTranslation : std::uint8_t { kNone, kTranslates, kUnknown };
 
+/// What the IOMMU does to a NIC's DMA, and the sentence that says why.
+struct IommuClass {
+  IommuTranslation translation = IommuTranslation::kUnknown;
+  std::string why;  ///< for people: the NIC, its group and domain type
+};
+
 /// kNone for a device without IOMMU group or with an identity domain,
 /// kTranslates for DMA/DMA-FQ (and any other domain type), kUnknown for a
 /// virtual interface (bond, VLAN, bridge: its NICs are not known), a group
-/// whose type cannot be read, or an unknown NIC. `why` says which, for
-/// people.
-IommuTranslation ClassifyIommu(const HostDefaultNic& nic, std::string& why);
+/// whose type cannot be read, or an unknown NIC.
+IommuClass ClassifyIommu(const HostDefaultNic& nic);
 
 /// A result that may stand for traffic through a NIC: a threshold, always,
 /// or never because zerocopy measured slower.
