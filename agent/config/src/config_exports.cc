@@ -59,30 +59,30 @@ void ReadKey(ConfigReader& reader, const std::map<std::string, YAML::Node>& fiel
                      "scope: host_default|loopback");
     return;
   }
-  if (const auto it = fields.find("for"); it != fields.end()) {
+  if (const auto it_for = fields.find("for"); it_for != fields.end()) {
     std::string text;
-    if (!reader.String(it->second, key + ".for", text)) return;
+    if (!reader.String(it_for->second, key + ".for", text)) return;
     if (!common::ParseIpAddress(text)) {
-      reader.Error(it->second, key + ".for",
+      reader.Error(it_for->second, key + ".for",
                    "'" + text + "' is not a numeric IPv4 or IPv6 address");
       return;
     }
     out.for_address = text;
-  } else if (const auto it = fields.find("interface"); it != fields.end()) {
+  } else if (const auto it_if = fields.find("interface"); it_if != fields.end()) {
     std::string text;
-    if (!reader.String(it->second, key + ".interface", text)) return;
+    if (!reader.String(it_if->second, key + ".interface", text)) return;
     if (text.empty() || text.size() >= IF_NAMESIZE) {
-      reader.Error(it->second, key + ".interface",
+      reader.Error(it_if->second, key + ".interface",
                    "'" + text + "' is not an interface name (1 to " +
                        std::to_string(IF_NAMESIZE - 1) + " bytes)");
       return;
     }
     out.interface = text;
-  } else if (const auto it = fields.find("scope"); it != fields.end()) {
+  } else if (const auto it_scope = fields.find("scope"); it_scope != fields.end()) {
     std::string text;
-    if (!reader.String(it->second, key + ".scope", text)) return;
+    if (!reader.String(it_scope->second, key + ".scope", text)) return;
     if (text != "host_default" && text != "loopback") {
-      reader.Error(it->second, key + ".scope",
+      reader.Error(it_scope->second, key + ".scope",
                    "unknown scope '" + text + "'; allowed: host_default, loopback");
       return;
     }
@@ -104,14 +104,14 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
     if (!fields) continue;
     ExportConfig e;
     bool ok = true;
-    const auto required = [&](const char* name) {
+    const auto required = [&](const char* name, const char* what) {
       const auto it = fields->find(name);
       if (it != fields->end()) return true;
-      reader.Error(node[i], key, std::string("has no ") + name);
+      reader.Error(node[i], key, std::string("has no ") + name + "; write " + what);
       ok = false;
       return false;
     };
-    if (required("format")) {
+    if (required("format", "one of env, json, libfabric, spdk, spdk-rpc")) {
       const YAML::Node& value = fields->at("format");
       std::string text;
       if (!reader.String(value, key + ".format", text)) {
@@ -123,7 +123,7 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
         e.format = *format;
       }
     }
-    if (required("path")) {
+    if (required("path", "an absolute file path")) {
       ReadPath(reader, fields->at("path"), key + ".path", e);
       ok = ok && !e.path.empty();
     }
