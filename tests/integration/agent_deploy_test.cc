@@ -255,9 +255,12 @@ TEST(AgentDeploy, ShippedConfigurationsAreValid) {
       }
       // An export's directory is the pod's mount; here, a directory of the
       // test's.
-      for (YAML::Node e : config["exports"]) {
-        e["path"] = (dir.path() / std::filesystem::path(e["path"].as<std::string>()).filename())
-                        .string();
+      if (config["exports"]) {
+        for (YAML::Node e : config["exports"]) {
+          e["path"] =
+              (dir.path() / std::filesystem::path(e["path"].as<std::string>()).filename())
+                  .string();
+        }
       }
       YAML::Emitter out;
       out << config;
