@@ -201,6 +201,19 @@ TEST_F(ExporterTest, AFileThatCannotBeWrittenIsCounted) {
   EXPECT_EQ(Counter("zcal_export_writes_total", "libfabric"), "0");
 }
 
+TEST_F(ExporterTest, JsonIsNotRewrittenForANewGenerationOrHeartbeatAlone) {
+  config_.exports[0].format = ExportFormat::kJson;
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Accept(LoopbackNever(), Host(), 1'000);
+  const struct stat first = Stat(file_);
+  EXPECT_TRUE(Contains(ReadFile(file_), "\"generation\"")) << ReadFile(file_);
+  publisher->Heartbeat();
+  publisher->Publish();  // a new generation, a later publish time
+  EXPECT_EQ(Stat(file_).st_ino, first.st_ino);
+  EXPECT_EQ(Counter("zcal_export_writes_total", "json"), "1");
+}
+
 TEST(ExportComparison, JsonIgnoresHeartbeatsAndAgesButNotVerdicts) {
   const std::string a =
       R"({"generation": 4, "heartbeat_ns": 1, "heartbeat_age_seconds": 0.1,
