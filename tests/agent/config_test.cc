@@ -128,6 +128,27 @@ TEST(Config, ReportsEveryProblemInOneMessage) {
       << config.error().message;
 }
 
+TEST(Config, ExportsAreReadWithTheirKeyAndFallback) {
+  const Result<Config> config = ParseConfig(
+      "exports:\n"
+      "  - {format: libfabric, path: /tmp/zcal-fabric.env, for: 198.18.0.2}\n"
+      "  - {format: spdk-rpc, path: /tmp/zcal.rpc, interface: eth0, fallback: 16KiB}\n"
+      "  - {format: env, path: /tmp/zcal.env, scope: loopback}\n",
+      "exports.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  ASSERT_EQ(config->exports.size(), 3u);
+  EXPECT_EQ(config->exports[0],
+            (ExportConfig{ExportFormat::kLibfabric, "/tmp/zcal-fabric.env", "198.18.0.2", "", "", ""}));
+  EXPECT_EQ(config->exports[1],
+            (ExportConfig{ExportFormat::kSpdkRpc, "/tmp/zcal.rpc", "", "eth0", "", "16KiB"}));
+  EXPECT_EQ(config->exports[2],
+            (ExportConfig{ExportFormat::kEnv, "/tmp/zcal.env", "", "", "loopback", ""}));
+  // exports: with nothing, or an empty list, is none (the default).
+  const Result<Config> none = ParseConfig("exports: []\n", "none.yaml");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->exports.empty());
+}
+
 // `levels` mappings inside each other in block style: level L is the key
 // "k" at line L, column L.
 std::string NestedMaps(int levels) {

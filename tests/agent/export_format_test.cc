@@ -1,6 +1,6 @@
 // The text `zcal export` prints per format, from the values for one key:
 // what sh, systemd, libfabric and SPDK read from it.
-#include "zcal/agent/cli/export_format.h"
+#include "zcal/agent/report/export_format.h"
 
 #include <map>
 #include <sstream>

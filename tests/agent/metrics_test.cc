@@ -262,6 +262,22 @@ TEST(Metrics, CountsSegmentRepairsByCauseFromZero) {
   EXPECT_FALSE(Contains(text, "cause=\"\"")) << "kNone has no series: " << text;
 }
 
+TEST(Metrics, CountsExportWritesAndErrorsByFormatFromZero) {
+  Metrics metrics("1");
+  for (const ExportFormat format : kExportFormats) {
+    const std::string label = "{format=\"" + std::string(ExportFormatName(format)) + "\"} 0";
+    EXPECT_TRUE(Contains(metrics.Text(), "zcal_export_writes_total" + label)) << label;
+    EXPECT_TRUE(Contains(metrics.Text(), "zcal_export_errors_total" + label)) << label;
+  }
+  metrics.RecordExportWrite(ExportFormat::kLibfabric);
+  metrics.RecordExportWrite(ExportFormat::kLibfabric);
+  metrics.RecordExportError(ExportFormat::kSpdkRpc);
+  const std::string text = metrics.Text();
+  EXPECT_TRUE(Contains(text, "zcal_export_writes_total{format=\"libfabric\"} 2")) << text;
+  EXPECT_TRUE(Contains(text, "zcal_export_errors_total{format=\"spdk-rpc\"} 1")) << text;
+  EXPECT_TRUE(Contains(text, "zcal_export_errors_total{format=\"libfabric\"} 0")) << text;
+}
+
 TEST(Metrics, CountsHttpDropsResponsesAndOpenConnections) {
   Metrics metrics("1");
   metrics.RecordHttpDrop(HttpDrop::kClientLimit);

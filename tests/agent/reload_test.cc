@@ -81,6 +81,15 @@ const std::vector<Case>& Cases() {
        [](ConfigChange& e) { e.log_level = true; }},
       {"host.root", [](Config& c) { c.host_root = "/tmp/root"; },
        [](ConfigChange& e) { e.host_root = true; }},
+      {"exports",
+       [](Config& c) { c.exports.push_back(ExportConfig{ExportFormat::kEnv, "/run/zcal/zcal.env", "", "", "loopback", ""}); },
+       [](ConfigChange& e) { e.exports = true; }},
+      {"exports[0].fallback",
+       [](Config& c) {
+         c.exports.push_back(ExportConfig{ExportFormat::kEnv, "/run/zcal/zcal.env", "", "", "loopback", ""});
+         c.exports[0].fallback = "never";
+       },
+       [](ConfigChange& e) { e.exports = true; }},
   };
   return cases;
 }
@@ -140,11 +149,11 @@ TEST(ConfigChange, SummaryNamesEveryFlag) {
   all.segment = all.segment_name = all.metrics_listen = all.sink = all.schedule = all.retry =
       all.at_startup = all.fingerprint_poll = all.heartbeat = all.budget =
           all.paths_or_methods = all.host_default = all.calibration =
-              all.state_path = all.log_level = all.host_root = true;
+              all.state_path = all.log_level = all.host_root = all.exports = true;
   EXPECT_EQ(all.Summary(),
             "segment, metrics, sink, schedule, retry delay, calibration at startup, "
             "fingerprint poll, heartbeat, budget, paths or methods, host "
-            "default, calibration settings, state path, log level, host root");
+            "default, calibration settings, state path, log level, host root, exports");
 }
 
 }  // namespace

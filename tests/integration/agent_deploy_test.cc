@@ -253,6 +253,15 @@ TEST(AgentDeploy, ShippedConfigurationsAreValid) {
       if (config["sink"] && config["sink"]["key_file"]) {
         config["sink"]["key_file"] = keys.string();
       }
+      // An export's directory is the pod's mount; here, a directory of the
+      // test's.
+      if (config["exports"]) {
+        for (YAML::Node e : config["exports"]) {
+          e["path"] =
+              (dir.path() / std::filesystem::path(e["path"].as<std::string>()).filename())
+                  .string();
+        }
+      }
       YAML::Emitter out;
       out << config;
       WriteFile(file, out.c_str());

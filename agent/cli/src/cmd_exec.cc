@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "export_select.h"
+#include "export_options.h"
 #include "zcal/agent/cli/commands.h"
-#include "zcal/agent/cli/export_format.h"
+#include "zcal/agent/report/export_format.h"
 
 namespace zcal::agent {
 

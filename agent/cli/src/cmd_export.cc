@@ -8,9 +8,9 @@
 #include <sstream>
 #include <string>
 
-#include "export_select.h"
+#include "export_options.h"
 #include "zcal/agent/cli/commands.h"
-#include "zcal/agent/cli/export_format.h"
+#include "zcal/agent/report/export_format.h"
 #include "zcal/common/atomic_file.h"
 
 namespace zcal::agent {

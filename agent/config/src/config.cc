@@ -332,10 +332,11 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   const std::optional<YAML::Node> root = reader.Load(yaml_text);
   if (!root) return Fail(Errc::kParse, reader.Message());
 
-  static constexpr std::array<std::string_view, 15> kKeys = {
+  static constexpr std::array<std::string_view, 16> kKeys = {
       "paths",    "host_default", "methods",  "sizes",   "decision",
       "hysteresis", "schedule",   "budget",   "segment", "metrics",
-      "sink",     "peers",        "state",    "log",     "host"};
+      "sink",     "peers",        "state",    "log",     "host",
+      "exports"};
   const auto fields = reader.Map(*root, "", kKeys);
   if (!fields) return Fail(Errc::kParse, reader.Message());
 
@@ -362,6 +363,7 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   read("state", ReadState);
   read("log", ReadLog);
   read("host", ReadHost);
+  read("exports", ReadExports);
 
   if (const auto it = fields->find("host_default"); it != fields->end()) {
     ReadHostDefault(reader, it->second, config);

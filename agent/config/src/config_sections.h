@@ -18,6 +18,8 @@ void ReadLog(ConfigReader& reader, const YAML::Node& node, Config& config);
 void ReadHost(ConfigReader& reader, const YAML::Node& node, Config& config);
 /// config_sink.cc; the key file is read to check it.
 void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config);
+/// config_exports.cc; each entry's directory must exist.
+void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config);
 /// config_peers.cc; read after `sink:` (peers.key_file defaults to
 /// sink.key_file when the config is turned into a round).
 void ReadPeers(ConfigReader& reader, const YAML::Node& node, Config& config);

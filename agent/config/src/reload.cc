@@ -24,6 +24,7 @@ std::string ConfigChange::Summary() const {
       {state_path, "state path"},
       {log_level, "log level"},
       {host_root, "host root"},
+      {exports, "exports"},
   };
   std::string summary;
   for (const auto& [changed, name] : names) {
@@ -57,6 +58,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   c.state_path = next.state_path != running.state_path;
   c.log_level = next.log_level != running.log_level;
   c.host_root = next.host_root != running.host_root;
+  c.exports = next.exports != running.exports;
 
   // Whatever the flags above do not name: `next` with every field they
   // cover put back to the running value. A key added to Config later lands
@@ -73,6 +75,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   rest.state_path = running.state_path;
   rest.log_level = running.log_level;
   rest.host_root = running.host_root;
+  rest.exports = running.exports;
   c.calibration = !EqualInEffect(running, rest);
   return c;
 }

@@ -80,6 +80,8 @@ struct Metrics::Live {
   Gauge* last_publish = nullptr;
   Gauge* heartbeat = nullptr;
   std::map<SegmentDamage, Counter*> repairs;
+  std::map<ExportFormat, Counter*> export_writes;
+  std::map<ExportFormat, Counter*> export_errors;
   std::map<HttpDrop, Counter*> http_drops;
   Family<Counter>* http_responses = nullptr;
   Gauge* http_open = nullptr;
@@ -176,6 +178,24 @@ Metrics::Live::Live(const std::string& version) {
           .Register(registry);
   for (const SegmentDamage cause : kSegmentDamages) {
     repairs[cause] = &repairs_family.Add({{"cause", std::string(SegmentDamageName(cause))}});
+  }
+
+  auto& export_writes_family =
+      BuildCounter()
+          .Name("zcal_export_writes_total")
+          .Help("Exported files (exports:) rewritten because their content changed, by "
+                "format (env, json, libfabric, spdk, spdk-rpc).")
+          .Register(registry);
+  auto& export_errors_family =
+      BuildCounter()
+          .Name("zcal_export_errors_total")
+          .Help("Exports (exports:) that could not be produced (no usable entry, no "
+                "fallback) or written after a publish, by format; the file is left as it is.")
+          .Register(registry);
+  for (const ExportFormat format : kExportFormats) {
+    const std::string name(ExportFormatName(format));
+    export_writes[format] = &export_writes_family.Add({{"format", name}});
+    export_errors[format] = &export_errors_family.Add({{"format", name}});
   }
 
   auto& drops = BuildCounter()
@@ -313,6 +333,14 @@ void Metrics::RecordSegmentRepair(SegmentDamage cause) {
   if (const auto it = live_->repairs.find(cause); it != live_->repairs.end()) {
     it->second->Increment();
   }
+}
+
+void Metrics::RecordExportWrite(ExportFormat format) {
+  live_->export_writes.at(format)->Increment();
+}
+
+void Metrics::RecordExportError(ExportFormat format) {
+  live_->export_errors.at(format)->Increment();
 }
 
 void Metrics::SetCalibrationRunning(bool running) {

@@ -67,7 +67,10 @@ Publisher::Publisher(Config config, std::shared_ptr<Metrics> metrics,
       metrics_(std::move(metrics)),
       lock_(std::move(lock)),
       writer_(std::move(writer)),
-      lock_dir_(std::move(lock_dir)) {}
+      lock_dir_(std::move(lock_dir)),
+      exporter_(metrics_) {
+  exporter_.Configure(config_.exports);
+}
 
 Publisher::~Publisher() = default;
 
@@ -131,6 +134,8 @@ void Publisher::Publish() {
     metrics_->RecordPublish(common::RealtimeNs(), entries.size());
     spdlog::debug("published {} entries{}", entries.size(),
                   stale_ ? " (stale)" : "");
+    // Read back from the segment, as a consumer's zcal export would.
+    exporter_.Update(config_.segment.name);
   }
   metrics_->SetPublished(state_.paths, stale_);
   std::map<std::string, std::string> types;
@@ -319,6 +324,7 @@ void Publisher::Reconfigure(const Config& next) {
   const SegmentConfig segment = config_.segment;
   config_ = next;
   config_.segment = segment;
+  exporter_.Configure(config_.exports);
   PruneState(state_, config_);
   metrics_->RetainPaths(KeptPaths());
   Publish();

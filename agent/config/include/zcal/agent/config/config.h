@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/peers/peers_config.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/hysteresis.h"
@@ -99,6 +100,22 @@ struct MetricsConfig {
   bool operator==(const MetricsConfig&) const = default;
 };
 
+/// One file the agent keeps current in a consumer's format (section
+/// `exports:`, docs/export.md): rewritten atomically after a publish that
+/// changed its content, never otherwise. Exactly one of for_address,
+/// interface and scope is set, as zcal export's --for, --interface and
+/// --scope.
+struct ExportConfig {
+  ExportFormat format = ExportFormat::kEnv;
+  std::string path;  ///< absolute; its directory existed when checked
+  std::string for_address;  ///< a numeric IPv4 or IPv6 address
+  std::string interface;
+  std::string scope;     ///< "host_default" or "loopback"
+  std::string fallback;  ///< "" (none), "never", "always" or a size
+
+  bool operator==(const ExportConfig&) const = default;
+};
+
 /// A validated configuration. The member defaults equal
 /// configs/default.yaml (a test checks that they agree).
 struct Config {
@@ -117,6 +134,7 @@ struct Config {
   MetricsConfig metrics;
   SinkConfig sink;
   PeersConfig peers;
+  std::vector<ExportConfig> exports;  ///< empty in the embedded default
   std::string state_path = "/run/zcal/state.json";
   std::string log_level = "info";
   std::string host_root = "/";

@@ -32,6 +32,9 @@ struct ConfigChange {
   bool state_path = false;  ///< the state is written there at once
   bool log_level = false;
   bool host_root = false;  ///< host facts are re-read at once
+  /// exports: the new list is taken and the table republished, so that a
+  /// new or changed export is written at once (an unchanged one is not).
+  bool exports = false;
 
   /// True when anything that takes effect differs (`source` does not).
   bool Any() const;

@@ -23,6 +23,7 @@
 
 #include "zcal/agent/domain/agent_state.h"
 #include "zcal/agent/domain/calibration_event.h"
+#include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/agent/domain/segment_damage.h"
@@ -88,6 +89,11 @@ class Metrics final : public prometheus::Collectable {
   /// A segment recreated because it was found damaged
   /// (zcal_segment_repairs_total{cause}); kNone counts nothing.
   void RecordSegmentRepair(SegmentDamage cause);
+  /// An exported file rewritten (zcal_export_writes_total{format}), or an
+  /// export that could not be produced or written
+  /// (zcal_export_errors_total{format}).
+  void RecordExportWrite(ExportFormat format);
+  void RecordExportError(ExportFormat format);
   void SetCalibrationRunning(bool running);
   /// Unix seconds of the next scheduled calibration; 0 for none.
   void SetNextCalibration(double unix_seconds);

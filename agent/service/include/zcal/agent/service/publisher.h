@@ -17,6 +17,7 @@
 
 #include "zcal/agent/service/calibration_runner.h"
 #include "zcal/agent/config/config.h"
+#include "zcal/agent/service/exporter.h"
 #include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/service/instance_lock.h"
 #include "zcal/agent/metrics/metrics.h"
@@ -63,7 +64,8 @@ class Publisher {
   /// Publishes the table of the current state (BuildEntries) with the stale
   /// flag, and the snapshot in the metrics. A failure is logged; the
   /// segment then keeps its previous table. The segment is checked first,
-  /// as by Heartbeat.
+  /// as by Heartbeat. After a publish that succeeded, the exported files
+  /// whose content changed are rewritten (Exporter).
   void Publish();
 
   /// Takes a finished round. Each path's report updates the metrics of its
@@ -99,7 +101,8 @@ class Publisher {
 
   /// Applies a new configuration: results of paths and methods no longer
   /// configured are dropped (from the state, the table and every metric
-  /// series of the path) and the table is published; a new state path gets
+  /// series of the path), the exports list is taken, and the table is
+  /// published; a new state path gets
   /// the state at once. The segment is switched separately.
   void Reconfigure(const Config& next);
 
@@ -134,6 +137,7 @@ class Publisher {
   HostDefaultNic host_default_nic_;
   std::string host_default_explanation_;
   std::string repair_failure_;  // the last one logged, "" when none
+  Exporter exporter_;
 };
 
 }  // namespace zcal::agent

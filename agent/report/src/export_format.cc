@@ -1,4 +1,4 @@
-#include "zcal/agent/cli/export_format.h"
+#include "zcal/agent/report/export_format.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,12 +10,6 @@
 namespace zcal::agent {
 
 namespace {
-
-constexpr std::pair<std::string_view, ExportFormat> kFormats[] = {
-    {"env", ExportFormat::kEnv},     {"json", ExportFormat::kJson},
-    {"libfabric", ExportFormat::kLibfabric}, {"spdk", ExportFormat::kSpdk},
-    {"spdk-rpc", ExportFormat::kSpdkRpc},
-};
 
 std::string Upper(std::string_view text) {
   std::string out(text);
@@ -79,20 +73,6 @@ Result<std::vector<std::pair<std::string_view, const ExportedMethod*>>> SpdkModu
 }
 
 }  // namespace
-
-Result<ExportFormat> ParseExportFormat(std::string_view text) {
-  for (const auto& [name, format] : kFormats)
-    if (name == text) return format;
-  return Fail(Errc::kInvalidArgument,
-              "unknown format \"" + std::string(text) +
-                  "\": the formats are env, json, libfabric, spdk and spdk-rpc");
-}
-
-std::string_view ExportFormatName(ExportFormat format) {
-  for (const auto& [name, f] : kFormats)
-    if (f == format) return name;
-  return "unknown";
-}
 
 std::vector<std::uint8_t> ExportMethods(ExportFormat format) {
   switch (format) {

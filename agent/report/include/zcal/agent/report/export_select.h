@@ -1,7 +1,8 @@
-// The part `zcal export` and `zcal exec` share: the key options, and
-// reading the values for a key from the segment with libzcal, with the
-// refusal rules (no segment, no usable entry, a stale table under --fresh)
-// and --fallback (docs/export.md).
+// What `zcal export`, `zcal exec` and the agent's exports share: reading
+// the values for a key from the segment with libzcal, with the refusal
+// rules (no segment, no usable entry, a stale table under --fresh) and
+// --fallback (docs/export.md). One reading for all three, so that a file
+// the agent keeps current holds what `zcal export` prints for its key.
 #pragma once
 
 #include <cstdint>
@@ -9,25 +10,24 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "zcal/agent/cli/export_format.h"
+#include "zcal/agent/report/export_format.h"
 #include "zcal/common/result.h"
 
 namespace zcal::agent {
 
+/// The key and its options, as the command line spells them (--segment,
+/// --for, --scope, --interface, --fallback, --fresh); at most one of
+/// for_address, scope and interface is set.
 struct ExportKeyArgs {
-  std::string segment;
+  std::string segment;  ///< "" = $ZCAL_SEGMENT, else /zcal
   std::string for_address;
   std::string scope;
   std::string interface;
   std::string fallback;
   bool fresh = false;
 };
-
-/// --segment, --for, --scope, --interface, --fallback, --fresh.
-void AddExportKeyOptions(CLI::App& app, ExportKeyArgs& args);
 
 struct ExportSelection {
   ExportValues values;

@@ -1,7 +1,8 @@
-// What `zcal export` and `zcal exec` hand to a consumer: the thresholds
-// chosen for one key (read from the segment by the command), and the text
-// of each format a transport reads (docs/export.md). Pure functions: the
-// command reads the segment and writes the file; this only formats.
+// What `zcal export`, `zcal exec` and the agent's `exports:` hand to a
+// consumer: the thresholds chosen for one key (read from the segment,
+// export_select.h), and the text of each format a transport reads
+// (docs/export.md). Pure functions: the caller reads the segment and writes
+// the file; this only formats.
 #pragma once
 
 #include <cstdint>
@@ -13,16 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zcal/agent/domain/export_formats.h"
 #include "zcal/common/result.h"
 
 namespace zcal::agent {
-
-enum class ExportFormat { kEnv, kJson, kLibfabric, kSpdk, kSpdkRpc };
-
-/// "env", "json", "libfabric", "spdk", "spdk-rpc"; kInvalidArgument naming
-/// the text and the formats otherwise.
-Result<ExportFormat> ParseExportFormat(std::string_view text);
-std::string_view ExportFormatName(ExportFormat format);
 
 /// The zerocopy methods (ZCAL_METHOD_*) a format exports, in output order:
 /// env and json all three, libfabric msg_zerocopy (its tcp and net

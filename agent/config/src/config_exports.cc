@@ -1,0 +1,158 @@
+// The `exports:` section: the files the agent keeps current in a consumer's
+// format (docs/export.md, "Files the agent keeps current"), read by
+// config.cc's ParseConfig. Each entry is checked as `zcal export` checks
+// its options, so that an entry --check-config accepts can be produced.
+#include <net/if.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "config_sections.h"
+#include "zcal/common/address.h"
+#include "zcal/common/units.h"
+
+namespace zcal::agent {
+
+namespace {
+
+// The directory a file path names, "/" for a file at the root.
+std::string Parent(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void ReadPath(ConfigReader& reader, const YAML::Node& node, const std::string& key,
+              ExportConfig& out) {
+  std::string path;
+  if (!reader.String(node, key, path)) return;
+  if (path.empty() || path.front() != '/' || path.back() == '/') {
+    reader.Error(node, key,
+                 "'" + path + "' is not an absolute file path; write one such as "
+                 "/run/zcal/fabric.env");
+    return;
+  }
+  struct stat st {};
+  const std::string parent = Parent(path);
+  if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    reader.Error(node, key,
+                 "the directory " + parent + " of '" + path +
+                     "' does not exist; create it (the agent does not) or "
+                     "write another path");
+    return;
+  }
+  out.path = path;
+}
+
+// for, interface or scope: the key of the entry, as zcal export's --for,
+// --interface and --scope.
+void ReadKey(ConfigReader& reader, const std::map<std::string, YAML::Node>& fields,
+             const YAML::Node& entry, const std::string& key, ExportConfig& out) {
+  int given = 0;
+  for (const char* name : {"for", "interface", "scope"}) given += fields.contains(name) ? 1 : 0;
+  if (given != 1) {
+    reader.Error(entry, key,
+                 std::string(given == 0 ? "names no key" : "names more than one key") +
+                     "; write exactly one of for: ADDRESS, interface: NAME or "
+                     "scope: host_default|loopback");
+    return;
+  }
+  if (const auto it_for = fields.find("for"); it_for != fields.end()) {
+    std::string text;
+    if (!reader.String(it_for->second, key + ".for", text)) return;
+    if (!common::ParseIpAddress(text)) {
+      reader.Error(it_for->second, key + ".for",
+                   "'" + text + "' is not a numeric IPv4 or IPv6 address");
+      return;
+    }
+    out.for_address = text;
+  } else if (const auto it_if = fields.find("interface"); it_if != fields.end()) {
+    std::string text;
+    if (!reader.String(it_if->second, key + ".interface", text)) return;
+    if (text.empty() || text.size() >= IF_NAMESIZE) {
+      reader.Error(it_if->second, key + ".interface",
+                   "'" + text + "' is not an interface name (1 to " +
+                       std::to_string(IF_NAMESIZE - 1) + " bytes)");
+      return;
+    }
+    out.interface = text;
+  } else if (const auto it_scope = fields.find("scope"); it_scope != fields.end()) {
+    std::string text;
+    if (!reader.String(it_scope->second, key + ".scope", text)) return;
+    if (text != "host_default" && text != "loopback") {
+      reader.Error(it_scope->second, key + ".scope",
+                   "unknown scope '" + text + "'; allowed: host_default, loopback");
+      return;
+    }
+    out.scope = text;
+  }
+}
+
+}  // namespace
+
+void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  config.exports.clear();
+  if (node.IsNull()) return;
+  if (!reader.ExpectSequence(node, "exports")) return;
+  static constexpr std::array<std::string_view, 6> kKeys = {
+      "format", "path", "for", "interface", "scope", "fallback"};
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string key = "exports[" + std::to_string(i) + "]";
+    const auto fields = reader.Map(node[i], key, kKeys);
+    if (!fields) continue;
+    ExportConfig e;
+    bool ok = true;
+    const auto required = [&](const char* name, const char* what) {
+      const auto it = fields->find(name);
+      if (it != fields->end()) return true;
+      reader.Error(node[i], key, std::string("has no ") + name + "; write " + what);
+      ok = false;
+      return false;
+    };
+    if (required("format", "one of env, json, libfabric, spdk, spdk-rpc")) {
+      const YAML::Node& value = fields->at("format");
+      std::string text;
+      if (!reader.String(value, key + ".format", text)) {
+        ok = false;
+      } else if (const Result<ExportFormat> format = ParseExportFormat(text); !format) {
+        reader.Error(value, key + ".format", format.error().message);
+        ok = false;
+      } else {
+        e.format = *format;
+      }
+    }
+    if (required("path", "an absolute file path")) {
+      ReadPath(reader, fields->at("path"), key + ".path", e);
+      ok = ok && !e.path.empty();
+    }
+    ReadKey(reader, *fields, node[i], key, e);
+    ok = ok && !(e.for_address.empty() && e.interface.empty() && e.scope.empty());
+    if (const auto it = fields->find("fallback"); it != fields->end()) {
+      std::string text;
+      if (reader.String(it->second, key + ".fallback", text)) {
+        if (text != "never" && text != "always" && !common::ParseSize(text)) {
+          reader.Error(it->second, key + ".fallback",
+                       "'" + text + "' is not never, always or a size in bytes (16384, 16KiB)");
+          ok = false;
+        } else {
+          e.fallback = text;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    const bool twice = std::any_of(config.exports.begin(), config.exports.end(),
+                                   [&](const ExportConfig& o) { return o.path == e.path; });
+    if (twice) {
+      reader.Error(fields->at("path"), key + ".path",
+                   "'" + e.path + "' is the path of an earlier export; each file has one export");
+      continue;
+    }
+    config.exports.push_back(std::move(e));
+  }
+}
+
+}  // namespace zcal::agent

@@ -1,0 +1,233 @@
+// The files the publisher keeps current (exports:): written after a publish
+// that changed their content, never otherwise, with the mode an operator
+// gave them kept; an export that cannot be produced leaves the file alone,
+// is counted at each attempt and logged once.
+#include "zcal/agent/service/exporter.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "test_util.h"
+#include "zcal/agent/service/publisher.h"
+
+namespace zcal::agent {
+namespace {
+
+using calibrator::Method;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+
+std::string UniqueSegment() {
+  static std::atomic<int> counter{0};
+  return "/zcal-exporter-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+bool Contains(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+std::size_t CountOf(const std::string& text, const std::string& fragment) {
+  std::size_t n = 0;
+  for (auto at = text.find(fragment); at != std::string::npos; at = text.find(fragment, at + 1)) ++n;
+  return n;
+}
+
+RoundOutcome LoopbackNever() {
+  probes::CalibrationReport report;
+  calibrator::PathResult& result = report.analysis.paths["loopback"];
+  result.path = "loopback";
+  for (const Method m : {Method::kMsgZerocopy, Method::kUringSendZc, Method::kUringSendZcFixed}) {
+    calibrator::MethodResult r;
+    r.method = m;
+    r.verdict = calibrator::Verdict::kNever;
+    r.reason = calibrator::Reason::kKernelCopied;
+    r.confidence = 1.0;
+    result.methods[m] = r;
+  }
+  RoundOutcome outcome;
+  outcome.reports = {PathReport{"loopback", report}};
+  outcome.duration_seconds = 0.1;
+  return outcome;
+}
+
+HostSnapshot Host() {
+  HostSnapshot host;
+  host.fingerprint = 7;
+  host.info.fingerprint = 7;
+  return host;
+}
+
+struct stat Stat(const std::filesystem::path& path) {
+  struct stat st {};
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st;
+}
+
+class ExporterTest : public ::testing::Test {
+ protected:
+  ExporterTest() {
+    config_.paths = {PathConfig{}};  // loopback only
+    config_.segment.name = segment_;
+    config_.state_path = (dir_.path() / "state.json").string();
+    ExportConfig e;
+    e.format = ExportFormat::kLibfabric;
+    e.path = file_.string();
+    e.for_address = "127.0.0.1";
+    config_.exports = {e};
+  }
+  ~ExporterTest() override { shm_unlink(segment_.c_str()); }
+
+  std::unique_ptr<Publisher> Open() {
+    auto publisher = Publisher::Open(config_, dir_.path().string(), metrics_);
+    EXPECT_TRUE(publisher) << publisher.error().message;
+    return publisher ? std::move(*publisher) : nullptr;
+  }
+  std::string Counter(const std::string& family, const std::string& format) const {
+    const std::string text = metrics_->Text();
+    const std::string series = family + "{format=\"" + format + "\"} ";
+    const auto at = text.find(series);
+    return at == std::string::npos ? "absent"
+                                   : text.substr(at + series.size(),
+                                                 text.find('\n', at) - at - series.size());
+  }
+
+  TempDir dir_;
+  const std::string segment_ = UniqueSegment();
+  const std::filesystem::path file_ = dir_.path() / "fabric.env";
+  Config config_;
+  std::shared_ptr<Metrics> metrics_ = std::make_shared<Metrics>("test");
+};
+
+TEST_F(ExporterTest, WritesAfterAPublishThatChangedTheContentOnly) {
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Publish();  // an empty table: nothing for 127.0.0.1
+  EXPECT_FALSE(std::filesystem::exists(file_));
+  EXPECT_EQ(Counter("zcal_export_errors_total", "libfabric"), "1");
+
+  publisher->Accept(LoopbackNever(), Host(), 1'000);
+  ASSERT_TRUE(std::filesystem::exists(file_));
+  const std::string text = ReadFile(file_);
+  EXPECT_TRUE(Contains(text, "\nFI_TCP_ZEROCOPY_SIZE=-1\n")) << text;
+  EXPECT_EQ(Counter("zcal_export_writes_total", "libfabric"), "1");
+  const struct stat first = Stat(file_);
+
+  publisher->Publish();
+  publisher->Accept(LoopbackNever(), Host(), 2'000);
+  const struct stat same = Stat(file_);
+  EXPECT_EQ(same.st_ino, first.st_ino) << "rewritten with the same content";
+  EXPECT_EQ(same.st_mtim.tv_nsec, first.st_mtim.tv_nsec);
+  EXPECT_EQ(Counter("zcal_export_writes_total", "libfabric"), "1");
+
+  // Another key (through a reload) changes the text: written, in the mode
+  // the operator gave the file.
+  ASSERT_EQ(chmod(file_.c_str(), 0640), 0);
+  Config next = config_;
+  next.exports[0].for_address.clear();
+  next.exports[0].scope = "loopback";
+  publisher->Reconfigure(next);
+  EXPECT_EQ(Counter("zcal_export_writes_total", "libfabric"), "2");
+  const struct stat changed = Stat(file_);
+  EXPECT_NE(changed.st_ino, first.st_ino);
+  EXPECT_EQ(changed.st_mode & 07777, 0640u);
+  EXPECT_TRUE(Contains(ReadFile(file_), ", for loopback\n")) << ReadFile(file_);
+}
+
+TEST_F(ExporterTest, AFileThatAlreadyHoldsTheContentIsNotRewritten) {
+  {
+    auto publisher = Open();
+    ASSERT_TRUE(publisher);
+    publisher->Accept(LoopbackNever(), Host(), 1'000);
+  }
+  shm_unlink(segment_.c_str());
+  const struct stat first = Stat(file_);
+  auto publisher = Open();  // a restarted agent
+  ASSERT_TRUE(publisher);
+  publisher->Accept(LoopbackNever(), Host(), 2'000);
+  EXPECT_EQ(Stat(file_).st_ino, first.st_ino);
+  EXPECT_EQ(Counter("zcal_export_writes_total", "libfabric"), "1");
+}
+
+TEST_F(ExporterTest, WithoutAUsableEntryTheFileStaysAndTheReasonIsLoggedOnce) {
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  // Loopback is never a host default: nothing to export for it.
+  config_.exports[0].format = ExportFormat::kEnv;
+  config_.exports[0].for_address.clear();
+  config_.exports[0].scope = "host_default";
+  WriteFile(file_, "ZCAL_MSG_ZEROCOPY_THRESHOLD=16384\n");
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Accept(LoopbackNever(), Host(), 1'000);
+  publisher->Publish();
+  spdlog::default_logger()->sinks().pop_back();
+  EXPECT_EQ(ReadFile(file_), "ZCAL_MSG_ZEROCOPY_THRESHOLD=16384\n");
+  EXPECT_EQ(Counter("zcal_export_errors_total", "env"), "2");
+  EXPECT_EQ(Counter("zcal_export_writes_total", "env"), "0");
+  EXPECT_EQ(CountOf(log.str(), "has no usable entry"), 1u) << log.str();
+  EXPECT_TRUE(Contains(log.str(), "export " + file_.string() + " (env scope host_default)"))
+      << log.str();
+}
+
+TEST_F(ExporterTest, AFallbackIsWrittenWhereNoEntryIs) {
+  config_.exports[0].format = ExportFormat::kEnv;
+  config_.exports[0].for_address.clear();
+  config_.exports[0].scope = "host_default";
+  config_.exports[0].fallback = "never";
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Accept(LoopbackNever(), Host(), 1'000);
+  const std::string text = ReadFile(file_);
+  EXPECT_TRUE(Contains(text, "\nZCAL_SOURCE=fallback\n")) << text;
+  EXPECT_TRUE(Contains(text, "\nZCAL_MSG_ZEROCOPY_THRESHOLD=never\n")) << text;
+}
+
+TEST_F(ExporterTest, AFileThatCannotBeWrittenIsCounted) {
+  config_.exports[0].path = (dir_.path() / "gone" / "fabric.env").string();
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Accept(LoopbackNever(), Host(), 1'000);
+  EXPECT_EQ(Counter("zcal_export_errors_total", "libfabric"), "1");
+  EXPECT_EQ(Counter("zcal_export_writes_total", "libfabric"), "0");
+}
+
+TEST_F(ExporterTest, JsonIsNotRewrittenForANewGenerationOrHeartbeatAlone) {
+  config_.exports[0].format = ExportFormat::kJson;
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Accept(LoopbackNever(), Host(), 1'000);
+  const struct stat first = Stat(file_);
+  EXPECT_TRUE(Contains(ReadFile(file_), "\"generation\"")) << ReadFile(file_);
+  publisher->Heartbeat();
+  publisher->Publish();  // a new generation, a later publish time
+  EXPECT_EQ(Stat(file_).st_ino, first.st_ino);
+  EXPECT_EQ(Counter("zcal_export_writes_total", "json"), "1");
+}
+
+TEST(ExportComparison, JsonIgnoresHeartbeatsAndAgesButNotVerdicts) {
+  const std::string a =
+      R"({"generation": 4, "heartbeat_ns": 1, "heartbeat_age_seconds": 0.1,
+          "publish_time_ns": 1, "publish_age_seconds": 0.1,
+          "entries": [{"verdict": "never", "age_seconds": 1.5}]})";
+  const std::string b =
+      R"({"generation": 5, "heartbeat_ns": 2, "heartbeat_age_seconds": 0.2,
+          "publish_time_ns": 2, "publish_age_seconds": 0.3,
+          "entries": [{"verdict": "never", "age_seconds": 2.5}]})";
+  const std::string c = R"({"generation": 5, "entries": [{"verdict": "always"}]})";
+  EXPECT_EQ(ComparableText(ExportFormat::kJson, a), ComparableText(ExportFormat::kJson, b));
+  EXPECT_NE(ComparableText(ExportFormat::kJson, b), ComparableText(ExportFormat::kJson, c));
+  EXPECT_NE(ComparableText(ExportFormat::kEnv, "A=1\n"), ComparableText(ExportFormat::kEnv, "A=2\n"));
+}
+
+}  // namespace
+}  // namespace zcal::agent
