@@ -233,7 +233,7 @@ TEST(Metrics, StartsEveryFixedSeriesAtZero) {
        {"zcal_calibrations_total{result=\"cancelled\"} 0",
         "zcal_calibration_triggers_total{trigger=\"retry\"} 0",
         "zcal_calibration_duration_seconds_count 0",
-        "zcal_state_errors_total{operation=\"save\"} 0",
+        "zcal_state_errors_total{operation=\"save\"} 0", "zcal_state_unsaved 0",
         "zcal_config_reloads_total{result=\"failure\"} 0",
         "zcal_http_connections_dropped_total{reason=\"request_timeout\"} 0",
         "zcal_http_connections_dropped_total{reason=\"client_limit\"} 0",

@@ -259,6 +259,28 @@ TEST_F(PublisherTest, AStateFileThatCannotBeWrittenIsCountedAndTheTableStillPubl
       << metrics_->Text();
 }
 
+TEST_F(PublisherTest, AFailedSaveIsRetriedAtEachHeartbeatUntilItSucceeds) {
+  WriteFile(dir_.path() / "file", "not a directory");
+  config_.state_path = (dir_.path() / "file" / "state.json").string();
+  auto publisher = Open();
+  ASSERT_TRUE(publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}),
+                                Host(1), 1000));
+  EXPECT_TRUE(Contains(metrics_->Text(), "zcal_state_unsaved 1")) << metrics_->Text();
+  publisher->Heartbeat();
+  EXPECT_TRUE(Contains(metrics_->Text(), "zcal_state_errors_total{operation=\"save\"} 2"))
+      << metrics_->Text();
+  std::filesystem::remove(dir_.path() / "file");
+  publisher->Heartbeat();
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved) << saved.error().message;
+  EXPECT_EQ(saved->last_success_ns, 1000u);
+  EXPECT_TRUE(saved->paths.contains("loopback"));
+  publisher->Heartbeat();
+  const std::string text = metrics_->Text();
+  EXPECT_TRUE(Contains(text, "zcal_state_unsaved 0")) << text;
+  EXPECT_TRUE(Contains(text, "zcal_state_errors_total{operation=\"save\"} 2")) << text;
+}
+
 TEST_F(PublisherTest, StopSavesTheStateAndLeavesAHeartbeat) {
   SaveOneResult();
   auto publisher = Open();

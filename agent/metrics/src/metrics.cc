@@ -75,6 +75,8 @@ struct Metrics::Live {
   Counter* reloads_failed = nullptr;
   Counter* fingerprint_changes = nullptr;
   std::map<std::string, Counter*, std::less<>> state_errors;
+  Gauge* state_unsaved = nullptr;
+  Gauge* repair_failing = nullptr;
   Counter* publishes = nullptr;
   Gauge* entries = nullptr;
   Gauge* last_publish = nullptr;
@@ -161,6 +163,13 @@ Metrics::Live::Live(const std::string& version) {
   for (const char* operation : {"load", "save"}) {
     state_errors[operation] = &state_family.Add({{"operation", operation}});
   }
+  repair_failing = &OneGauge(registry, "zcal_segment_repair_failing",
+                             "1 while the segment is damaged and recreating it "
+                             "fails (retried at each heartbeat).");
+  state_unsaved = &OneGauge(registry, "zcal_state_unsaved",
+                            "1 while the state file is older than the published "
+                            "state because saving it failed (retried at each "
+                            "heartbeat).");
   publishes = &OneCounter(registry, "zcal_segment_publishes_total",
                           "Tables published to the shared-memory segment.");
   entries = &OneGauge(registry, "zcal_segment_entries",
@@ -341,6 +350,14 @@ void Metrics::RecordExportWrite(ExportFormat format) {
 
 void Metrics::RecordExportError(ExportFormat format) {
   live_->export_errors.at(format)->Increment();
+}
+
+void Metrics::SetSegmentRepairFailing(bool failing) {
+  live_->repair_failing->Set(failing ? 1 : 0);
+}
+
+void Metrics::SetStateUnsaved(bool unsaved) {
+  live_->state_unsaved->Set(unsaved ? 1 : 0);
 }
 
 void Metrics::SetCalibrationRunning(bool running) {

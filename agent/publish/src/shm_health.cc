@@ -2,6 +2,7 @@
 // write access (the agent's user, root) may truncate, remove, replace or
 // overwrite the file while the agent runs; readers then reject it or keep a
 // table nobody refreshes, so the agent puts a whole new segment in place.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,7 +187,8 @@ void ShmWriter::RetireOwn() {
     // grown back (sparse, zeros) they read a header that is not zcal's, or
     // the retired one below, and reopen the name. Only this writer's own
     // file, which no longer has the name.
-    if (ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) return;
+    // Allocated, not sparse: the stores below would SIGBUS on a full tmpfs.
+    if (posix_fallocate(fd_, 0, static_cast<off_t>(bytes_)) != 0) return;
     if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < bytes_) return;
   }
   // Whatever was written over the header: the fields readers validate,

@@ -152,9 +152,13 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   common::AtomicFile& file = **created_file;
   const std::size_t bytes =
       sizeof(zcal_shm_header) + std::size_t{options.capacity} * sizeof(zcal_shm_entry);
-  if (ftruncate(file.fd(), static_cast<off_t>(bytes)) != 0) {
-    return Fail(Errc::kIo, "segment " + name + ": cannot size it to " + std::to_string(bytes) +
-                               " bytes: " + common::ErrnoText(errno));
+  // Every page reserved now, not sized sparsely: on a full tmpfs the first
+  // store into a page that has none kills the process with SIGBUS, at
+  // creation or later when the table grows into an untouched page.
+  if (const int err = posix_fallocate(file.fd(), 0, static_cast<off_t>(bytes)); err != 0) {
+    return Fail(Errc::kIo, "segment " + name + ": cannot reserve " + std::to_string(bytes) +
+                               " bytes in " + kShmDir + ": " + common::ErrnoText(err) +
+                               (err == ENOSPC ? "; /dev/shm is full (df /dev/shm)" : ""));
   }
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd(), 0);
   if (base == MAP_FAILED) {

@@ -154,10 +154,25 @@ void Publisher::Publish() {
 }
 
 void Publisher::Save() {
-  if (const Result<void> saved = SaveState(state_, config_.state_path);
-      !saved) {
-    spdlog::error("saving the state failed: {}", saved.error().message);
+  const Result<void> saved = SaveState(state_, config_.state_path);
+  if (!saved) {
     metrics_->RecordStateError("save");
+    // One error line per outage, not one per heartbeat that retries.
+    if (failed_saves_++ == 0) {
+      spdlog::error("saving the state failed: {}; the published table is kept "
+                    "and the save is retried at each heartbeat",
+                    saved.error().message);
+    } else {
+      spdlog::debug("saving the state failed again: {}", saved.error().message);
+    }
+    metrics_->SetStateUnsaved(true);
+    return;
+  }
+  if (failed_saves_ != 0) {
+    spdlog::info("state saved to {} after {} failed attempt(s)", config_.state_path,
+                 failed_saves_);
+    failed_saves_ = 0;
+    metrics_->SetStateUnsaved(false);
   }
 }
 
@@ -255,6 +270,7 @@ std::uint64_t Publisher::NextPeerRound() { return state_.peer_round++; }
 
 void Publisher::CheckSegment() {
   const SegmentHealth health = writer_->Heal();
+  metrics_->SetSegmentRepairFailing(health.damage != SegmentDamage::kNone && !health.repaired);
   if (health.damage == SegmentDamage::kNone) return;
   const std::string& name = config_.segment.name;
   if (!health.repaired) {
@@ -280,6 +296,7 @@ void Publisher::CheckSegment() {
 void Publisher::Heartbeat() {
   CheckSegment();
   if (writer_->Heartbeat()) metrics_->RecordHeartbeat(common::RealtimeNs());
+  if (failed_saves_ != 0) Save();
 }
 
 void Publisher::Stop() {
@@ -287,7 +304,8 @@ void Publisher::Stop() {
     state_.saved_at_ns = common::RealtimeNs();
     Save();
   }
-  Heartbeat();
+  CheckSegment();
+  if (writer_->Heartbeat()) metrics_->RecordHeartbeat(common::RealtimeNs());
 }
 
 Result<PreparedSegment> Publisher::PrepareSegment(

@@ -154,12 +154,9 @@ bool Service::Impl::Start() {
   // (slow on a loaded host) waits for the event loop instead of killing
   // the process with the default action.
   ArmSignals();
-  auto publisher = Publisher::Open(config_, hooks_.lock_dir, metrics_);
-  if (!publisher) {
-    spdlog::error("{}", publisher.error().message);
-    return false;
-  }
-  publisher_ = std::move(*publisher);
+  // The listeners before the segment: creating the segment replaces the
+  // one a previous agent left, so a start that fails on a taken port must
+  // fail before it, leaving readers that table.
   auto server = BindMetrics(config_.metrics.listen);
   if (!server) {
     spdlog::error("{}", server.error().message);
@@ -169,6 +166,12 @@ bool Service::Impl::Start() {
     spdlog::error("{}", sink.error().message);
     return false;
   }
+  auto publisher = Publisher::Open(config_, hooks_.lock_dir, metrics_);
+  if (!publisher) {
+    spdlog::error("{}", publisher.error().message);
+    return false;
+  }
+  publisher_ = std::move(*publisher);
   AdoptHost(hooks_.collect_host(config_));
   publisher_->LoadSaved();
   DescribePeerNics();

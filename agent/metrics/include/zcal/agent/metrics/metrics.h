@@ -84,6 +84,8 @@ class Metrics final : public prometheus::Collectable {
   void RecordReload(bool ok);
   void RecordFingerprintChange();
   void RecordStateError(std::string_view operation);  ///< "load" or "save"
+  /// zcal_state_unsaved: whether the last save of the state file failed.
+  void SetStateUnsaved(bool unsaved);
   void RecordPublish(std::uint64_t now_ns, std::size_t entries);
   void RecordHeartbeat(std::uint64_t now_ns);
   /// A segment recreated because it was found damaged
@@ -94,6 +96,9 @@ class Metrics final : public prometheus::Collectable {
   /// (zcal_export_errors_total{format}).
   void RecordExportWrite(ExportFormat format);
   void RecordExportError(ExportFormat format);
+  /// zcal_segment_repair_failing: whether the last check found the segment
+  /// damaged and could not recreate it.
+  void SetSegmentRepairFailing(bool failing);
   void SetCalibrationRunning(bool running);
   /// Unix seconds of the next scheduled calibration; 0 for none.
   void SetNextCalibration(double unix_seconds);

@@ -83,7 +83,11 @@ class Publisher {
   /// the last table, logged in one warning line and counted
   /// (zcal_segment_repairs_total{cause}); a repair that fails is logged
   /// once until it succeeds or fails otherwise. Then refreshes the
-  /// segment's heartbeat (and its metric).
+  /// segment's heartbeat (and its metric), and retries a save of the state
+  /// file that failed (a full or read-only state directory): each failed
+  /// attempt counts in zcal_state_errors_total{operation="save"}, the
+  /// outage logs one error line and, when it ends, one info line, and
+  /// zcal_state_unsaved is 1 meanwhile.
   void Heartbeat();
 
   /// At stop: saves the state (when there is one) and leaves a last
@@ -138,6 +142,7 @@ class Publisher {
   std::string host_default_explanation_;
   std::string repair_failure_;  // the last one logged, "" when none
   Exporter exporter_;
+  std::uint64_t failed_saves_ = 0;  // since the last save that succeeded
 };
 
 }  // namespace zcal::agent
