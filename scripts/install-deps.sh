@@ -27,6 +27,9 @@ packages=(
   # the gRPC C++ example and its test (meson -Dgrpc=enabled): the generic
   # API needs no protoc; strace shows the socket options gRPC sets
   libgrpc++-dev strace
+  # libfabric's own fi_pingpong (libfabric-bin, with libfabric1) under zcal
+  # exec and strace: the test that FI_TCP_ZEROCOPY_SIZE reaches its provider
+  libfabric-bin
   # benchmarks (stress-ng: the controlled load of bench/load.py)
   libbenchmark-dev iperf3 stress-ng
   # manual pages

@@ -50,9 +50,12 @@ std::string Quoted(std::string_view value) {
 
 // One sock_impl_set_options params object, with SPDK's semantics: a never
 // verdict turns zerocopy send off, a threshold turns it on from that size
-// (0 = every size, SPDK's own default).
+// (0 = every size, SPDK's own default). SPDK decodes zerocopy_threshold as
+// uint32 and refuses the whole call for a larger number; no flush reaches
+// 4 GiB, so such a threshold means what never means.
 nlohmann::json SpdkParams(std::string_view impl, const ExportedMethod& m) {
-  const bool on = m.verdict != ZCAL_VERDICT_NEVER;
+  const bool on = m.verdict == ZCAL_VERDICT_ALWAYS ||
+                  (m.verdict == ZCAL_VERDICT_THRESHOLD && m.threshold_bytes <= UINT32_MAX);
   nlohmann::json params = {{"impl_name", impl},
                            {"enable_zerocopy_send_server", on},
                            {"enable_zerocopy_send_client", on}};
