@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "zcal/agent/cli/export_format.h"
+#include "zcal/agent/report/export_format.h"
 #include "zcal/zcal.h"
 
 namespace zcal::agent {
