@@ -18,10 +18,6 @@ std::filesystem::path SourceRoot() {
   return root != nullptr ? root : ".";
 }
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
 TEST(AgentCheckConfig, RejectsEveryMalformedFileWithItsPosition) {
   std::size_t checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(

@@ -21,15 +21,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kTimeout{30'000};
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
-std::string Scrape(int port) {
-  const auto response = HttpGet(port, "/metrics");
-  return response && response->status == 200 ? response->body : "";
-}
-
 struct stat Stat(const std::filesystem::path& path) {
   struct stat st {};
   EXPECT_EQ(stat(path.c_str(), &st), 0) << path;

@@ -26,23 +26,6 @@ constexpr milliseconds kStartTimeout{30'000};
 constexpr const char* kFinished = "calibration finished";
 constexpr std::size_t kMethods = 3;  // the zerocopy methods on loopback
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
-std::optional<zcal_info> ReadInfo(const std::string& segment) {
-  auto opened = client::Segment::Open(segment.c_str());
-  if (!opened) return std::nullopt;
-  auto info = opened->Info();
-  if (!info) return std::nullopt;
-  return *info;
-}
-
-std::string Scrape(int port) {
-  const auto response = HttpGet(port, "/metrics");
-  return response && response->status == 200 ? response->body : "";
-}
-
 // A port on 127.0.0.1 that this test listens on, so that nobody else can.
 class TakenPort {
  public:

@@ -11,7 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include "http_test_util.h"
 #include "test_util.h"
+#include "zcal/zcal.hpp"
 
 namespace zcal::agent::testing {
 
@@ -121,6 +123,27 @@ bool AgentProcess::WaitForLog(const std::string& fragment,
                               std::chrono::milliseconds timeout,
                               std::size_t count) const {
   return WaitFor([&] { return CountOf(Log(), fragment) >= count; }, timeout);
+}
+
+bool Contains(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+std::string Scrape(int port) {
+  const auto response = HttpGet(port, "/metrics");
+  return response && response->status == 200 ? response->body : "";
+}
+
+double Series(int port, const std::string& series) {
+  return SeriesValue(Scrape(port), series).value_or(-1);
+}
+
+std::optional<zcal_info> ReadInfo(const std::string& segment) {
+  auto opened = client::Segment::Open(segment.c_str());
+  if (!opened) return std::nullopt;
+  auto info = opened->Info();
+  if (!info) return std::nullopt;
+  return *info;
 }
 
 int AgentProcess::MetricsPort() const {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "zcal/zcal.h"
+
 namespace zcal::agent::testing {
 
 /// The settings the tests vary; everything else is short and local.
@@ -89,5 +91,19 @@ std::string ZcalBinary();
 
 /// Counts occurrences of `fragment` in `text`.
 std::size_t CountOf(const std::string& text, const std::string& fragment);
+
+/// Whether `text` contains `fragment`.
+bool Contains(const std::string& text, const std::string& fragment);
+
+/// The body of /metrics on 127.0.0.1:`port`; "" unless it answered 200.
+std::string Scrape(int port);
+
+/// The value of one series (name and labels as /metrics prints them) on
+/// `port`; -1 when there is no such series or no answer.
+double Series(int port, const std::string& series);
+
+/// The header of `segment` as libzcal reads it; nullopt when it cannot be
+/// opened or read.
+std::optional<zcal_info> ReadInfo(const std::string& segment);
 
 }  // namespace zcal::agent::testing

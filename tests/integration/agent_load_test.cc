@@ -20,10 +20,6 @@ using std::chrono::milliseconds;
 const std::vector<std::string> kZerocopyMethods = {"msg_zerocopy", "uring_send_zc",
                                                    "uring_send_zc_fixed"};
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
 // A load as the state file and `zcal show --json` write it: every share in
 // [0, 1], busy at least this process's share, at least one runnable task
 // (the calibrating thread).

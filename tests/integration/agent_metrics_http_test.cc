@@ -19,12 +19,6 @@ using std::chrono::milliseconds;
 
 constexpr const char* kServing = "serving metrics at ";
 
-double Series(int port, const std::string& series) {
-  const auto response = HttpGet(port, "/metrics");
-  if (!response || response->status != 200) return -1;
-  return SeriesValue(response->body, series).value_or(-1);
-}
-
 std::string Dropped(const std::string& reason) {
   return "zcal_http_connections_dropped_total{reason=\"" + reason + "\"}";
 }

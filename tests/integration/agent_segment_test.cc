@@ -28,10 +28,6 @@ using std::chrono::milliseconds;
 constexpr milliseconds kTimeout{20'000};
 constexpr std::uint64_t kThreshold = 24576;
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
 // A saved loopback result, republished at start: the table the agent must
 // republish after a repair, without waiting for a calibration.
 void SaveLoopbackState(const std::filesystem::path& path,
@@ -73,11 +69,6 @@ std::string HostFingerprint() {
     return log.substr(log.find(marker) + marker.size(), 16);
   }();
   return fingerprint;
-}
-
-std::string Scrape(int port) {
-  const auto response = HttpGet(port, "/metrics");
-  return response && response->status == 200 ? response->body : "";
 }
 
 // Writes `bytes` at `offset` of the file, in place (as `dd conv=notrunc`).

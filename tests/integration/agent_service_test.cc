@@ -25,23 +25,6 @@ constexpr const char* kFinished = "calibration finished";
 const std::vector<std::string> kZerocopyMethods = {
     "msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed"};
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
-std::optional<zcal_info> ReadInfo(const std::string& segment) {
-  auto opened = client::Segment::Open(segment.c_str());
-  if (!opened) return std::nullopt;
-  auto info = opened->Info();
-  if (!info) return std::nullopt;
-  return *info;
-}
-
-std::string Scrape(int port) {
-  const auto response = HttpGet(port, "/metrics");
-  return response && response->status == 200 ? response->body : "";
-}
-
 class AgentTest : public ::testing::Test {
  protected:
   AgentTest() : cleanup_(settings_.segment = UniqueSegment()) {

@@ -27,10 +27,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
 // The value of the series `name` exactly as written ("name{labels}").
 std::optional<double> SeriesValue(const std::string& metrics, const std::string& name) {
   const std::size_t at = metrics.find("\n" + name + " ");

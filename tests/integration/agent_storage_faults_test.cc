@@ -26,19 +26,6 @@ constexpr milliseconds kStartTimeout{30'000};
 constexpr const char* kFinished = "calibration finished";
 constexpr std::size_t kMethods = 3;  // the zerocopy methods on loopback
 
-bool Contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
-std::string Scrape(int port) {
-  const auto response = HttpGet(port, "/metrics");
-  return response && response->status == 200 ? response->body : "";
-}
-
-double Series(int port, const std::string& series) {
-  return SeriesValue(Scrape(port), series).value_or(-1);
-}
-
 bool Shell(const std::string& command) { return std::system(command.c_str()) == 0; }
 
 // A tmpfs of `size` mounted on `dir` for the test's life (lazily unmounted

@@ -98,7 +98,7 @@ TEST_F(CalibrateCli, TextOutputHasVerdictsSizeTableAndHostFacts) {
   EXPECT_THAT(r.out, HasSubstr("zc MB/s"));
   EXPECT_THAT(r.out, HasSubstr("host (fingerprint "));
   EXPECT_THAT(r.out, HasSubstr("interface    lo:"));
-  EXPECT_THAT(r.out, HasSubstr("% busy over the probes ("));
+  EXPECT_THAT(r.out, HasSubstr("  load         host busy "));
   EXPECT_THAT(r.out, HasSubstr(" s of a 3 s budget"));
 }
 

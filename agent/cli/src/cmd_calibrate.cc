@@ -13,6 +13,7 @@
 
 #include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
+#include "zcal/agent/report/report.h"
 #include "zcal/agent/report/report_file.h"
 #include "zcal/agent/state/load_json.h"
 #include "report_text.h"
@@ -162,16 +163,11 @@ void PrintHost(std::ostream& out, const probes::HostFacts& host) {
   for (const std::string& note : host.notes) out << "  note: " << note << "\n";
 }
 
+// The load in the words of the report and `zcal show`, and why it can be
+// missing, which only this command's reader is there to act on.
 void PrintHostLoad(std::ostream& out, const std::optional<probes::HostLoad>& load) {
-  if (!load) {
-    out << "  load         unknown (/proc/stat unreadable, or the probes took under a tick)\n";
-    return;
-  }
-  out << fmt::format(
-      "  load         {:.0f} % busy over the probes ({:.0f} % this calibration, {:.0f} % "
-      "steal), {:.1f} runnable tasks on average (max {}, this one included)\n",
-      100 * load->busy_share, 100 * load->own_share, 100 * load->steal_share,
-      load->runnable_mean, load->runnable_max);
+  out << "  load         " << DescribeLoad(load)
+      << (load ? "" : " (/proc/stat unreadable, or the probes took under a tick)") << "\n";
 }
 
 class ProgressLine {
