@@ -82,6 +82,8 @@ struct Metrics::Live {
   Gauge* last_publish = nullptr;
   Gauge* heartbeat = nullptr;
   std::map<SegmentDamage, Counter*> repairs;
+  Counter* wall_steps_forward = nullptr;
+  Counter* wall_steps_back = nullptr;
   std::map<ExportFormat, Counter*> export_writes;
   std::map<ExportFormat, Counter*> export_errors;
   std::map<HttpDrop, Counter*> http_drops;
@@ -188,6 +190,16 @@ Metrics::Live::Live(const std::string& version) {
   for (const SegmentDamage cause : kSegmentDamages) {
     repairs[cause] = &repairs_family.Add({{"cause", std::string(SegmentDamageName(cause))}});
   }
+
+  auto& wall_steps_family =
+      BuildCounter()
+          .Name("zcal_wall_clock_steps_total")
+          .Help("Steps of the wall clock (CLOCK_REALTIME) against the steady clock seen "
+                "between two heartbeats, by direction (forward, back); intervals and the "
+                "ages of this process's results run on the steady clock.")
+          .Register(registry);
+  wall_steps_forward = &wall_steps_family.Add({{"direction", "forward"}});
+  wall_steps_back = &wall_steps_family.Add({{"direction", "back"}});
 
   auto& export_writes_family =
       BuildCounter()
@@ -342,6 +354,10 @@ void Metrics::RecordSegmentRepair(SegmentDamage cause) {
   if (const auto it = live_->repairs.find(cause); it != live_->repairs.end()) {
     it->second->Increment();
   }
+}
+
+void Metrics::RecordWallClockStep(bool forward) {
+  (forward ? live_->wall_steps_forward : live_->wall_steps_back)->Increment();
 }
 
 void Metrics::RecordExportWrite(ExportFormat format) {

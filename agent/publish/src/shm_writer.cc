@@ -72,6 +72,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   if (auto ok = ValidateSegmentName(options.name); !ok) return tl::unexpected(ok.error());
   const std::string& name = options.name;
   const std::string path = std::string(kShmDir) + name;
+  if (!options.clock) return Fail(Errc::kInvalidArgument, "segment " + name + ": no clock given");
   if (options.capacity < 1 || options.capacity > ZCAL_MAX_CAPACITY) {
     return Fail(Errc::kInvalidArgument,
                 "segment capacity " + std::to_string(options.capacity) +
@@ -167,7 +168,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   // Nobody can see the file before the rename, so plain stores suffice
   // except for the magic, which readers take as "initialized".
   auto* hdr = static_cast<zcal_shm_header*>(base);
-  const std::uint64_t created = common::RealtimeNs();
+  const std::uint64_t created = options.clock->Wall();
   hdr->abi_major = ZCAL_ABI_MAJOR;
   hdr->abi_minor = ZCAL_ABI_MINOR;
   hdr->header_size = sizeof(zcal_shm_header);
@@ -256,7 +257,7 @@ void ShmWriter::Store(std::uint32_t flags) {
   auto* hdr = static_cast<zcal_shm_header*>(base_);
   auto* slots = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base_) +
                                                  sizeof(zcal_shm_header));
-  const std::uint64_t now = common::RealtimeNs();
+  const std::uint64_t now = options_.clock->Wall();
   // The odd value must be visible before any data word: the release
   // stores below order it.
   __atomic_store_n(&hdr->seq, seq_ + 1, __ATOMIC_RELAXED);
@@ -283,7 +284,7 @@ bool ShmWriter::Heartbeat() {
   // A file cut shorter than the mapping faults (SIGBUS) on the first store
   // past its end: Heal recreates it instead.
   if (!Covered()) return false;
-  const std::uint64_t now = common::RealtimeNs();
+  const std::uint64_t now = options_.clock->Wall();
   StoreRelease(&static_cast<zcal_shm_header*>(base_)->heartbeat_ns, now);
   heartbeat_ns_ = now;
   return true;

@@ -17,6 +17,7 @@
 #include "zcal/agent/domain/segment_name.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/common/clock.h"
 #include "zcal/common/result.h"
 #include "zcal/zcal.h"
 
@@ -28,6 +29,8 @@ struct ShmWriterOptions {
   mode_t mode = 0644;          ///< permission bits; world-writable refused
   std::optional<std::string> group;  ///< group name or numeric gid
   std::uint32_t capacity = 256;      ///< entries, 1..65536
+  /// Stamps created, publish time and heartbeat with its Wall().
+  std::shared_ptr<const common::Clock> clock = common::SystemClock();
 };
 
 /// What ShmWriter::Heal found, and whether it repaired it.
