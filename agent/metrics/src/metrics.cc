@@ -77,6 +77,7 @@ struct Metrics::Live {
   std::map<std::string, Counter*, std::less<>> state_errors;
   Gauge* state_unsaved = nullptr;
   Gauge* repair_failing = nullptr;
+  Gauge* publish_failing = nullptr;
   Counter* publishes = nullptr;
   Gauge* entries = nullptr;
   Gauge* last_publish = nullptr;
@@ -168,6 +169,10 @@ Metrics::Live::Live(const std::string& version) {
   repair_failing = &OneGauge(registry, "zcal_segment_repair_failing",
                              "1 while the segment is damaged and recreating it "
                              "fails (retried at each heartbeat).");
+  publish_failing = &OneGauge(registry, "zcal_segment_publish_failing",
+                              "1 while the last table could not be published (the segment "
+                              "could not grow: /dev/shm full); the segment keeps the previous "
+                              "table, retried at each heartbeat.");
   state_unsaved = &OneGauge(registry, "zcal_state_unsaved",
                             "1 while the state file is older than the published "
                             "state because saving it failed (retried at each "
@@ -370,6 +375,10 @@ void Metrics::RecordExportError(ExportFormat format) {
 
 void Metrics::SetSegmentRepairFailing(bool failing) {
   live_->repair_failing->Set(failing ? 1 : 0);
+}
+
+void Metrics::SetSegmentPublishFailing(bool failing) {
+  live_->publish_failing->Set(failing ? 1 : 0);
 }
 
 void Metrics::SetStateUnsaved(bool unsaved) {

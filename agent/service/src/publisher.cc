@@ -45,6 +45,7 @@ ShmWriterOptions WriterOptions(const SegmentConfig& segment,
   options.clock = std::move(clock);
   options.name = segment.name;
   options.mode = segment.mode;
+  options.capacity = segment.capacity;
   if (!segment.group.empty()) options.group = segment.group;
   return options;
 }
@@ -133,12 +134,36 @@ void Publisher::Publish() {
     host_default_explanation_ = table.host_default_explanation;
   }
   CheckSegment();
+  const std::uint32_t capacity = writer_->capacity();
   const Result<void> published = writer_->Publish(entries, stale_, table.host_default);
+  // Only a failure of the file system (a segment that could not grow on a
+  // full /dev/shm) can go away by itself; the table is then retried at
+  // each heartbeat.
+  publish_pending_ = !published && published.error().code == Errc::kIo;
+  metrics_->SetSegmentPublishFailing(!published);
   if (!published) {
-    spdlog::error("segment {}: publishing {} entries failed: {}",
-                  config_.segment.name, entries.size(),
-                  published.error().message);
+    ++failed_publishes_;
+    const std::string& failure = published.error().message;
+    if (failure != publish_failure_) {
+      spdlog::error("segment {}: publishing {} entries failed: {}{}", config_.segment.name,
+                    entries.size(), failure,
+                    publish_pending_ ? " (tried again at each heartbeat)" : "");
+      publish_failure_ = failure;
+    } else {
+      spdlog::debug("segment {}: publishing failed again: {}", config_.segment.name, failure);
+    }
   } else {
+    if (writer_->capacity() != capacity) {
+      spdlog::info("segment {} grew from {} to {} entries for a table of {}; its readers move "
+                   "to the new one",
+                   config_.segment.name, capacity, writer_->capacity(), entries.size());
+    }
+    if (failed_publishes_ != 0) {
+      spdlog::info("segment {}: published {} entries after {} failed attempt(s)",
+                   config_.segment.name, entries.size(), failed_publishes_);
+    }
+    failed_publishes_ = 0;
+    publish_failure_.clear();
     metrics_->RecordPublish(clock_->Wall(), entries.size());
     spdlog::debug("published {} entries{}", entries.size(),
                   stale_ ? " (stale)" : "");
@@ -314,7 +339,11 @@ void Publisher::CheckWallClock() {
 
 void Publisher::Heartbeat() {
   CheckWallClock();
-  CheckSegment();
+  if (publish_pending_) {
+    Publish();  // checks the segment first
+  } else {
+    CheckSegment();
+  }
   if (writer_->Heartbeat()) metrics_->RecordHeartbeat(clock_->Wall());
   if (failed_saves_ != 0) Save();
 }

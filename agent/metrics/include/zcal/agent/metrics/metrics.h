@@ -102,6 +102,9 @@ class Metrics final : public prometheus::Collectable {
   /// zcal_segment_repair_failing: whether the last check found the segment
   /// damaged and could not recreate it.
   void SetSegmentRepairFailing(bool failing);
+  /// zcal_segment_publish_failing: whether the last table could not be
+  /// published (the segment keeps the previous one).
+  void SetSegmentPublishFailing(bool failing);
   void SetCalibrationRunning(bool running);
   /// Unix seconds of the next scheduled calibration; 0 for none.
   void SetNextCalibration(double unix_seconds);

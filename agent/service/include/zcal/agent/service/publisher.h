@@ -67,8 +67,11 @@ class Publisher {
   void SetHost(const HostSnapshot& host);
 
   /// Publishes the table of the current state (BuildEntries) with the stale
-  /// flag, and the snapshot in the metrics. A failure is logged; the
-  /// segment then keeps its previous table. The segment is checked first,
+  /// flag, and the snapshot in the metrics. A failure is logged once (until
+  /// it changes or ends), zcal_segment_publish_failing is 1 meanwhile, and
+  /// the segment keeps its previous table; one of the file system (the
+  /// segment could not grow for a larger table: /dev/shm full) is retried
+  /// at each heartbeat. A segment that grew is logged in one line. The segment is checked first,
   /// as by Heartbeat. After a publish that succeeded, the exported files
   /// whose content changed are rewritten (Exporter).
   void Publish();
@@ -151,6 +154,9 @@ class Publisher {
   HostDefaultNic host_default_nic_;
   std::string host_default_explanation_;
   std::string repair_failure_;  // the last one logged, "" when none
+  std::string publish_failure_;  // likewise for Publish
+  std::uint64_t failed_publishes_ = 0;  // since the last publish that succeeded
+  bool publish_pending_ = false;  // the last table is not in the segment; retry
   Exporter exporter_;
   std::uint64_t failed_saves_ = 0;  // since the last save that succeeded
   std::shared_ptr<const common::Clock> clock_;
