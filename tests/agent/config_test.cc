@@ -115,6 +115,20 @@ TEST(Config, EmptyListenDisablesMetrics) {
   EXPECT_TRUE(config->metrics.listen.empty());
 }
 
+TEST(Config, SegmentCapacityIsAWholeNumberOfEntriesUpTo65536) {
+  const Result<Config> config = ParseConfig("segment: {capacity: 1024}\n", "t");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->segment.capacity, 1024u);
+  EXPECT_EQ(ParseConfig("{}\n", "t")->segment.capacity, 256u);
+  for (const char* bad : {"0", "65537", "2.5", "lots"}) {
+    const Result<Config> refused =
+        ParseConfig(std::string("segment: {capacity: ") + bad + "}\n", "cap.yaml");
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message.find("cap.yaml:1:21: segment.capacity"), std::string::npos)
+        << refused.error().message;
+  }
+}
+
 TEST(Config, ReportsEveryProblemInOneMessage) {
   const Result<Config> config = ParseConfig(
       "schedule:\n  interval: never\nsegment:\n  name: bad\n", "many.yaml");

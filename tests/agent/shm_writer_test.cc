@@ -18,6 +18,7 @@
 #include "shm_test_util.h"
 #include "zcal/common/clock.h"
 #include "zcal/zcal.h"
+#include "zcal/zcal.hpp"
 
 namespace {
 
@@ -215,15 +216,52 @@ TEST(ShmWriter, RejectsInvalidEntriesAndKeepsTheTable) {
   EXPECT_EQ(static_cast<const zcal_shm_header*>(writer->mapping())->generation, generation);
 }
 
-TEST(ShmWriter, RejectsMoreEntriesThanCapacityAndDuplicates) {
+TEST(ShmWriter, ATableThatOutgrowsTheCapacityGrowsTheSegment) {
   ScopedName name("capacity");
   auto writer = MakeWriter(name, 2);
+  ASSERT_TRUE(writer->Publish(std::vector<PublishedEntry>{PeerEntry("10.0.0.0", 8, 1)}, false));
+  auto before = zcal::client::Segment::Open(name.c_str());
+  ASSERT_TRUE(before);
+  ASSERT_TRUE(before->Info());
   std::vector<PublishedEntry> three = {PeerEntry("10.0.0.0", 8, 1),
                                        PeerEntry("10.1.0.0", 16, 2),
                                        PeerEntry("10.2.0.0", 16, 3)};
-  auto result = writer->Publish(three, false);
+  auto result = writer->Publish(three, true);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(writer->capacity(), 4u);
+  EXPECT_EQ(writer->grows(), 1u);
+  // A reader of the old segment finds its old table, whole, marked retired.
+  const auto old_info = before->Info();
+  ASSERT_TRUE(old_info);
+  EXPECT_EQ(old_info->count, 1u);
+  EXPECT_TRUE(old_info->flags & ZCAL_FLAG_RETIRED);
+  // The name holds the new table.
+  auto after = zcal::client::Segment::Open(name.c_str());
+  ASSERT_TRUE(after);
+  const auto info = after->Info();
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->capacity, 4u);
+  EXPECT_EQ(info->count, 3u);
+  EXPECT_TRUE(info->flags & ZCAL_FLAG_STALE);
+  EXPECT_FALSE(info->flags & ZCAL_FLAG_RETIRED);
+  // Later publishes and heartbeats go to the new segment.
+  ASSERT_TRUE(writer->Publish(three, false));
+  EXPECT_TRUE(writer->Heartbeat());
+  const auto again = after->Info();
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->flags & ZCAL_FLAG_STALE);
+  EXPECT_EQ(writer->Heal().damage, zcal::agent::SegmentDamage::kNone) << "the grown segment is the writer's own";
+}
+
+TEST(ShmWriter, RejectsMoreEntriesThanTheLargestSegmentAndDuplicates) {
+  ScopedName name("largest");
+  auto writer = MakeWriter(name, 2);
+  std::vector<PublishedEntry> many(ZCAL_MAX_CAPACITY + 1, PeerEntry("10.0.0.0", 8, 1));
+  auto result = writer->Publish(many, false);
   ASSERT_FALSE(result);
-  EXPECT_NE(result.error().message.find("exceed the capacity 2"), std::string::npos);
+  EXPECT_NE(result.error().message.find("exceed the largest segment (65536 entries)"),
+            std::string::npos)
+      << result.error().message;
 
   std::vector<PublishedEntry> twins = {PeerEntry("10.1.2.3", 16, 1),
                                        PeerEntry("10.1.0.0", 16, 2)};

@@ -323,6 +323,27 @@ TEST(Lookup, ShouldZerocopyFallsBackWithoutAgentEntryOrFreshData) {
   EXPECT_EQ(zcal_should_zerocopy(h.get(), &key, kZc, 1 << 20, 0, 1), 0);
 }
 
+TEST(Lookup, StampsAheadOfTheClockAreAgeZeroSoAStepBackKeepsTheTable) {
+  // The wall clock stepped back by an hour after the agent's last heartbeat
+  // and measurement: both lie in the reader's future until the next one.
+  SegmentImage image(2);
+  const std::uint64_t ahead = NowNs() + 3600 * kSecond;
+  zcal_shm_entry e = MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_ALWAYS, 4096);
+  e.measured_at_ns = ahead;
+  image.Add(e);
+  image.header().heartbeat_ns = ahead;
+  Attached h(image);
+  ASSERT_EQ(h.rc(), 0);
+  zcal_key key;
+  zcal_key_from_string("10.0.0.1", nullptr, &key);
+  zcal_result r;
+  ASSERT_EQ(zcal_lookup(h.get(), &key, kZc, &r), 0);
+  EXPECT_EQ(r.age_ns, 0u) << "not negative, not wrapped to centuries";
+  EXPECT_EQ(r.heartbeat_age_ns, 0u);
+  // A reader with max_age keeps using the table, not its fallback.
+  EXPECT_EQ(zcal_should_zerocopy(h.get(), &key, kZc, 1 << 20, 1 * kSecond, 0), 1);
+}
+
 TEST(Lookup, GenerationChangeBringsTheNewTable) {
   SegmentImage image(4);
   image.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, 100));

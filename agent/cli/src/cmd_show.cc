@@ -54,6 +54,21 @@ std::string Age(std::optional<double> seconds) {
   return out.str();
 }
 
+// The age of a stamp the agent wrote. One ahead of this clock (the wall
+// clock was stepped back since, or the agent's is ahead of this one) has
+// no age: say so instead of printing a negative or wrapped one. Under a
+// second ahead is the usual race of two readings.
+std::string AgeOf(std::uint64_t now_ns, std::uint64_t then_ns) {
+  if (then_ns > now_ns && then_ns - now_ns >= 1'000'000'000ULL) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(0) << "age 0: stamped "
+        << common::NsToSeconds(then_ns - now_ns)
+        << " s ahead of this clock; the wall clock was stepped back";
+    return out.str();
+  }
+  return Age(AgeSeconds(now_ns, then_ns));
+}
+
 void PrintTable(std::ostream& out, const std::string& name, const zcal_info& info,
                 const std::vector<zcal_shm_entry>& entries, std::uint64_t now_ns) {
   out << "segment     " << name << " (" << info.segment_bytes << " bytes, ABI "
@@ -61,9 +76,9 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
       << "agent pid   " << info.agent_pid << "\n"
       << "generation  " << info.generation << "\n"
       << "published   " << Utc(info.publish_time_ns) << " ("
-      << Age(AgeSeconds(now_ns, info.publish_time_ns)) << ")\n"
+      << AgeOf(now_ns, info.publish_time_ns) << ")\n"
       << "heartbeat   " << Utc(info.heartbeat_ns) << " ("
-      << Age(AgeSeconds(now_ns, info.heartbeat_ns)) << ")\n"
+      << AgeOf(now_ns, info.heartbeat_ns) << ")\n"
       << "stale       "
       << ((info.flags & ZCAL_FLAG_STALE)
               ? "yes (republished from saved state, not yet confirmed)"
@@ -94,7 +109,7 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
                          : std::string("-"),
                      confidence.str(), *reason ? reason : "-",
                      Utc(e.measured_at_ns) + " (" +
-                         Age(AgeSeconds(now_ns, e.measured_at_ns)) + ")",
+                         AgeOf(now_ns, e.measured_at_ns) + ")",
                      common::Hex64(e.fingerprint)}});
   }
   std::size_t width[8] = {};

@@ -39,8 +39,8 @@ std::optional<mode_t> ParseMode(std::string_view text) {
 
 void ReadSegment(ConfigReader& reader, const YAML::Node& node,
                  Config& config) {
-  static constexpr std::array<std::string_view, 4> kKeys = {
-      "name", "mode", "group", "heartbeat"};
+  static constexpr std::array<std::string_view, 5> kKeys = {
+      "name", "mode", "group", "heartbeat", "capacity"};
   const auto fields = reader.Map(node, "segment", kKeys);
   if (!fields) return;
   SegmentConfig& s = config.segment;
@@ -83,6 +83,17 @@ void ReadSegment(ConfigReader& reader, const YAML::Node& node,
   if (const auto it = fields->find("heartbeat"); it != fields->end()) {
     reader.Duration(it->second, "segment.heartbeat", milliseconds(100),
                     std::chrono::seconds(60), false, s.heartbeat);
+  }
+  if (const auto it = fields->find("capacity"); it != fields->end()) {
+    double value = 0;
+    // 65536: ZCAL_MAX_CAPACITY of the segment ABI (ShmWriter checks it too).
+    if (reader.Number(it->second, "segment.capacity", 1, 65536, value)) {
+      if (value != static_cast<double>(static_cast<std::uint32_t>(value))) {
+        reader.Error(it->second, "segment.capacity", "expected a whole number of entries");
+      } else {
+        s.capacity = static_cast<std::uint32_t>(value);
+      }
+    }
   }
 }
 

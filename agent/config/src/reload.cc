@@ -40,7 +40,8 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   const SegmentConfig& rs = running.segment;
   const SegmentConfig& ns = next.segment;
   c.segment_name = ns.name != rs.name;
-  c.segment = c.segment_name || ns.mode != rs.mode || ns.group != rs.group;
+  c.segment = c.segment_name || ns.mode != rs.mode || ns.group != rs.group ||
+              ns.capacity != rs.capacity;
   c.heartbeat = ns.heartbeat != rs.heartbeat;
   c.metrics_listen = next.metrics.listen != running.metrics.listen;
   c.sink = next.sink != running.sink;

@@ -77,11 +77,14 @@ struct Metrics::Live {
   std::map<std::string, Counter*, std::less<>> state_errors;
   Gauge* state_unsaved = nullptr;
   Gauge* repair_failing = nullptr;
+  Gauge* publish_failing = nullptr;
   Counter* publishes = nullptr;
   Gauge* entries = nullptr;
   Gauge* last_publish = nullptr;
   Gauge* heartbeat = nullptr;
   std::map<SegmentDamage, Counter*> repairs;
+  Counter* wall_steps_forward = nullptr;
+  Counter* wall_steps_back = nullptr;
   std::map<ExportFormat, Counter*> export_writes;
   std::map<ExportFormat, Counter*> export_errors;
   std::map<HttpDrop, Counter*> http_drops;
@@ -166,6 +169,10 @@ Metrics::Live::Live(const std::string& version) {
   repair_failing = &OneGauge(registry, "zcal_segment_repair_failing",
                              "1 while the segment is damaged and recreating it "
                              "fails (retried at each heartbeat).");
+  publish_failing = &OneGauge(registry, "zcal_segment_publish_failing",
+                              "1 while the last table could not be published (the segment "
+                              "could not grow: /dev/shm full); the segment keeps the previous "
+                              "table, retried at each heartbeat.");
   state_unsaved = &OneGauge(registry, "zcal_state_unsaved",
                             "1 while the state file is older than the published "
                             "state because saving it failed (retried at each "
@@ -188,6 +195,16 @@ Metrics::Live::Live(const std::string& version) {
   for (const SegmentDamage cause : kSegmentDamages) {
     repairs[cause] = &repairs_family.Add({{"cause", std::string(SegmentDamageName(cause))}});
   }
+
+  auto& wall_steps_family =
+      BuildCounter()
+          .Name("zcal_wall_clock_steps_total")
+          .Help("Steps of the wall clock (CLOCK_REALTIME) against the steady clock seen "
+                "between two heartbeats, by direction (forward, back); intervals and the "
+                "ages of this process's results run on the steady clock.")
+          .Register(registry);
+  wall_steps_forward = &wall_steps_family.Add({{"direction", "forward"}});
+  wall_steps_back = &wall_steps_family.Add({{"direction", "back"}});
 
   auto& export_writes_family =
       BuildCounter()
@@ -344,6 +361,10 @@ void Metrics::RecordSegmentRepair(SegmentDamage cause) {
   }
 }
 
+void Metrics::RecordWallClockStep(bool forward) {
+  (forward ? live_->wall_steps_forward : live_->wall_steps_back)->Increment();
+}
+
 void Metrics::RecordExportWrite(ExportFormat format) {
   live_->export_writes.at(format)->Increment();
 }
@@ -354,6 +375,10 @@ void Metrics::RecordExportError(ExportFormat format) {
 
 void Metrics::SetSegmentRepairFailing(bool failing) {
   live_->repair_failing->Set(failing ? 1 : 0);
+}
+
+void Metrics::SetSegmentPublishFailing(bool failing) {
+  live_->publish_failing->Set(failing ? 1 : 0);
 }
 
 void Metrics::SetStateUnsaved(bool unsaved) {

@@ -60,9 +60,9 @@ HttpResponse StatusPage::Thresholds(std::uint64_t now_ns) const {
 std::vector<HttpRoute> StatusPage::Routes() {
   std::shared_ptr<StatusPage> self = shared_from_this();
   return {
-      {"/", [self](const HttpRequest&) { return self->Page(common::RealtimeNs()); }},
+      {"/", [self](const HttpRequest&) { return self->Page(self->clock_->Wall()); }},
       {"/api/v1/thresholds",
-       [self](const HttpRequest&) { return self->Thresholds(common::RealtimeNs()); }},
+       [self](const HttpRequest&) { return self->Thresholds(self->clock_->Wall()); }},
   };
 }
 

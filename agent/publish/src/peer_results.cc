@@ -23,18 +23,25 @@ std::uint64_t OrderKey(const calibrator::MethodResult& r) {
 
 }  // namespace
 
-bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_ns) {
+bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_ns,
+               std::optional<std::int64_t> now_steady_ns) {
   if (peer.last_success_ns == 0) return true;
+  const auto limit_ms = static_cast<std::uint64_t>(config.peers.stale_after.count());
+  if (now_steady_ns && peer.last_success_steady_ns != 0) {
+    if (*now_steady_ns <= peer.last_success_steady_ns) return false;
+    const auto age_ns = static_cast<std::uint64_t>(*now_steady_ns - peer.last_success_steady_ns);
+    return age_ns / 1'000'000 > limit_ms;
+  }
   if (now_ns <= peer.last_success_ns) return false;
-  const auto age_ms = (now_ns - peer.last_success_ns) / 1'000'000;
-  return age_ms > static_cast<std::uint64_t>(config.peers.stale_after.count());
+  return (now_ns - peer.last_success_ns) / 1'000'000 > limit_ms;
 }
 
 InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config,
-                                   std::uint64_t now_ns) {
+                                   std::uint64_t now_ns,
+                                   std::optional<std::int64_t> now_steady_ns) {
   std::map<std::string, std::map<Method, std::vector<const MethodState*>>> groups;
   for (const auto& [path, peer] : state.peers) {
-    if (peer.interface.empty() || PeerStale(peer, config, now_ns)) continue;
+    if (peer.interface.empty() || PeerStale(peer, config, now_ns, now_steady_ns)) continue;
     const auto results = state.paths.find(path);
     if (results == state.paths.end()) continue;
     for (const auto& [method, s] : results->second) {
@@ -71,7 +78,7 @@ InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config
 }
 
 void RecordPeerAttempts(AgentState& state, const std::vector<PeerAttempt>& attempts,
-                        std::uint64_t now_ns) {
+                        std::uint64_t now_ns, std::int64_t steady_ns) {
   for (const PeerAttempt& attempt : attempts) {
     PeerRecord& peer = state.peers[attempt.path];
     peer.endpoint = attempt.endpoint;
@@ -79,6 +86,7 @@ void RecordPeerAttempts(AgentState& state, const std::vector<PeerAttempt>& attem
     peer.last_outcome = attempt.outcome;
     if (attempt.outcome == PeerOutcome::kSuccess && state.paths.contains(attempt.path)) {
       peer.last_success_ns = now_ns;
+      peer.last_success_steady_ns = steady_ns;
       // A route that could not be read keeps the interface known before.
       if (!attempt.interface.empty()) peer.interface = attempt.interface;
     }

@@ -89,7 +89,8 @@ void PruneState(AgentState& state, const Config& config) {
 }
 
 PublishedTable BuildEntries(const AgentState& state, const Config& config,
-                            const HostDefaultNic& nic, std::uint64_t now_ns) {
+                            const HostDefaultNic& nic, std::uint64_t now_ns,
+                            std::optional<std::int64_t> now_steady_ns) {
   PublishedTable table;
   const auto add = [&](const std::map<Method, MethodState>& methods,
                        ScopeKind scope, bool estimated,
@@ -150,7 +151,7 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
     }
   }
   table.entries = std::move(unique);
-  table.interfaces = AggregatePeers(state, config, now_ns);
+  table.interfaces = AggregatePeers(state, config, now_ns, now_steady_ns);
   for (const auto& [interface, methods] : table.interfaces) {
     std::map<Method, MethodState> medians;
     for (const auto& [method, a] : methods) medians.emplace(method, a.state);

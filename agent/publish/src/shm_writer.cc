@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -69,9 +70,15 @@ void Retire(int fd) {
 }  // namespace
 
 Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& options) {
+  return CreateHolding(options, nullptr);
+}
+
+Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptions& options,
+                                                            const Initial* initial) {
   if (auto ok = ValidateSegmentName(options.name); !ok) return tl::unexpected(ok.error());
   const std::string& name = options.name;
   const std::string path = std::string(kShmDir) + name;
+  if (!options.clock) return Fail(Errc::kInvalidArgument, "segment " + name + ": no clock given");
   if (options.capacity < 1 || options.capacity > ZCAL_MAX_CAPACITY) {
     return Fail(Errc::kInvalidArgument,
                 "segment capacity " + std::to_string(options.capacity) +
@@ -167,7 +174,7 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   // Nobody can see the file before the rename, so plain stores suffice
   // except for the magic, which readers take as "initialized".
   auto* hdr = static_cast<zcal_shm_header*>(base);
-  const std::uint64_t created = common::RealtimeNs();
+  const std::uint64_t created = options.clock->Wall();
   hdr->abi_major = ZCAL_ABI_MAJOR;
   hdr->abi_minor = ZCAL_ABI_MINOR;
   hdr->header_size = sizeof(zcal_shm_header);
@@ -179,6 +186,15 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   hdr->heartbeat_ns = created;
   hdr->created_ns = created;
   hdr->agent_pid = static_cast<std::uint32_t>(getpid());
+  if (initial != nullptr) {
+    // A reader that opens the name right after the rename finds the table.
+    std::memcpy(static_cast<char*>(base) + sizeof(zcal_shm_header), initial->table.data(),
+                initial->table.size() * sizeof(zcal_shm_entry));
+    hdr->count = static_cast<std::uint32_t>(initial->table.size());
+    hdr->flags = initial->flags;
+    hdr->host_default_source = initial->host_default;
+    hdr->publish_time_ns = created;
+  }
   StoreRelease(&hdr->magic, static_cast<std::uint64_t>(ZCAL_MAGIC));
 
   if (Result<void> placed = file.Commit(); !placed) {
@@ -188,8 +204,51 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& opt
   // Retire only after the rename, so that readers reopening the name find
   // the new segment.
   if (old) Retire(old.get());
-  return std::unique_ptr<ShmWriter>(
+  auto writer = std::unique_ptr<ShmWriter>(
       new ShmWriter(options, file.TakeFd().Release(), base, bytes, created));
+  if (initial != nullptr) {
+    writer->table_ = initial->table;
+    writer->flags_ = initial->flags;
+    writer->host_default_ = initial->host_default;
+    writer->publish_time_ns_ = created;
+    writer->published_ = true;
+  }
+  return writer;
+}
+
+Result<void> ShmWriter::Grow(Initial initial) {
+  const std::uint32_t from = options_.capacity;
+  ShmWriterOptions grown = options_;
+  while (grown.capacity < initial.table.size()) {
+    grown.capacity = std::min<std::uint32_t>(grown.capacity * 2, ZCAL_MAX_CAPACITY);
+  }
+  auto fresh = CreateHolding(grown, &initial);
+  if (!fresh) {
+    return Fail(fresh.error().code,
+                "growing it from " + std::to_string(from) + " to " +
+                    std::to_string(grown.capacity) + " entries for a table of " +
+                    std::to_string(initial.table.size()) + " failed: " + fresh.error().message +
+                    "; it keeps its previous table, and the next publish tries again");
+  }
+  // As Recreate: the old file, which no longer has the name, is marked
+  // retired over its old table, and the writer takes the new one.
+  RetireOwn();
+  ShmWriter& other = **fresh;
+  std::swap(fd_, other.fd_);
+  std::swap(base_, other.base_);
+  std::swap(bytes_, other.bytes_);
+  std::swap(generation_, other.generation_);
+  std::swap(seq_, other.seq_);
+  std::swap(created_ns_, other.created_ns_);
+  std::swap(heartbeat_ns_, other.heartbeat_ns_);
+  std::swap(publish_time_ns_, other.publish_time_ns_);
+  options_.capacity = grown.capacity;
+  table_ = std::move(initial.table);
+  flags_ = initial.flags;
+  host_default_ = initial.host_default;
+  published_ = true;
+  ++grows_;
+  return {};
 }
 
 ShmWriter::ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t bytes,
@@ -222,11 +281,11 @@ bool ShmWriter::Covered() const {
 
 Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool stale,
                                 HostDefaultSource host_default) {
-  if (entries.size() > options_.capacity) {
+  if (entries.size() > ZCAL_MAX_CAPACITY) {
     return Fail(Errc::kInvalidArgument,
-                std::to_string(entries.size()) + " entries exceed the capacity " +
-                    std::to_string(options_.capacity) + " of segment " + name() +
-                    ": raise the segment capacity in the configuration");
+                std::to_string(entries.size()) + " entries exceed the largest segment (" +
+                    std::to_string(ZCAL_MAX_CAPACITY) + " entries) for segment " + name() +
+                    ": keep fewer peers (peers.keep)");
   }
   auto encoded = EncodeTable(entries, name());
   if (!encoded) return tl::unexpected(encoded.error());
@@ -244,8 +303,12 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
                     "publications no longer reach readers. Run one agent per "
                     "segment name");
   }
+  const std::uint32_t flags = stale ? ZCAL_FLAG_STALE : std::uint32_t{0};
+  if (encoded->size() > options_.capacity) {
+    return Grow(Initial{std::move(*encoded), flags, static_cast<std::uint32_t>(host_default)});
+  }
   table_ = std::move(*encoded);
-  flags_ = stale ? ZCAL_FLAG_STALE : std::uint32_t{0};
+  flags_ = flags;
   host_default_ = static_cast<std::uint32_t>(host_default);
   published_ = true;
   Store(flags_);
@@ -256,7 +319,7 @@ void ShmWriter::Store(std::uint32_t flags) {
   auto* hdr = static_cast<zcal_shm_header*>(base_);
   auto* slots = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base_) +
                                                  sizeof(zcal_shm_header));
-  const std::uint64_t now = common::RealtimeNs();
+  const std::uint64_t now = options_.clock->Wall();
   // The odd value must be visible before any data word: the release
   // stores below order it.
   __atomic_store_n(&hdr->seq, seq_ + 1, __ATOMIC_RELAXED);
@@ -283,7 +346,7 @@ bool ShmWriter::Heartbeat() {
   // A file cut shorter than the mapping faults (SIGBUS) on the first store
   // past its end: Heal recreates it instead.
   if (!Covered()) return false;
-  const std::uint64_t now = common::RealtimeNs();
+  const std::uint64_t now = options_.clock->Wall();
   StoreRelease(&static_cast<zcal_shm_header*>(base_)->heartbeat_ns, now);
   heartbeat_ns_ = now;
   return true;

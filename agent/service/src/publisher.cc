@@ -39,18 +39,22 @@ HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
 }  // namespace
 
 
-ShmWriterOptions WriterOptions(const SegmentConfig& segment) {
+ShmWriterOptions WriterOptions(const SegmentConfig& segment,
+                               std::shared_ptr<const common::Clock> clock) {
   ShmWriterOptions options;
+  options.clock = std::move(clock);
   options.name = segment.name;
   options.mode = segment.mode;
+  options.capacity = segment.capacity;
   if (!segment.group.empty()) options.group = segment.group;
   return options;
 }
 
 namespace {
 
-Result<std::unique_ptr<ShmWriter>> CreateWriter(const SegmentConfig& segment) {
-  auto writer = ShmWriter::Create(WriterOptions(segment));
+Result<std::unique_ptr<ShmWriter>> CreateWriter(const SegmentConfig& segment,
+                                                std::shared_ptr<const common::Clock> clock) {
+  auto writer = ShmWriter::Create(WriterOptions(segment, std::move(clock)));
   if (!writer) {
     return Fail(writer.error().code,
                 "segment " + segment.name + ": " + writer.error().message);
@@ -62,28 +66,32 @@ Result<std::unique_ptr<ShmWriter>> CreateWriter(const SegmentConfig& segment) {
 
 Publisher::Publisher(Config config, std::shared_ptr<Metrics> metrics,
                      std::unique_ptr<InstanceLock> lock,
-                     std::unique_ptr<ShmWriter> writer, std::string lock_dir)
+                     std::unique_ptr<ShmWriter> writer, std::string lock_dir,
+                     std::shared_ptr<const common::Clock> clock)
     : config_(std::move(config)),
       metrics_(std::move(metrics)),
       lock_(std::move(lock)),
       writer_(std::move(writer)),
       lock_dir_(std::move(lock_dir)),
-      exporter_(metrics_) {
+      exporter_(metrics_),
+      clock_(std::move(clock)) {
   exporter_.Configure(config_.exports);
+  (void)wall_steps_.Check(*clock_);  // the offset steps are measured from
 }
 
 Publisher::~Publisher() = default;
 
 Result<std::unique_ptr<Publisher>> Publisher::Open(
     const Config& config, std::string lock_dir,
-    std::shared_ptr<Metrics> metrics) {
+    std::shared_ptr<Metrics> metrics, std::shared_ptr<const common::Clock> clock) {
+  if (!clock) return Fail(Errc::kInvalidArgument, "the publisher needs a clock");
   auto lock = InstanceLock::Acquire(config.segment.name, lock_dir);
   if (!lock) return tl::unexpected(lock.error());
-  auto writer = CreateWriter(config.segment);
+  auto writer = CreateWriter(config.segment, clock);
   if (!writer) return tl::unexpected(writer.error());
   return std::unique_ptr<Publisher>(
       new Publisher(config, std::move(metrics), std::move(*lock),
-                    std::move(*writer), std::move(lock_dir)));
+                    std::move(*writer), std::move(lock_dir), std::move(clock)));
 }
 
 void Publisher::LoadSaved() {
@@ -116,8 +124,9 @@ void Publisher::SetHost(const HostSnapshot& host) {
 }
 
 void Publisher::Publish() {
-  const std::uint64_t now_ns = common::RealtimeNs();
-  PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns);
+  const std::uint64_t now_ns = clock_->Wall();
+  const std::int64_t steady_ns = common::SteadyNs(*clock_);
+  PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns, steady_ns);
   const std::vector<PublishedEntry>& entries = table.entries;
   if (table.host_default_explanation != host_default_explanation_) {
     // Logged when it changes, not on every publish.
@@ -125,13 +134,37 @@ void Publisher::Publish() {
     host_default_explanation_ = table.host_default_explanation;
   }
   CheckSegment();
+  const std::uint32_t capacity = writer_->capacity();
   const Result<void> published = writer_->Publish(entries, stale_, table.host_default);
+  // Only a failure of the file system (a segment that could not grow on a
+  // full /dev/shm) can go away by itself; the table is then retried at
+  // each heartbeat.
+  publish_pending_ = !published && published.error().code == Errc::kIo;
+  metrics_->SetSegmentPublishFailing(!published);
   if (!published) {
-    spdlog::error("segment {}: publishing {} entries failed: {}",
-                  config_.segment.name, entries.size(),
-                  published.error().message);
+    ++failed_publishes_;
+    const std::string& failure = published.error().message;
+    if (failure != publish_failure_) {
+      spdlog::error("segment {}: publishing {} entries failed: {}{}", config_.segment.name,
+                    entries.size(), failure,
+                    publish_pending_ ? " (tried again at each heartbeat)" : "");
+      publish_failure_ = failure;
+    } else {
+      spdlog::debug("segment {}: publishing failed again: {}", config_.segment.name, failure);
+    }
   } else {
-    metrics_->RecordPublish(common::RealtimeNs(), entries.size());
+    if (writer_->capacity() != capacity) {
+      spdlog::info("segment {} grew from {} to {} entries for a table of {}; its readers move "
+                   "to the new one",
+                   config_.segment.name, capacity, writer_->capacity(), entries.size());
+    }
+    if (failed_publishes_ != 0) {
+      spdlog::info("segment {}: published {} entries after {} failed attempt(s)",
+                   config_.segment.name, entries.size(), failed_publishes_);
+    }
+    failed_publishes_ = 0;
+    publish_failure_.clear();
+    metrics_->RecordPublish(clock_->Wall(), entries.size());
     spdlog::debug("published {} entries{}", entries.size(),
                   stale_ ? " (stale)" : "");
     // Read back from the segment, as a consumer's zcal export would.
@@ -145,7 +178,7 @@ void Publisher::Publish() {
   std::map<std::string, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
     types[path] = "peer";
-    stale_peers[path] = PeerStale(peer, config_, now_ns);
+    stale_peers[path] = PeerStale(peer, config_, now_ns, steady_ns);
   }
   metrics_->SetPaths(types);
   metrics_->SetPeersEnabled(config_.peers.enabled());
@@ -254,7 +287,7 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
                    kept ? "; its last good result stays published" : "");
     }
   }
-  RecordPeerAttempts(state_, outcome.peer_attempts, now_ns);
+  RecordPeerAttempts(state_, outcome.peer_attempts, now_ns, common::SteadyNs(*clock_));
   PrunePeers(state_, config_);
   metrics_->RetainPaths(KeptPaths());
 }
@@ -293,19 +326,35 @@ void Publisher::CheckSegment() {
                name, SegmentDamageName(health.damage), health.found);
 }
 
+void Publisher::CheckWallClock() {
+  const std::optional<std::int64_t> step = wall_steps_.Check(*clock_);
+  if (!step) return;
+  const bool forward = *step > 0;
+  const std::int64_t magnitude = forward ? *step : -*step;
+  metrics_->RecordWallClockStep(forward);
+  spdlog::warn("wall clock stepped {} by {:.0f} s; ages are measured on the steady clock, "
+               "and the segment's heartbeat and the saved stamps follow the new wall time",
+               forward ? "forward" : "back", static_cast<double>(magnitude) * 1e-9);
+}
+
 void Publisher::Heartbeat() {
-  CheckSegment();
-  if (writer_->Heartbeat()) metrics_->RecordHeartbeat(common::RealtimeNs());
+  CheckWallClock();
+  if (publish_pending_) {
+    Publish();  // checks the segment first
+  } else {
+    CheckSegment();
+  }
+  if (writer_->Heartbeat()) metrics_->RecordHeartbeat(clock_->Wall());
   if (failed_saves_ != 0) Save();
 }
 
 void Publisher::Stop() {
   if (!state_.empty()) {
-    state_.saved_at_ns = common::RealtimeNs();
+    state_.saved_at_ns = clock_->Wall();
     Save();
   }
   CheckSegment();
-  if (writer_->Heartbeat()) metrics_->RecordHeartbeat(common::RealtimeNs());
+  if (writer_->Heartbeat()) metrics_->RecordHeartbeat(clock_->Wall());
 }
 
 Result<PreparedSegment> Publisher::PrepareSegment(
@@ -317,7 +366,7 @@ Result<PreparedSegment> Publisher::PrepareSegment(
     if (!lock) return tl::unexpected(lock.error());
     prepared.lock = std::move(*lock);
   }
-  auto writer = CreateWriter(next);
+  auto writer = CreateWriter(next, clock_);
   if (!writer) return tl::unexpected(writer.error());
   prepared.writer = std::move(*writer);
   return prepared;

@@ -56,8 +56,10 @@ class Service::Impl {
         heartbeat_timer_(io_),
         poll_timer_(io_),
         guard_timer_(io_),
+        clock_(hooks_.clock ? hooks_.clock : common::SystemClock()),
         metrics_(hooks_.metrics ? hooks_.metrics
                                 : std::make_shared<Metrics>(ZCAL_VERSION)),
+        status_(std::make_shared<StatusPage>(clock_)),
         sink_(metrics_),
         scheduler_(ScheduleOptions::From(config_), DefaultRandomSource(),
                    [this] { return sink_.TryBeginLocalProbe(); }),
@@ -88,7 +90,7 @@ class Service::Impl {
            scheduler_.phase() == Phase::kStopped;
   }
   void Handle(const SchedulerEvent& event) {
-    Apply(scheduler_.On(event, steady_clock::now()));
+    Apply(scheduler_.On(event, clock_->Steady()));
   }
   void Apply(const Decision& d);
   void Log(const Decision& d) const;
@@ -129,10 +131,13 @@ class Service::Impl {
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer poll_timer_;
   asio::steady_timer guard_timer_;
+  // Timers run on asio's steady clock; what the service stamps or
+  // compares with a time point reads this one.
+  std::shared_ptr<const common::Clock> clock_;
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;  // null: metrics.listen ""
   // "/" and "/api/v1/thresholds" on the metrics listener.
-  std::shared_ptr<StatusPage> status_ = std::make_shared<StatusPage>();
+  std::shared_ptr<StatusPage> status_;
   std::unique_ptr<Publisher> publisher_;
   ServedSink sink_;  // the peer sink of `sink:`, if any
   Scheduler scheduler_;
@@ -166,7 +171,7 @@ bool Service::Impl::Start() {
     spdlog::error("{}", sink.error().message);
     return false;
   }
-  auto publisher = Publisher::Open(config_, hooks_.lock_dir, metrics_);
+  auto publisher = Publisher::Open(config_, hooks_.lock_dir, metrics_, clock_);
   if (!publisher) {
     spdlog::error("{}", publisher.error().message);
     return false;
@@ -261,7 +266,7 @@ void Service::Impl::ArmCalibrationTimer(const TimerRequest& timer) {
   calibration_timer_.async_wait([this, id = timer.id](const ErrorCode& ec) {
     if (!ec) Handle(TimerFiredEvent{id});
   });
-  metrics_->SetNextCalibration(common::RealtimeSeconds() +
+  metrics_->SetNextCalibration(clock_->WallSeconds() +
                                Seconds(timer.delay));
   spdlog::debug("next calibration ({}, {}) in {}",
                 CalibrationTriggerName(timer.trigger),
@@ -290,9 +295,9 @@ void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
                   "was not taken; counted as failed and retried",
                   CalibrationTriggerName(trigger));
     metrics_->SetCalibrationRunning(false);
-    metrics_->RecordCalibration(CalibrationResult::kFailed, 0, common::RealtimeNs());
+    metrics_->RecordCalibration(CalibrationResult::kFailed, 0, clock_->Wall());
     asio::post(io_, [this] {
-      const auto now = steady_clock::now();
+      const auto now = clock_->Steady();
       Apply(scheduler_.On(CalibrationFinishedEvent{CalibrationResult::kFailed, 0}, now));
     });
   }
@@ -308,7 +313,7 @@ void Service::Impl::OnRoundDone() {
     discovered_at_ = outcome->discovered_at;
   }
   metrics_->SetCalibrationRunning(false);
-  const std::uint64_t now_ns = common::RealtimeNs();
+  const std::uint64_t now_ns = clock_->Wall();
   CalibrationResult result = CalibrationResult::kFailed;
   if (outcome->cancelled) {
     result = CalibrationResult::kCancelled;
@@ -318,7 +323,7 @@ void Service::Impl::OnRoundDone() {
   }
   DescribePeerNics();
   metrics_->RecordCalibration(result, outcome->duration_seconds, now_ns);
-  const auto now = steady_clock::now();
+  const auto now = clock_->Steady();
   const Decision d = scheduler_.On(
       CalibrationFinishedEvent{result, outcome->duration_seconds}, now);
   metrics_->SetBudgetUsed(scheduler_.BudgetUsedSeconds(now));
@@ -512,7 +517,7 @@ void Service::Impl::ServeMetrics(std::unique_ptr<MetricsServer> server) {
 }
 
 void Service::Impl::RequestStop(const std::string& why) {
-  const Decision d = scheduler_.On(StopRequestedEvent{}, steady_clock::now());
+  const Decision d = scheduler_.On(StopRequestedEvent{}, clock_->Steady());
   if (d.note == Note::kAlreadyStopping) {
     spdlog::info("{}: already stopping", why);
     return;

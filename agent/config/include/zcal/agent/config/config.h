@@ -73,6 +73,9 @@ struct SegmentConfig {
   mode_t mode = 0644;
   std::string group;  ///< empty: the agent's own group
   std::chrono::milliseconds heartbeat = std::chrono::seconds(2);
+  /// Entries the segment has room for when created; a larger table grows
+  /// it (doubling), so this only saves the growth.
+  std::uint32_t capacity = 256;
 
   bool operator==(const SegmentConfig&) const = default;
 };

@@ -52,6 +52,11 @@ struct PeerRecord {
   std::uint64_t last_attempt_ns = 0;  ///< CLOCK_REALTIME
   std::uint64_t last_success_ns = 0;  ///< 0 = never; results are from then
   PeerOutcome last_outcome = PeerOutcome::kFailed;
+  /// CLOCK_MONOTONIC (ns) of last_success_ns when this process measured
+  /// it, so that its age survives a step of the wall clock; 0 for a result
+  /// loaded from the state file (not saved: another boot's steady clock
+  /// means nothing here).
+  std::int64_t last_success_steady_ns = 0;
 };
 
 struct AgentState {

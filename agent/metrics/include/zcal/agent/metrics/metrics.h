@@ -91,6 +91,9 @@ class Metrics final : public prometheus::Collectable {
   /// A segment recreated because it was found damaged
   /// (zcal_segment_repairs_total{cause}); kNone counts nothing.
   void RecordSegmentRepair(SegmentDamage cause);
+  /// A step of the wall clock against the steady clock
+  /// (zcal_wall_clock_steps_total{direction="forward"|"back"}).
+  void RecordWallClockStep(bool forward);
   /// An exported file rewritten (zcal_export_writes_total{format}), or an
   /// export that could not be produced or written
   /// (zcal_export_errors_total{format}).
@@ -99,6 +102,9 @@ class Metrics final : public prometheus::Collectable {
   /// zcal_segment_repair_failing: whether the last check found the segment
   /// damaged and could not recreate it.
   void SetSegmentRepairFailing(bool failing);
+  /// zcal_segment_publish_failing: whether the last table could not be
+  /// published (the segment keeps the previous one).
+  void SetSegmentPublishFailing(bool failing);
   void SetCalibrationRunning(bool running);
   /// Unix seconds of the next scheduled calibration; 0 for none.
   void SetNextCalibration(double unix_seconds);

@@ -12,6 +12,7 @@
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/common/clock.h"
 
 namespace zcal::agent {
 
@@ -21,7 +22,9 @@ namespace zcal::agent {
 /// that blocks), so it never holds the server up for long.
 class StatusPage : public std::enable_shared_from_this<StatusPage> {
  public:
-  StatusPage() = default;
+  /// The routes take the time of their ages from `clock`'s Wall().
+  explicit StatusPage(std::shared_ptr<const common::Clock> clock = common::SystemClock())
+      : clock_(std::move(clock)) {}
   StatusPage(const StatusPage&) = delete;
   StatusPage& operator=(const StatusPage&) = delete;
 
@@ -47,6 +50,7 @@ class StatusPage : public std::enable_shared_from_this<StatusPage> {
   };
   std::shared_ptr<const Shown> Current() const;
 
+  std::shared_ptr<const common::Clock> clock_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Shown> shown_;  // null until the first Update
 };

@@ -19,22 +19,29 @@
 
 namespace zcal::agent {
 
-/// A peer result older than peers.stale_after at `now_ns` (CLOCK_REALTIME),
-/// or one that never succeeded.
-bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_ns);
+/// A peer result older than peers.stale_after, or one that never
+/// succeeded. The age is taken on the steady clock (`now_steady_ns`,
+/// CLOCK_MONOTONIC) for a result this process measured, so that a step of
+/// the wall clock neither ages nor rejuvenates it; on the wall clock
+/// (`now_ns`, CLOCK_REALTIME) for one loaded from the state file, where a
+/// stamp in the future counts as fresh (age 0).
+bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_ns,
+               std::optional<std::int64_t> now_steady_ns = std::nullopt);
 
 /// Aggregates, per egress interface, the kept peer results that are fresh
 /// (not PeerStale) and usable (UsableForHostDefault: never a kernel-copied,
 /// failed or inconclusive result). Peers whose interface is unknown are
 /// left out.
 InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config,
-                                   std::uint64_t now_ns);
+                                   std::uint64_t now_ns,
+                                   std::optional<std::int64_t> now_steady_ns = std::nullopt);
 
 /// Takes a round's peer attempts into the records: the attempt time and
 /// outcome of every peer asked; for a success also the egress interface
-/// and last_success_ns (the caller merged its results under its path).
+/// and last_success_ns with `steady_ns` (CLOCK_MONOTONIC, see PeerRecord)
+/// (the caller merged its results under its path).
 void RecordPeerAttempts(AgentState& state, const std::vector<PeerAttempt>& attempts,
-                        std::uint64_t now_ns);
+                        std::uint64_t now_ns, std::int64_t steady_ns = 0);
 
 /// Keeps the peers.keep peers with results that succeeded last (their
 /// records and results), drops records of peers without results, and every

@@ -45,12 +45,14 @@ struct PublishedTable {
 /// The segment's table: per configured path and zerocopy method one entry
 /// under the path's own scope (loopback, discard); per kept peer its
 /// entries under its host prefix (/32, /128); per egress interface the
-/// aggregate of its fresh peer results (AggregatePeers, at `now_ns`); then
+/// aggregate of its fresh peer results (AggregatePeers, at `now_ns` and
+/// `now_steady_ns`); then
 /// the host default as ChooseHostDefault (host_default.h) decides, with
 /// `nic` the NIC whose results it stands for and the aggregate of that
 /// NIC's interface (or of host_default.interface) as its peers.
 PublishedTable BuildEntries(const AgentState& state, const Config& config,
-                            const HostDefaultNic& nic, std::uint64_t now_ns);
+                            const HostDefaultNic& nic, std::uint64_t now_ns,
+                            std::optional<std::int64_t> now_steady_ns = std::nullopt);
 
 /// "threshold 16KiB", "always from 1KiB", "never (kernel_copied)",
 /// "inconclusive (noisy)".

@@ -17,6 +17,7 @@
 #include "zcal/agent/domain/segment_name.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/common/clock.h"
 #include "zcal/common/result.h"
 #include "zcal/zcal.h"
 
@@ -27,7 +28,11 @@ struct ShmWriterOptions {
   std::string name = "/zcal";  ///< "/NAME": the file /dev/shm/NAME
   mode_t mode = 0644;          ///< permission bits; world-writable refused
   std::optional<std::string> group;  ///< group name or numeric gid
-  std::uint32_t capacity = 256;      ///< entries, 1..65536
+  /// Entries the segment has room for at first, 1..65536; a table that
+  /// outgrows it grows the segment (Publish).
+  std::uint32_t capacity = 256;
+  /// Stamps created, publish time and heartbeat with its Wall().
+  std::shared_ptr<const common::Clock> clock = common::SystemClock();
 };
 
 /// What ShmWriter::Heal found, and whether it repaired it.
@@ -47,6 +52,8 @@ class ShmWriter {
   /// Refuses, with Errc::kPermission, a symbolic link or a file of another
   /// user at /dev/shm/NAME, and a world-writable mode.
   static Result<std::unique_ptr<ShmWriter>> Create(const ShmWriterOptions& options);
+  /// How many times the segment grew (Publish) since Create.
+  std::uint64_t grows() const { return grows_; }
 
   ShmWriter(const ShmWriter&) = delete;
   ShmWriter& operator=(const ShmWriter&) = delete;
@@ -55,9 +62,15 @@ class ShmWriter {
   ~ShmWriter();  ///< unmaps; leaves the segment for its readers
 
   /// Replaces the whole table atomically (seqlock), bumps the generation,
-  /// sets publish time and heartbeat; `stale` sets the stale flag. Fails
-  /// with Errc::kInvalidArgument (table unchanged) for more entries than
-  /// the capacity, an unparsable address, a prefix or interface name out
+  /// sets publish time and heartbeat; `stale` sets the stale flag. A table
+  /// with more entries than the capacity grows the segment: a new one,
+  /// doubled until the table fits, made whole with the table under a
+  /// temporary name and renamed over the name, and the old one marked
+  /// retired, so that readers move from the old table to the new one and
+  /// never see an empty or torn one. When it cannot be created (/dev/shm
+  /// full: Errc::kIo naming ENOSPC) the old segment keeps the old table,
+  /// and the next Publish tries again. Fails with Errc::kInvalidArgument
+  /// (table unchanged) for more entries than 65536, an unparsable address, a prefix or interface name out
   /// of range, a threshold verdict without bytes, a confidence outside
   /// [0,1], or two entries with the same scope and method; with
   /// Errc::kBusy once another writer replaced (retired) this segment.
@@ -93,8 +106,18 @@ class ShmWriter {
   std::size_t mapping_bytes() const { return bytes_; }
 
  private:
+  // What a new segment holds before readers can open it.
+  struct Initial {
+    std::vector<zcal_shm_entry> table;
+    std::uint32_t flags = 0;
+    std::uint32_t host_default = 0;
+  };
+  static Result<std::unique_ptr<ShmWriter>> CreateHolding(const ShmWriterOptions& options,
+                                                          const Initial* initial);
   ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t bytes,
             std::uint64_t created);
+  // Replaces this writer's segment with a larger one holding `initial`.
+  Result<void> Grow(Initial initial);
   std::optional<off_t> FileSize() const;
   bool Covered() const;  // the file is at least as long as the mapping
   // Stores table_ under the seqlock with `flags`, bumps the generation.
@@ -120,6 +143,7 @@ class ShmWriter {
   std::uint32_t flags_ = 0;
   std::uint32_t host_default_ = 0;
   bool published_ = false;
+  std::uint64_t grows_ = 0;
   std::vector<zcal_shm_entry> table_;
 };
 

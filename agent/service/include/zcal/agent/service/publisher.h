@@ -23,12 +23,14 @@
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/agent/publish/shm_writer.h"
 #include "zcal/agent/state/state.h"
+#include "zcal/common/clock.h"
 #include "zcal/common/result.h"
 
 namespace zcal::agent {
 
-/// ShmWriterOptions of a segment configuration.
-ShmWriterOptions WriterOptions(const SegmentConfig& segment);
+/// ShmWriterOptions of a segment configuration, stamped by `clock`.
+ShmWriterOptions WriterOptions(const SegmentConfig& segment,
+                               std::shared_ptr<const common::Clock> clock = common::SystemClock());
 
 /// The segment of a new configuration, made ready without giving up the
 /// running one (see Publisher::PrepareSegment).
@@ -44,9 +46,12 @@ class Publisher {
   /// creates the segment (empty until the first Publish). Errors: those of
   /// InstanceLock::Acquire (kBusy naming the other agent), and of
   /// ShmWriter::Create prefixed with "segment NAME: ".
+  /// Every stamp it writes (segment, state file, metrics) is `clock`'s
+  /// Wall(); ages of what this process measured are on its Steady().
   static Result<std::unique_ptr<Publisher>> Open(
       const Config& config, std::string lock_dir,
-      std::shared_ptr<Metrics> metrics);
+      std::shared_ptr<Metrics> metrics,
+      std::shared_ptr<const common::Clock> clock = common::SystemClock());
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
   ~Publisher();  ///< releases the lock; the segment stays for its readers
@@ -62,8 +67,11 @@ class Publisher {
   void SetHost(const HostSnapshot& host);
 
   /// Publishes the table of the current state (BuildEntries) with the stale
-  /// flag, and the snapshot in the metrics. A failure is logged; the
-  /// segment then keeps its previous table. The segment is checked first,
+  /// flag, and the snapshot in the metrics. A failure is logged once (until
+  /// it changes or ends), zcal_segment_publish_failing is 1 meanwhile, and
+  /// the segment keeps its previous table; one of the file system (the
+  /// segment could not grow for a larger table: /dev/shm full) is retried
+  /// at each heartbeat. A segment that grew is logged in one line. The segment is checked first,
   /// as by Heartbeat. After a publish that succeeded, the exported files
   /// whose content changed are rewritten (Exporter).
   void Publish();
@@ -87,7 +95,10 @@ class Publisher {
   /// file that failed (a full or read-only state directory): each failed
   /// attempt counts in zcal_state_errors_total{operation="save"}, the
   /// outage logs one error line and, when it ends, one info line, and
-  /// zcal_state_unsaved is 1 meanwhile.
+  /// zcal_state_unsaved is 1 meanwhile. A step of the wall clock since the
+  /// previous heartbeat (common::WallStepDetector) is logged in one line
+  /// and counted (zcal_wall_clock_steps_total{direction}); the stamps that
+  /// follow are on the stepped clock, as readers' clocks are.
   void Heartbeat();
 
   /// At stop: saves the state (when there is one) and leaves a last
@@ -121,7 +132,9 @@ class Publisher {
  private:
   Publisher(Config config, std::shared_ptr<Metrics> metrics,
             std::unique_ptr<InstanceLock> lock,
-            std::unique_ptr<ShmWriter> writer, std::string lock_dir);
+            std::unique_ptr<ShmWriter> writer, std::string lock_dir,
+            std::shared_ptr<const common::Clock> clock);
+  void CheckWallClock();
   void Save();
   void CheckSegment();
   bool AcceptPath(const PathReport& r, std::uint64_t now_ns);
@@ -141,8 +154,13 @@ class Publisher {
   HostDefaultNic host_default_nic_;
   std::string host_default_explanation_;
   std::string repair_failure_;  // the last one logged, "" when none
+  std::string publish_failure_;  // likewise for Publish
+  std::uint64_t failed_publishes_ = 0;  // since the last publish that succeeded
+  bool publish_pending_ = false;  // the last table is not in the segment; retry
   Exporter exporter_;
   std::uint64_t failed_saves_ = 0;  // since the last save that succeeded
+  std::shared_ptr<const common::Clock> clock_;
+  common::WallStepDetector wall_steps_;
 };
 
 }  // namespace zcal::agent

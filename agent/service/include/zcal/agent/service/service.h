@@ -23,6 +23,7 @@
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/metrics/metrics.h"
+#include "zcal/common/clock.h"
 #include "zcal/common/result.h"
 #include "zcal/probes/calibration.h"
 
@@ -38,6 +39,9 @@ struct ServiceHooks {
   /// The metrics the service updates; default: its own. Tests pass one to
   /// read it without HTTP.
   std::shared_ptr<Metrics> metrics;
+  /// The clocks of every stamp and interval (common::Clock); default: the
+  /// system's. Tests pass a common::FakeClock to step the wall clock.
+  std::shared_ptr<const common::Clock> clock;
 };
 
 class Service {
