@@ -25,14 +25,17 @@ Printed (and written to --json FILE): the agent's resident memory (VmRSS)
 and open files at start, after the warm-up and at the end, with their
 maxima; threads; calibrations done and failed; peer probes by outcome;
 reloads; lookups and wrong reads; scrape latency p50/p99 per endpoint;
-crashes. PASS needs: RSS growth after the warm-up (the first 5 minutes, or
-the first fifth of a shorter run; the largest RSS sampled between
-calibrations after it minus the largest before) <= --rss-growth-kib
-(1024); no more open
-files at the end than at start (both measured with the load stopped); 0 wrong
-reads and reader errors; 0 failed scrapes; every reload counted as a
-success; 0 crashes (the agent alive to the end, exit 0 on SIGTERM). Exit
-status 0 PASS, 1 FAIL, 2 the soak could not be set up.
+crashes. PASS needs:
+  - RSS growth after the warm-up (the first 5 minutes, or the first fifth
+    of a shorter run) <= --rss-growth-kib (1024): the largest RSS sampled
+    between calibrations after the warm-up minus the largest before;
+  - no more open files at the end than at start (both with the load
+    stopped);
+  - 0 wrong reads and 0 reader errors; 0 failed scrapes;
+  - every SIGHUP counted as a successful reload;
+  - 0 crashes: the agent alive to the end and exit 0 on SIGTERM;
+  - at least one successful calibration.
+Exit status 0 PASS, 1 FAIL, 2 the soak could not be set up.
 
 Needs root (namespaces), iproute2 and dnsmasq (dnsmasq-base).
 """
@@ -68,7 +71,7 @@ def find_default(candidates):
 
 def parse_args():
     p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Targets and figures: docs/operations.md, \"Soak\".")
     p.add_argument("--zcal", default=find_default(["build/agent/cli/zcal", "build/agent/zcal"]),
                    help="the zcal binary (default: %(default)s)")
@@ -380,6 +383,7 @@ def run(res, tmp, figures):
                for i in range(ARGS.readers)]
 
     warmup = min(300.0, ARGS.seconds / 5)
+    loads = [os.getloadavg()[0]]
     began = time.monotonic()
     samples, warm_status = [], None
     sighups = reloads_late = 0
@@ -394,6 +398,8 @@ def run(res, tmp, figures):
             crash = f"the agent exited with status {agent.returncode} after {now - began:.0f} s"
             break
         if now >= next_sample:
+            if len(samples) % 60 == 0:
+                loads.append(os.getloadavg()[0])
             status = proc_status(agent.pid)
             if status:
                 samples.append((now - began, status))
@@ -467,7 +473,9 @@ def run(res, tmp, figures):
     reloads_ok = metric_sum(body, "zcal_config_reloads_total", result="success") or 0
     reloads_failed = metric_sum(body, "zcal_config_reloads_total", result="failure") or 0
     figures.update({
-        "seconds": round(ran, 1), "warmup_seconds": warmup,
+        "seconds": round(ran, 1), "warmup_seconds": warmup, "cpus": os.cpu_count(),
+        "load_1min": {"min": min(loads), "mean": round(sum(loads) / len(loads), 2),
+                      "max": max(loads)},
         "calibrate_every": ARGS.calibrate_every,
         "rss_kib": {"start": start_status["rss_kib"],
                     "warm": (warm_status or {}).get("rss_kib"),
@@ -516,6 +524,10 @@ def report(f, passed):
     r, o, t = f.get("rss_kib", {}), f.get("open_files", {}), f.get("threads", {})
     print(f"zcal soak: {f.get('seconds', 0):.0f} s, recalibrating every "
           f"{f.get('calibrate_every', 0):.0f} s, warm-up {f.get('warmup_seconds', 0):.0f} s")
+    if "load_1min" in f:
+        print(f"  host              {f['cpus']} CPUs, 1-min load average min "
+              f"{f['load_1min']['min']:.2f}, mean {f['load_1min']['mean']:.2f}, "
+              f"max {f['load_1min']['max']:.2f} (sampled each minute)")
     if r:
         print(f"  resident memory   start {r['start']} KiB, after warm-up {r['warm']} KiB, "
               f"end {r['end']} KiB, max {r['max']} KiB")
