@@ -51,6 +51,7 @@ import threading
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_net  # noqa: E402
 
@@ -442,7 +443,14 @@ def run(res, tmp, figures):
     body = ""
     end_status = end_fds = None
     if crash is None:
-        body = fetch_in_netns(agent_ns, "/metrics")
+        # The last SIGHUP may still be in progress: wait (bounded) for it.
+        deadline = time.monotonic() + 15
+        while True:
+            body = fetch_in_netns(agent_ns, "/metrics")
+            counted = sum(metric_by(body, "zcal_config_reloads_total", "result").values())
+            if counted >= sighups or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         # Wait for a running calibration and the scrapes' connections to end
         # (a condition, bounded): no more open files than at start, or the
         # last count after 30 s.
