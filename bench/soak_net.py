@@ -27,10 +27,11 @@ def _child_setup():
 
 
 def ip_binary():
+    """iproute2's ip, or "" when there is none."""
     for path in ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"):
         if os.access(path, os.X_OK):
             return path
-    raise SystemExit("soak: needs iproute2's ip (package iproute2)")
+    return ""
 
 
 def enter_netns(name):
