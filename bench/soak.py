@@ -55,11 +55,10 @@ import urllib.request
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_net  # noqa: E402
+from soak_figures import (fd_targets, metric_by, metric_sum, percentile,  # noqa: E402
+                          proc_status, report, settled_status)
+from soak_peers import DNSMASQ, PEER_NAME, SINK_PORT, setup  # noqa: E402
 
-DNSMASQ = "/usr/sbin/dnsmasq"
-SUBNET = "198.18.9"
-PEER_NAME = "soak-peers.zcal.test"
-SINK_PORT = 7070
 METRICS_PORT = 9464  # inside the agent's own namespace: always free
 ENDPOINTS = ("/metrics", "/", "/api/v1/thresholds")
 
@@ -101,65 +100,6 @@ def parse_args():
     return p.parse_args()
 
 
-# --- the agent's process -------------------------------------------------
-
-def proc_status(pid):
-    """VmRSS (KiB), open files, threads of pid; None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            rss = int(re.search(r"^VmRSS:\s+(\d+)", f.read(), re.M)[1])
-        return {"rss_kib": rss, "fds": len(os.listdir(f"/proc/{pid}/fd")),
-                "threads": len(os.listdir(f"/proc/{pid}/task"))}
-    except (OSError, TypeError):
-        return None
-
-
-def settled_status(pid, timeout=10):
-    """proc_status once the open files stayed the same for a second (the
-    start-up's threads and sockets wound down), or after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last, same_since = proc_status(pid), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = proc_status(pid)
-        if now is None or last is None or now["fds"] != last["fds"]:
-            same_since = time.monotonic()
-        elif time.monotonic() - same_since >= 1:
-            return now
-        last = now
-    return last
-
-
-def fd_targets(pid):
-    out = {}
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        kind = re.sub(r"\d+", "N", target)
-        out[kind] = out.get(kind, 0) + 1
-    return out
-
-
-def metric_sum(text, name, **labels):
-    total = None
-    for m in re.finditer(rf"^{name}(?:\{{([^}}]*)\}})? (\S+)$", text or "", re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m[1] or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total = (total or 0) + float(m[2])
-    return total
-
-
-def metric_by(text, name, label):
-    out = {}
-    for m in re.finditer(rf"^{name}\{{([^}}]*)\}} (\S+)$", text or "", re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m[1]))
-        key = have.get(label, "")
-        out[key] = out.get(key, 0) + float(m[2])
-    return out
-
-
 def agent_config(tmp, segment, keys, variant):
     """Configurations A and B differ only in keys that a reload applies
     without a new segment, a new listener or a rescheduled calibration."""
@@ -191,20 +131,6 @@ peers:
   per_calibration: 2
   keep: 4
 log: {{level: info}}
-"""
-
-
-def peer_agent_config(tmp, segment, keys, address):
-    return f"""\
-paths: [{{name: loopback, type: loopback}}]
-schedule: {{at_startup: false, interval: 30d}}
-segment: {{name: {segment}}}
-metrics: {{listen: ""}}
-state: {{path: {tmp}/{segment.strip('/')}.json}}
-sink:
-  listen: "{address}:{SINK_PORT}"
-  key_file: {keys}
-  allow: [198.18.0.0/15]
 """
 
 
@@ -259,110 +185,10 @@ def fetch_in_netns(netns, path):
     return out.get("body", "")
 
 
-def percentile(values, q):
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-class Peers:
-    """Peer namespaces whose sink comes and goes; dnsmasq's answer for
-    PEER_NAME lists the peers that run."""
-
-    def __init__(self, res, tmp, names, keys, zcal, hosts_file, dnsmasq):
-        self.res, self.tmp, self.names, self.keys, self.zcal = res, tmp, names, keys, zcal
-        self.hosts_file, self.dnsmasq = hosts_file, dnsmasq
-        self.running = {}  # index -> Popen
-        self.turn = 0
-        self.started = self.killed = 0
-
-    def address(self, i):
-        return f"{SUBNET}.{10 + i}"
-
-    def start(self, i):
-        log = f"{self.tmp}/peer{i}.log"
-        if self.started % 2 == 0:
-            argv = [self.zcal, "sink", "--listen", f"{self.address(i)}:{SINK_PORT}",
-                    "--allow", "198.18.0.0/15", "--key-file", self.keys]
-            marker = "zcal sink: serving on"
-        else:
-            segment = f"/zcal-soak-{os.getpid()}-p{i}"
-            for path in (f"/dev/shm{segment}", f"/dev/shm{segment}.lock"):
-                self.res.remove_later(path)
-            config = f"{self.tmp}/peer{i}.yaml"
-            with open(config, "w") as f:
-                f.write(peer_agent_config(self.tmp, segment, self.keys, self.address(i)))
-            argv = [self.zcal, "agent", "--config", config]
-            marker = "serving the peer sink"
-        size = os.path.getsize(log) if os.path.exists(log) else 0
-        child = self.res.start(argv, log, netns=self.names[i])
-        self.started += 1
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and child.poll() is None:
-            with open(log, errors="replace") as f:
-                f.seek(size)
-                if marker in f.read():
-                    break
-            time.sleep(0.05)
-        self.running[i] = child
-
-    def stop(self, i):
-        sig = signal.SIGKILL if self.killed % 2 else signal.SIGTERM
-        self.res.stop(self.running.pop(i), sig)
-        self.killed += 1
-
-    def publish_dns(self):
-        with open(self.hosts_file, "w") as f:
-            for i in sorted(self.running):
-                f.write(f"{self.address(i)} {PEER_NAME}\n")
-        self.dnsmasq.send_signal(signal.SIGHUP)  # re-reads --addn-hosts
-
-    def churn(self):
-        """One peer joins or leaves, round robin; at least one stays."""
-        i = self.turn % len(self.names)
-        self.turn += 1
-        if i in self.running and len(self.running) > 1:
-            self.stop(i)
-        elif i not in self.running:
-            self.start(i)
-        self.publish_dns()
-
-
 # --- the run ------------------------------------------------------------
 
-def setup(res, tmp):
-    prefix = f"{soak_net.PREFIX}{os.getpid()}-"
-    members = {"agent": 1}
-    members.update({f"p{i}": 10 + i for i in range(ARGS.peers)})
-    hub, names = soak_net.bridged_network(res, prefix, members, SUBNET)
-    for ns in names.values():
-        res.resolv_conf(ns, f"nameserver {SUBNET}.100\n")
-    keys = f"{tmp}/peer.keys"
-    with open(keys, "w") as f:
-        f.write(subprocess.run([ARGS.zcal, "keygen"], check=True, capture_output=True,
-                               text=True).stdout)
-    os.chmod(keys, 0o600)
-    hosts = f"{tmp}/peers.hosts"
-    open(hosts, "w").close()
-    dnsmasq = res.start([DNSMASQ, "--no-daemon", "--conf-file=/dev/null", "--no-resolv",
-                         "--no-hosts", "--addn-hosts=" + hosts, "--pid-file=", "--user=root",
-                         "--log-facility=-", "--bind-interfaces",
-                         f"--listen-address={SUBNET}.100", "--local=/zcal.test/"],
-                        f"{tmp}/dnsmasq.log", netns=hub)
-    if not soak_net.wait_for_file_text(f"{tmp}/dnsmasq.log", "started, version", 10):
-        raise RuntimeError("dnsmasq did not start: " + open(f"{tmp}/dnsmasq.log").read())
-    peer_names = {i: names[f"p{i}"] for i in range(ARGS.peers)}
-    peers = Peers(res, tmp, peer_names, keys, ARGS.zcal, hosts, dnsmasq)
-    for i in range(min(2, ARGS.peers)):
-        peers.start(i)
-    peers.turn = min(2, ARGS.peers)
-    peers.publish_dns()
-    return names["agent"], keys, peers
-
-
 def run(res, tmp, figures):
-    agent_ns, keys, peers = setup(res, tmp)
+    agent_ns, keys, peers = setup(res, tmp, ARGS.zcal, ARGS.peers)
     segment = f"/zcal-soak-{os.getpid()}"
     for path in (f"/dev/shm{segment}", f"/dev/shm{segment}.lock"):
         res.remove_later(path)
@@ -527,41 +353,6 @@ def run(res, tmp, figures):
     }
     figures["checks"] = checks
     return all(checks.values())
-
-
-def report(f, passed):
-    r, o, t = f.get("rss_kib", {}), f.get("open_files", {}), f.get("threads", {})
-    print(f"zcal soak: {f.get('seconds', 0):.0f} s, recalibrating every "
-          f"{f.get('calibrate_every', 0):.0f} s, warm-up {f.get('warmup_seconds', 0):.0f} s")
-    if "load_1min" in f:
-        print(f"  host              {f['cpus']} CPUs, 1-min load average min "
-              f"{f['load_1min']['min']:.2f}, mean {f['load_1min']['mean']:.2f}, "
-              f"max {f['load_1min']['max']:.2f} (sampled each minute)")
-    if r:
-        print(f"  resident memory   start {r['start']} KiB, after warm-up {r['warm']} KiB, "
-              f"end {r['end']} KiB, max {r['max']} KiB")
-        print(f"  ... between calibrations: {r['idle_at_warmup']} KiB at most in the warm-up, "
-              f"{r['idle_at_end']} KiB at the end; growth after warm-up "
-              f"{r['growth_after_warmup']} KiB")
-        print(f"  open files        start {o['start']}, end {o['end']}, max {o['max']}")
-        print(f"  threads           start {t['start']}, end {t['end']}, max {t['max']}")
-        print(f"  calibrations      {json.dumps(f['calibrations'])}")
-        print(f"  peer probes       {json.dumps(f['peer_probes'])} "
-              f"(peers started {f['peers_started']}, stopped {f['peers_stopped']})")
-        print(f"  reloads           {f['sighups']} SIGHUPs: {f['reloads_success']:.0f} success, "
-              f"{f['reloads_failure']:.0f} failure, {f['reloads_late']} counted late")
-        print(f"  readers           {f['lookups']} lookups, {f['wrong_reads']} wrong reads, "
-              f"{f['reader_errors']} errors")
-        for path, s in f["scrapes"].items():
-            print(f"  scrape {path:<19} {s['count']} ok, {s['errors']} failed, "
-                  f"p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms"
-                  + (f" (last error: {s['last_error']})" if s["errors"] else ""))
-        print(f"  crashes           {f['crashes']}" + (f" ({f['crash']})" if f["crash"] else ""))
-        if o["start_by_kind"] != o["end_by_kind"]:
-            print(f"  open files by kind: start {o['start_by_kind']}, end {o['end_by_kind']}")
-        for name, ok in f["checks"].items():
-            print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    print("PASS" if passed else "FAIL")
 
 
 def main():
