@@ -332,6 +332,8 @@ def run(res, tmp, figures):
         "reloads_late": reloads_late,
         "readers": reader_results,
         "lookups": sum(r.get("lookups", 0) for r in reader_results),
+        **{key: sum(r.get(key, 0) for r in reader_results)
+           for key in ("batches", "spanning", "skipped")},
         "wrong_reads": wrong, "reader_errors": reader_errors,
         "scrapes": {s.path: {"count": len(s.latencies), "errors": s.errors,
                              "last_error": s.last_error,
