@@ -375,11 +375,13 @@ def main():
             print(f"soak: {path} is not an executable (see --help)", file=sys.stderr)
             return 2
     # Ctrl-C and SIGTERM both unwind through the clean-up below.
+    # (SIGINT too: a shell starts background jobs with it ignored.)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     soak_net.sweep_leftovers()
     res = soak_net.Resources()
     figures, passed, status = {}, False, 1
-    with tempfile.TemporaryDirectory(prefix="zcal-soak-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"zcal-soak-{os.getpid()}-") as tmp:
         os.chmod(tmp, 0o755)
         try:
             passed = run(res, tmp, figures)

@@ -4,13 +4,16 @@ Everything the soak makes is registered here as it is made, so that one
 close() removes it whatever happened (a failure, Ctrl-C, SIGTERM): children
 are killed (with their process group), namespaces and their /etc/netns
 directories deleted, files removed. A soak killed with SIGKILL leaves
-namespaces named zsk<PID>-...; the next soak removes those of dead PIDs.
+namespaces zsk<PID>-*, segments /zcal-soak-<PID>* and a directory
+zcal-soak-<PID>-*; the next soak removes those of dead PIDs.
 """
 import ctypes
 import os
+import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -55,7 +58,8 @@ def _pid_alive(pid):
 
 
 def sweep_leftovers():
-    """Deletes the namespaces of soaks whose process is gone."""
+    """Deletes the namespaces, segments and directories of soaks whose
+    process is gone."""
     ip = ip_binary()
     for directory in ("/run/netns", "/etc/netns"):
         try:
@@ -71,6 +75,21 @@ def sweep_leftovers():
             if directory == "/run/netns":
                 subprocess.run([ip, "netns", "del", name], capture_output=True)
             shutil.rmtree(f"/etc/netns/{name}", ignore_errors=True)
+    # Segments /zcal-soak-<PID>[-pN][.lock] and directories zcal-soak-<PID>-*.
+    for directory in ("/dev/shm", tempfile.gettempdir()):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            pid = re.match(r"zcal-soak-(\d+)", name)
+            if not pid or _pid_alive(int(pid[1])):
+                continue
+            path = os.path.join(directory, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
 
 
 class Resources:
