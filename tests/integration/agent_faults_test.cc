@@ -208,7 +208,7 @@ TEST_F(AgentFaultsTest, SigusrDuringACalibrationIsRefusedWithALineNotRunAlongsid
     ASSERT_TRUE(WaitFor(
         [&] {
           const std::string log = agent->Log();
-          return CountOf(log, "SIGUSR1: calibrating now") == 2 * (attempt + 1u) &&
+          return CountOf(log, "SIGUSR1: calibration requested") == 2 * (attempt + 1u) &&
                  CountOf(log, "calibration started") ==
                      CountOf(log, kFinished) + CountOf(log, "calibration failed");
         },

@@ -156,6 +156,8 @@ TEST_F(StorageFaultsTest, AFullDevShmAtStartFailsWithOneLineInsteadOfACrash) {
   EXPECT_EQ(CountOf(agent->Log(), "segment " + settings_.segment + ": cannot reserve "), 1u)
       << agent->Log();
   EXPECT_TRUE(Contains(agent->Log(), "ENOSPC (No space left on device)")) << agent->Log();
+  // Named once: the publisher does not repeat what the writer's message says.
+  EXPECT_EQ(CountOf(agent->Log(), "segment " + settings_.segment + ": "), 1u) << agent->Log();
 }
 
 TEST_F(StorageFaultsTest, ASegmentRemovedWhileDevShmIsFullIsRecreatedOnceThereIsRoom) {

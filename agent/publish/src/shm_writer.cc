@@ -81,12 +81,12 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptio
   if (!options.clock) return Fail(Errc::kInvalidArgument, "segment " + name + ": no clock given");
   if (options.capacity < 1 || options.capacity > ZCAL_MAX_CAPACITY) {
     return Fail(Errc::kInvalidArgument,
-                "segment capacity " + std::to_string(options.capacity) +
+                "segment " + name + ": capacity " + std::to_string(options.capacity) +
                     " is out of range: use 1 to " + std::to_string(ZCAL_MAX_CAPACITY));
   }
   if ((options.mode & ~static_cast<mode_t>(0777)) != 0 || (options.mode & 0002) != 0) {
     return Fail(Errc::kInvalidArgument,
-                "segment mode 0" + std::to_string((options.mode >> 6) & 7) +
+                "segment " + name + ": mode 0" + std::to_string((options.mode >> 6) & 7) +
                     std::to_string((options.mode >> 3) & 7) +
                     std::to_string(options.mode & 7) +
                     " is refused: only permission bits, and not writable by "
@@ -95,13 +95,15 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptio
   std::optional<gid_t> gid;
   if (options.group) {
     auto resolved = common::ResolveGroup(*options.group);
-    if (!resolved) return tl::unexpected(resolved.error());
+    if (!resolved) {
+      return Fail(resolved.error().code, "segment " + name + ": " + resolved.error().message);
+    }
     gid = *resolved;
   }
 
   common::UniqueFd dir(open(kShmDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) {
-    return Fail(Errc::kIo, std::string("cannot open ") + kShmDir + ": " +
+    return Fail(Errc::kIo, "segment " + name + ": cannot open " + kShmDir + ": " +
                                common::ErrnoText(errno) + " (is /dev/shm mounted?)");
   }
   const std::string leaf = name.substr(1);

@@ -54,12 +54,8 @@ namespace {
 
 Result<std::unique_ptr<ShmWriter>> CreateWriter(const SegmentConfig& segment,
                                                 std::shared_ptr<const common::Clock> clock) {
-  auto writer = ShmWriter::Create(WriterOptions(segment, std::move(clock)));
-  if (!writer) {
-    return Fail(writer.error().code,
-                "segment " + segment.name + ": " + writer.error().message);
-  }
-  return writer;
+  // The writer's messages start with "segment NAME: " themselves.
+  return ShmWriter::Create(WriterOptions(segment, std::move(clock)));
 }
 
 }  // namespace

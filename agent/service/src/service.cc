@@ -364,7 +364,7 @@ void Service::Impl::OnSignal(const ErrorCode& ec, int signal) {
       DoReload();
       break;
     case SIGUSR1:
-      spdlog::info("SIGUSR1: calibrating now");
+      spdlog::info("SIGUSR1: calibration requested");
       Handle(CalibrateNowEvent{});
       break;
     default:
