@@ -12,7 +12,7 @@ With --sink the agent also serves its peer sink on 127.0.0.1 (auth none:
 nothing leaves loopback); the target for that: RSS <= 10 MiB and
 <= 0.1 % of a core idle.
 
-usage: bench/agent_footprint.py [--zcal build/agent/zcal] [--seconds 30] [--sink]
+usage: bench/agent_footprint.py [--zcal build/agent/cli/zcal] [--seconds 30] [--sink]
 """
 import argparse
 import os
@@ -67,7 +67,7 @@ def measure(pid, seconds, scrape_url=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zcal", default="build/agent/zcal")
+    parser.add_argument("--zcal", default="build/agent/cli/zcal")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--sink", action="store_true",
                         help="serve the peer sink too (127.0.0.1, any port)")

@@ -109,7 +109,7 @@ def describe(m):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zcal", default="build/agent/zcal")
+    parser.add_argument("--zcal", default="build/agent/cli/zcal")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budgets", default="5,30")
     parser.add_argument("--json", help="also write every run here")

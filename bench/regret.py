@@ -287,7 +287,7 @@ def report(title, rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--zcal", default="build/agent/zcal")
+    parser.add_argument("--zcal", default="build/agent/cli/zcal")
     parser.add_argument("--runs", type=int, default=4, help="independent runs (default 4, >= 2)")
     parser.add_argument("--record", help="keep every run's samples in this folder")
     parser.add_argument("--from", dest="from_dir", help="judge runs recorded in this folder")
