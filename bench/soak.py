@@ -74,7 +74,7 @@ def parse_args():
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Targets and figures: docs/operations.md, \"Soak\".")
-    p.add_argument("--zcal", default=find_default(["build/agent/cli/zcal", "build/agent/cli/zcal"]),
+    p.add_argument("--zcal", default=find_default(["build/agent/cli/zcal"]),
                    help="the zcal binary (default: %(default)s)")
     p.add_argument("--reader", default=find_default(
         ["build/bench/soak_reader", "build/tests/integration/soak_reader"]),
