@@ -5,151 +5,24 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <optional>
+#include <chrono>
 #include <set>
-#include <sstream>
-#include <vector>
+#include <string>
 
 #include <spdlog/spdlog.h>
 
-#include "zcal/agent/metrics/asio.h"
-#include "served_sink.h"
-#include "zcal/agent/metrics/metrics_server.h"
-#include "zcal/agent/service/publisher.h"
-#include "zcal/agent/config/reload.h"
-#include "zcal/agent/service/scheduler.h"
-#include "zcal/agent/metrics/status_page.h"
-#include "zcal/common/clock.h"
+#include "service_impl.h"
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
 
 namespace zcal::agent {
 namespace {
 
-namespace asio = boost::asio;
-using std::chrono::steady_clock;
-using ErrorCode = boost::system::error_code;
-
-// Logs a multi-line error message line by line, so that each problem of a
-// configuration gets its own log record.
-void LogLines(spdlog::level::level_enum level, const std::string& text) {
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) spdlog::log(level, "{}", line);
-}
-
 double Seconds(milliseconds delay) {
   return std::chrono::duration<double>(delay).count();
 }
 
 }  // namespace
-
-class Service::Impl {
- public:
-  Impl(Config config, std::string config_path, ServiceHooks hooks)
-      : config_(std::move(config)),
-        config_path_(std::move(config_path)),
-        hooks_(std::move(hooks)),
-        signals_(io_),
-        calibration_timer_(io_),
-        heartbeat_timer_(io_),
-        poll_timer_(io_),
-        guard_timer_(io_),
-        clock_(hooks_.clock ? hooks_.clock : common::SystemClock()),
-        metrics_(hooks_.metrics ? hooks_.metrics
-                                : std::make_shared<Metrics>(ZCAL_VERSION)),
-        status_(std::make_shared<StatusPage>(clock_)),
-        sink_(metrics_),
-        scheduler_(ScheduleOptions::From(config_), DefaultRandomSource(),
-                   [this] { return sink_.TryBeginLocalProbe(); }),
-        runner_(hooks_.calibrate ? hooks_.calibrate : probes::RunCalibration,
-                [this] { asio::post(io_, [this] { OnRoundDone(); }); }) {
-    if (!hooks_.collect_host) hooks_.collect_host = CollectHostSnapshot;
-  }
-
-  int Run() {
-    if (!Start()) return 1;
-    io_.run();
-    return 0;
-  }
-  void Stop() {
-    asio::post(io_, [this] { RequestStop("stop requested"); });
-  }
-  void Reload() {
-    asio::post(io_, [this] { DoReload(); });
-  }
-  void CalibrateNow() {
-    asio::post(io_, [this] { Handle(CalibrateNowEvent{}); });
-  }
-
- private:
-  bool Start();
-  bool Stopping() const {
-    return scheduler_.phase() == Phase::kStopping ||
-           scheduler_.phase() == Phase::kStopped;
-  }
-  void Handle(const SchedulerEvent& event) {
-    Apply(scheduler_.On(event, clock_->Steady()));
-  }
-  void Apply(const Decision& d);
-  void Log(const Decision& d) const;
-  void ArmCalibrationTimer(const TimerRequest& timer);
-  void StartCalibration(CalibrationTrigger trigger);
-  void OnRoundDone();
-  void ArmSignals();
-  void OnSignal(const ErrorCode& ec, int signal);
-  void ArmHeartbeat();
-  void ArmFingerprintPoll();
-  void PollHost();
-  // Takes `snapshot` as the host's facts (publisher and metrics), with the
-  // NICs that the kept peers are reached through described too.
-  void AdoptHost(HostSnapshot snapshot);
-  // Describes the kept peers' NICs anew after they may have changed (a
-  // round, the saved state loaded); the metrics get them when they did.
-  void DescribePeerNics();
-  std::set<std::string> PeerNicNames() const;
-  void DoReload();
-  void ApplyReload(Config next);
-  void RejectReload(const std::string& why);
-  Result<std::unique_ptr<MetricsServer>> BindMetrics(
-      const std::string& listen) const;
-  void ServeMetrics(std::unique_ptr<MetricsServer> server);
-  void ShowStatus() {
-    status_->Update(publisher_->state(), publisher_->stale(),
-                    publisher_->segment_name());
-  }
-  void RequestStop(const std::string& why);
-  void FinishStop();
-
-  Config config_;
-  std::string config_path_;
-  ServiceHooks hooks_;
-  asio::io_context io_;
-  asio::signal_set signals_;
-  asio::steady_timer calibration_timer_;
-  asio::steady_timer heartbeat_timer_;
-  asio::steady_timer poll_timer_;
-  asio::steady_timer guard_timer_;
-  // Timers run on asio's steady clock; what the service stamps or
-  // compares with a time point reads this one.
-  std::shared_ptr<const common::Clock> clock_;
-  std::shared_ptr<Metrics> metrics_;
-  std::unique_ptr<MetricsServer> metrics_server_;  // null: metrics.listen ""
-  // "/" and "/api/v1/thresholds" on the metrics listener.
-  std::shared_ptr<StatusPage> status_;
-  std::unique_ptr<Publisher> publisher_;
-  ServedSink sink_;  // the peer sink of `sink:`, if any
-  Scheduler scheduler_;
-  HostSnapshot host_;        // as last read
-  HostSnapshot round_host_;  // as when the running round started
-  // The last peer discovery, reused by rounds within peers.refresh.
-  std::optional<Discovery> discovery_;
-  steady_clock::time_point discovered_at_{};
-  // After io_: its destructor detaches the notification that posts to io_
-  // and joins the worker before io_ goes.
-  CalibrationRunner runner_;
-};
 
 bool Service::Impl::Start() {
   spdlog::set_level(spdlog::level::from_str(config_.log_level));
@@ -427,93 +300,6 @@ std::set<std::string> Service::Impl::PeerNicNames() const {
 
 void Service::Impl::DescribePeerNics() {
   if (DescribePeerInterfaces(host_, config_, PeerNicNames())) metrics_->SetHost(host_.info);
-}
-
-void Service::Impl::DoReload() {
-  if (Stopping()) return;
-  if (config_path_.empty()) {
-    spdlog::info("running with the embedded default configuration; there is "
-                 "no file to reload (start with --config FILE)");
-    metrics_->RecordReload(true);
-    return;
-  }
-  Result<Config> loaded = LoadConfigFile(config_path_);
-  if (!loaded) {
-    LogLines(spdlog::level::err, loaded.error().message);
-    RejectReload("");
-    return;
-  }
-  ApplyReload(std::move(*loaded));
-}
-
-void Service::Impl::RejectReload(const std::string& why) {
-  if (!why.empty()) spdlog::error("{}", why);
-  spdlog::warn("configuration reload rejected; the running configuration "
-               "stays in effect");
-  metrics_->RecordReload(false);
-}
-
-void Service::Impl::ApplyReload(Config next) {
-  const ConfigChange change = DiffConfig(config_, next);
-  // First what can fail, touching nothing that runs.
-  std::optional<PreparedSegment> segment;
-  if (change.segment) {
-    Result<PreparedSegment> prepared = publisher_->PrepareSegment(next.segment);
-    if (!prepared) return RejectReload(prepared.error().message);
-    segment = std::move(*prepared);
-  }
-  std::optional<std::unique_ptr<MetricsServer>> server;
-  if (change.metrics_listen) {
-    auto bound = BindMetrics(next.metrics.listen);
-    if (!bound) return RejectReload(bound.error().message);
-    server = std::move(*bound);
-  }
-  // The sink last: replacing it on the same address means closing the old
-  // one first, which only a reload that goes through may do.
-  if (Result<bool> replaced = sink_.Replace(config_.sink, next.sink, scheduler_.Probing());
-      !replaced) {
-    return RejectReload(replaced.error().message);
-  }
-  // Then switch over.
-  if (segment) publisher_->SwitchSegment(std::move(*segment));
-  if (server) ServeMetrics(std::move(*server));
-  // Peers found under other settings are not the peers of these.
-  if (next.peers != config_.peers) discovery_.reset();
-  config_ = std::move(next);
-  if (change.log_level) {
-    spdlog::set_level(spdlog::level::from_str(config_.log_level));
-  }
-  publisher_->Reconfigure(config_);
-  ShowStatus();
-  if (change.host_root || change.paths_or_methods) AdoptHost(hooks_.collect_host(config_));
-  if (change.fingerprint_poll) ArmFingerprintPoll();
-  metrics_->RecordReload(true);
-  const std::string summary = change.Summary();
-  spdlog::info("configuration reloaded from {}{}", config_path_,
-               !summary.empty() ? "; changed: " + summary
-               : change.Any()   ? std::string()
-                                : "; nothing changed");
-  if (change.Scheduling()) {
-    Handle(ReloadedEvent{ScheduleOptions::From(config_)});
-  }
-}
-
-Result<std::unique_ptr<MetricsServer>> Service::Impl::BindMetrics(
-    const std::string& listen) const {
-  if (listen.empty()) return std::unique_ptr<MetricsServer>();
-  MetricsServerOptions options;
-  options.routes = status_->Routes();
-  return MetricsServer::Start(listen, metrics_, std::move(options));
-}
-
-void Service::Impl::ServeMetrics(std::unique_ptr<MetricsServer> server) {
-  // The server being replaced stops within milliseconds (metrics_server.h).
-  metrics_server_ = std::move(server);
-  if (metrics_server_) {
-    spdlog::info("serving metrics at {}", metrics_server_->Url());
-  } else {
-    spdlog::info("metrics disabled (metrics.listen is empty)");
-  }
 }
 
 void Service::Impl::RequestStop(const std::string& why) {
