@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "zcal/testing/test_data.h"
 
 namespace zcal::agent {
 namespace {
@@ -248,7 +249,7 @@ TEST(Config, BinaryFileIsRejected) {
 // message that contains "FILE:LINE:COLUMN: fragment".
 TEST(ConfigCorpus, RejectsEveryMalformedFileAtItsPosition) {
   const std::filesystem::path dir =
-      std::filesystem::path(ZCAL_TEST_DATA) / "configs" / "bad";
+      zcal::testing::TestData() / "configs" / "bad";
   std::size_t checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".yaml") continue;
@@ -271,7 +272,7 @@ TEST(ConfigCorpus, RejectsEveryMalformedFileAtItsPosition) {
 
 TEST(ConfigCorpus, AcceptsEveryGoodFile) {
   const std::filesystem::path dir =
-      std::filesystem::path(ZCAL_TEST_DATA) / "configs" / "good";
+      zcal::testing::TestData() / "configs" / "good";
   std::size_t checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".yaml") continue;

@@ -16,6 +16,7 @@
 
 #include "zcal/agent/report/export_format.h"
 #include "zcal/zcal.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::agent {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using nlohmann::json;
 
 json Fixture(const std::string& name) {
-  std::ifstream in(std::filesystem::path(ZCAL_TEST_DATA) / "spdk" / name);
+  std::ifstream in(zcal::testing::TestData() / "spdk" / name);
   return json::parse(in);
 }
 

@@ -9,6 +9,7 @@
 
 #include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/publish/results.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::agent {
 namespace {
@@ -18,7 +19,7 @@ using calibrator::MethodResult;
 using calibrator::Reason;
 using calibrator::Verdict;
 
-std::string FakeRoot() { return std::string(ZCAL_TEST_DATA) + "/sysfs/pci-host"; }
+std::string FakeRoot() { return (zcal::testing::TestData() / "sysfs" / "pci-host").string(); }
 
 MethodState Published(Verdict verdict, std::optional<std::uint64_t> threshold,
                       Reason reason = Reason::kNone, double confidence = 0.8) {

@@ -24,6 +24,7 @@
 #include "zcal/agent/service/instance_lock.h"
 #include "zcal/agent/state/state.h"
 #include "zcal/zcal.hpp"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::agent {
 namespace {
@@ -521,7 +522,7 @@ TEST_F(ServiceTest, AReloadOfTheHostRootKeepsThePeersNicsDescribed) {
   saved.peers[peer] = PeerRecord{"198.18.0.9:7070", "eth1", 1, 1, PeerOutcome::kSuccess};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   namespace fs = std::filesystem;
-  const fs::path data = fs::path(ZCAL_TEST_DATA) / "sysfs" / "pci-host";
+  const fs::path data = zcal::testing::TestData() / "sysfs" / "pci-host";
   const fs::path copy = dir_.path() / "host";
   fs::copy(data, copy, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   const fs::path file = dir_.path() / "agent.yaml";

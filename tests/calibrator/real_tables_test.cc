@@ -17,13 +17,14 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/samples_csv.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::calibrator {
 namespace {
 
 std::vector<std::filesystem::path> Tables() {
   std::vector<std::filesystem::path> out;
-  for (const auto& entry : std::filesystem::directory_iterator(ZCAL_TABLES_DIR)) {
+  for (const auto& entry : std::filesystem::directory_iterator(zcal::testing::TestData() / "tables")) {
     if (entry.path().extension() == ".csv") out.push_back(entry.path());
   }
   std::sort(out.begin(), out.end());

@@ -11,6 +11,7 @@
 #include "sample_builders.h"
 #include "simulated_host.h"
 #include "zcal/calibrator/decision.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::calibrator {
 namespace {
@@ -206,8 +207,9 @@ bool Within(const json& old, const json& now) {
 // README): every method result in it reads, and writes back every field it
 // had with the same value.
 TEST(ReportJson, ReadsTheResultsOfAStateFileWrittenBefore) {
-  std::ifstream in(ZCAL_STATE_FILE);
-  ASSERT_TRUE(in) << ZCAL_STATE_FILE;
+  const auto file = zcal::testing::TestData() / "state" / "written_by_main.json";
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << file;
   std::stringstream text;
   text << in.rdbuf();
   const json state = json::parse(text.str());

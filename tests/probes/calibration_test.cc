@@ -11,6 +11,7 @@
 #include "zcal/calibrator/planner.h"
 #include "zcal/probes/capabilities.h"
 #include "zcal/probes/sink.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::probes {
 namespace {
@@ -21,8 +22,7 @@ using calibrator::Reason;
 using calibrator::Verdict;
 
 std::string FakeRoot() {
-  const char* data = std::getenv("ZCAL_TEST_DATA");
-  return std::string(data != nullptr ? data : "tests/data") + "/sysfs/pci-host";
+  return (zcal::testing::TestData() / "sysfs" / "pci-host").string();
 }
 
 TEST(Calibration, LoopbackYieldsKernelCopiedForEveryZerocopyMethod) {

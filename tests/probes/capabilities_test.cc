@@ -4,14 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "zcal/testing/test_data.h"
+
 namespace zcal::probes {
 namespace {
 
 using calibrator::Method;
 
 std::string FakeRoot() {
-  const char* data = std::getenv("ZCAL_TEST_DATA");
-  return std::string(data != nullptr ? data : "tests/data") + "/sysfs/pci-host";
+  return (zcal::testing::TestData() / "sysfs" / "pci-host").string();
 }
 
 TEST(Capabilities, CopyIsAlwaysSupported) {

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "zcal/testing/test_data.h"
+
 namespace zcal::probes {
 namespace {
 
@@ -97,8 +99,7 @@ TEST(CpuAccounting, ThreadTimeExcludesBlocking) {
 }
 
 TEST(CpuAccounting, HostBusyTimeSumsTheBusyFieldsOfProcStat) {
-  const char* data = std::getenv("ZCAL_TEST_DATA");
-  const std::string root = std::string(data != nullptr ? data : "tests/data") + "/sysfs/pci-host";
+  const std::string root = (zcal::testing::TestData() / "sysfs" / "pci-host").string();
   // cpu 100 5 50 1000 7 3 10 2: user+nice+system+irq+softirq+steal = 170.
   const auto busy = HostBusyCpuNs(root);
   ASSERT_TRUE(busy.has_value());

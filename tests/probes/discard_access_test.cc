@@ -7,12 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include "zcal/testing/test_data.h"
+
 namespace zcal::probes {
 namespace {
 
 std::string FakeRoot() {
-  const char* data = std::getenv("ZCAL_TEST_DATA");
-  return std::string(data != nullptr ? data : "tests/data") + "/sysfs/userns-off";
+  return (zcal::testing::TestData() / "sysfs" / "userns-off").string();
 }
 
 void ExpectMentions(const std::string& text, std::initializer_list<const char*> parts) {

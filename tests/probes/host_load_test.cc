@@ -8,13 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "zcal/probes/cpu_accounting.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::probes {
 namespace {
 
 std::string Fixture(const std::string& name) {
-  const char* data = std::getenv("ZCAL_TEST_DATA");
-  return std::string(data != nullptr ? data : "tests/data") + "/procstat/" + name;
+  return (zcal::testing::TestData() / "procstat" / name).string();
 }
 
 double NsPerTick() { return 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK)); }
