@@ -218,7 +218,8 @@ probes::CalibrationReport OkReport(const std::string& path) {
 }
 
 TEST(PeerRound, AsksKPeersAfterThePathsAndSharesTheBudget) {
-  const Config config = FivePeers(2);
+  Config config = FivePeers(2);
+  config.budget.seconds_per_calibration = 6;
   const RoundPlan plan = PlanRound(config, "host-a", 0);
   ASSERT_EQ(plan.jobs.size(), 1u);
   ASSERT_TRUE(plan.peers);
