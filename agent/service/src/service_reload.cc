@@ -19,6 +19,7 @@ void LogLines(spdlog::level::level_enum level, const std::string& text) {
   std::string line;
   while (std::getline(lines, line)) spdlog::log(level, "{}", line);
 }
+
 }  // namespace
 
 void Service::Impl::DoReload() {
@@ -107,4 +108,5 @@ void Service::Impl::ServeMetrics(std::unique_ptr<MetricsServer> server) {
     spdlog::info("metrics disabled (metrics.listen is empty)");
   }
 }
+
 }  // namespace zcal::agent
