@@ -20,6 +20,26 @@ extern "C" {
 #define ZCAL_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 /* A peer entry in the open-addressing table, keyed by masked address. */
+/* What a lookup matching one entry returns, decoded once per copy of the
+ * table. 48 bytes, kept at 64-byte strides so that a lookup reads one cache
+ * line: a struct zcal_result (72 bytes) would span two, and copying the
+ * answer out was a quarter of a full lookup. */
+struct zcal_answer {
+  uint64_t zerocopy_from_bytes;
+  uint64_t threshold_bytes;
+  uint64_t measured_at_ns;
+  uint64_t fingerprint;
+  uint32_t confidence_ppm;
+  uint8_t verdict;
+  uint8_t reason;
+  uint8_t method;
+  uint8_t scope;
+  uint8_t prefix_len;
+  uint8_t stale;
+  uint8_t has_threshold;
+  uint8_t estimated;
+} __attribute__((aligned(64)));
+
 struct zcal_peer_slot {
   uint64_t hi, lo; /* masked address, big-endian words; IPv4 in hi's top half */
   uint32_t tag;    /* ZCAL_PEER_TAG(method, family, prefix_len); 0 = empty */
@@ -84,8 +104,9 @@ struct zcal_handle {
 
   /* Index over `entries`, rebuilt with every copy. Only the methods the
    * last table used are reset, so that a rebuild costs O(count).
-   * answers[i] is what a lookup matching entry i returns, but the ages. */
-  struct zcal_result *answers;
+   * answers[i] is what a lookup matching entry i returns, but the ages and
+   * the generation. */
+  struct zcal_answer *answers;
   int index_ready;
   uint32_t touched_count;
   uint8_t touched[ZCAL_METHOD_CODES];

@@ -111,10 +111,11 @@ static void reset_method(zcal_handle *h, uint8_t m) {
   h->is_touched[m] = 0;
 }
 
-/* What a lookup that matches `e` returns, but for the ages: computed once
- * per copy, so that a lookup copies it instead of decoding the entry. */
+/* What a lookup that matches `e` returns, but for the ages and the
+ * generation: computed once per copy, so that a lookup copies it instead of
+ * decoding the entry. */
 static void make_answer(const zcal_handle *h, const struct zcal_shm_entry *e,
-                        struct zcal_result *out) {
+                        struct zcal_answer *out) {
   memset(out, 0, sizeof *out);
   out->has_threshold = (e->entry_flags & ZCAL_ENTRY_HAS_THRESHOLD) != 0;
   out->threshold_bytes = out->has_threshold ? e->threshold_bytes : 0;
@@ -129,7 +130,6 @@ static void make_answer(const zcal_handle *h, const struct zcal_shm_entry *e,
       out->zerocopy_from_bytes = UINT64_MAX;
       break;
   }
-  out->generation = h->generation;
   out->measured_at_ns = e->measured_at_ns;
   out->fingerprint = e->fingerprint;
   out->confidence_ppm = e->confidence_ppm;
@@ -299,9 +299,24 @@ static inline int answer(const zcal_handle *h, const struct zcal_key *key,
                          uint64_t heartbeat_ns, struct zcal_result *out) {
   const int index = find_entry(h, key, method);
   if (index < 0) return -ENODATA;
-  *out = h->answers[index];
-  out->age_ns = age(now_ns, out->measured_at_ns);
+  const struct zcal_answer *a = &h->answers[index];
+  out->zerocopy_from_bytes = a->zerocopy_from_bytes;
+  out->threshold_bytes = a->threshold_bytes;
+  out->generation = h->generation;
+  out->measured_at_ns = a->measured_at_ns;
+  out->age_ns = age(now_ns, a->measured_at_ns);
   out->heartbeat_age_ns = age(now_ns, heartbeat_ns);
+  out->fingerprint = a->fingerprint;
+  out->confidence_ppm = a->confidence_ppm;
+  out->verdict = a->verdict;
+  out->reason = a->reason;
+  out->method = a->method;
+  out->scope = a->scope;
+  out->prefix_len = a->prefix_len;
+  out->stale = a->stale;
+  out->has_threshold = a->has_threshold;
+  out->estimated = a->estimated;
+  memset(out->reserved, 0, sizeof out->reserved);
   return 0;
 }
 

@@ -286,7 +286,8 @@ static int attach_mapping(zcal_handle *h) {
   }
   h->entries = calloc(n, sizeof *h->entries);
   h->scratch = calloc(n, sizeof *h->scratch);
-  h->answers = calloc(n, sizeof *h->answers);
+  /* Aligned so that each answer sits in one cache line (handle.h). */
+  h->answers = aligned_alloc(_Alignof(struct zcal_answer), n * sizeof *h->answers);
   h->interfaces = calloc(n, sizeof *h->interfaces);
   h->slots = calloc(slots, sizeof *h->slots);
   uint32_t buckets = slots / (ZCAL_SLOTS_PER_ENTRY / ZCAL_FILTER_PER_ENTRY);
