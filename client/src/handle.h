@@ -19,11 +19,10 @@ extern "C" {
 #define ZCAL_LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ZCAL_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
-/* A peer entry in the open-addressing table, keyed by masked address. */
 /* What a lookup matching one entry returns, decoded once per copy of the
- * table. 48 bytes, kept at 64-byte strides so that a lookup reads one cache
- * line: a struct zcal_result (72 bytes) would span two, and copying the
- * answer out was a quarter of a full lookup. */
+ * table: 48 bytes at a 64-byte stride, so that a lookup reads one cache line
+ * (a struct zcal_result, 72 bytes, would span two; docs/client.md, "Speed").
+ * lookup.c checks that it stays within one line. */
 struct zcal_answer {
   uint64_t zerocopy_from_bytes;
   uint64_t threshold_bytes;
@@ -40,6 +39,7 @@ struct zcal_answer {
   uint8_t estimated;
 } __attribute__((aligned(64)));
 
+/* A peer entry in the open-addressing table, keyed by masked address. */
 struct zcal_peer_slot {
   uint64_t hi, lo; /* masked address, big-endian words; IPv4 in hi's top half */
   uint32_t tag;    /* ZCAL_PEER_TAG(method, family, prefix_len); 0 = empty */

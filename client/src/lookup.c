@@ -111,6 +111,9 @@ static void reset_method(zcal_handle *h, uint8_t m) {
   h->is_touched[m] = 0;
 }
 
+_Static_assert(sizeof(struct zcal_answer) == 64,
+               "an answer fills exactly one cache line (handle.h)");
+
 /* What a lookup that matches `e` returns, but for the ages and the
  * generation: computed once per copy, so that a lookup copies it instead of
  * decoding the entry. */
