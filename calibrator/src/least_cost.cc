@@ -78,6 +78,16 @@ WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traff
     out.size.push_back(lo * std::exp2(t * octaves));
   }
   out.size.back() = hi;
+  // A bin gets a point of its own: on the nearest point of the geometric
+  // grid a bin at a probed size (8192 B on a grid from 1024 B to 65435 B
+  // falls on 8185 B) would be costed just beside the size that was
+  // measured, on the other side of a bracket bound set there.
+  for (const TrafficBin& bin : traffic) {
+    const double size = static_cast<double>(bin.size_bytes);
+    if (!(size > lo && size < hi)) continue;
+    const auto at = std::lower_bound(out.size.begin(), out.size.end(), size);
+    if (*at != size) out.size.insert(at, size);
+  }
   if (!Place(out, traffic)) {
     out.weight.assign(points, 1);
     if (points > 1) out.weight.front() = out.weight.back() = 0.5;

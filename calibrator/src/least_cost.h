@@ -19,9 +19,10 @@ struct WeightedSizes {
   std::vector<double> weight;  ///< >= 0
 };
 
-/// Points every 1/8 of an octave from `lo` to `hi` (lo <= hi). Weights
-/// uniform in log size, or the traffic histogram's, each bin on the point
-/// nearest its size (bins outside [lo, hi] on the nearer end).
+/// Points every 1/8 of an octave from `lo` to `hi` (lo <= hi), and with a
+/// traffic histogram a point at each bin's size within [lo, hi]. Weights
+/// uniform in log size, or the histogram's, each bin on its own point
+/// (bins outside [lo, hi] on the nearer end).
 WeightedSizes DenseSizes(double lo, double hi, std::span<const TrafficBin> traffic);
 
 /// The probed sizes themselves. Uniform in log size gives each size the log

@@ -133,5 +133,27 @@ TEST(RealTables, TheThresholdStaysWithinTheBracketTheProbedSizesSet) {
   EXPECT_GT(results, 20);
 }
 
+// A traffic bin at a probed size is costed at that size. This liburing run
+// has uring_send_zc winning clearly at 8192 B and losing at 6 KiB, and its
+// fitted curves cross at about 8 KiB; decided without a margin under a mix
+// with a bin at 8 KiB, that bin once sat on the model's grid point 8185 B,
+// just below the bracket's bound, where the bootstrap's curves decide it
+// by coin flip: inconclusive (147 of 200 replicates), although the
+// measured size settles it.
+TEST(RealTables, ATrafficBinAtAProbedSizeIsCostedAtThatSize) {
+  DecisionOptions options;
+  options.margin = 0;
+  options.traffic = {{2048, 10}, {8192, 20}, {16384, 30}, {65536, 40}};
+  const Analysis analysis =
+      Analyze(Read(zcal::testing::TestData() / "tables" / "discard_liburing_6.csv"), options);
+  ASSERT_EQ(analysis.paths.size(), 1u);
+  const MethodResult& r = analysis.paths.begin()->second.methods.at(Method::kUringSendZc);
+  ASSERT_EQ(r.rule, Rule::kModel);
+  ASSERT_EQ(r.verdict, Verdict::kThreshold) << r.detail;
+  EXPECT_GT(*r.threshold_bytes, 6144u);
+  EXPECT_LE(*r.threshold_bytes, 8192u);
+  EXPECT_GE(*r.confidence, 0.95);
+}
+
 }  // namespace
 }  // namespace zcal::calibrator
