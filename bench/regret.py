@@ -35,9 +35,13 @@ run b, the best single threshold in hindsight on b and its cost, the best
 single threshold of run a judged on b (what a perfect rule could take from
 run a: the floor that run-to-run noise sets), and the fixed policies 10 KB,
 16 KiB, always and never. Target: zcal within 0.5 pp of
-the best in hindsight and below every fixed policy (ties count as not
-below) in every ordered pair. Exit status 0 when it ran, whatever the
-figures.
+the best in hindsight and below every fixed policy in every ordered pair.
+A tie with a fixed policy counts as not below, except where that policy is
+itself the best in hindsight (nothing can be below the best; under a mix
+every threshold at or below its smallest bin ties with always): such pairs
+are counted apart ("at the best"), and so are the misses that the best of
+run a shares (what run-to-run noise allows). Exit status 0 when it ran,
+whatever the figures.
 
 usage: bench/regret.py [--zcal ZCAL] [--runs N] [--record DIR] [--from DIR]
                        [--traffic SIZE:WEIGHT,...] [--analyze-args "..."]
@@ -257,32 +261,63 @@ def size_text(t):
     return f"{t / KIB:.2f}K".replace(".00K", "K") if t >= KIB else f"{t}"
 
 
+# Figures are printed to 0.01 pp; closer than this they are one figure.
+TIE_PP = 0.005
+
+
+def judge_pair(cost, best, fixed):
+    """(meets the target, why not or why only at the best) for a policy of
+    extra cost `cost` on a run whose best single threshold costs `best`."""
+    gap = cost - best
+    if gap > 0.5:
+        return False, f"+{gap:.2f} pp"
+    above = [f for f in fixed if cost >= f + TIE_PP]
+    if above:
+        return False, f"{cost - min(above):.2f} pp above a fixed policy"
+    tied = [f for f in fixed if abs(cost - f) < TIE_PP]
+    if not tied:
+        return True, ""
+    if all(f <= best + TIE_PP for f in tied):
+        return True, "at the best"
+    return False, "tied with a fixed policy"
+
+
 def report(title, rows):
     print(f"\n{title}")
     print(f"  {'method':20} {'a>b':5} {'zcal (from a)':>14} {'pp':>6} {'best on b':>10} "
           f"{'pp':>6} {'best of a':>10} {'pp':>6}  " +
           "  ".join(f"{name:>7}" for name, _ in FIXED) + "   ok")
     misses = 0
+    at_best = 0
+    shared = 0
     worst = 0.0
     oracle_misses = 0
     for r in rows:
         oracle_misses += 0 if r["oracle"] - r["best"] <= 0.5 else 1
         gap = r["zcal"] - r["best"]
-        below = all(r["zcal"] < f for f in r["fixed"])
-        ok = gap <= 0.5 and below
-        misses += 0 if ok else 1
+        ok, why = judge_pair(r["zcal"], r["best"], r["fixed"])
+        if ok and why:
+            at_best += 1
+        if not ok:
+            misses += 1
+            # The best single threshold of run a misses it too: no rule that
+            # sees only run a could be sure to meet it.
+            if not judge_pair(r["oracle"], r["best"], r["fixed"])[0]:
+                shared += 1
+                why += "; so does the best of a"
         worst = max(worst, gap)
         zt = size_text(r["zcal_t"]) + ("?" if r["verdict"] == "inconclusive" else "")
         print(f"  {r['method']:20} {r['a']}>{r['b']:3} {zt:>14} {r['zcal']:6.2f} "
               f"{size_text(r['best_t']):>10} {r['best']:6.2f} "
               f"{size_text(r['oracle_t']):>10} {r['oracle']:6.2f}  " +
               "  ".join(f"{f:7.2f}" for f in r["fixed"]) +
-              f"   {'yes' if ok else 'NO (' + ('+%.2f pp' % gap if gap > 0.5 else 'not below a fixed policy') + ')'}")
+              f"   {('yes' if ok else 'NO') + (' (' + why + ')' if why else '')}")
     gaps = sorted(r["zcal"] - r["best"] for r in rows)
-    print(f"  pairs meeting the target: {len(rows) - misses} of {len(rows)}; zcal over the best "
-          f"in hindsight: median {gaps[len(gaps) // 2]:.2f} pp, at most {worst:.2f} pp; the "
-          f"best of run a itself is within 0.5 pp on b in {len(rows) - oracle_misses} of "
-          f"{len(rows)}")
+    print(f"  pairs meeting the target: {len(rows) - misses} of {len(rows)} ({at_best} of them at "
+          f"the best, tied with a fixed policy that is the best in hindsight); misses that the "
+          f"best of run a shares: {shared} of {misses}; zcal over the best in hindsight: median "
+          f"{gaps[len(gaps) // 2]:.2f} pp, at most {worst:.2f} pp; the best of run a itself is "
+          f"within 0.5 pp on b in {len(rows) - oracle_misses} of {len(rows)}")
 
 
 def main():
