@@ -362,6 +362,10 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
     r.verdict = Verdict::kInconclusive;
     r.threshold_bytes.reset();
     r.reason = Reason::kNoisy;
+    if (const auto t = detail::WinningTailBound(r)) {
+      detail::SettleOnTheWinningTail(r, *t, detail::Regret(cells, CostsOf(sizes),
+                                                           static_cast<double>(*t)));
+    }
   }
 }
 

@@ -195,4 +195,27 @@ std::vector<OverruledSize> Overruled(std::span<const SizeComparison> sizes,
   return out;
 }
 
+std::optional<std::uint64_t> WinningTailBound(const MethodResult& r) {
+  if (r.verdict != Verdict::kInconclusive || r.reason != Reason::kNoisy) return std::nullopt;
+  if (!r.measured_bracket || r.sizes.empty()) return std::nullopt;
+  return r.measured_bracket->at_most_bytes;
+}
+
+void SettleOnTheWinningTail(MethodResult& r, std::uint64_t bound, double regret) {
+  r.verdict = bound <= r.sizes.front().size_bytes ? Verdict::kAlways : Verdict::kThreshold;
+  r.threshold_bytes = bound;
+  r.reason = Reason::kNone;
+  r.detail = "the least-cost threshold is in doubt (" + r.detail + "), but zerocopy wins " +
+             "clearly at " + std::to_string(bound) + " bytes and at every larger probed " +
+             "size: it is used from there on";
+  r.rule_detail += std::string(r.rule_detail.empty() ? "" : "; ") +
+                   "settled on the winning tail of probed sizes";
+  if (r.interval) {
+    r.interval->high_bytes = bound;
+    r.interval->low_bytes = std::min(r.interval->low_bytes, bound);
+  }
+  r.regret = regret;
+  r.regret_excess.reset();
+}
+
 }  // namespace zcal::calibrator::detail

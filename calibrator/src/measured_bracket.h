@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -63,5 +64,22 @@ std::vector<CurveDisagreement> Disagreements(std::span<const SizeComparison> siz
 std::vector<OverruledSize> Overruled(std::span<const SizeComparison> sizes,
                                      std::optional<std::uint64_t> threshold,
                                      const DecisionOptions& options);
+
+/// The winning tail's first clear size (MeasuredBracket::at_most_bytes)
+/// of a result that is inconclusive for noise; nullopt otherwise.
+std::optional<std::uint64_t> WinningTailBound(const MethodResult& r);
+
+/// Turns that inconclusive result into a threshold at `bound` (always when
+/// it is the smallest compared size): where the noise leaves the least-cost
+/// threshold in doubt, a size from which zerocopy wins clearly at every
+/// larger probed size is a threshold the measurement supports on its own.
+/// It may give up savings below it, but never uses zerocopy where it
+/// clearly loses; without it a transport falls back to its own default,
+/// often never, whatever the clear wins. `regret` is the bound's expected
+/// excess cost under the rule that decided (curves or probed sizes). The
+/// confidence stays the placement's, so that hysteresis still waits for
+/// agreement; regret_excess is dropped (it described the least-cost
+/// threshold), so the planner keeps probing.
+void SettleOnTheWinningTail(MethodResult& r, std::uint64_t bound, double regret);
 
 }  // namespace zcal::calibrator::detail

@@ -438,6 +438,9 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     r.verdict = Verdict::kInconclusive;
     r.reason = Reason::kNoisy;
     r.threshold_bytes.reset();
+    if (const auto t = WinningTailBound(r)) {
+      SettleOnTheWinningTail(r, *t, Regret(grid, fixed_costs(point), static_cast<double>(*t)));
+    }
   }
   return true;
 }

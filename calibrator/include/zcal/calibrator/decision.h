@@ -203,8 +203,10 @@ struct MethodResult {
   /// In [0,1]. Model: the share of bootstrap replicates in which this
   /// threshold costs at most 0.5 percentage points more (expected excess
   /// cost) than the replicate's own best threshold; below 0.8 the verdict is
-  /// inconclusive. Per size: the share of compared sizes whose comparison
-  /// was decisive; nullopt with one sample per size.
+  /// inconclusive, unless the measured bracket's winning tail settles it
+  /// (then the threshold is at_most_bytes and the confidence stays low).
+  /// Per size: the share of compared sizes whose comparison was decisive;
+  /// nullopt with one sample per size.
   std::optional<double> confidence;
   std::vector<SizeComparison> sizes;  ///< ascending size
 
