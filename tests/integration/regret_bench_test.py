@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""bench/regret.py on recorded runs (tests/data/tables, the quiet VM's
+four runs of each sender): its target rule, and a whole judgement with the
+real `zcal analyze`, so that the bench keeps working with the command's
+JSON. The figures themselves are the bench's to print, not asserted here.
+
+usage: regret_bench_test.py ZCAL SOURCE_ROOT"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# Recorded in one bench run: zcal_N with liburing_(N-3).
+RUNS = {1: (8, 5), 2: (9, 6), 3: (10, 7), 4: (11, 8)}
+
+
+def check(condition, what):
+    if not condition:
+        print(f"FAIL: {what}")
+        sys.exit(1)
+
+
+def test_target_rule(regret):
+    judge = regret.judge_pair
+    # fixed policies in the bench's order: 10 KB, 16 KiB, always, never
+    check(judge(0.10, 0.0, [3.0, 4.0, 5.0, 30.0]) == (True, ""), "below every fixed policy")
+    check(judge(0.62, 0.1, [3.0, 4.0, 5.0, 30.0]) == (False, "+0.52 pp"),
+          "more than 0.5 pp over the best misses")
+    check(judge(0.06, 0.0, [27.0, 27.0, 0.03, 125.0]) ==
+          (False, "0.03 pp above a fixed policy"), "above always misses")
+    check(judge(0.0, 0.0, [23.0, 23.0, 0.0, 242.0]) == (True, "at the best"),
+          "a tie with a fixed policy that is the best meets the target")
+    check(judge(1.0, 0.8, [1.0, 5.0, 6.0, 7.0]) == (False, "tied with a fixed policy"),
+          "a tie with a fixed policy that is not the best misses")
+    check(judge(0.004, 0.0, [0.0, 1.0, 2.0, 3.0]) == (True, "at the best"),
+          "within rounding of the figures printed is a tie")
+
+
+def test_judging_recorded_runs(zcal, root):
+    tables = root / "tests" / "data" / "tables"
+    with tempfile.TemporaryDirectory(prefix="zcal-regret-test-") as tmp:
+        for n, (z, l) in RUNS.items():
+            os.symlink(tables / f"discard_zcal_{z}.csv", Path(tmp) / f"zcal_{n}.csv")
+            os.symlink(tables / f"discard_liburing_{l}.csv", Path(tmp) / f"liburing_{n}.csv")
+        done = subprocess.run([sys.executable, str(root / "bench" / "regret.py"), "--zcal", zcal,
+                               "--from", tmp], capture_output=True, text=True, timeout=300)
+    check(done.returncode == 0, f"regret.py exit {done.returncode}: {done.stderr}")
+    totals = [int(m.group(2)) for m in
+              re.finditer(r"pairs meeting the target: (\d+) of (\d+)", done.stdout)]
+    # Four runs, twelve ordered pairs; three methods on zcal's probes, two
+    # on the example; equal weights and the mix.
+    check(totals == [36, 36, 24, 24], f"summary lines: {totals}\n{done.stdout}")
+    rows = [line for line in done.stdout.splitlines()
+            if re.match(r"\s+(msg_zerocopy|uring_send_zc|uring_send_zc_fixed)\s+\d+>\d+", line)]
+    check(len(rows) == 120, f"{len(rows)} rows of pairs")
+    check(all(re.search(r"\s(yes|NO)( \(.*\))?$", r) for r in rows), "every row says yes or NO")
+
+
+def main():
+    zcal, root = sys.argv[1], Path(sys.argv[2])
+    sys.path.insert(0, str(root / "bench"))
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    import regret  # noqa: E402 (found through the path above)
+    test_target_rule(regret)
+    test_judging_recorded_runs(zcal, root)
+    print("regret bench: target rule and recorded runs OK")
+
+
+if __name__ == "__main__":
+    main()
