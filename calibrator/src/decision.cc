@@ -362,7 +362,7 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
     r.verdict = Verdict::kInconclusive;
     r.threshold_bytes.reset();
     r.reason = Reason::kNoisy;
-    if (const auto t = detail::WinningTailBound(r)) {
+    if (const auto t = detail::WinningTailBound(r, options)) {
       detail::SettleOnTheWinningTail(r, *t, detail::Regret(cells, CostsOf(sizes),
                                                            static_cast<double>(*t)));
     }

@@ -195,7 +195,9 @@ std::vector<OverruledSize> Overruled(std::span<const SizeComparison> sizes,
   return out;
 }
 
-std::optional<std::uint64_t> WinningTailBound(const MethodResult& r) {
+std::optional<std::uint64_t> WinningTailBound(const MethodResult& r,
+                                              const DecisionOptions& options) {
+  if (!options.settle_on_winning_tail) return std::nullopt;
   if (r.verdict != Verdict::kInconclusive || r.reason != Reason::kNoisy) return std::nullopt;
   if (!r.measured_bracket || r.sizes.empty()) return std::nullopt;
   return r.measured_bracket->at_most_bytes;

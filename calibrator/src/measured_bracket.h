@@ -66,8 +66,10 @@ std::vector<OverruledSize> Overruled(std::span<const SizeComparison> sizes,
                                      const DecisionOptions& options);
 
 /// The winning tail's first clear size (MeasuredBracket::at_most_bytes)
-/// of a result that is inconclusive for noise; nullopt otherwise.
-std::optional<std::uint64_t> WinningTailBound(const MethodResult& r);
+/// of a result that is inconclusive for noise, when the options settle on
+/// it; nullopt otherwise.
+std::optional<std::uint64_t> WinningTailBound(const MethodResult& r,
+                                              const DecisionOptions& options);
 
 /// Turns that inconclusive result into a threshold at `bound` (always when
 /// it is the smallest compared size): where the noise leaves the least-cost

@@ -438,7 +438,7 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     r.verdict = Verdict::kInconclusive;
     r.reason = Reason::kNoisy;
     r.threshold_bytes.reset();
-    if (const auto t = WinningTailBound(r)) {
+    if (const auto t = WinningTailBound(r, options)) {
       SettleOnTheWinningTail(r, *t, Regret(grid, fixed_costs(point), static_cast<double>(*t)));
     }
   }

@@ -291,6 +291,9 @@ void SweepPlanner::PlanRefinement() {
   // bootstrap replicates of the published result, at half the cost.
   DecisionOptions planning = options_.decision;
   planning.bootstrap_replicates = std::min(planning.bootstrap_replicates, kPlanningReplicates);
+  // Where the placement is in doubt, the uncertain interval is where to
+  // probe, not the winning tail the published result may settle on.
+  planning.settle_on_winning_tail = false;
   const Analysis analysis = Analyze(samples_, planning);
   const auto path = analysis.paths.find(options_.path);
   if (path == analysis.paths.end()) return;

@@ -355,6 +355,11 @@ TEST(Decide, AClearWinningTailSettlesWhatTheNoiseLeavesInDoubt) {
   EXPECT_FALSE(r.regret_excess.has_value());
   ASSERT_TRUE(r.regret.has_value());
   EXPECT_DOUBLE_EQ(*r.regret, ExcessCost(r.sizes, 65536u, per_size));
+  // The planner asks without settling: it probes where the doubt lies.
+  per_size.settle_on_winning_tail = false;
+  const auto doubt = Decide(samples, kMzc, per_size);
+  EXPECT_EQ(doubt.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(doubt.reason, Reason::kNoisy);
 }
 
 TEST(Decide, RepeatedCleanSamplesGiveFullConfidence) {

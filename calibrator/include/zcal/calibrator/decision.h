@@ -57,6 +57,11 @@ struct DecisionOptions {
   bool use_model = true;
   /// Bootstrap replicates for the model's interval and confidence, >= 20.
   std::uint32_t bootstrap_replicates = 200;
+  /// Where the noise leaves the threshold in doubt, publish the measured
+  /// bracket's winning tail (docs/calibrator.md, "The verdict") instead of
+  /// inconclusive. The sweep planner turns it off: it probes where the
+  /// doubt lies, not around that conservative answer.
+  bool settle_on_winning_tail = true;
 
   bool operator==(const DecisionOptions&) const = default;
 };
