@@ -338,6 +338,12 @@ def main():
     if args.from_dir:
         out_dir = Path(args.from_dir)
         names = sorted(p.stem.split("_")[1] for p in out_dir.glob("zcal_*.csv"))
+        missing = [n for n in names if not (out_dir / f"liburing_{n}.csv").exists()]
+        if len(names) < 2 or missing:
+            parser.error(f"--from {out_dir}: needs at least two runs, each as zcal_N.csv and "
+                         f"liburing_N.csv (what --record writes); found {len(names)} zcal "
+                         f"runs" + (f", no liburing_N.csv for N = {', '.join(missing)}"
+                                    if missing else ""))
     else:
         if os.environ.get(NAMESPACE_ENV) != "1":
             # Measure inside a namespace of our own with a blackholed lo, so

@@ -212,10 +212,9 @@ void SettleOnTheWinningTail(MethodResult& r, std::uint64_t bound, double regret)
              "size: it is used from there on";
   r.rule_detail += std::string(r.rule_detail.empty() ? "" : "; ") +
                    "settled on the winning tail of probed sizes";
-  if (r.interval) {
-    r.interval->high_bytes = bound;
-    r.interval->low_bytes = std::min(r.interval->low_bytes, bound);
-  }
+  // Both rules chose within the bracket, so the interval's low end already
+  // lies at or below the bound.
+  if (r.interval) r.interval->high_bytes = bound;
   r.regret = regret;
   r.regret_excess.reset();
 }

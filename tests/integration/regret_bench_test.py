@@ -2,7 +2,7 @@
 """bench/regret.py on recorded runs (tests/data/tables, the quiet VM's
 four runs of each sender): its target rule, and a whole judgement with the
 real `zcal analyze`, so that the bench keeps working with the command's
-JSON. The figures themselves are the bench's to print, not asserted here.
+JSON, and its refusal of a folder that lacks a run. The figures themselves are the bench's to print, not asserted here.
 
 usage: regret_bench_test.py ZCAL SOURCE_ROOT"""
 import os
@@ -45,7 +45,7 @@ def test_judging_recorded_runs(zcal, root):
             os.symlink(tables / f"discard_zcal_{z}.csv", Path(tmp) / f"zcal_{n}.csv")
             os.symlink(tables / f"discard_liburing_{l}.csv", Path(tmp) / f"liburing_{n}.csv")
         done = subprocess.run([sys.executable, str(root / "bench" / "regret.py"), "--zcal", zcal,
-                               "--from", tmp], capture_output=True, text=True, timeout=300)
+                               "--from", tmp], capture_output=True, text=True, timeout=100)
     check(done.returncode == 0, f"regret.py exit {done.returncode}: {done.stderr}")
     totals = [int(m.group(2)) for m in
               re.finditer(r"pairs meeting the target: (\d+) of (\d+)", done.stdout)]
@@ -58,6 +58,18 @@ def test_judging_recorded_runs(zcal, root):
     check(all(re.search(r"\s(yes|NO)( \(.*\))?$", r) for r in rows), "every row says yes or NO")
 
 
+def test_a_folder_without_runs_is_refused(zcal, root):
+    with tempfile.TemporaryDirectory(prefix="zcal-regret-test-") as tmp:
+        Path(tmp, "zcal_1.csv").write_text("")
+        Path(tmp, "zcal_2.csv").write_text("")
+        Path(tmp, "liburing_1.csv").write_text("")
+        done = subprocess.run([sys.executable, str(root / "bench" / "regret.py"), "--zcal", zcal,
+                               "--from", tmp], capture_output=True, text=True, timeout=100)
+    check(done.returncode == 2, f"exit {done.returncode} for a folder missing a run")
+    check("no liburing_N.csv for N = 2" in done.stderr and "Traceback" not in done.stderr,
+          f"the message names what is missing: {done.stderr}")
+
+
 def main():
     zcal, root = sys.argv[1], Path(sys.argv[2])
     sys.path.insert(0, str(root / "bench"))
@@ -65,6 +77,7 @@ def main():
     import regret  # noqa: E402 (found through the path above)
     test_target_rule(regret)
     test_judging_recorded_runs(zcal, root)
+    test_a_folder_without_runs_is_refused(zcal, root)
     print("regret bench: target rule and recorded runs OK")
 
 
