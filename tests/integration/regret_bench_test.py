@@ -5,6 +5,7 @@ real `zcal analyze`, so that the bench keeps working with the command's
 JSON, and its refusal of a folder that lacks a run. The figures themselves are the bench's to print, not asserted here.
 
 usage: regret_bench_test.py ZCAL SOURCE_ROOT"""
+import math
 import os
 import re
 import subprocess
@@ -29,13 +30,46 @@ def test_target_rule(regret):
     check(judge(0.62, 0.1, [3.0, 4.0, 5.0, 30.0]) == (False, "+0.52 pp"),
           "more than 0.5 pp over the best misses")
     check(judge(0.06, 0.0, [27.0, 27.0, 0.03, 125.0]) ==
-          (False, "0.03 pp above a fixed policy"), "above always misses")
+          (False, "0.03 pp above always"), "above always misses")
+    check(judge(0.06, 0.0, [27.0, 27.0, 0.03, 125.0], [0.5, 0.5, 0.37, 3.0]) ==
+          (True, "within the noise: 0.03 pp above always, resolution 0.37 pp"),
+          "above always by less than the judgement's resolution is within the noise")
+    check(judge(0.45, 0.0, [0.05, 27.0, 0.03, 125.0], [0.3, 0.5, 0.5, 3.0]) ==
+          (False, "0.40 pp above 10 KB"),
+          "above one fixed policy beyond its resolution misses, whatever the others allow")
+    check(judge(0.9, 0.0, [27.0, 27.0, 0.03, 125.0], [5.0, 5.0, 5.0, 5.0]) ==
+          (False, "+0.90 pp"), "the 0.5 pp to the best has no allowance for noise")
     check(judge(0.0, 0.0, [23.0, 23.0, 0.0, 242.0]) == (True, "at the best"),
           "a tie with a fixed policy that is the best meets the target")
     check(judge(1.0, 0.8, [1.0, 5.0, 6.0, 7.0]) == (False, "tied with a fixed policy"),
           "a tie with a fixed policy that is not the best misses")
     check(judge(0.004, 0.0, [0.0, 1.0, 2.0, 3.0]) == (True, "at the best"),
           "within rounding of the figures printed is a tie")
+
+
+def test_resolution(regret):
+    weights = {1024: 0.2, 2048: 0.3, 4096: 0.5}
+    # From 2 KiB and always differ at 1024 B only; never and always everywhere.
+    check(abs(regret.resolution_pp(weights, 2048, 0, 0.02) - 2 * 100 * 0.02 * 0.2) < 1e-9,
+          "two thresholds differ at the sizes between them")
+    check(abs(regret.resolution_pp(weights, None, 0, 0.02) - 4 * math.sqrt(0.38)) < 1e-9,
+          "never and always differ at every size")
+    check(regret.resolution_pp(weights, 4096, 4096, 0.02) == 0.0, "a policy against itself")
+    with tempfile.TemporaryDirectory(prefix="zcal-regret-test-") as tmp:
+        header = "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct\n"
+        runs = []
+        # log(zc / base) at 1024 B: +0.1 and -0.1 (sd 0.1414 with one degree
+        # of freedom); 2048 B is in one run only and adds none.
+        for n, (zc, extra) in enumerate([(100.0 / math.exp(0.1), "liburing,uring_send_zc,2048,0,50,50,\n"),
+                                         (100.0 * math.exp(0.1), "")]):
+            path = Path(tmp) / f"liburing_{n}.csv"
+            path.write_text(header + f"liburing,uring_send,1024,0,100,50,\n"
+                            f"liburing,uring_send_zc,1024,0,{zc},50,\n"
+                            "liburing,uring_send,2048,0,100,50,\n" + extra)
+            runs.append({"liburing": path})
+        scatter, dof = regret.ratio_scatter(runs, "liburing")
+        check(dof == 1 and abs(scatter - 0.2 / math.sqrt(2)) < 1e-9,
+              f"pooled run-to-run scatter: {scatter} with {dof} degrees of freedom")
 
 
 def test_judging_recorded_runs(zcal, root):
@@ -56,6 +90,13 @@ def test_judging_recorded_runs(zcal, root):
             if re.match(r"\s+(msg_zerocopy|uring_send_zc|uring_send_zc_fixed)\s+\d+>\d+", line)]
     check(len(rows) == 120, f"{len(rows)} rows of pairs")
     check(all(re.search(r"\s(yes|NO)( \(.*\))?$", r) for r in rows), "every row says yes or NO")
+    check(done.stdout.startswith("decided with zcal analyze --objective cpu --margin 0\n"),
+          "the bench decides on what it judges, and says so")
+    check(len(re.findall(r"decided under zcal's default objective instead: \d+ of (36|24)",
+                         done.stdout)) == 4, "each figure also under the default objective")
+    check(len(re.findall(r"resolution: the zerocopy/baseline cost ratio at one size scatters by "
+                         r"\d+\.\d % from run to run \((\d+) degrees", done.stdout)) == 2,
+          "each sender's run-to-run scatter is printed")
 
 
 def test_a_folder_without_runs_is_refused(zcal, root):
@@ -76,6 +117,7 @@ def main():
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     import regret  # noqa: E402 (found through the path above)
     test_target_rule(regret)
+    test_resolution(regret)
     test_judging_recorded_runs(zcal, root)
     test_a_folder_without_runs_is_refused(zcal, root)
     print("regret bench: target rule and recorded runs OK")
