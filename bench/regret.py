@@ -56,7 +56,9 @@ the sum of those sizes' squared weights. zcal above a fixed policy by less
 than twice that is printed and counted as "within the noise" (not a miss),
 and the summary says how many pairs met the target only so; above it by
 more is a miss. The 0.5 pp to the best has no such allowance. Exit status 0
-when it ran, whatever the figures.
+when it ran, whatever the figures; 2, with one line on stderr and no report,
+when a table, an option or a tool cannot be used (every table is read, and
+the deciding command tried, before anything is printed).
 
 usage: bench/regret.py [--zcal ZCAL] [--runs N] [--record DIR] [--from DIR]
                        [--traffic SIZE:WEIGHT,...] [--analyze-args "..."]
@@ -68,10 +70,12 @@ usage: bench/regret.py [--zcal ZCAL] [--runs N] [--record DIR] [--from DIR]
                 objective in every row)
 """
 import argparse
+import csv
 import gzip
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -98,13 +102,26 @@ NAMESPACE_ENV = "ZCAL_REGRET_IN_NAMESPACE"
 JUDGED_OBJECTIVE = "--objective cpu --margin 0"
 
 
+class BenchError(Exception):
+    """A file, run or tool the bench cannot use; main prints it and exits 2."""
+
+
 def parse_mix(text):
     bins = []
     for entry in text.split(","):
-        size, weight = entry.split(":")
-        size = size.strip().upper().replace("IB", "")
-        factor = {"K": KIB, "M": KIB * KIB}.get(size[-1:], 1)
-        bins.append((int(float(size.rstrip("KM")) * factor), float(weight)))
+        try:
+            size, weight = entry.split(":")
+            size = size.strip().upper().replace("IB", "")
+            factor = {"K": KIB, "M": KIB * KIB}.get(size[-1:], 1)
+            bins.append((int(float(size.rstrip("KM")) * factor), float(weight)))
+        except ValueError:
+            raise BenchError(f"--traffic {text}: {entry!r} is not SIZE:WEIGHT "
+                             "(e.g. 16KiB:30)") from None
+        if bins[-1][0] <= 0 or bins[-1][1] < 0:
+            raise BenchError(f"--traffic {text}: {entry!r}: a size above 0 and a weight "
+                             "of 0 or more")
+    if sum(weight for _, weight in bins) <= 0:
+        raise BenchError(f"--traffic {text}: the weights add up to 0")
     return bins
 
 
@@ -116,7 +133,11 @@ def build_example(tmp):
     if not source.exists():
         sys.exit(f"{EXAMPLE}: missing; install liburing-dev (it ships the example)")
     binary = Path(tmp) / "send-zerocopy"
-    subprocess.run(["gcc", "-O2", "-o", str(binary), str(source), "-luring"], check=True)
+    done = subprocess.run(["gcc", "-O2", "-o", str(binary), str(source), "-luring"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"building {source} with gcc -luring: exit {done.returncode}: "
+                         f"{done.stderr.strip()}")
     return str(binary)
 
 
@@ -132,7 +153,7 @@ def run_reference(binary, method, size):
     stderr = child.stderr.read()
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)}: exit {child.returncode}: {stderr.strip()}")
+        raise BenchError(f"{' '.join(command)}: exit {child.returncode}: {stderr.strip()}")
     # "tx=PACKETS (MB=...), ...": every UDP send carries the whole payload.
     packets = int(stderr.split("tx=")[1].split()[0])
     cpu = usage.ru_utime + usage.ru_stime
@@ -141,10 +162,15 @@ def run_reference(binary, method, size):
 
 def record_run(args, binary, index, out_dir):
     zcal_csv = out_dir / f"zcal_{index}.csv"
-    done = subprocess.run([args.zcal, "calibrate", "--path", "discard", "--samples-out",
-                           str(zcal_csv)], capture_output=True, text=True, timeout=120)
+    try:
+        done = subprocess.run([args.zcal, "calibrate", "--path", "discard", "--samples-out",
+                               str(zcal_csv)], capture_output=True, text=True, timeout=120)
+    except OSError as error:
+        raise BenchError(f"--zcal {args.zcal}: cannot run it: {error.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError("zcal calibrate --path discard: no answer in 120 s") from None
     if done.returncode != 0:
-        raise RuntimeError(f"zcal calibrate: exit {done.returncode}: {done.stderr.strip()}")
+        raise BenchError(f"zcal calibrate: exit {done.returncode}: {done.stderr.strip()}")
     rows = []
     methods = list(REF_VARIANTS)
     for k, size in enumerate(REF_SIZES):
@@ -162,24 +188,43 @@ def record_run(args, binary, index, out_dir):
         "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct\n" + "\n".join(rows) + "\n")
 
 
+# The columns the judge reads, in zcal's samples and in the example's table.
+COLUMNS = ("method", "size", "mb_per_s", "cpu_pct")
+
+
 def read_costs(csv_path, sizes):
     """Median CPU per byte per (method, size) of a samples CSV, at `sizes`
     (None: every size), from mb_per_s and cpu_pct."""
+    try:
+        text = Path(csv_path).read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise BenchError(f"{csv_path}: cannot read it: {error}") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1)
+             if line and not line.startswith("#")]
+    if not lines:
+        raise BenchError(f"{csv_path}: no samples table in it (empty)")
     values = {}
     header = None
-    for line in Path(csv_path).read_text().splitlines():
-        if not line or line.startswith("#"):
-            continue
-        cells = line.split(",")
+    for (number, _), cells in zip(lines, csv.reader(line for _, line in lines)):
         if header is None:
             header = {name: i for i, name in enumerate(cells)}
+            missing = [c for c in COLUMNS if c not in header]
+            if missing:
+                raise BenchError(f"{csv_path}:{number}: not a samples table: no column "
+                                 f"{', '.join(missing)} in its header")
             continue
+        if len(cells) != len(header):
+            raise BenchError(f"{csv_path}:{number}: {len(cells)} cells where the header "
+                             f"has {len(header)}")
         if "status" in header and cells[header["status"]] != "ok":
             continue
-        size = int(cells[header["size"]])
+        try:
+            size = int(cells[header["size"]])
+            mb, cpu = float(cells[header["mb_per_s"]]), float(cells[header["cpu_pct"]])
+        except ValueError as error:
+            raise BenchError(f"{csv_path}:{number}: {error}") from None
         if sizes is not None and size not in sizes:
             continue
-        mb, cpu = float(cells[header["mb_per_s"]]), float(cells[header["cpu_pct"]])
         if mb > 0 and cpu > 0:
             values.setdefault((cells[header["method"]], size), []).append(cpu / 100 / (mb * 1e6))
     medians = {}
@@ -194,7 +239,15 @@ def decide(zcal, csv_path, traffic, extra):
     command = [zcal, "analyze", *extra, "--json", str(csv_path)]
     if traffic:
         command[2:2] = ["--traffic", traffic]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except OSError as error:
+        raise BenchError(f"--zcal {zcal}: cannot run it: {error.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{' '.join(command)}: no answer in 120 s") from None
+    if done.returncode != 0:
+        raise BenchError(f"zcal analyze {csv_path}: exit {done.returncode}: "
+                         f"{done.stderr.strip()}")
     out = {}
     for path in json.loads(done.stdout)["paths"].values():
         for method, result in path["methods"].items():
@@ -202,6 +255,16 @@ def decide(zcal, csv_path, traffic, extra):
             out[method] = (result["threshold_bytes"] if verdict in ("threshold", "always")
                            else None, verdict)
     return out
+
+
+def judged_sizes(costs, method, path):
+    """The sizes of a table at which both `method` and its baseline were
+    probed; a table that has the method but no such size cannot judge it."""
+    judged = [s for (m, s) in costs if m == method and (BASELINE[method], s) in costs]
+    if not judged:
+        raise BenchError(f"{path}: no size at which both {method} and {BASELINE[method]} "
+                         "were probed")
+    return judged
 
 
 def extra_pp(costs, method, threshold, weights):
@@ -270,9 +333,8 @@ def resolution_pp(weights, t1, t2, scatter):
 
 def judge(runs, side, zcal, mix_text, mix, extra, scatter):
     """Rows of (method, a, b, zcal threshold, zcal pp, best t, best pp, fixed pps)."""
-    def best_on(costs, method):
-        judged = [s for (m, s) in costs
-                  if m == method and (BASELINE[method], s) in costs]
+    def best_on(costs, method, path):
+        judged = judged_sizes(costs, method, path)
         w = weights_of(judged, mix)
         best = min([None] + sorted(judged), key=lambda t: extra_pp(costs, method, t, w))
         return best, w
@@ -288,11 +350,11 @@ def judge(runs, side, zcal, mix_text, mix, extra, scatter):
             for method in BASELINE:
                 if method not in decided:
                     continue
-                best, w = best_on(costs, method)
+                best, w = best_on(costs, method, b[side])
                 # The best single threshold of run a, judged on b: what a
                 # perfect rule could get from run a, so the floor the
                 # run-to-run noise sets.
-                oracle, _ = best_on(own, method)
+                oracle, _ = best_on(own, method, a[side])
                 threshold, verdict = decided[method]
                 rows.append({
                     "method": method, "a": a["name"], "b": b["name"], "verdict": verdict,
@@ -396,7 +458,15 @@ def main():
     args = parser.parse_args()
     if args.runs < 2:
         parser.error("--runs: at least 2, to decide on one and judge on another")
+    try:
+        return measure_and_judge(args, parser)
+    except BenchError as error:
+        print(f"regret.py: {error}", file=sys.stderr)
+        return 2
 
+
+def measure_and_judge(args, parser):
+    parse_mix(args.traffic)  # before minutes of measuring, not after
     if args.from_dir:
         out_dir = Path(args.from_dir)
         names = sorted(p.stem.split("_")[1] for p in out_dir.glob("zcal_*.csv"))
@@ -412,7 +482,7 @@ def main():
             # that the senders are our direct children (wait4 has their CPU).
             os.environ[NAMESPACE_ENV] = "1"
             setup = ("ip link set lo up && tc qdisc add dev lo root blackhole && exec "
-                     + " ".join([sys.executable, *map(str, sys.argv)]))
+                     + shlex.join([sys.executable, *sys.argv]))
             os.execvp("unshare", ["unshare", "-n", "sh", "-c", setup])
         tmp = tempfile.mkdtemp(prefix="zcal-regret-")
         try:
@@ -434,6 +504,16 @@ def evaluate(args, out_dir, names):
             for n in names]
     mix = parse_mix(args.traffic)
     extra = args.analyze_args.split()
+    # Every table read and the deciding command tried once before anything
+    # is printed, so that a bad file or option ends the bench before it
+    # prints half a report.
+    for side in ("zcal", "liburing"):
+        tables = {run[side]: read_costs(run[side], None) for run in runs}
+        methods = {m for costs in tables.values() for m, _ in costs if m in BASELINE}
+        for path, costs in tables.items():
+            for method in sorted(methods):
+                judged_sizes(costs, method, path)
+    decide(args.zcal, runs[0]["zcal"], None, extra)
     print(f"decided with zcal analyze {' '.join(extra) or '(its default objective)'}")
     print(f"out-of-sample regret on the discard path: {len(runs)} runs, "
           f"{len(runs) * (len(runs) - 1)} ordered pairs (decide on a, judge on b); extra CPU "

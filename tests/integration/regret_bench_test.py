@@ -111,6 +111,45 @@ def test_a_folder_without_runs_is_refused(zcal, root):
           f"the message names what is missing: {done.stderr}")
 
 
+def test_bad_inputs_end_with_a_message(zcal, root):
+    """Each bad file or option: exit 2, one line that names it, nothing
+    printed on stdout, no traceback."""
+    tables = root / "tests" / "data" / "tables"
+    good_zcal = (tables / "discard_zcal_8.csv").read_text()
+    good_ref = (tables / "discard_liburing_5.csv").read_text()
+    cases = [
+        ("a number that is not one", good_ref + "liburing,uring_send_zc,2048,0,abc,99.8,\n",
+         [], r"liburing_2\.csv:\d+: could not convert string to float: 'abc'"),
+        ("a table without the judged columns", "path,method,size\nliburing,copy,1024\n", [],
+         r"liburing_2\.csv:1: not a samples table: no column mb_per_s, cpu_pct"),
+        ("a row short of cells", good_ref + "liburing,uring_send_zc,2048\n", [],
+         r"liburing_2\.csv:\d+: 3 cells where the header has 7"),
+        ("an empty table", "", [], r"liburing_2\.csv: no samples table in it \(empty\)"),
+        ("a table without the baseline", "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct\n"
+         "liburing,uring_send_zc,1024,0,1000,99,\n", [],
+         r"liburing_2\.csv: no size at which both uring_send_zc and uring_send were probed"),
+        ("a traffic mix that is not one", good_ref, ["--traffic", "16K"],
+         r"--traffic 16K: '16K' is not SIZE:WEIGHT"),
+        ("an option zcal analyze refuses", good_ref, ["--analyze-args", "--objective bogus"],
+         r"zcal analyze .*zcal_1\.csv: exit 2: --objective: bogus"),
+        ("no zcal", good_ref, ["--zcal", "/nonexistent/zcal"],
+         r"--zcal /nonexistent/zcal: cannot run it: No such file or directory"),
+    ]
+    for what, second_ref, options, expected in cases:
+        with tempfile.TemporaryDirectory(prefix="zcal-regret-test-") as tmp:
+            for n in (1, 2):
+                Path(tmp, f"zcal_{n}.csv").write_text(good_zcal)
+            Path(tmp, "liburing_1.csv").write_text(good_ref)
+            Path(tmp, "liburing_2.csv").write_text(second_ref)
+            done = subprocess.run([sys.executable, str(root / "bench" / "regret.py"), "--zcal", zcal,
+                                   "--from", tmp, *options],
+                                  capture_output=True, text=True, timeout=100)
+        check(done.returncode == 2, f"{what}: exit {done.returncode}\n{done.stderr}")
+        check(re.search(expected, done.stderr) and "Traceback" not in done.stderr,
+              f"{what}: the message names it: {done.stderr}")
+        check(done.stdout == "", f"{what}: nothing of a report printed: {done.stdout[:200]}")
+
+
 def main():
     zcal, root = sys.argv[1], Path(sys.argv[2])
     sys.path.insert(0, str(root / "bench"))
@@ -120,6 +159,7 @@ def main():
     test_resolution(regret)
     test_judging_recorded_runs(zcal, root)
     test_a_folder_without_runs_is_refused(zcal, root)
+    test_bad_inputs_end_with_a_message(zcal, root)
     print("regret bench: target rule and recorded runs OK")
 
 
