@@ -36,9 +36,12 @@ ZEROCOPY = ["msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed"]
 def run_once(zcal, budget):
     load = os.getloadavg()[0]
     start = time.monotonic()
-    done = subprocess.run([zcal, "calibrate", "--path", "discard", "--json",
-                           "--budget", str(budget)],
-                          capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run([zcal, "calibrate", "--path", "discard", "--json",
+                               "--budget", str(budget)],
+                              capture_output=True, text=True, check=False)
+    except OSError as error:
+        sys.exit(f"calibration_seconds.py: --zcal {zcal}: cannot run it: {error.strerror}")
     wall = time.monotonic() - start
     if done.returncode != 0:
         sys.exit(f"zcal calibrate --path discard failed ({done.returncode}): "
@@ -114,7 +117,14 @@ def main():
     parser.add_argument("--budgets", default="5,30")
     parser.add_argument("--json", help="also write every run here")
     args = parser.parse_args()
-    budgets = [float(b) for b in args.budgets.split(",")]
+    try:
+        budgets = [float(b) for b in args.budgets.split(",")]
+    except ValueError:
+        parser.error(f"--budgets {args.budgets}: seconds separated by commas, e.g. 3,5")
+    if any(not 0 < b <= 3600 for b in budgets):
+        parser.error(f"--budgets {args.budgets}: each from above 0 to 3600 seconds")
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
     zcals = args.zcal.split(",")
     runs = []
     for r in range(args.rounds):

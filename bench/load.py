@@ -32,7 +32,8 @@ usage: bench/load.py [--build DIR] [--zcal ZCAL] [--rounds N]
                      [--seconds S] [--json FILE]
 Needs root (unshare -n, tc), stress-ng and iproute2, and the bench
 executables built (meson compile -C build bench/fidelity_ref_sendmsg
-bench/fidelity_ref_uring agent/zcal).
+bench/fidelity_ref_uring agent/cli/zcal); it checks all of that before it
+starts, and ends with one line (exit 2) naming what is missing.
 """
 import argparse
 import json
@@ -40,6 +41,7 @@ import math
 import os
 import signal
 import statistics
+import shutil
 import subprocess
 import sys
 import time
@@ -249,16 +251,39 @@ def report(runs):
                   f"{spread([excess(curve, t) for t in own], '{:.2f}')} |")
 
 
+def fail(message):
+    print(f"load.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build", help="meson build directory (default: build)")
-    parser.add_argument("--zcal", default=None, help="zcal binary (default: BUILD/agent/zcal)")
+    parser.add_argument("--zcal", default=None,
+                        help="zcal binary (default: BUILD/agent/cli/zcal)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default: 3)")
     parser.add_argument("--seconds", type=float, default=0.2,
                         help="seconds per reference run (default: 0.2)")
     parser.add_argument("--json", help="also write every run here")
     args = parser.parse_args()
-    args.zcal = args.zcal or str(Path(args.build) / "agent" / "zcal")
+    args.zcal = args.zcal or str(Path(args.build) / "agent" / "cli" / "zcal")
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
+    if not 0 < args.seconds <= 60:
+        parser.error("--seconds: above 0 and at most 60 per reference run")
+    # Everything the rounds need, checked before the first one: a missing
+    # tool would otherwise end the bench minutes in, with a stressor running.
+    needs = [(args.zcal, "--zcal")] + [
+        (str(Path(args.build) / "bench" / name), f"--build {args.build}")
+        for name in ("fidelity_ref_sendmsg", "fidelity_ref_uring")]
+    for path, option in needs:
+        if not os.access(path, os.X_OK):
+            fail(f"{path}: not an executable ({option}; build it with meson compile -C BUILD)")
+    for tool in ("stress-ng", "unshare", "tc", "ip"):
+        if shutil.which(tool) is None:
+            fail(f"{tool}: not found (scripts/install-deps.sh installs it)")
+    if os.geteuid() != 0:
+        fail("needs root, for unshare -n and tc in a namespace of its own")
     runs = []
     for i in range(args.rounds):
         # Rotate the order each round, so that drift hits all alike.
