@@ -17,7 +17,7 @@ planner, not the budget, ends the calibration. Several --zcal binaries
 (comma-separated: two builds of one change) run interleaved too, and the
 summary is per binary and budget.
 
-usage: bench/calibration_seconds.py [--zcal BUILD/agent/zcal[,OTHER]] [--rounds N]
+usage: bench/calibration_seconds.py [--zcal BUILD/agent/cli/zcal[,OTHER]] [--rounds N]
                                     [--budgets 5,30] [--json FILE]
 """
 import argparse

@@ -23,7 +23,7 @@ at least 3 % lower and its throughput at most 2 % lower than the
 baseline's; the crossover is the smallest size from which it wins at every
 larger size). 64 KiB stands for 65,507 bytes, the largest UDP payload.
 
-With --zcal BUILD/agent/zcal, it also times `zcal calibrate --path discard`
+With --zcal BUILD/agent/cli/zcal, it also times `zcal calibrate --path discard`
 with all five methods and prints its verdicts.
 
 usage: bench/fidelity_discard.py [--build DIR] [--rounds N] [--seconds S]
