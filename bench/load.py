@@ -39,9 +39,9 @@ import argparse
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
-import shutil
 import subprocess
 import sys
 import time
