@@ -57,8 +57,8 @@ than twice that is printed and counted as "within the noise" (not a miss),
 and the summary says how many pairs met the target only so; above it by
 more is a miss. The 0.5 pp to the best has no such allowance. Exit status 0
 when it ran, whatever the figures; 2, with one line on stderr and no report,
-when a table, an option or a tool cannot be used (every table is read, and
-the deciding command tried, before anything is printed).
+when a table, an option or a tool cannot be used (every decision and
+judgement is made before anything is printed).
 
 usage: bench/regret.py [--zcal ZCAL] [--runs N] [--record DIR] [--from DIR]
                        [--traffic SIZE:WEIGHT,...] [--analyze-args "..."]
@@ -77,6 +77,7 @@ import math
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,7 +132,7 @@ def build_example(tmp):
         source = Path(tmp) / "send-zerocopy.c"
         source.write_bytes(gzip.decompress(Path(EXAMPLE + ".gz").read_bytes()))
     if not source.exists():
-        sys.exit(f"{EXAMPLE}: missing; install liburing-dev (it ships the example)")
+        raise BenchError(f"{EXAMPLE}: missing; install liburing-dev (it ships the example)")
     binary = Path(tmp) / "send-zerocopy"
     done = subprocess.run(["gcc", "-O2", "-o", str(binary), str(source), "-luring"],
                           capture_output=True, text=True)
@@ -155,22 +156,18 @@ def run_reference(binary, method, size):
     if child.returncode != 0:
         raise BenchError(f"{' '.join(command)}: exit {child.returncode}: {stderr.strip()}")
     # "tx=PACKETS (MB=...), ...": every UDP send carries the whole payload.
-    packets = int(stderr.split("tx=")[1].split()[0])
+    try:
+        packets = int(stderr.split("tx=")[1].split()[0])
+    except (IndexError, ValueError):
+        raise BenchError(f"{' '.join(command)}: no \"tx=PACKETS\" in its output: "
+                         f"{stderr.strip()[:200]}") from None
     cpu = usage.ru_utime + usage.ru_stime
     return packets * size / wall / 1e6, 100 * cpu / wall
 
 
 def record_run(args, binary, index, out_dir):
     zcal_csv = out_dir / f"zcal_{index}.csv"
-    try:
-        done = subprocess.run([args.zcal, "calibrate", "--path", "discard", "--samples-out",
-                               str(zcal_csv)], capture_output=True, text=True, timeout=120)
-    except OSError as error:
-        raise BenchError(f"--zcal {args.zcal}: cannot run it: {error.strerror}") from None
-    except subprocess.TimeoutExpired:
-        raise BenchError("zcal calibrate --path discard: no answer in 120 s") from None
-    if done.returncode != 0:
-        raise BenchError(f"zcal calibrate: exit {done.returncode}: {done.stderr.strip()}")
+    run_zcal(args.zcal, ["calibrate", "--path", "discard", "--samples-out", str(zcal_csv)])
     rows = []
     methods = list(REF_VARIANTS)
     for k, size in enumerate(REF_SIZES):
@@ -192,9 +189,9 @@ def record_run(args, binary, index, out_dir):
 COLUMNS = ("method", "size", "mb_per_s", "cpu_pct")
 
 
-def read_costs(csv_path, sizes):
-    """Median CPU per byte per (method, size) of a samples CSV, at `sizes`
-    (None: every size), from mb_per_s and cpu_pct."""
+def read_costs(csv_path):
+    """Median CPU per byte per (method, size) of a samples CSV, from mb_per_s
+    and cpu_pct."""
     try:
         text = Path(csv_path).read_text()
     except (OSError, UnicodeDecodeError) as error:
@@ -223,33 +220,31 @@ def read_costs(csv_path, sizes):
             mb, cpu = float(cells[header["mb_per_s"]]), float(cells[header["cpu_pct"]])
         except ValueError as error:
             raise BenchError(f"{csv_path}:{number}: {error}") from None
-        if sizes is not None and size not in sizes:
-            continue
         if mb > 0 and cpu > 0:
             values.setdefault((cells[header["method"]], size), []).append(cpu / 100 / (mb * 1e6))
-    medians = {}
-    for key, per_byte in values.items():
-        per_byte.sort()
-        n = len(per_byte)
-        medians[key] = per_byte[n // 2] if n % 2 else (per_byte[n // 2 - 1] + per_byte[n // 2]) / 2
-    return medians
+    return {key: statistics.median(per_byte) for key, per_byte in values.items()}
 
 
-def decide(zcal, csv_path, traffic, extra):
-    command = [zcal, "analyze", *extra, "--json", str(csv_path)]
-    if traffic:
-        command[2:2] = ["--traffic", traffic]
+def run_zcal(zcal, arguments):
+    """zcal's standard output for `arguments`; a zcal that cannot run, hangs
+    or fails is a BenchError with its own message."""
+    command = f"zcal {' '.join(arguments)}"
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([zcal, *arguments], capture_output=True, text=True, timeout=120)
     except OSError as error:
         raise BenchError(f"--zcal {zcal}: cannot run it: {error.strerror}") from None
     except subprocess.TimeoutExpired:
-        raise BenchError(f"{' '.join(command)}: no answer in 120 s") from None
+        raise BenchError(f"{command}: no answer in 120 s") from None
     if done.returncode != 0:
-        raise BenchError(f"zcal analyze {csv_path}: exit {done.returncode}: "
-                         f"{done.stderr.strip()}")
+        raise BenchError(f"{command}: exit {done.returncode}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def decide(zcal, csv_path, traffic, extra):
+    traffic_args = ["--traffic", traffic] if traffic else []
+    stdout = run_zcal(zcal, ["analyze", *traffic_args, *extra, "--json", str(csv_path)])
     out = {}
-    for path in json.loads(done.stdout)["paths"].values():
+    for path in json.loads(stdout)["paths"].values():
         for method, result in path["methods"].items():
             verdict = result["verdict"]
             out[method] = (result["threshold_bytes"] if verdict in ("threshold", "always")
@@ -301,13 +296,13 @@ def weights_of(sizes, mix):
     return {s: w / total for s, w in weights.items()}
 
 
-def ratio_scatter(runs, side):
+def ratio_scatter(runs, side, tables):
     """Run-to-run standard deviation of log(zerocopy / baseline cost) at one
     size, pooled over every (method, size) that two or more runs probed,
     and the number of degrees of freedom behind it (0: no estimate)."""
     ratios = {}
     for run in runs:
-        costs = read_costs(run[side], None)
+        costs = tables[run[side]]
         for (method, size), cost in costs.items():
             base = costs.get((BASELINE.get(method), size))
             if base:
@@ -331,8 +326,10 @@ def resolution_pp(weights, t1, t2, scatter):
     return 2 * 100 * scatter * math.sqrt(variance)
 
 
-def judge(runs, side, zcal, mix_text, mix, extra, scatter):
-    """Rows of (method, a, b, zcal threshold, zcal pp, best t, best pp, fixed pps)."""
+def judge(runs, side, tables, zcal, traffic, extra, scatter):
+    """Rows of (method, a, b, zcal threshold, zcal pp, best t, best pp, fixed
+    pps), sizes weighed equally or (`traffic`) by that mix."""
+    mix = parse_mix(traffic) if traffic else None
     def best_on(costs, method, path):
         judged = judged_sizes(costs, method, path)
         w = weights_of(judged, mix)
@@ -341,12 +338,12 @@ def judge(runs, side, zcal, mix_text, mix, extra, scatter):
 
     rows = []
     for a in runs:
-        decided = decide(zcal, a[side], mix_text if mix else None, extra)
-        own = read_costs(a[side], None)
+        decided = decide(zcal, a[side], traffic, extra)
+        own = tables[a[side]]
         for b in runs:
             if a is b:
                 continue
-            costs = read_costs(b[side], None)
+            costs = tables[b[side]]
             for method in BASELINE:
                 if method not in decided:
                     continue
@@ -499,36 +496,39 @@ def measure_and_judge(args, parser):
     return evaluate(args, out_dir, names)
 
 
+SIDES = (("zcal", "zcal's probes, judged on zcal's probes"),
+         ("liburing", "liburing send-zerocopy example, judged on the example"))
+
+
 def evaluate(args, out_dir, names):
     runs = [{"name": n, "zcal": out_dir / f"zcal_{n}.csv", "liburing": out_dir / f"liburing_{n}.csv"}
             for n in names]
-    mix = parse_mix(args.traffic)
     extra = args.analyze_args.split()
-    # Every table read and the deciding command tried once before anything
-    # is printed, so that a bad file or option ends the bench before it
-    # prints half a report.
-    for side in ("zcal", "liburing"):
-        tables = {run[side]: read_costs(run[side], None) for run in runs}
-        methods = {m for costs in tables.values() for m, _ in costs if m in BASELINE}
-        for path, costs in tables.items():
-            for method in sorted(methods):
-                judged_sizes(costs, method, path)
-    decide(args.zcal, runs[0]["zcal"], None, extra)
+    tables = {run[side]: read_costs(run[side]) for run in runs for side, _ in SIDES}
+    # Every decision and judgement is made before anything is printed, so
+    # that a bad table or option ends the bench with one line, not after
+    # half a report.
+    blocks = []
+    for side, what in SIDES:
+        scatter, dof = ratio_scatter(runs, side, tables)
+        figures = []
+        for traffic, weighing in ((None, "sizes weighed equally in log size"),
+                                  (args.traffic, f"traffic mix {args.traffic}")):
+            figures.append((f"{what}; {weighing}",
+                            judge(runs, side, tables, args.zcal, traffic, extra, scatter),
+                            judge(runs, side, tables, args.zcal, traffic, [], scatter)
+                            if extra else None))
+        blocks.append((figures, scatter, dof))
     print(f"decided with zcal analyze {' '.join(extra) or '(its default objective)'}")
     print(f"out-of-sample regret on the discard path: {len(runs)} runs, "
           f"{len(runs) * (len(runs) - 1)} ordered pairs (decide on a, judge on b); extra CPU "
           "per byte over the cheaper send at each size, percentage points")
-    for side, what in (("zcal", "zcal's probes, judged on zcal's probes"),
-                       ("liburing", "liburing send-zerocopy example, judged on the example")):
-        scatter, dof = ratio_scatter(runs, side)
-        for traffic, weighing in ((None, "sizes weighed equally in log size"),
-                                  (args.traffic, f"traffic mix {args.traffic}")):
-            weights = mix if traffic else None
-            report(f"{what}; {weighing}",
-                   judge(runs, side, args.zcal, traffic, weights, extra, scatter))
-            if extra:
-                report("", judge(runs, side, args.zcal, traffic, weights, [], scatter),
-                       lead="  decided under zcal's default objective instead", table=False)
+    for figures, scatter, dof in blocks:
+        for title, rows, default_rows in figures:
+            report(title, rows)
+            if default_rows:
+                report("", default_rows, lead="  decided under zcal's default objective instead",
+                       table=False)
         print(f"  resolution: the zerocopy/baseline cost ratio at one size scatters by "
               f"{100 * scatter:.1f} % from run to run ({dof} degrees of freedom, pooled over "
               f"the sizes that two runs or more probed)")

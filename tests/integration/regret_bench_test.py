@@ -67,7 +67,8 @@ def test_resolution(regret):
                             f"liburing,uring_send_zc,1024,0,{zc},50,\n"
                             "liburing,uring_send,2048,0,100,50,\n" + extra)
             runs.append({"liburing": path})
-        scatter, dof = regret.ratio_scatter(runs, "liburing")
+        tables = {run["liburing"]: regret.read_costs(run["liburing"]) for run in runs}
+        scatter, dof = regret.ratio_scatter(runs, "liburing", tables)
         check(dof == 1 and abs(scatter - 0.2 / math.sqrt(2)) < 1e-9,
               f"pooled run-to-run scatter: {scatter} with {dof} degrees of freedom")
 
