@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "buffer_pool.h"
-#include "probe_runner.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/discard.h"
-#include "zcal/probes/probe.h"
+#include "zcal/probes/discard/discard.h"
+#include "zcal/probes/send/buffer_pool.h"
+#include "zcal/probes/send/probe.h"
+#include "zcal/probes/send/probe_runner.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/discard.h"
-#include "zcal/probes/probe.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/discard/discard.h"
+#include "zcal/probes/send/probe.h"
+#include "zcal/probes/sink/sink.h"
 
 int main(int argc, char** argv) {
   namespace probes = zcal::probes;

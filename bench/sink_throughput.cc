@@ -40,12 +40,13 @@
 #include <thread>
 #include <vector>
 
-#include "probe_runner.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/peer_client.h"
-#include "zcal/probes/peer_sink.h"
-#include "zcal/probes/sink.h"
-#include "zcal/probes/target.h"
+#include "zcal/probes/peer/peer_client.h"
+#include "zcal/probes/peer/peer_sink.h"
+#include "zcal/probes/send/connect.h"
+#include "zcal/probes/send/probe_runner.h"
+#include "zcal/probes/sink/sink.h"
+#include "zcal/probes/types/target.h"
 
 namespace {
 

@@ -467,10 +467,34 @@ double ExcessCost(std::span<const SizeComparison> sizes,
                         threshold ? static_cast<double>(*threshold) : detail::kInf);
 }
 
+std::vector<Sample> SamplesAtDepth(std::span<const Sample> samples, std::uint32_t depth) {
+  std::vector<Sample> kept;
+  for (const Sample& s : samples) {
+    if (!IsZerocopy(s.method) || s.depth == depth) kept.push_back(s);
+  }
+  return kept;
+}
+
+std::vector<std::uint32_t> DepthsOf(std::span<const Sample> samples) {
+  std::vector<std::uint32_t> depths;
+  for (const Sample& s : samples) {
+    if (IsZerocopy(s.method) &&
+        std::find(depths.begin(), depths.end(), s.depth) == depths.end()) {
+      depths.push_back(s.depth);
+    }
+  }
+  if (depths.empty()) return {kStreamDepth};
+  // Numeric classes ascending, stream (0) last: 0 - 1 wraps to the largest.
+  std::sort(depths.begin(), depths.end(),
+            [](std::uint32_t a, std::uint32_t b) { return a - 1 < b - 1; });
+  return depths;
+}
+
 Analysis Analyze(std::span<const Sample> samples,
-                 const DecisionOptions& options) {
+                 const DecisionOptions& options,
+                 std::uint32_t depth) {
   std::map<std::string, std::vector<Sample>> by_path;
-  for (const Sample& s : samples) by_path[s.path].push_back(s);
+  for (Sample& s : SamplesAtDepth(samples, depth)) by_path[s.path].push_back(std::move(s));
   Analysis analysis;
   for (const auto& [path, path_samples] : by_path) {
     PathResult& result = analysis.paths[path];

@@ -10,7 +10,8 @@
 
 #include "least_cost.h"
 #include "zcal/calibrator/cost_model.h"
-#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/decision_options.h"
+#include "zcal/calibrator/method_result.h"
 
 namespace zcal::calibrator::detail {
 

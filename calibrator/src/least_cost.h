@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "robust_fit.h"
-#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/decision_options.h"
+#include "zcal/calibrator/method_result.h"
 
 namespace zcal::calibrator::detail {
 

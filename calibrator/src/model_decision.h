@@ -6,7 +6,9 @@
 #include <span>
 #include <vector>
 
-#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/decision_options.h"
+#include "zcal/calibrator/method_result.h"
+#include "zcal/calibrator/sample.h"
 
 namespace zcal::calibrator::detail {
 

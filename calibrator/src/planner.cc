@@ -6,6 +6,8 @@
 #include <map>
 #include <utility>
 
+#include "zcal/calibrator/decision.h"
+
 namespace zcal::calibrator {
 
 namespace {
@@ -294,7 +296,7 @@ void SweepPlanner::PlanRefinement() {
   // Where the placement is in doubt, the uncertain interval is where to
   // probe, not the winning tail the published result may settle on.
   planning.settle_on_winning_tail = false;
-  const Analysis analysis = Analyze(samples_, planning);
+  const Analysis analysis = Analyze(samples_, planning, options_.depth);
   const auto path = analysis.paths.find(options_.path);
   if (path == analysis.paths.end()) return;
   // A method at its resolution is judged again every round: probes of a
@@ -384,7 +386,7 @@ void SweepPlanner::Record(const Sample& sample) {
 }
 
 Analysis SweepPlanner::Result() const {
-  return Analyze(samples_, options_.decision);
+  return Analyze(samples_, options_.decision, options_.depth);
 }
 
 std::size_t SweepPlanner::EstimatedTotal() const {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "csv_tokenizer.h"
+#include "zcal/calibrator/depth.h"
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 constexpr std::string_view kExpectedHeader =
     "the header must name the columns method, size, mb_per_s and cpu_pct "
-    "(optional: path, copied_pct, repeat)";
+    "(optional: path, copied_pct, repeat, depth)";
 
 using Field = CsvField;
 using Row = CsvRow;
@@ -136,6 +137,13 @@ Result<Sample> ParseRow(const RowReader& r) {
   }
   s.size_bytes = *size;
 
+  if (r.Has("depth")) {
+    const Field& f = *r.Get("depth");
+    const Result<std::uint32_t> depth = ParseDepth(f.text);
+    if (!depth) return r.Bad(f, "column " + depth.error().message);
+    s.depth = *depth;
+  }
+
   if (r.Has("path")) s.path = r.Get("path")->text;
   if (r.Has("status")) {
     const Field& f = *r.Get("status");
@@ -226,9 +234,11 @@ struct Group {
 struct GroupKey {
   std::string path;
   Method method;
+  std::uint32_t depth;
   std::uint64_t size_bytes;
   bool operator<(const GroupKey& o) const {
-    return std::tie(path, method, size_bytes) < std::tie(o.path, o.method, o.size_bytes);
+    return std::tie(path, method, depth, size_bytes) <
+           std::tie(o.path, o.method, o.depth, o.size_bytes);
   }
 };
 
@@ -298,7 +308,7 @@ Result<void> SamplesCsvReader::State::OnHeader(const CsvRow& row) {
 
 void SamplesCsvReader::State::Keep(Sample&& sample) {
   has_baseline = has_baseline || (sample.ok() && !IsZerocopy(sample.method));
-  Group& group = groups[GroupKey{sample.path, sample.method, sample.size_bytes}];
+  Group& group = groups[GroupKey{sample.path, sample.method, sample.depth, sample.size_bytes}];
   const std::uint64_t index = rows++;
   ++group.rows;
   if (group.kept.size() < limits.max_samples_per_group) {
@@ -417,7 +427,7 @@ std::string_view StatusName(SampleStatus status) {
 std::string WriteSamplesCsv(std::span<const Sample> samples) {
   std::string out =
       "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct,bytes,wall_ns,"
-      "cpu_ns,host_cpu_ns,zc_completions,zc_copied,enobufs,status,error\n";
+      "cpu_ns,host_cpu_ns,zc_completions,zc_copied,enobufs,status,error,depth\n";
   for (const Sample& s : samples) {
     const double seconds = static_cast<double>(s.wall_ns) / 1e9;
     const std::optional<double> copied = s.CopiedFraction();
@@ -435,8 +445,8 @@ std::string WriteSamplesCsv(std::span<const Sample> samples) {
            (s.host_cpu_ns ? std::to_string(*s.host_cpu_ns) : std::string()) +
            ',' + std::to_string(s.zc_completions) + ',' +
            std::to_string(s.zc_copied) + ',' + std::to_string(s.enobufs) +
-           ',' + std::string(StatusName(s.status)) + ',' + Quote(s.error) +
-           '\n';
+           ',' + std::string(StatusName(s.status)) + ',' + Quote(s.error) + ',' +
+           DepthName(s.depth) + '\n';
   }
   return out;
 }

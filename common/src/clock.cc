@@ -18,7 +18,6 @@ std::uint64_t Read(clockid_t clock) {
 
 std::uint64_t RealtimeNs() { return Read(CLOCK_REALTIME); }
 double RealtimeSeconds() { return NsToSeconds(RealtimeNs()); }
-std::uint64_t MonotonicNs() { return Read(CLOCK_MONOTONIC); }
 
 double Clock::WallSeconds() const { return NsToSeconds(Wall()); }
 

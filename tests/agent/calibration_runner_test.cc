@@ -245,8 +245,8 @@ TEST(CalibrationRunner, WhatAPathLeavesOfItsBudgetGoesToThePathsAfterIt) {
 
 TEST(PlanRound, OneJobPerPathSharingTheBudget) {
   Config config;
-  config.paths = {PathConfig{"a", PathType::kLoopback},
-                  PathConfig{"b", PathType::kLoopback}};
+  config.paths = {PathConfig{"a", probes::TargetKind::kLoopback},
+                  PathConfig{"b", probes::TargetKind::kLoopback}};
   config.methods = {calibrator::Method::kCopy, calibrator::Method::kMsgZerocopy};
   config.min_size_bytes = 4096;
   config.max_size_bytes = 65536;

@@ -79,7 +79,7 @@ host: {root: /tmp}
   ASSERT_TRUE(config) << config.error().message;
   ASSERT_EQ(config->paths.size(), 2u);
   EXPECT_EQ(config->paths[0].name, "lo");
-  EXPECT_EQ(config->paths[1].type, PathType::kDiscard);
+  EXPECT_EQ(config->paths[1].type, probes::TargetKind::kDiscard);
   EXPECT_EQ(config->host_default.interface, "eth1");
   EXPECT_FALSE(config->host_default.estimate);
   EXPECT_TRUE(config->host_default.enabled);

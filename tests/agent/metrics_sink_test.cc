@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "zcal/agent/metrics/metrics.h"
-#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/peer/peer_sink.h"
 
 namespace zcal::agent {
 namespace {

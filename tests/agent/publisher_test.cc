@@ -321,7 +321,7 @@ TEST_F(PublisherTest, ReconfigureDropsTheMetricSeriesOfARemovedPath) {
                                 Host(1), 1000));
   ASSERT_TRUE(Contains(metrics_->Text(), "path=\"loopback\""));
   Config next = config_;
-  next.paths = {PathConfig{"lo", PathType::kLoopback}};
+  next.paths = {PathConfig{"lo", probes::TargetKind::kLoopback}};
   next.host_default.enabled = false;
   publisher->Reconfigure(next);
   EXPECT_FALSE(Contains(metrics_->Text(), "path=\"loopback\""))
@@ -332,7 +332,7 @@ TEST_F(PublisherTest, ReconfigureDropsTheMetricSeriesOfARemovedPath) {
 }
 
 TEST_F(PublisherTest, MetricsSayWhereTheHostDefaultComesFromOrWhyThereIsNone) {
-  config_.paths = {PathConfig{}, PathConfig{"discard", PathType::kDiscard}};
+  config_.paths = {PathConfig{}, PathConfig{"discard", probes::TargetKind::kDiscard}};
   auto publisher = Open();
   ASSERT_TRUE(publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}),
                                 Host(1), 1000));

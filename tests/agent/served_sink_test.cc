@@ -12,7 +12,7 @@
 
 #include "test_util.h"
 #include "zcal/agent/config/sink_settings.h"
-#include "zcal/probes/peer_keys.h"
+#include "zcal/probes/peer/peer_keys.h"
 
 namespace zcal::agent {
 namespace {

@@ -476,5 +476,35 @@ TEST(Names, RoundTrip) {
   EXPECT_FALSE(ParseObjective("fast").has_value());
 }
 
+// Each depth class is judged on its own zerocopy samples against every
+// baseline sample: at depth 1 zerocopy costs more per byte, so its
+// threshold lies higher than the stream's.
+TEST(Analyze, DecidesEachDepthClassOnItsOwnSamplesAgainstAllBaselines) {
+  std::vector<Sample> samples = CleanCrossoverThreeTimes();  // stream
+  for (const Sample& s : CleanCrossoverThreeTimes()) {
+    if (s.method != kMzc) continue;
+    Sample deep1 = s;
+    deep1.depth = 1;
+    // Twice the fixed cost per send: the crossover moves up.
+    deep1.cpu_ns = s.cpu_ns + static_cast<std::uint64_t>(8.0e9 * 1024 / static_cast<double>(s.size_bytes));
+    samples.push_back(deep1);
+  }
+  EXPECT_EQ(DepthsOf(samples), (std::vector<std::uint32_t>{1, kStreamDepth}));
+  EXPECT_EQ(SamplesAtDepth(samples, 1).size(), 36u);  // 18 of depth 1, 18 copy
+  const Analysis stream = Analyze(samples, PerSizeOnly());
+  const Analysis one = Analyze(samples, PerSizeOnly(), 1);
+  const MethodResult& s = stream.paths.at("default").methods.at(kMzc);
+  const MethodResult& d = one.paths.at("default").methods.at(kMzc);
+  ASSERT_EQ(s.verdict, Verdict::kThreshold);
+  EXPECT_EQ(s.threshold_bytes, Analyze(CleanCrossoverThreeTimes(), PerSizeOnly())
+                                   .paths.at("default").methods.at(kMzc).threshold_bytes)
+      << "samples of another class change nothing of the stream's";
+  ASSERT_TRUE(d.verdict == Verdict::kThreshold || d.verdict == Verdict::kNever);
+  if (d.verdict == Verdict::kThreshold) {
+    EXPECT_GT(d.threshold_bytes, s.threshold_bytes);
+  }
+  EXPECT_EQ(DepthsOf(CleanCrossover()), (std::vector<std::uint32_t>{kStreamDepth}));
+}
+
 }  // namespace
 }  // namespace zcal::calibrator

@@ -1,5 +1,7 @@
 #include "zcal/calibrator/samples_csv.h"
 
+#include "zcal/calibrator/depth.h"
+
 #include <algorithm>
 
 #include <gmock/gmock.h>
@@ -8,6 +10,7 @@
 namespace zcal::calibrator {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -285,6 +288,7 @@ TEST(WriteSamplesCsv, RoundTripsEverySampleField) {
   ok.zc_completions = 1000;
   ok.zc_copied = 999;
   ok.enobufs = 12;
+  ok.depth = 4;
   Sample unsupported;
   unsupported.method = Method::kUringSendZc;
   unsupported.size_bytes = 1024;
@@ -315,7 +319,35 @@ TEST(WriteSamplesCsv, RoundTripsEverySampleField) {
     EXPECT_EQ(a.enobufs, b.enobufs);
     EXPECT_EQ(a.status, b.status);
     EXPECT_EQ(a.error, b.error);
+    EXPECT_EQ(a.depth, b.depth);
   }
+}
+
+TEST(ParseSamplesCsv, ReadsTheDepthColumnAndAbsentMeansStream) {
+  auto r = ParseSamplesCsv(
+      "method,size,mb_per_s,cpu_pct,depth\n"
+      "msg_zerocopy,65536,9000,40,1\n"
+      "msg_zerocopy,65536,9000,35,stream\n"
+      "copy,65536,9000,50,\n",
+      "in.csv");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].depth, 1u);
+  EXPECT_EQ((*r)[1].depth, kStreamDepth);
+  EXPECT_EQ((*r)[2].depth, kStreamDepth);
+  auto without = ParseSamplesCsv("method,size,mb_per_s,cpu_pct\ncopy,1024,100,10\n", "in.csv");
+  ASSERT_TRUE(without) << without.error().message;
+  EXPECT_EQ((*without)[0].depth, kStreamDepth);
+}
+
+TEST(ParseSamplesCsv, RefusesAGarbageDepthWithLineAndColumn) {
+  const std::string head = "method,size,mb_per_s,cpu_pct,depth\ncopy,1024,100,10,stream\n";
+  EXPECT_THAT(ErrorOf(head + "msg_zerocopy,1024,100,10,0\n"),
+              AllOf(StartsWith("in.csv:3:"), HasSubstr("'0'"), HasSubstr("depth")));
+  EXPECT_THAT(ErrorOf(head + "msg_zerocopy,1024,100,10,deep\n"),
+              AllOf(StartsWith("in.csv:3:"), HasSubstr("'deep'")));
+  EXPECT_THAT(ErrorOf(head + "msg_zerocopy,1024,100,10,-4\n"), HasSubstr("'-4'"));
+  EXPECT_THAT(ErrorOf(head + "msg_zerocopy,1024,100,10,4096\n"), HasSubstr("out of range"));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "zcal/probes/peer_protocol.h"
+#include "zcal/probes/peer/peer_protocol.h"
 
 namespace peer = zcal::probes::peer;
 

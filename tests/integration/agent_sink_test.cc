@@ -20,7 +20,7 @@
 #include "agent_harness.h"
 #include "test_util.h"
 #include "zcal/common/unique_fd.h"
-#include "zcal/probes/peer_client.h"
+#include "zcal/probes/peer/peer_client.h"
 
 namespace zcal::agent::testing {
 namespace {

@@ -241,5 +241,63 @@ TEST_F(CalibrateCli, DiscardPathRefusesAMinimumAboveOneDatagram) {
   EXPECT_THAT(r.err, HasSubstr("min_size: at most 65507 bytes on the discard path"));
 }
 
+
+// Depth classes: each class is calibrated and reported on its own, its
+// samples carry it, and `zcal analyze` decides the same per class.
+TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
+  const std::string csv = (dir_ / "depths.csv").string();
+  const auto r = Calibrate({"--path", "discard", "--json", "--depth", "stream,1",
+                            "--methods", "copy,msg_zerocopy", "--min", "4K", "--max", "64K",
+                            "--budget", "4", "--samples-out", csv});
+  if (r.exit_status == 3 && r.err.find("private network namespace") != std::string::npos) {
+    GTEST_SKIP() << r.err;
+  }
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("depth"), "stream");
+  const auto& depths = doc.at("depths");
+  ASSERT_EQ(depths.size(), 2u) << r.out;
+  EXPECT_EQ(depths[0].at("depth"), "1");
+  EXPECT_EQ(depths[1].at("depth"), "stream");
+  for (const auto& one : depths) {
+    EXPECT_TRUE(one.at("paths").at("discard").at("methods").contains("msg_zerocopy")) << one.dump();
+  }
+  EXPECT_EQ(doc.at("paths"), depths[1].at("paths")) << "the top level is the stream class's";
+
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_THAT(header, HasSubstr(",depth"));
+  bool depth_one = false;
+  while (std::getline(in, line)) depth_one |= line.find("msg_zerocopy") != std::string::npos &&
+                                              line.ends_with(",1");
+  EXPECT_TRUE(depth_one) << "the depth-1 probes' rows say depth 1";
+
+  const auto again = RunCommand({ZcalPath(), "analyze", "--json", csv});
+  ASSERT_EQ(again.exit_status, 0) << again.err;
+  const auto offline = nlohmann::json::parse(again.out).at("depths");
+  ASSERT_EQ(offline.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& live = depths[i].at("paths").at("discard").at("methods").at("msg_zerocopy");
+    const auto& read = offline[i].at("paths").at("discard").at("methods").at("msg_zerocopy");
+    EXPECT_EQ(offline[i].at("depth"), depths[i].at("depth"));
+    EXPECT_EQ(live.at("verdict"), read.at("verdict"));
+  }
+  const auto text = RunCommand({ZcalPath(), "analyze", csv});
+  EXPECT_THAT(text.out, HasSubstr("depth 1 (zerocopy sends in flight):"));
+  EXPECT_THAT(text.out, HasSubstr("depth stream (zerocopy sends in flight):"));
+}
+
+TEST_F(CalibrateCli, BadDepthsExitTwoNamingThemAndWriteNothing) {
+  const std::string csv = (dir_ / "never.csv").string();
+  for (const char* bad : {"0", "-1", "four", "1,1", "1,2,3,4,5,6,7,8,stream", "129", ""}) {
+    const auto r = Calibrate({"--path", "discard", "--depth", bad, "--samples-out", csv});
+    EXPECT_EQ(r.exit_status, 2) << bad << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--depth")) << bad;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(csv)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace zcal::testing

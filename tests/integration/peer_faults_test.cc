@@ -17,8 +17,8 @@
 #include "netns.h"
 #include "peer_fleet.h"
 #include "test_util.h"
-#include "zcal/probes/peer_client.h"
-#include "zcal/probes/peer_keys.h"
+#include "zcal/probes/peer/peer_client.h"
+#include "zcal/probes/peer/peer_keys.h"
 
 namespace zcal::agent::testing {
 namespace {

@@ -1,6 +1,6 @@
 // The buffers a probe sends from: a pool of its own, or one cut from the
 // arena that a calibration's probes share.
-#include "buffer_pool.h"
+#include "zcal/probes/send/buffer_pool.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "zcal/probes/calibration.h"
+#include "zcal/probes/calibration/calibration.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "zcal/calibrator/planner.h"
-#include "zcal/probes/capabilities.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/send/capabilities.h"
+#include "zcal/probes/sink/sink.h"
 #include "zcal/testing/test_data.h"
 
 namespace zcal::probes {

@@ -1,4 +1,4 @@
-#include "zcal/probes/capabilities.h"
+#include "zcal/probes/send/capabilities.h"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-#include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/host/cpu_accounting.h"
 
 #include <sys/resource.h>
 #include <time.h>

@@ -12,8 +12,8 @@
 
 #include "child_process.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/calibration.h"
-#include "zcal/probes/discard.h"
+#include "zcal/probes/calibration/calibration.h"
+#include "zcal/probes/discard/discard.h"
 
 namespace zcal::probes {
 namespace {

@@ -1,6 +1,6 @@
 // The discard path's private network namespace: created, usable, gone
 // afterwards, and refused with a sentence that names the cause.
-#include "zcal/probes/discard.h"
+#include "zcal/probes/discard/discard.h"
 
 #include <grp.h>
 #include <linux/sockios.h>
@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
-#include "rtnetlink.h"
+#include "zcal/probes/host/rtnetlink.h"
 
 namespace zcal::probes {
 namespace {

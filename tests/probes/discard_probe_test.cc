@@ -9,8 +9,8 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/capabilities.h"
-#include "zcal/probes/discard.h"
+#include "zcal/probes/discard/discard.h"
+#include "zcal/probes/send/capabilities.h"
 
 namespace zcal::probes {
 namespace {

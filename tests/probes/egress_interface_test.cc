@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
-#include "zcal/probes/host_facts.h"
+#include "zcal/probes/host/host_facts.h"
 
 namespace zcal::probes {
 namespace {

@@ -18,11 +18,11 @@
 #include <netinet/in.h>
 
 #include "child_process.h"
-#include "probe_runner.h"
-#include "rtnetlink.h"
-#include "zcal/probes/discard.h"
-#include "zcal/probes/probe.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/discard/discard.h"
+#include "zcal/probes/host/rtnetlink.h"
+#include "zcal/probes/send/probe.h"
+#include "zcal/probes/send/probe_runner.h"
+#include "zcal/probes/sink/sink.h"
 
 namespace zcal::probes {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "child_process.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/capabilities.h"
-#include "zcal/probes/probe.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/send/capabilities.h"
+#include "zcal/probes/send/probe.h"
+#include "zcal/probes/sink/sink.h"
 
 namespace zcal::probes {
 namespace {

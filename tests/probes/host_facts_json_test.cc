@@ -1,5 +1,5 @@
 // The JSON of interface facts, both ways.
-#include "zcal/probes/host_facts_json.h"
+#include "zcal/probes/host/host_facts_json.h"
 
 #include <gtest/gtest.h>
 

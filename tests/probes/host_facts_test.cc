@@ -1,5 +1,5 @@
-#include "zcal/probes/host_facts.h"
-#include "zcal/probes/host_facts_json.h"
+#include "zcal/probes/host/host_facts.h"
+#include "zcal/probes/host/host_facts_json.h"
 
 #include <sys/utsname.h>
 

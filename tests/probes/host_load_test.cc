@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/host/cpu_accounting.h"
 #include "zcal/testing/test_data.h"
 
 namespace zcal::probes {

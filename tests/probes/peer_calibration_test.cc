@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/probes/calibration.h"
-#include "zcal/probes/peer_client.h"
-#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/calibration/calibration.h"
+#include "zcal/probes/peer/peer_client.h"
+#include "zcal/probes/peer/peer_sink.h"
 
 namespace zcal::probes {
 namespace {

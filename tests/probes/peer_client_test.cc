@@ -13,11 +13,12 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/probes/peer_client.h"
-#include "zcal/probes/peer_failure.h"
-#include "zcal/probes/peer_protocol.h"
-#include "zcal/probes/peer_sink.h"
-#include "zcal/probes/target.h"
+#include "zcal/probes/peer/peer_client.h"
+#include "zcal/probes/peer/peer_protocol.h"
+#include "zcal/probes/peer/peer_sink.h"
+#include "zcal/probes/send/connect.h"
+#include "zcal/probes/types/peer_failure.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::probes {
 namespace {

@@ -1,14 +1,14 @@
 // The handshake frames: round trips, every malformed field refused with a
 // reason, the MAC pinned by a known answer (computed with Python's hmac
 // module from the layout in docs/peer-protocol.md), and the key file.
-#include "zcal/probes/peer_protocol.h"
+#include "zcal/probes/peer/peer_protocol.h"
 
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
 #include "zcal/common/text.h"
-#include "zcal/probes/peer_keys.h"
+#include "zcal/probes/peer/peer_keys.h"
 
 namespace zcal::probes::peer {
 namespace {

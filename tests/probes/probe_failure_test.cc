@@ -9,11 +9,12 @@
 
 #include <gtest/gtest.h>
 
-#include "probe_runner.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/common/unique_fd.h"
-#include "zcal/probes/capabilities.h"
-#include "zcal/probes/target.h"
+#include "zcal/probes/send/capabilities.h"
+#include "zcal/probes/send/connect.h"
+#include "zcal/probes/send/probe_runner.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::probes {
 namespace {

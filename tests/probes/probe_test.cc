@@ -1,4 +1,4 @@
-#include "zcal/probes/probe.h"
+#include "zcal/probes/send/probe.h"
 
 #include <atomic>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/capabilities.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/send/capabilities.h"
+#include "zcal/probes/sink/sink.h"
 
 namespace zcal::probes {
 namespace {

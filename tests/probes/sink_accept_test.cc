@@ -25,9 +25,9 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
-#include "zcal/probes/peer_protocol.h"
-#include "zcal/probes/peer_sink.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/peer/peer_protocol.h"
+#include "zcal/probes/peer/peer_sink.h"
+#include "zcal/probes/sink/sink.h"
 
 namespace zcal::probes {
 namespace {

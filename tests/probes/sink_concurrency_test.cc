@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/probes/probe.h"
-#include "zcal/probes/sink.h"
+#include "zcal/probes/send/probe.h"
+#include "zcal/probes/sink/sink.h"
 
 namespace zcal::probes {
 namespace {

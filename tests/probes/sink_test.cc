@@ -1,4 +1,4 @@
-#include "zcal/probes/sink.h"
+#include "zcal/probes/sink/sink.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,7 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "zcal/probes/target.h"
+#include "zcal/probes/send/connect.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::probes {
 namespace {

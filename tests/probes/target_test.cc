@@ -1,8 +1,9 @@
-#include "zcal/probes/target.h"
+#include "zcal/probes/types/target.h"
 
 #include <gtest/gtest.h>
 
-#include "zcal/probes/sink.h"
+#include "zcal/probes/send/connect.h"
+#include "zcal/probes/sink/sink.h"
 
 namespace zcal::probes {
 namespace {
@@ -40,6 +41,16 @@ TEST(Target, RejectsOtherTextNamingTheFormsAllowed) {
               std::string::npos)
         << parsed.error().message;
   }
+}
+
+TEST(Target, KindNamesReadBackAndNothingElseParses) {
+  for (TargetKind kind : {TargetKind::kLoopback, TargetKind::kPeer, TargetKind::kDiscard}) {
+    EXPECT_EQ(ParseTargetKind(TargetKindName(kind)), kind) << TargetKindName(kind);
+  }
+  EXPECT_EQ(TargetKindName(TargetKind::kDiscard), "discard");
+  EXPECT_EQ(ParseTargetKind("Discard"), std::nullopt);
+  EXPECT_EQ(ParseTargetKind(""), std::nullopt);
+  EXPECT_EQ(ToString(Target::Discard()), "discard");
 }
 
 TEST(Target, ConnectsWithNoDelayToASink) {

@@ -36,7 +36,7 @@ int RunAgent(const AgentArgs& args) {
     if (!config) {
       std::cerr << config.error().message << "\n"
                 << "zcal agent: the configuration is invalid\n";
-      return kExitUsage;
+      return ExitStatusOf(config.error(), kExitUsage);
     }
     std::cout << config->source << ": the configuration is valid\n";
     return kExitOk;
@@ -55,7 +55,7 @@ int RunAgent(const AgentArgs& args) {
     }
     spdlog::error("zcal agent: not started, the configuration is invalid "
                   "(check it with `zcal agent --check-config FILE`)");
-    return kExitUsage;
+    return ExitStatusOf(config.error(), kExitUsage);
   }
   Service service(std::move(*config), args.config);
   return service.Run();

@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
-#include "zcal/agent/report/report_file.h"
 #include "report_text.h"
+#include "zcal/agent/cli/commands.h"
+#include "zcal/agent/report/report_file.h"
 #include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/depth.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
 #include "zcal/common/bounded_read.h"
@@ -52,7 +53,7 @@ int RunAnalyze(const AnalyzeArgs& args) {
   auto samples = ReadSamples(args.file);
   if (!samples) {
     std::cerr << "zcal analyze: " << samples.error().message << "\n";
-    return kExitUsage;
+    return ExitStatusOf(samples.error(), kExitUsage);
   }
   std::unique_ptr<PendingFile> report;
   if (!args.report.empty()) {
@@ -63,15 +64,35 @@ int RunAnalyze(const AnalyzeArgs& args) {
     }
     report = std::move(*created);
   }
-  const cal::Analysis analysis = cal::Analyze(*samples, options);
+  // One decision per depth class the zerocopy samples were probed at; the
+  // stream class's (or the deepest numeric one's) stands where the only
+  // analysis stood before classes existed.
+  const std::vector<std::uint32_t> depths = cal::DepthsOf(*samples);
+  std::vector<cal::Analysis> analyses;
+  for (std::uint32_t depth : depths) analyses.push_back(cal::Analyze(*samples, options, depth));
+  const cal::Analysis& analysis = analyses.back();
   if (args.json) {
     nlohmann::json doc = cal::ToJson(analysis);
+    doc["depth"] = cal::DepthName(depths.back());
+    doc["depths"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < depths.size(); ++i) {
+      nlohmann::json one = cal::ToJson(analyses[i]);
+      one["depth"] = cal::DepthName(depths[i]);
+      doc["depths"].push_back(std::move(one));
+    }
     doc["objective"] = args.decision.objective;
     doc["tolerance"] = options.tolerance;
     doc["margin"] = options.margin;
     std::cout << doc.dump(2) << "\n";
   } else {
-    PrintAnalysis(std::cout, analysis, options);
+    const bool several = depths.size() > 1 || depths.front() != cal::kStreamDepth;
+    for (std::size_t i = 0; i < depths.size(); ++i) {
+      if (several) {
+        std::cout << (i == 0 ? "" : "\n") << "depth " << cal::DepthName(depths[i])
+                  << " (zerocopy sends in flight):\n";
+      }
+      PrintAnalysis(std::cout, analyses[i], options);
+    }
   }
   if (report) {
     ReportModel model;
@@ -103,9 +124,11 @@ Command AddAnalyzeCommand(CLI::App& parent) {
                   "standard output)");
   app->add_option("FILE", args->file,
                   "CSV with a header row and the columns method, size, "
-                  "mb_per_s, cpu_pct (optional: path, copied_pct, repeat); "
-                  "- reads standard input. Read as a stream: a group of "
-                  "(path, method, size) keeps at most 256 samples")
+                  "mb_per_s, cpu_pct (optional: path, copied_pct, repeat, depth: "
+                  "1 to 128 zerocopy sends in flight or stream, absent = stream; "
+                  "each depth class is decided on its own); - reads standard "
+                  "input. Read as a stream: a group of (path, method, depth, "
+                  "size) keeps at most 256 samples")
       ->required();
   app->footer(
       "Exit status: 0 analysed; 1 the --report page could not be written; 2 "

@@ -6,22 +6,25 @@
 #include <charconv>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
+#include "report_text.h"
+#include "zcal/agent/cli/commands.h"
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/report/report_file.h"
 #include "zcal/agent/state/load_json.h"
-#include "report_text.h"
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/depth.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
 #include "zcal/common/units.h"
-#include "zcal/probes/calibration.h"
-#include "zcal/probes/host_facts_json.h"
+#include "zcal/probes/calibration/calibration.h"
+#include "zcal/probes/host/host_facts_json.h"
 
 namespace zcal::agent {
 
@@ -43,6 +46,7 @@ struct CalibrateArgs {
   std::string report;
   std::string root = "/";
   std::string key_file;
+  std::optional<std::string> depths;  ///< --depth: classes; absent = stream only
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -195,120 +199,213 @@ class ProgressLine {
   bool shown_ = false;
 };
 
-int RunCalibrate(const CalibrateArgs& args) {
-  auto options = ToOptions(args);
-  if (!options) {
-    std::cerr << "zcal calibrate: " << options.error().message << "\n";
-    return kExitUsage;
-  }
-  // Created before measuring, so that a bad path costs no calibration; a
-  // calibration that fails leaves an earlier file as it was.
-  std::unique_ptr<PendingFile> samples_out;
-  if (!args.samples_out.empty()) {
-    auto created = PendingFile::Create(args.samples_out);
-    if (!created) {
-      std::cerr << "zcal calibrate: --samples-out " << created.error().message << "\n";
-      return kExitUsage;
-    }
-    samples_out = std::move(*created);
-  }
-  std::unique_ptr<PendingFile> report_file;
-  if (!args.report.empty()) {
-    auto created = PendingFile::Create(args.report);
-    if (!created) {
-      std::cerr << "zcal calibrate: --report " << created.error().message << "\n";
-      return kExitUsage;
-    }
-    report_file = std::move(*created);
-  }
+// The calibration of every requested depth class: one calibration per
+// class, the budget shared evenly, the samples of all of them together.
+struct ClassReport {
+  std::uint32_t depth = cal::kStreamDepth;
+  probes::CalibrationReport report;
+};
 
+struct Calibrated {
+  std::vector<ClassReport> classes;
+  std::vector<cal::Sample> samples;  ///< of every class, in probe order
+  double duration_seconds = 0;
+  std::size_t probes_run = 0;
+  bool cancelled = false;
+  std::optional<probes::SessionLoss> session_lost;
+};
+
+// The class whose results stand where one class's did before depths: the
+// stream class when it was calibrated, else the last one.
+const ClassReport& MainClass(const Calibrated& all) {
+  for (const ClassReport& c : all.classes) {
+    if (c.depth == cal::kStreamDepth) return c;
+  }
+  return all.classes.back();
+}
+
+Result<std::vector<std::uint32_t>> DepthClassesOf(const CalibrateArgs& args) {
+  if (!args.depths) return std::vector<std::uint32_t>{cal::kStreamDepth};
+  auto classes = cal::ParseDepthClasses(*args.depths);
+  if (!classes) return Fail(Errc::kInvalidArgument, "--" + classes.error().message);
+  return classes;
+}
+
+probes::CalibrationResult<Calibrated> CalibrateClasses(const probes::CalibrationOptions& base,
+                                                       const std::vector<std::uint32_t>& depths) {
+  Calibrated all;
+  ProgressLine progress;
+  for (std::uint32_t depth : depths) {
+    probes::CalibrationOptions options = base;
+    options.depth = depth;
+    options.budget_seconds = base.budget_seconds / static_cast<double>(depths.size());
+    auto report = probes::RunCalibration(
+        options, [&](const probes::CalibrationProgress& p) { progress.Show(p); });
+    if (!report) return tl::unexpected(report.error());
+    all.duration_seconds += report->duration_seconds;
+    all.probes_run += report->probes_run;
+    all.samples.insert(all.samples.end(), report->samples.begin(), report->samples.end());
+    all.cancelled = report->cancelled;
+    all.session_lost = report->session_lost;
+    all.classes.push_back({depth, std::move(*report)});
+    if (all.cancelled || all.session_lost) break;
+  }
+  return all;
+}
+
+nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::CalibrationOptions& options,
+                               const Calibrated& all) {
+  // The top level is the stream class's document (or the last class's), as
+  // before depth classes existed; "depths" has every class's.
+  const ClassReport* main = &MainClass(all);
+  const probes::CalibrationReport& report = main->report;
+  nlohmann::json doc = cal::ToJson(report.analysis);
+  doc["depth"] = cal::DepthName(main->depth);
+  doc["depths"] = nlohmann::json::array();
+  for (const ClassReport& c : all.classes) {
+    nlohmann::json one = cal::ToJson(c.report.analysis);
+    one["depth"] = cal::DepthName(c.depth);
+    doc["depths"].push_back(std::move(one));
+  }
+  doc["objective"] = args.decision.objective;
+  doc["tolerance"] = options.decision.tolerance;
+  doc["margin"] = options.decision.margin;
+  doc["host"] = probes::ToJson(report.host);
+  doc["host_load"] = HostLoadToJson(report.load);
+  doc["probes"] = ProbesJson(options, all.samples);
+  doc["timings"] = {
+      {"duration_seconds", all.duration_seconds},
+      {"budget_seconds", options.budget_seconds},
+      {"probes_run", all.probes_run},
+      {"samples", all.samples.size()},
+      {"cancelled", all.cancelled},
+      {"session_lost", all.session_lost.has_value()},
+  };
+  if (const auto& lost = all.session_lost) {
+    doc["timings"]["session_error"] = lost->message;
+    doc["timings"]["session_failure"] = probes::PeerFailureName(lost->failure);
+  }
+  doc["size_clamp"] = nullptr;
+  if (const auto& clamp = report.max_size_clamp) {
+    doc["size_clamp"] = {
+        {"requested_max_bytes", clamp->requested_bytes},
+        {"max_bytes", clamp->used_bytes},
+        {"reason", clamp->reason},
+    };
+  }
+  return doc;
+}
+
+void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& options,
+                      const Calibrated& all) {
+  const bool several = all.classes.size() > 1 || all.classes.front().depth != cal::kStreamDepth;
+  for (const ClassReport& c : all.classes) {
+    if (several) {
+      out << (&c == &all.classes.front() ? "" : "\n") << "depth " << cal::DepthName(c.depth)
+          << " (zerocopy sends in flight):\n";
+    }
+    PrintAnalysis(out, c.report.analysis, options.decision);
+  }
+  const probes::CalibrationReport& last = all.classes.back().report;
+  if (const auto& clamp = last.max_size_clamp) {
+    out << fmt::format("\nnote: --max {} bytes is above {} ({} bytes); probed up to {} bytes\n",
+                       clamp->requested_bytes, clamp->reason, clamp->used_bytes,
+                       clamp->used_bytes);
+  }
+  PrintHost(out, last.host);
+  PrintHostLoad(out, last.load);
+  out << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
+                     all.probes_run, all.samples.size(), all.duration_seconds,
+                     options.budget_seconds);
+}
+
+Result<void> WriteCalibrationReport(PendingFile& file, const CalibrateArgs& args,
+                                    const probes::CalibrationOptions& options,
+                                    const Calibrated& all) {
+  ReportModel model;
+  model.kind = ReportKind::kCalibration;
+  model.source = "zcal calibrate --path " + args.path;
+  model.decision = DescribeDecision(options.decision);
+  // The page draws one curve per path and method: the stream class's (or
+  // the only class's); the other classes are in the text and the JSON.
+  const probes::CalibrationReport& main = MainClass(all).report;
+  model.host = HostInfoOf(main.host, args.path);
+  model.entries = EntriesOf(main.analysis);
+  for (ReportEntry& e : model.entries) e.load = main.load;
+  return WriteReport(file, std::move(model));
+}
+
+// The files the command writes, created before measuring so that a bad
+// path costs no calibration; a calibration that fails leaves an earlier
+// file as it was.
+Result<std::unique_ptr<PendingFile>> CreateOutput(const std::string& option,
+                                                  const std::string& path) {
+  if (path.empty()) return std::unique_ptr<PendingFile>();
+  auto created = PendingFile::Create(path);
+  if (!created) return Fail(created.error().code, option + " " + created.error().message);
+  return std::move(*created);
+}
+
+// Runs the calibrations with Ctrl-C turned into a cancel of the probes.
+probes::CalibrationResult<Calibrated> CalibrateInterruptibly(
+    const probes::CalibrationOptions& options, const std::vector<std::uint32_t>& depths) {
   g_interrupted.store(false);
   struct sigaction action{};
   action.sa_handler = OnInterrupt;
   action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends it at once
   struct sigaction previous{};
   ::sigaction(SIGINT, &action, &previous);
-  Result<probes::CalibrationReport> report;
-  {
-    ProgressLine progress;
-    report = probes::RunCalibration(
-        *options, [&](const probes::CalibrationProgress& p) { progress.Show(p); });
-  }
+  auto calibrated = CalibrateClasses(options, depths);
   ::sigaction(SIGINT, &previous, nullptr);
+  return calibrated;
+}
 
-  if (!report) {
-    std::cerr << "zcal calibrate: " << report.error().message << "\n";
-    return ExitStatusOf(report.error(), kExitNoProbe);
+int RunCalibrate(const CalibrateArgs& args) {
+  auto options = ToOptions(args);
+  auto depths = options ? DepthClassesOf(args) : tl::unexpected(options.error());
+  if (!depths) {
+    std::cerr << "zcal calibrate: " << depths.error().message << "\n";
+    return ExitStatusOf(depths.error(), kExitUsage);
   }
-  if (samples_out) {
-    if (auto written = samples_out->Commit(cal::WriteSamplesCsv(report->samples)); !written) {
+  auto samples_out = CreateOutput("--samples-out", args.samples_out);
+  auto report_file = samples_out ? CreateOutput("--report", args.report)
+                                 : tl::unexpected(samples_out.error());
+  if (!report_file) {
+    std::cerr << "zcal calibrate: " << report_file.error().message << "\n";
+    return ExitStatusOf(report_file.error(), kExitUsage);
+  }
+
+  auto all = CalibrateInterruptibly(*options, *depths);
+  if (!all) {
+    std::cerr << "zcal calibrate: " << all.error().message << "\n";
+    return ExitStatusOf(all.error(), kExitNoProbe);
+  }
+  if (*samples_out) {
+    if (auto written = (*samples_out)->Commit(cal::WriteSamplesCsv(all->samples)); !written) {
       std::cerr << "zcal calibrate: --samples-out " << written.error().message << "\n";
       return kExitFailure;
     }
   }
   if (args.json) {
-    nlohmann::json doc = cal::ToJson(report->analysis);
-    doc["objective"] = args.decision.objective;
-    doc["tolerance"] = options->decision.tolerance;
-    doc["margin"] = options->decision.margin;
-    doc["host"] = probes::ToJson(report->host);
-    doc["host_load"] = HostLoadToJson(report->load);
-    doc["probes"] = ProbesJson(*options, report->samples);
-    doc["timings"] = {
-        {"duration_seconds", report->duration_seconds},
-        {"budget_seconds", options->budget_seconds},
-        {"probes_run", report->probes_run},
-        {"samples", report->samples.size()},
-        {"cancelled", report->cancelled},
-        {"session_lost", report->session_lost.has_value()},
-    };
-    if (const auto& lost = report->session_lost) {
-      doc["timings"]["session_error"] = lost->message;
-      doc["timings"]["session_failure"] = probes::PeerFailureName(lost->failure);
-    }
-    doc["size_clamp"] = nullptr;
-    if (const auto& clamp = report->max_size_clamp) {
-      doc["size_clamp"] = {
-          {"requested_max_bytes", clamp->requested_bytes},
-          {"max_bytes", clamp->used_bytes},
-          {"reason", clamp->reason},
-      };
-    }
-    std::cout << doc.dump(2) << "\n";
+    std::cout << CalibrationJson(args, *options, *all).dump(2) << "\n";
   } else {
-    PrintAnalysis(std::cout, report->analysis, options->decision);
-    if (const auto& clamp = report->max_size_clamp) {
-      std::cout << fmt::format(
-          "\nnote: --max {} bytes is above {} ({} bytes); probed up to {} bytes\n",
-          clamp->requested_bytes, clamp->reason, clamp->used_bytes, clamp->used_bytes);
-    }
-    PrintHost(std::cout, report->host);
-    PrintHostLoad(std::cout, report->load);
-    std::cout << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
-                             report->probes_run, report->samples.size(),
-                             report->duration_seconds, options->budget_seconds);
+    PrintCalibration(std::cout, *options, *all);
   }
-  if (report_file) {
-    ReportModel model;
-    model.kind = ReportKind::kCalibration;
-    model.source = "zcal calibrate --path " + args.path;
-    model.decision = DescribeDecision(options->decision);
-    model.host = HostInfoOf(report->host, args.path);
-    model.entries = EntriesOf(report->analysis);
-    for (ReportEntry& e : model.entries) e.load = report->load;
-    if (auto written = WriteReport(*report_file, std::move(model)); !written) {
+  if (*report_file) {
+    if (auto written = WriteCalibrationReport(**report_file, args, *options, *all); !written) {
       std::cerr << "zcal calibrate: --report " << written.error().message << "\n";
       return kExitFailure;
     }
   }
-  if (report->cancelled) {
+  if (all->cancelled) {
     std::cerr << "zcal calibrate: interrupted; the results are partial\n";
     return kExitFailure;
   }
-  if (report->session_lost) {
+  if (all->session_lost) {
     std::cerr << "zcal calibrate: the session was lost ("
-              << probes::PeerFailureName(report->session_lost->failure) << ": "
-              << report->session_lost->message << "); the results are partial, an agent would not use them\n";
+              << probes::PeerFailureName(all->session_lost->failure) << ": "
+              << all->session_lost->message
+              << "); the results are partial, an agent would not use them\n";
     return kExitFailure;
   }
   return kExitOk;
@@ -347,7 +444,8 @@ Command AddCalibrateCommand(CLI::App& parent) {
                 "Print one JSON object: the `zcal analyze --json` document plus "
                 "\"host\", \"host_load\" (the load the probes ran under), \"probes\" "
                 "(per method), \"timings\" and \"size_clamp\" (null, or the --max the "
-                "path could not carry)");
+                "path could not carry); the top level is the stream class's, "
+                "\"depths\" holds every class's analysis with its \"depth\"");
   app->add_option("--samples-out", args->samples_out,
                   "Write the raw samples as CSV (what `zcal analyze` reads)");
   app->add_option("--report", args->report,
@@ -356,6 +454,12 @@ Command AddCalibrateCommand(CLI::App& parent) {
   app->add_option("--key-file", args->key_file,
                   "With a peer path: the key file whose first key is presented to "
                   "the peer's sink (lines KEYID HEXSECRET, zcal keygen)");
+  app->add_option("--depth", args->depths,
+                  "Depth classes to calibrate, comma-separated: how many zerocopy "
+                  "sends of a connection may be in flight (1 to 128, or stream: as "
+                  "many as the probe's buffers allow, a bulk stream). One "
+                  "calibration per class, the budget shared evenly; the baselines "
+                  "are probed at stream (default: stream only)");
   app->add_option("--root", args->root,
                   "Read sysfs and procfs under this directory instead of / (tests)")
       ->capture_default_str();

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "zcal/agent/cli/commands.h"
-#include "zcal/probes/peer_keys.h"
+#include "zcal/probes/peer/peer_keys.h"
 
 namespace zcal::agent {
 namespace {

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "zcal/agent/cli/commands.h"
 #include "decision_args.h"
+#include "zcal/agent/cli/commands.h"
 #include "zcal/agent/report/report_file.h"
 
 namespace zcal::agent {
@@ -23,7 +23,7 @@ int RunReport(const ReportArgs& args) {
   auto model = LoadReportInput(args.input, args.decision.ToOptions());
   if (!model) {
     std::cerr << "zcal report: " << model.error().message << "\n";
-    return kExitUsage;
+    return ExitStatusOf(model.error(), kExitUsage);
   }
   auto file = PendingFile::Create(args.out);
   if (!file) {

@@ -50,7 +50,7 @@ int RunSink(const SinkSettings& settings, const std::string& report_every,
   auto options = ToPeerSinkOptions(settings, SettingSpelling::kCommandLine, warnings);
   if (!options) {
     spdlog::error("zcal sink: {}", options.error().message);
-    return kExitUsage;
+    return ExitStatusOf(options.error(), kExitUsage);
   }
   for (const std::string& w : warnings) spdlog::warn("zcal sink: {}", w);
 

@@ -66,10 +66,8 @@ void ReadPaths(ConfigReader& reader, const YAML::Node& node, Config& config) {
     if (type == fields->end()) {
       reader.Error(node[i], key, "missing 'type'; allowed: loopback, discard");
     } else if (reader.String(type->second, key + ".type", type_name)) {
-      std::optional<PathType> parsed;
-      if (type_name == "loopback") parsed = PathType::kLoopback;
-      if (type_name == "discard") parsed = PathType::kDiscard;
-      if (parsed) {
+      const std::optional<probes::TargetKind> parsed = probes::ParseTargetKind(type_name);
+      if (parsed && *parsed != probes::TargetKind::kPeer) {
         path.type = *parsed;
         if (std::any_of(paths.begin(), paths.end(), [&](const PathConfig& p) {
               return p.type == *parsed;
@@ -78,7 +76,7 @@ void ReadPaths(ConfigReader& reader, const YAML::Node& node, Config& config) {
                        "a second " + type_name + " path; each of loopback "
                        "and discard can be calibrated only once");
         }
-      } else if (type_name == "peer") {
+      } else if (parsed) {
         reader.Error(type->second, key + ".type",
                      "peers are not paths: list them under peers.static or "
                      "peers.dns; allowed here: loopback, discard");

@@ -6,7 +6,7 @@
 
 #include "config_sections.h"
 #include "zcal/common/address.h"
-#include "zcal/probes/peer_keys.h"
+#include "zcal/probes/peer/peer_keys.h"
 
 namespace zcal::agent {
 namespace {

@@ -9,7 +9,7 @@
 #include <prometheus/metric_family.h>
 
 #include "zcal/agent/metrics/metrics.h"
-#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/peer/peer_sink.h"
 
 namespace zcal::agent {
 

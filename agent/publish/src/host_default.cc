@@ -64,7 +64,7 @@ std::map<Method, MethodState> Usable(const std::map<Method, MethodState>& method
 }
 
 const std::map<Method, MethodState>* PathOfType(const AgentState& state,
-                                               const Config& config, PathType type) {
+                                               const Config& config, probes::TargetKind type) {
   for (const PathConfig& path : config.paths) {
     if (path.type != type) continue;
     const auto it = state.paths.find(path.name);
@@ -92,11 +92,11 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
     return choice;
   }
   const std::map<Method, MethodState>* discard =
-      config.host_default.estimate ? PathOfType(state, config, PathType::kDiscard) : nullptr;
+      config.host_default.estimate ? PathOfType(state, config, probes::TargetKind::kDiscard) : nullptr;
   const bool discard_configured =
       config.host_default.estimate &&
       std::any_of(config.paths.begin(), config.paths.end(),
-                  [](const PathConfig& p) { return p.type == PathType::kDiscard; });
+                  [](const PathConfig& p) { return p.type == probes::TargetKind::kDiscard; });
   if (discard_configured) {
     // The NIC first: where its IOMMU translates (or may), no discard result
     // could stand for it, whatever it measured.

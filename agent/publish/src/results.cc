@@ -114,12 +114,14 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
     const auto it = state.paths.find(path.name);
     if (it == state.paths.end()) continue;
     switch (path.type) {
-      case PathType::kLoopback:
+      case probes::TargetKind::kLoopback:
         add(it->second, ScopeKind::kLoopback, false);
         break;
-      case PathType::kDiscard:
+      case probes::TargetKind::kDiscard:
         add(it->second, ScopeKind::kDiscard, false);
         break;
+      case probes::TargetKind::kPeer:
+        break;  // not a configured path: peers are published below
     }
   }
   // Each kept peer under its own host prefix, whatever it measured: a

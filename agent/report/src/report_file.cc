@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/samples_csv.h"
 #include "zcal/common/bounded_read.h"
 #include "zcal/common/clock.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "zcal/probes/host_facts.h"
+#include "zcal/probes/host/host_facts.h"
 
 namespace zcal::agent {
 namespace {
@@ -62,13 +62,7 @@ bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
 }
 
 probes::Target ProbeTarget(const PathConfig& path) {
-  switch (path.type) {
-    case PathType::kLoopback:
-      return probes::Target::Loopback();
-    case PathType::kDiscard:
-      return probes::Target::Discard();
-  }
-  return probes::Target::Loopback();
+  return probes::Target{path.type, {}};
 }
 
 HostSnapshot CollectHostSnapshot(const Config& config) {

@@ -169,11 +169,11 @@ void Publisher::Publish() {
   metrics_->SetPublished(state_.paths, stale_);
   std::map<std::string, std::string> types;
   for (const PathConfig& path : config_.paths) {
-    types[path.name] = path.type == PathType::kDiscard ? "discard" : "loopback";
+    types[path.name] = std::string(probes::TargetKindName(path.type));
   }
   std::map<std::string, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
-    types[path] = "peer";
+    types[path] = std::string(probes::TargetKindName(probes::TargetKind::kPeer));
     stale_peers[path] = PeerStale(peer, config_, now_ns, steady_ns);
   }
   metrics_->SetPaths(types);

@@ -13,7 +13,7 @@
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/common/result.h"
-#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/peer/peer_sink.h"
 
 namespace zcal::agent {
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "zcal/common/text.h"
-#include "zcal/probes/host_facts_json.h"
+#include "zcal/probes/host/host_facts_json.h"
 
 namespace zcal::agent {
 namespace {

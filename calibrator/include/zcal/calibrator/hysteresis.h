@@ -27,7 +27,7 @@
 
 #include <optional>
 
-#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/method_result.h"
 
 namespace zcal::calibrator {
 

@@ -42,8 +42,10 @@
 #include <string>
 #include <vector>
 
-#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/decision_options.h"
+#include "zcal/calibrator/depth.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/calibrator/method_result.h"
 #include "zcal/calibrator/sample.h"
 
 namespace zcal::calibrator {
@@ -77,6 +79,9 @@ struct PlannerOptions {
   std::size_t max_probes = 2000;  ///< hard cap on Next() requests
   std::uint64_t size_alignment = 256;  ///< bisection sizes rounded to this
   DecisionOptions decision;
+  /// The depth class the zerocopy probes are sent at (depth.h): the planner
+  /// decides on the samples of that class (and every baseline sample).
+  std::uint32_t depth = kStreamDepth;
 };
 
 /// Checks the options, the decision options among them. Errors:

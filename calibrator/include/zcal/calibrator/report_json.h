@@ -86,7 +86,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/method_result.h"
 #include "zcal/common/result.h"
 
 namespace zcal::calibrator {

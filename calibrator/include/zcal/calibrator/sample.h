@@ -21,6 +21,10 @@ struct Sample {
   std::string path = "default";  ///< "loopback", a peer name, or "default"
   Method method = Method::kCopy;
   std::uint64_t size_bytes = 0;  ///< bytes per send call (message size)
+  /// Zerocopy sends the probe let be in flight (depth.h): 1 to kMaxDepth,
+  /// or kStreamDepth (0) for as many as its buffer pool holds. The copying
+  /// baselines have no completions to wait for and are probed at stream.
+  std::uint32_t depth = 0;
   std::uint32_t repeat = 0;      ///< index of this repeat, for the record
   std::uint64_t bytes = 0;       ///< bytes moved during the probe
   std::uint64_t wall_ns = 0;     ///< wall-clock duration of the probe

@@ -17,9 +17,6 @@ std::uint64_t RealtimeNs();
 /// CLOCK_REALTIME in seconds since the Unix epoch, with a fraction.
 double RealtimeSeconds();
 
-/// CLOCK_MONOTONIC in nanoseconds: for intervals that must not jump.
-std::uint64_t MonotonicNs();
-
 /// A realtime stamp (ns since the epoch) as UTC text: `format` is for
 /// strftime(3) ("%Y-%m-%dT%H:%M:%SZ"); `zero` is the text for 0 (no time,
 /// "never" or "unknown").

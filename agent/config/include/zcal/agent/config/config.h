@@ -17,19 +17,16 @@
 #include "zcal/calibrator/hysteresis.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/common/result.h"
-#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/peer/peer_sink.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::agent {
 
-/// Where probes send.
-enum class PathType : std::uint8_t {
-  kLoopback = 0,  ///< TCP to an in-process sink; kernel-copied by design
-  kDiscard = 1,   ///< UDP into a blackhole qdisc in a private namespace
-};
-
 struct PathConfig {
   std::string name = "loopback";  ///< metric label and calibration path
-  PathType type = PathType::kLoopback;
+  /// kLoopback or kDiscard: peers are not paths of the configuration
+  /// (they come from `peers:`), and the reader refuses kPeer here.
+  probes::TargetKind type = probes::TargetKind::kLoopback;
 
   bool operator==(const PathConfig&) const = default;
 };
@@ -123,7 +120,7 @@ struct ExportConfig {
 /// configs/default.yaml (a test checks that they agree).
 struct Config {
   std::vector<PathConfig> paths = {PathConfig{},
-                                   PathConfig{"discard", PathType::kDiscard}};
+                                   PathConfig{"discard", probes::TargetKind::kDiscard}};
   HostDefaultConfig host_default;
   std::vector<calibrator::Method> methods = {calibrator::kAllMethods.begin(),
                                              calibrator::kAllMethods.end()};

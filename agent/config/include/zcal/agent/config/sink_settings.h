@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "zcal/common/result.h"
-#include "zcal/probes/peer_sink.h"
+#include "zcal/probes/peer/peer_sink.h"
 
 namespace zcal::agent {
 

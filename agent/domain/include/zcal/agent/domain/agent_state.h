@@ -14,7 +14,7 @@
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/host/cpu_accounting.h"
 
 namespace zcal::agent {
 

@@ -11,7 +11,7 @@
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
-#include "zcal/probes/host_facts.h"
+#include "zcal/probes/host/host_facts.h"
 
 namespace zcal::agent {
 

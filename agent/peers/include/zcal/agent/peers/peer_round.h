@@ -19,7 +19,7 @@
 #include "zcal/agent/peers/peer_discovery.h"
 #include "zcal/agent/peers/peers_config.h"
 #include "zcal/common/result.h"
-#include "zcal/probes/calibration.h"
+#include "zcal/probes/calibration/calibration.h"
 
 namespace zcal::agent {
 

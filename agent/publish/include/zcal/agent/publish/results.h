@@ -13,7 +13,7 @@
 #include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/hysteresis.h"
-#include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/host/cpu_accounting.h"
 
 namespace zcal::agent {
 

@@ -21,7 +21,7 @@
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/common/result.h"
-#include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/host/cpu_accounting.h"
 
 namespace zcal::agent {
 

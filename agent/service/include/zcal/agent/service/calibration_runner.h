@@ -37,7 +37,7 @@
 #include "zcal/agent/peers/peer_discovery.h"
 #include "zcal/agent/peers/peer_round.h"
 #include "zcal/common/result.h"
-#include "zcal/probes/calibration.h"
+#include "zcal/probes/calibration/calibration.h"
 
 namespace zcal::agent {
 

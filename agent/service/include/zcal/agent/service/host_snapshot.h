@@ -11,8 +11,8 @@
 
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/domain/host_info.h"
-#include "zcal/probes/host_facts.h"
-#include "zcal/probes/target.h"
+#include "zcal/probes/host/host_facts.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::agent {
 

@@ -19,13 +19,13 @@
 #include <memory>
 #include <string>
 
-#include "zcal/agent/service/calibration_runner.h"
 #include "zcal/agent/config/config.h"
-#include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/metrics/metrics.h"
+#include "zcal/agent/service/calibration_runner.h"
+#include "zcal/agent/service/host_snapshot.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/result.h"
-#include "zcal/probes/calibration.h"
+#include "zcal/probes/calibration/calibration.h"
 
 namespace zcal::agent {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/common/result.h"
-#include "zcal/probes/cpu_accounting.h"
+#include "zcal/probes/host/cpu_accounting.h"
 
 namespace zcal::agent {
 

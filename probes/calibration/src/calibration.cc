@@ -1,0 +1,250 @@
+#include "zcal/probes/calibration/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "zcal/calibrator/planner.h"
+#include "zcal/probes/calibration/path_runner.h"
+#include "zcal/probes/discard/discard.h"
+
+namespace zcal::probes {
+
+namespace {
+
+using calibrator::Method;
+using calibrator::Sample;
+using calibrator::SampleStatus;
+using Clock = PathClock;
+using Seconds = PathSeconds;
+using namespace std::chrono_literals;
+
+// Repeats per size the planner may add on the discard path (its default: 9);
+// docs/probes.md has why.
+constexpr std::uint32_t kDiscardMaxRepeats = 16;
+// What the end of a calibration takes after its last probe (the final
+// analysis, 10-30 ms with five methods): kept out of the budget, so that a
+// calibration that runs to its budget still ends within it.
+constexpr Seconds kFinishReserve{0.05};
+
+std::vector<Method> MethodsOf(const CalibrationOptions& options) {
+  std::vector<Method> methods;
+  const auto& wanted = options.methods.empty()
+                           ? std::vector<Method>(calibrator::kAllMethods.begin(),
+                                                 calibrator::kAllMethods.end())
+                           : options.methods;
+  for (Method m : wanted) {
+    if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+  }
+  return methods;
+}
+
+std::optional<SizeClamp> MaxSizeClamp(const CalibrationOptions& options) {
+  if (options.target.kind != TargetKind::kDiscard || options.max_size <= kMaxUdpPayloadBytes) {
+    return std::nullopt;
+  }
+  return SizeClamp{options.max_size, kMaxUdpPayloadBytes, "the largest UDP payload over IPv4"};
+}
+
+std::string NoProbeMessage(const CalibrationOptions& options,
+                           const std::vector<Sample>& samples) {
+  std::string text = "no probe could run on path " + options.PathName() + ":";
+  std::set<std::string> seen;
+  for (const Sample& s : samples) {
+    if (s.ok() || !seen.insert(s.error).second) continue;
+    text += "\n  " + std::string(calibrator::MethodName(s.method)) + ": " + s.error;
+  }
+  if (samples.empty()) text += " the budget ended before the first probe";
+  return text;
+}
+
+Sample UnsupportedSample(const CalibrationOptions& options,
+                         const calibrator::ProbeRequest& request, const std::string& reason) {
+  Sample sample;
+  sample.path = options.PathName();
+  sample.method = request.method;
+  sample.size_bytes = request.size_bytes;
+  sample.repeat = request.repeat;
+  sample.status = SampleStatus::kUnsupported;
+  sample.error = reason;
+  return sample;
+}
+
+}  // namespace
+
+calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) {
+  calibrator::PlannerOptions planner;
+  planner.path = options.PathName();
+  planner.methods = MethodsOf(options);
+  planner.min_size = options.min_size;
+  const auto clamp = MaxSizeClamp(options);
+  planner.max_size = clamp ? clamp->used_bytes : options.max_size;
+  planner.decision = options.decision;
+  planner.depth = options.depth;
+  // Bad sizes are ValidateCalibrationOptions's to report, not this sizing's.
+  if (options.target.kind == TargetKind::kDiscard && calibrator::ValidatePlannerOptions(planner)) {
+    // A discard probe has a fixed length, so the budget says how many
+    // probes fit: the refinement may use what the coarse grid leaves, up to
+    // the planner's own stop (the threshold at the stated resolution).
+    // Each method may use all of it, not a share: one whose crossover is
+    // flat needs more than one that settles after a few rounds, and the
+    // budget's end stops the calibration anyway.
+    std::size_t zerocopy = 0;
+    for (Method m : planner.methods) zerocopy += calibrator::IsZerocopy(m) ? 1 : 0;
+    const std::size_t coarse =
+        calibrator::CoarseGrid(planner).size() * planner.methods.size() * planner.repeats;
+    const auto fit = static_cast<std::size_t>(options.budget_seconds * kBudgetShareForProbes /
+                                              (kDiscardProbe + kDiscardOverhead).count());
+    if (zerocopy > 0 && fit > coarse) {
+      planner.refine_probes = std::max(planner.refine_probes, fit - coarse);
+      // A flat crossover needs more repeats of the sizes around it than
+      // the planner's default to reach the regret resolution.
+      planner.max_repeats = std::max<std::uint32_t>(planner.max_repeats, kDiscardMaxRepeats);
+    }
+  }
+  return planner;
+}
+
+Result<void> ValidateCalibrationOptions(const CalibrationOptions& options) {
+  if (!(options.budget_seconds > 0) || !std::isfinite(options.budget_seconds) ||
+      options.budget_seconds > 86400) {
+    return Fail(Errc::kInvalidArgument, "budget: must be more than 0 and at most 86400 seconds");
+  }
+  if (options.max_size > (1ULL << 30)) return Fail(Errc::kInvalidArgument, "max_size: at most 1 GiB");
+  if (options.depth > calibrator::kMaxDepth) {
+    return Fail(Errc::kInvalidArgument, "depth: at most " + std::to_string(calibrator::kMaxDepth) +
+                                            " sends in flight, or stream");
+  }
+  if (options.target.kind == TargetKind::kDiscard && options.min_size > kMaxUdpPayloadBytes) {
+    return Fail(Errc::kInvalidArgument,
+                "min_size: at most " + std::to_string(kMaxUdpPayloadBytes) +
+                    " bytes on the discard path (the largest UDP payload over IPv4)");
+  }
+  if (Result<void> planner = calibrator::ValidatePlannerOptions(PlannerOptionsFor(options));
+      !planner) {
+    return Fail(Errc::kInvalidArgument, planner.error().message);
+  }
+  return {};
+}
+
+CalibrationResult<CalibrationReport> RunCalibration(
+    const CalibrationOptions& options,
+    const std::function<void(const CalibrationProgress&)>& on_progress) {
+  if (auto valid = ValidateCalibrationOptions(options); !valid) {
+    return FailCalibration(valid.error().code, valid.error().message);
+  }
+  const auto start = Clock::now();
+  CalibrationReport report;
+  report.host = CollectHostFacts({options.root, "", options.target});
+  report.max_size_clamp = MaxSizeClamp(options);
+
+  auto opened = OpenPath(options);
+  if (!opened) return tl::unexpected(opened.error());
+  PathRunner& path = **opened;
+  const auto budget_end =
+      std::min(path.Deadline(),
+               start + std::chrono::duration_cast<Clock::duration>(Seconds(options.budget_seconds)));
+
+  calibrator::SweepPlanner planner(PlannerOptionsFor(options));
+  std::map<Method, Support> support;
+  for (Method m : planner.options().methods) support[m] = path.SupportOf(m, options.root);
+  auto cancelled = [&] {
+    return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+  };
+  auto record = [&](const ProbeOutcome& outcome) {
+    if (outcome.sample.status == SampleStatus::kFailed) {
+      report.probe_failures.push_back({planner.samples().size(), outcome.failure});
+    }
+    planner.Record(outcome.sample);
+  };
+
+  HostLoadMeter load(options.root);
+  load.Start();
+  while (auto request = planner.Next()) {
+    if (cancelled()) {
+      report.cancelled = true;
+      break;
+    }
+    const Seconds remaining = budget_end - Clock::now();
+    const std::size_t total = std::max(planner.EstimatedTotal(), planner.issued());
+    const std::size_t left = total - planner.issued() + 1;
+    const Seconds duration = path.ProbeDuration(remaining, left);
+    if (remaining < duration * 2 + kFinishReserve) break;  // the budget is spent
+    if (on_progress) {
+      on_progress({planner.issued() - 1, total, request->method, request->size_bytes});
+    }
+    const Support& supported = support[request->method];
+    if (!supported.supported) {
+      record({UnsupportedSample(options, *request, supported.reason), PeerFailure::kLocalError});
+      continue;
+    }
+    ProbeOptions probe;
+    probe.method = request->method;
+    probe.size_bytes = request->size_bytes;
+    probe.repeat = request->repeat;
+    probe.depth = options.depth;
+    probe.path = options.PathName();
+    probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
+    if (options.max_bytes_per_second != 0) {
+      probe.max_bytes = std::max<std::uint64_t>(
+          static_cast<std::uint64_t>(static_cast<double>(options.max_bytes_per_second) *
+                                     duration.count()),
+          request->size_bytes);
+    }
+    probe.cancel = options.cancel;
+    probe.root = options.root;
+    if (!path.Prepare(probe, left)) break;  // the path has no room left
+    load.Sample();
+    const auto probe_start = Clock::now();
+    PathProbe probed = path.Probe(probe);
+    if (probed.loss) {
+      report.session_lost = std::move(probed.loss);
+      record(probed.outcome);
+      break;
+    }
+    const Sample& sample = probed.outcome.sample;
+    if (options.max_bytes_per_second != 0) {
+      // A probe that hit its byte cap early rests until its bytes fit the
+      // average rate.
+      const Seconds earliest_next(static_cast<double>(sample.bytes) /
+                                  static_cast<double>(options.max_bytes_per_second));
+      const auto resume = probe_start + std::chrono::duration_cast<Clock::duration>(earliest_next);
+      while (Clock::now() < resume && !cancelled()) {
+        std::this_thread::sleep_for(std::min<Clock::duration>(resume - Clock::now(), 50ms));
+      }
+    }
+    if (!sample.ok() && cancelled()) {
+      // The probe was cut short: its numbers mean nothing.
+      report.cancelled = true;
+      break;
+    }
+    if (sample.status != SampleStatus::kUnsupported) ++report.probes_run;
+    record(probed.outcome);
+  }
+
+  report.load = load.Finish();
+  const bool ended_early = report.cancelled || report.session_lost.has_value();
+  if (auto loss = path.Close(planner.samples(), ended_early)) report.session_lost = std::move(loss);
+  report.samples = planner.samples();
+  report.analysis = planner.Result();
+  report.duration_seconds = Seconds(Clock::now() - start).count();
+  const bool any_ok = std::any_of(report.samples.begin(), report.samples.end(),
+                                  [](const Sample& s) { return s.ok(); });
+  if (!any_ok && !report.cancelled) {
+    if (report.session_lost) {
+      return FailCalibration(Errc::kFailed,
+                             "the session with the sink of path " + options.PathName() +
+                                 " was lost before a probe measured: " +
+                                 report.session_lost->message,
+                             report.session_lost->failure);
+    }
+    return FailCalibration(Errc::kUnsupported, NoProbeMessage(options, report.samples));
+  }
+  return report;
+}
+
+}  // namespace zcal::probes
