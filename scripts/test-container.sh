@@ -107,7 +107,7 @@ fetch_docker_default() {
       "$docker_default"
   local rc=$?
   rm -rf "$tmp"
-  return $rc
+  return "$rc"
 }
 same_as_docker_default() {
   diff -u <("$python" "$profile_tool" resolve "$docker_default") \
@@ -208,7 +208,7 @@ step "zcal finds libzcal.so.1 through ld.so.cache only, which the Containerfile 
 # debian:12-slim has without them (libc6, and libstdc++6 and libgcc-s1,
 # which its apt needs).
 containerfile_packages() {
-  sed -n '/^FROM debian:12-slim/,/rm -rf/p' "$containerfile" | tr ' \\' '\n\n' |
+  sed -n '/^FROM debian:12-slim/,/rm -rf/p' "$containerfile" | tr -cs 'a-z0-9.+-' '\n' |
     grep -E '^[a-z0-9][a-z0-9.+-]+[0-9a-z]$' | grep -vE '^(apt-get|install|update|rm|debian)$'
   printf '%s\n' libc6 libstdc++6 libgcc-s1
 }
@@ -329,7 +329,7 @@ import json, sys
 for e in json.load(sys.stdin)["entries"]:
     print(e.get("scope"), e.get("method"), e.get("verdict"), e.get("threshold_bytes"), e.get("reason"))'
   stop_agent agent-shipped
-  return $rc
+  return "$rc"
 }
 step "shipped profile: the agent publishes discard entries (zcal show)" agent_publishes_discard
 
@@ -359,7 +359,7 @@ agent_serves_loopback() {
     rc=1
   fi
   stop_agent agent-default
-  return $rc
+  return "$rc"
 }
 step "default profile: the agent logs the refusal and publishes loopback" agent_serves_loopback
 
