@@ -113,7 +113,7 @@ same_as_docker_default() {
   diff -u <("$python" "$profile_tool" resolve "$docker_default") \
     <("$python" "$profile_tool" default "$profile")
 }
-if ((EUID != 0)); then
+if [[ ! -s $docker_default ]] && ((EUID != 0)); then
   skipped "the rest is Docker 20.10's default for no capability" "needs root for $cache"
 elif fetch_docker_default; then
   step "the rest is Docker 20.10's default for no capability (scripts/seccomp-profile.py resolve)" \
@@ -254,6 +254,20 @@ run_once() {  # run_once NAME SECCOMP ARG...: runs to the end, output in $work/N
   runc delete -f "$id" >/dev/null 2>&1
   return 0
 }
+
+# Where runc cannot run a container at all (no cgroup it may use, inside
+# another container's sandbox), the rest cannot be tried here.
+runc_runs=1
+if bundle probe "$work/shipped.json" /usr/local/bin/zcal --version; then
+  id=zcal-test-$$-probe
+  ids+=("$id")
+  if ! timeout 60 runc run --bundle "$work/probe" "$id" >"$work/probe.out" 2>&1 </dev/null; then
+    runc_runs=0
+    skipped "the container under runc" "runc cannot run a container here: $(grep -m1 . "$work/probe.out")"
+  fi
+  runc delete -f "$id" >/dev/null 2>&1
+fi
+((runc_runs == 1)) || finish
 
 # --- 4. the shipped profile -------------------------------------------------
 discard_measured() {
