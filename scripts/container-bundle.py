@@ -150,7 +150,11 @@ def main(argv):
         else:
             print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
             return 2
-    except (Failure, OSError, KeyError, ValueError, yaml.YAMLError) as e:
+    except KeyError as e:
+        print(f"container-bundle: {argv[2]} has no {e} where the DaemonSet's agent needs one",
+              file=sys.stderr)
+        return 1
+    except (Failure, OSError, ValueError, yaml.YAMLError) as e:
         print(f"container-bundle: {e}", file=sys.stderr)
         return 1
     return 0
