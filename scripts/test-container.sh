@@ -35,12 +35,37 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 
+work=$(mktemp -d /tmp/zcal-container.XXXXXX) || exit 1
+running=""
+# Every container of this run is named zcal-test-PID-*, so that cleanup
+# finds those that a step started and an interrupt or failure left.
+cleanup() {
+  [[ -z $running ]] || kill "$running" 2>/dev/null
+  local id
+  if command -v runc >/dev/null; then
+    for id in $(runc list -q 2>/dev/null | grep "^zcal-test-$$-"); do
+      runc delete -f "$id" >/dev/null 2>&1
+    done
+  fi
+  if [[ -n ${ZCAL_TEST_KEEP:-} ]]; then echo "      (kept $work)"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 pass=0 fail=0 skip=0
 step() {  # step NAME COMMAND...: runs the command, counts and reports it
   local name=$1
   shift
   local out
-  if out=$("$@" 2>&1); then
+  # In the background and waited for, so that an interrupt reaches the
+  # trap at once and cleanup can stop the step.
+  "$@" >"$work/step.out" 2>&1 &
+  running=$!
+  wait "$running"
+  local rc=$?
+  running=""
+  out=$(cat "$work/step.out")
+  if ((rc == 0)); then
     pass=$((pass + 1))
     echo "ok    $name"
     [[ -z ${ZCAL_TEST_VERBOSE:-} ]] || printf '%s\n' "$out" | sed 's/^/      /'
@@ -146,15 +171,6 @@ if [[ ! -x $zcal ]]; then
   finish
 fi
 
-work=$(mktemp -d /tmp/zcal-container.XXXXXX)
-ids=()
-cleanup() {
-  local id
-  for id in "${ids[@]}"; do runc delete -f "$id" >/dev/null 2>&1; done
-  if [[ -n ${ZCAL_TEST_KEEP:-} ]]; then echo "      (kept $work)"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 root=$work/rootfs
 default_profile=$work/default.json
 "$python" "$profile_tool" default "$profile" >"$work/default-k8s.json"
@@ -248,7 +264,6 @@ EOF
 run_once() {  # run_once NAME SECCOMP ARG...: runs to the end, output in $work/NAME.out/.err
   local name=$1 id=zcal-test-$$-$1
   bundle "$@" || return 1
-  ids+=("$id")
   timeout 120 runc run --bundle "$work/$name" "$id" >"$work/$name.out" 2>"$work/$name.err" </dev/null
   echo $? >"$work/$name.rc"
   runc delete -f "$id" >/dev/null 2>&1
@@ -260,7 +275,6 @@ run_once() {  # run_once NAME SECCOMP ARG...: runs to the end, output in $work/N
 runc_runs=1
 if bundle probe "$work/shipped.json" /usr/local/bin/zcal --version; then
   id=zcal-test-$$-probe
-  ids+=("$id")
   if ! timeout 60 runc run --bundle "$work/probe" "$id" >"$work/probe.out" 2>&1 </dev/null; then
     runc_runs=0
     skipped "the container under runc" "runc cannot run a container here: $(grep -m1 . "$work/probe.out")"
@@ -295,7 +309,6 @@ step "shipped profile: zcal calibrate --path discard --json measures real zeroco
 start_agent() {
   local name=$1 id=zcal-test-$$-$1
   bundle "$@" || return 1
-  ids+=("$id")
   runc run -d --bundle "$work/$name" "$id" >"$work/$name.log" 2>&1 </dev/null
 }
 show() { runc exec "zcal-test-$$-$1" /usr/local/bin/zcal show --json 2>&1; }
