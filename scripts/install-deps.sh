@@ -38,6 +38,9 @@ packages=(
   # (devscripts), systemd-analyze and systemd-sysusers, man, col
   build-essential dpkg-dev debhelper lintian devscripts systemd man-db
   bsdextrautils
+  # the container as the DaemonSet runs it (scripts/test-container.sh): an
+  # OCI runtime, and Python's YAML for the manifest
+  runc python3-yaml
 )
 
 missing=()
