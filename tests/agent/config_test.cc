@@ -148,20 +148,46 @@ TEST(Config, ExportsAreReadWithTheirKeyAndFallback) {
       "exports:\n"
       "  - {format: libfabric, path: /tmp/zcal-fabric.env, for: 198.18.0.2}\n"
       "  - {format: spdk-rpc, path: /tmp/zcal.rpc, interface: eth0, fallback: 16KiB}\n"
-      "  - {format: env, path: /tmp/zcal.env, scope: loopback}\n",
+      "  - {format: env, path: /tmp/zcal.env, scope: loopback}\n"
+      "  - {format: env, path: /tmp/zcal-uring.env, scope: loopback,\n"
+      "     methods: [uring_send_zc_fixed, uring_send_zc]}\n",
       "exports.yaml");
   ASSERT_TRUE(config) << config.error().message;
-  ASSERT_EQ(config->exports.size(), 3u);
+  ASSERT_EQ(config->exports.size(), 4u);
   EXPECT_EQ(config->exports[0],
-            (ExportConfig{ExportFormat::kLibfabric, "/tmp/zcal-fabric.env", "198.18.0.2", "", "", ""}));
+            (ExportConfig{ExportFormat::kLibfabric, "/tmp/zcal-fabric.env", "198.18.0.2", "", "", "", {}}));
   EXPECT_EQ(config->exports[1],
-            (ExportConfig{ExportFormat::kSpdkRpc, "/tmp/zcal.rpc", "", "eth0", "", "16KiB"}));
+            (ExportConfig{ExportFormat::kSpdkRpc, "/tmp/zcal.rpc", "", "eth0", "", "16KiB", {}}));
   EXPECT_EQ(config->exports[2],
-            (ExportConfig{ExportFormat::kEnv, "/tmp/zcal.env", "", "", "loopback", ""}));
+            (ExportConfig{ExportFormat::kEnv, "/tmp/zcal.env", "", "", "loopback", "", {}}));
+  EXPECT_EQ(config->exports[3],
+            (ExportConfig{ExportFormat::kEnv, "/tmp/zcal-uring.env", "", "", "loopback", "",
+                          {calibrator::Method::kUringSendZc, calibrator::Method::kUringSendZcFixed}}));
   // exports: with nothing, or an empty list, is none (the default).
   const Result<Config> none = ParseConfig("exports: []\n", "none.yaml");
   ASSERT_TRUE(none) << none.error().message;
   EXPECT_TRUE(none->exports.empty());
+}
+
+TEST(Config, ExportMethodsAreCheckedAgainstTheFormat) {
+  const Result<Config> config = ParseConfig(
+      "exports:\n"
+      "  - {format: libfabric, path: /tmp/a.env, scope: loopback, methods: [uring_send_zc]}\n"
+      "  - {format: env, path: /tmp/b.env, scope: loopback, methods: [copy]}\n"
+      "  - {format: env, path: /tmp/c.env, scope: loopback, methods: []}\n"
+      "  - {format: json, path: /tmp/d.json, scope: loopback, methods: msg_zerocopy}\n",
+      "methods.yaml");
+  ASSERT_FALSE(config);
+  const std::string& m = config.error().message;
+  EXPECT_NE(m.find("exports[0].methods uring_send_zc leaves out what format libfabric writes "
+                   "(msg_zerocopy); name it"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.rfind("methods.yaml:2:", 0), 0u) << "where: " << m;
+  EXPECT_NE(m.find("exports[1].methods: \"copy\" is not a zerocopy method"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("exports[2].methods names no method"), std::string::npos) << m;
+  EXPECT_NE(m.find("exports[3].methods"), std::string::npos) << m;
 }
 
 // `levels` mappings inside each other in block style: level L is the key

@@ -96,11 +96,18 @@ TEST(ExportFormat, EnvSpellsOutNeverAndAlwaysWithScopeEstimateAndTime) {
 TEST(ExportFormat, EnvMarksFallbackValues) {
   ExportValues v = Values();
   v.methods[1].scope = "fallback";
+  v.methods[1].source = ExportSource::kFallback;
+  v.methods[1].why = "no_entry";
   v.methods[1].measured_at_ns = 0;
   v.stale = true;
   auto vars = Lines(*FormatExport(ExportFormat::kEnv, v));
   EXPECT_EQ(vars["ZCAL_SOURCE"], "fallback");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_SCOPE"], "fallback");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_STATUS"], "fallback");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_REASON"], "no_entry");
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_STATUS"], "segment");
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_REASON"], "''");
+  EXPECT_EQ(vars["ZCAL_MISSING"], "''");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_MEASURED_AT"], "none");
   EXPECT_EQ(vars["ZCAL_STALE"], "1");
 }
@@ -138,16 +145,25 @@ TEST(ExportFormat, SpdkConfigTurnsFlagsOffForNeverAndSetsTheThresholdOtherwise) 
   EXPECT_EQ(posix["params"]["enable_zerocopy_send_server"], true);
   EXPECT_EQ(posix["params"]["enable_zerocopy_send_client"], true);
   EXPECT_EQ(posix["params"]["zerocopy_threshold"], 16384);
+  // SPDK's uring module sends with MSG_ZEROCOPY too: msg_zerocopy's value,
+  // whatever uring_send_zc's is.
   const auto& uring = doc["config"][1]["params"];
   EXPECT_EQ(uring["impl_name"], "uring");
-  EXPECT_EQ(uring["enable_zerocopy_send_server"], false);
-  EXPECT_EQ(uring["enable_zerocopy_send_client"], false);
-  EXPECT_FALSE(uring.contains("zerocopy_threshold"));
+  EXPECT_EQ(uring["enable_zerocopy_send_server"], true);
+  EXPECT_EQ(uring["zerocopy_threshold"], 16384);
+  ExportValues never = Values();
+  never.methods[0].verdict = ZCAL_VERDICT_NEVER;
+  const auto off = nlohmann::json::parse(*FormatExport(ExportFormat::kSpdk, never));
+  for (const auto& call : off["config"]) {
+    EXPECT_EQ(call["params"]["enable_zerocopy_send_server"], false);
+    EXPECT_EQ(call["params"]["enable_zerocopy_send_client"], false);
+    EXPECT_FALSE(call["params"].contains("zerocopy_threshold"));
+  }
 }
 
 TEST(ExportFormat, SpdkRpcIsOneRequestPerModule) {
   ExportValues v = Values();
-  v.methods[1].verdict = ZCAL_VERDICT_ALWAYS;
+  v.methods[0].verdict = ZCAL_VERDICT_ALWAYS;
   auto text = FormatExport(ExportFormat::kSpdkRpc, v);
   ASSERT_TRUE(text);
   std::istringstream in(*text);
@@ -180,12 +196,141 @@ TEST(ExportFormat, JsonIsTheShowDocumentWithTheKeysValues) {
   EXPECT_TRUE(e["methods"]["uring_send_zc"]["threshold_bytes"].is_null());
 }
 
+ExportValues WithMissing(std::size_t index, std::string why) {
+  ExportValues v = Values();
+  ExportedMethod& m = v.methods[index];
+  m.source = ExportSource::kMissing;
+  m.scope = "none";
+  m.why = std::move(why);
+  m.verdict = 0;
+  m.threshold_bytes = 0;
+  m.estimated = false;
+  m.measured_at_ns = 0;
+  return v;
+}
+
+TEST(ExportFormat, EnvMarksAMissingMethodWithAnEmptyThresholdAndItsReason) {
+  ExportValues v = WithMissing(2, "inconclusive:noisy");
+  v.methods[1] = WithMissing(1, "no_entry").methods[1];
+  auto text = FormatExport(ExportFormat::kEnv, v);
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_NE(text->find(", missing uring_send_zc,uring_send_zc_fixed\n"), std::string::npos) << *text;
+  auto vars = Lines(*text);
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_THRESHOLD"], "''");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_STATUS"], "missing");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_REASON"], "inconclusive:noisy");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_SCOPE"], "none");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_FIXED_MEASURED_AT"], "none");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_REASON"], "no_entry");
+  EXPECT_EQ(vars["ZCAL_MISSING"], "uring_send_zc,uring_send_zc_fixed");
+  EXPECT_EQ(vars["ZCAL_SOURCE"], "segment") << "the values given all come from the segment";
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "16384");
+  EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_STATUS"], "segment");
+}
+
+TEST(ExportFormat, OnlyEnvWritesAMissingMethod) {
+  const ExportValues v = WithMissing(0, "no_entry");
+  for (ExportFormat f : {ExportFormat::kLibfabric, ExportFormat::kSpdk, ExportFormat::kSpdkRpc,
+                         ExportFormat::kJson}) {
+    auto text = FormatExport(f, v);
+    ASSERT_FALSE(text) << ExportFormatName(f) << ": " << *text;
+    EXPECT_EQ(text.error().code, Errc::kNotFound);
+    EXPECT_NE(text.error().message.find("msg_zerocopy, which " + std::string(ExportFormatName(f))),
+              std::string::npos)
+        << text.error().message;
+  }
+  EXPECT_FALSE(FormatExport(ExportFormat::kJson, WithMissing(2, "no_entry")));
+  EXPECT_TRUE(FormatExport(ExportFormat::kLibfabric, WithMissing(2, "no_entry")))
+      << "libfabric does not read uring_send_zc_fixed";
+  EXPECT_TRUE(FormatExport(ExportFormat::kEnv, v));
+}
+
 TEST(ExportFormat, AFormatWithoutItsMethodFails) {
   ExportValues v = Values();
   v.methods.erase(v.methods.begin());
   EXPECT_FALSE(FormatExport(ExportFormat::kSpdk, v));
   EXPECT_FALSE(FormatExport(ExportFormat::kLibfabric, v));
   EXPECT_FALSE(ExportVariables(ExportFormat::kSpdk, Values()));
+}
+
+using M = calibrator::Method;
+using Methods = std::vector<M>;
+
+ExportPlan Plan(std::vector<ExportFormat> formats, Methods named = {}) {
+  auto plan = PlanExport(formats, named);
+  EXPECT_TRUE(plan) << plan.error().message;
+  return plan ? *plan : ExportPlan{};
+}
+
+TEST(ExportPlan, EachFormatReadsWhatItsConsumerReads) {
+  const Methods all = {M::kMsgZerocopy, M::kUringSendZc, M::kUringSendZcFixed};
+  const Methods msg = {M::kMsgZerocopy};
+  EXPECT_EQ(Plan({ExportFormat::kEnv}).methods, all);
+  EXPECT_EQ(Plan({ExportFormat::kEnv}).required, Methods{}) << "env marks, never refuses";
+  EXPECT_EQ(Plan({ExportFormat::kJson}).required, all);
+  for (ExportFormat f : {ExportFormat::kLibfabric, ExportFormat::kSpdk, ExportFormat::kSpdkRpc}) {
+    EXPECT_EQ(Plan({f}).methods, msg) << ExportFormatName(f);
+    EXPECT_EQ(Plan({f}).required, msg) << ExportFormatName(f);
+  }
+  // zcal exec's default: the variables of both, libfabric's method required.
+  const ExportPlan exec = Plan({ExportFormat::kEnv, ExportFormat::kLibfabric});
+  EXPECT_EQ(exec.methods, all);
+  EXPECT_EQ(exec.required, msg);
+}
+
+TEST(ExportPlan, NamedMethodsAreTheOnesWrittenAndAllRequired) {
+  const Methods uring = {M::kUringSendZc};
+  EXPECT_EQ(Plan({ExportFormat::kEnv}, uring).methods, uring);
+  EXPECT_EQ(Plan({ExportFormat::kEnv}, uring).required, uring);
+  const Methods two = {M::kMsgZerocopy, M::kUringSendZcFixed};
+  const ExportPlan both = Plan({ExportFormat::kEnv, ExportFormat::kLibfabric}, two);
+  EXPECT_EQ(both.methods, two);
+  EXPECT_EQ(both.required, two);
+}
+
+TEST(ExportPlan, RefusesMethodsTheFormatsDoNotWrite) {
+  const ExportFormat fabric[] = {ExportFormat::kLibfabric};
+  const Methods uring = {M::kUringSendZc};
+  auto left_out = PlanExport(fabric, uring);
+  ASSERT_FALSE(left_out);
+  EXPECT_EQ(left_out.error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(left_out.error().message,
+            "--methods uring_send_zc leaves out what format libfabric writes (msg_zerocopy); "
+            "name it");
+  const Methods extra = {M::kMsgZerocopy, M::kUringSendZc};
+  auto unwritten = PlanExport(fabric, extra, "methods");
+  ASSERT_FALSE(unwritten);
+  EXPECT_EQ(unwritten.error().message,
+            "methods names uring_send_zc, which format libfabric does not write (only env and "
+            "json write every method); leave it out");
+  const ExportFormat exec[] = {ExportFormat::kEnv, ExportFormat::kLibfabric};
+  auto nothing_for_fabric = PlanExport(exec, uring);
+  ASSERT_FALSE(nothing_for_fabric) << "libfabric would set nothing";
+  EXPECT_NE(nothing_for_fabric.error().message.find("name it, or leave that format out"),
+            std::string::npos)
+      << nothing_for_fabric.error().message;
+}
+
+TEST(ExportMethods, ParsesACommaSeparatedListInCanonicalOrder) {
+  auto parsed = ParseExportMethods("uring_send_zc_fixed,msg_zerocopy");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, (Methods{M::kMsgZerocopy, M::kUringSendZcFixed}));
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"", "--methods names no method"},
+           {"copy", "--methods: \"copy\" is not a zerocopy method"},
+           {"msg_zerocopy,tcp", "--methods: \"tcp\" is not a zerocopy method"},
+           {"msg_zerocopy,", "--methods: \"\" is not a zerocopy method"},
+           {"msg_zerocopy,msg_zerocopy", "names msg_zerocopy twice"}}) {
+    auto bad = ParseExportMethods(text);
+    ASSERT_FALSE(bad) << text;
+    EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+    EXPECT_NE(bad.error().message.find(says), std::string::npos) << bad.error().message;
+    if (says.find("twice") == std::string::npos) {
+      EXPECT_NE(bad.error().message.find("msg_zerocopy, uring_send_zc and uring_send_zc_fixed"),
+                std::string::npos)
+          << "names the methods: " << bad.error().message;
+    }
+  }
 }
 
 }  // namespace

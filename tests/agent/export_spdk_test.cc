@@ -38,21 +38,20 @@ ExportedMethod Method(std::uint8_t method, std::uint8_t verdict, std::uint64_t b
   return m;
 }
 
-ExportValues Values(std::uint8_t posix_verdict, std::uint64_t posix_bytes,
-                    std::uint8_t uring_verdict, std::uint64_t uring_bytes) {
+// Both SPDK modules send with MSG_ZEROCOPY: the values hold msg_zerocopy
+// only, as `zcal export --format spdk` reads them.
+ExportValues Values(std::uint8_t verdict, std::uint64_t bytes) {
   ExportValues v;
   v.segment = "/zcal";
   v.key = "host_default";
-  v.methods = {Method(ZCAL_METHOD_MSG_ZEROCOPY, posix_verdict, posix_bytes),
-               Method(ZCAL_METHOD_URING_SEND_ZC, uring_verdict, uring_bytes)};
+  v.methods = {Method(ZCAL_METHOD_MSG_ZEROCOPY, verdict, bytes)};
   return v;
 }
 
 // Every verdict zcal maps: a threshold, always (0), never (flags off).
 std::vector<ExportValues> AllVerdicts() {
-  return {Values(ZCAL_VERDICT_THRESHOLD, 16384, ZCAL_VERDICT_NEVER, 0),
-          Values(ZCAL_VERDICT_ALWAYS, 0, ZCAL_VERDICT_THRESHOLD, 65536),
-          Values(ZCAL_VERDICT_NEVER, 0, ZCAL_VERDICT_ALWAYS, 0)};
+  return {Values(ZCAL_VERDICT_THRESHOLD, 16384), Values(ZCAL_VERDICT_ALWAYS, 0),
+          Values(ZCAL_VERDICT_NEVER, 0)};
 }
 
 // Whether `value` has the fixture's type name.
@@ -154,18 +153,38 @@ TEST(ExportSpdk, AThresholdBeyondUint32TurnsZerocopyOff) {
   // SPDK reads zerocopy_threshold as uint32 and refuses the whole call for a
   // larger number; no flush is that large, so the answer is zerocopy off.
   const json doc = Fixture("sock_impl_set_options.json");
-  const ExportValues values =
-      Values(ZCAL_VERDICT_THRESHOLD, std::uint64_t{1} << 32, ZCAL_VERDICT_THRESHOLD, UINT32_MAX);
-  const json fragment = SpdkFragment(values);
+  const json beyond = SpdkFragment(Values(ZCAL_VERDICT_THRESHOLD, std::uint64_t{1} << 32));
+  ASSERT_EQ(beyond.at("config").size(), 2u);
+  for (const json& call : beyond.at("config")) {
+    const json& params = call.at("params");
+    ExpectDocumented(params, doc.at("params"), params.dump());
+    EXPECT_EQ(params.at("enable_zerocopy_send_server"), false);
+    EXPECT_EQ(params.at("enable_zerocopy_send_client"), false);
+    EXPECT_FALSE(params.contains("zerocopy_threshold"));
+  }
+  const json largest = SpdkFragment(Values(ZCAL_VERDICT_THRESHOLD, UINT32_MAX));
+  for (const json& call : largest.at("config")) {
+    EXPECT_EQ(call.at("params").at("zerocopy_threshold"), UINT32_MAX)
+        << "the largest uint32 is still sent";
+    EXPECT_EQ(call.at("params").at("enable_zerocopy_send_client"), true);
+  }
+}
+
+// SPDK's uring module submits sendmsg with MSG_ZEROCOPY through io_uring
+// and reaps the socket's error queue (module/sock/uring/uring.c): it pays
+// MSG_ZEROCOPY's costs, not those of io_uring's SEND_ZC, so both modules
+// take msg_zerocopy's threshold and the export needs no io_uring method.
+TEST(ExportSpdk, BothModulesTakeMsgZerocopysThreshold) {
+  const json fragment = SpdkFragment(Values(ZCAL_VERDICT_THRESHOLD, 16384));
   ASSERT_EQ(fragment.at("config").size(), 2u);
-  const json& posix = fragment.at("config").at(0).at("params");
-  ExpectDocumented(posix, doc.at("params"), posix.dump());
-  EXPECT_EQ(posix.at("enable_zerocopy_send_server"), false);
-  EXPECT_EQ(posix.at("enable_zerocopy_send_client"), false);
-  EXPECT_FALSE(posix.contains("zerocopy_threshold"));
-  const json& uring = fragment.at("config").at(1).at("params");
-  EXPECT_EQ(uring.at("zerocopy_threshold"), UINT32_MAX) << "the largest uint32 is still sent";
-  EXPECT_EQ(uring.at("enable_zerocopy_send_client"), true);
+  EXPECT_EQ(fragment.at("config").at(0).at("params").at("impl_name"), "posix");
+  EXPECT_EQ(fragment.at("config").at(1).at("params").at("impl_name"), "uring");
+  for (const json& call : fragment.at("config"))
+    EXPECT_EQ(call.at("params").at("zerocopy_threshold"), 16384);
+  const ExportFormat spdk[] = {ExportFormat::kSpdk};
+  const auto plan = PlanExport(spdk, {});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->methods, std::vector<calibrator::Method>{calibrator::Method::kMsgZerocopy});
 }
 
 // The fragment takes the place of the documented config's sock subsystem,

@@ -161,10 +161,12 @@ TEST_F(ExporterTest, WithoutAUsableEntryTheFileStaysAndTheReasonIsLoggedOnce) {
   std::ostringstream log;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
   spdlog::default_logger()->sinks().push_back(sink);
-  // Loopback is never a host default: nothing to export for it.
+  // Loopback is never a host default: nothing to export for it, and the
+  // consumer reads msg_zerocopy.
   config_.exports[0].format = ExportFormat::kEnv;
   config_.exports[0].for_address.clear();
   config_.exports[0].scope = "host_default";
+  config_.exports[0].methods = {Method::kMsgZerocopy};
   WriteFile(file_, "ZCAL_MSG_ZEROCOPY_THRESHOLD=16384\n");
   auto publisher = Open();
   ASSERT_TRUE(publisher);
@@ -177,6 +179,30 @@ TEST_F(ExporterTest, WithoutAUsableEntryTheFileStaysAndTheReasonIsLoggedOnce) {
   EXPECT_EQ(CountOf(log.str(), "has no usable entry"), 1u) << log.str();
   EXPECT_TRUE(Contains(log.str(), "export " + file_.string() + " (env scope host_default)"))
       << log.str();
+}
+
+TEST_F(ExporterTest, EnvMarksTheMethodsWithoutAUsableEntryInsteadOfFailing) {
+  // Only msg_zerocopy calibrated on loopback: env's io_uring methods have no
+  // entry. Its consumer may not read them: written, each marked missing.
+  RoundOutcome outcome = LoopbackNever();
+  auto& methods = outcome.reports[0].report->analysis.paths["loopback"].methods;
+  methods.erase(Method::kUringSendZc);
+  methods.erase(Method::kUringSendZcFixed);
+  config_.methods = {Method::kCopy, Method::kMsgZerocopy};
+  config_.exports[0].format = ExportFormat::kEnv;
+  config_.exports[0].for_address.clear();
+  config_.exports[0].scope = "loopback";
+  auto publisher = Open();
+  ASSERT_TRUE(publisher);
+  publisher->Accept(outcome, Host(), 1'000);
+  const std::string text = ReadFile(file_);
+  EXPECT_TRUE(Contains(text, "\nZCAL_MSG_ZEROCOPY_THRESHOLD=never\n")) << text;
+  EXPECT_TRUE(Contains(text, "\nZCAL_URING_SEND_ZC_THRESHOLD=''\nZCAL_URING_SEND_ZC_STATUS=missing\n"
+                             "ZCAL_URING_SEND_ZC_REASON=no_entry\n"))
+      << text;
+  EXPECT_TRUE(Contains(text, "\nZCAL_MISSING=uring_send_zc,uring_send_zc_fixed\n")) << text;
+  EXPECT_EQ(Counter("zcal_export_writes_total", "env"), "1");
+  EXPECT_EQ(Counter("zcal_export_errors_total", "env"), "0");
 }
 
 TEST_F(ExporterTest, AFallbackIsWrittenWhereNoEntryIs) {

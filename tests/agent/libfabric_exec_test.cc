@@ -192,13 +192,13 @@ bool Listening(std::uint16_t port) {
   return false;
 }
 
-std::vector<std::string> Under(const std::string& segment, const fs::path& trace,
-                               std::vector<std::string> pingpong) {
-  std::vector<std::string> args = {g_zcal,   "exec",      "--segment", segment,
-                                   "--for",  "127.0.0.1", "--format",  "libfabric",
-                                   "--",     g_strace,    "-f",        "-s",
-                                   "0",      "-o",        trace.string(), "-e",
-                                   "trace=setsockopt,sendmsg", g_pingpong};
+// `formats`: zcal exec's --format, "" for its default (env,libfabric).
+std::vector<std::string> Under(const std::string& segment, const std::string& formats,
+                               const fs::path& trace, std::vector<std::string> pingpong) {
+  std::vector<std::string> args = {g_zcal, "exec", "--segment", segment, "--for", "127.0.0.1"};
+  if (!formats.empty()) args.insert(args.end(), {"--format", formats});
+  args.insert(args.end(), {"--", g_strace, "-f", "-s", "0", "-o", trace.string(), "-e",
+                           "trace=setsockopt,sendmsg", g_pingpong});
   args.insert(args.end(), pingpong.begin(), pingpong.end());
   return args;
 }
@@ -210,7 +210,7 @@ struct PingpongRun {
   std::string server_trace, client_trace;
 };
 
-PingpongRun RunPingpong(const std::string& segment) {
+PingpongRun RunPingpong(const std::string& segment, const std::string& formats = "libfabric") {
   ScratchDir dir;
   PingpongRun run;
   const std::uint16_t port = FreePort();
@@ -224,14 +224,15 @@ PingpongRun RunPingpong(const std::string& segment) {
   client_args.insert(client_args.end(), {"-P", std::to_string(port), "127.0.0.1"});
 
   const auto deadline = std::chrono::steady_clock::now() + kRunBound;
-  Child server(Under(segment, dir / "server.trace", server_args), dir / "server.out");
+  Child server(Under(segment, formats, dir / "server.trace", server_args), dir / "server.out");
   if (server.Started()) {
     while (server.Running() && !Listening(port) && std::chrono::steady_clock::now() < deadline) {
       const timespec poll_interval{0, 10'000'000};
       nanosleep(&poll_interval, nullptr);
     }
     if (Listening(port)) {
-      Child client(Under(segment, dir / "client.trace", client_args), dir / "client.out");
+      Child client(Under(segment, formats, dir / "client.trace", client_args),
+                   dir / "client.out");
       run.client_status = client.Wait(deadline);
     }
     run.server_status = server.Wait(deadline);
@@ -288,9 +289,9 @@ Sends CountSends(const std::string& trace) {
 
 // The writer stays open for the run, as the agent's would.
 std::unique_ptr<zcal::agent::ShmWriter> Publish(const ScopedName& name,
-                                                const PublishedEntry& entry) {
+                                                const std::vector<PublishedEntry>& entries) {
   auto writer = MakeWriter(name);
-  auto published = writer->Publish(std::vector<PublishedEntry>{entry}, false);
+  auto published = writer->Publish(entries, false);
   if (!published) throw std::runtime_error(published.error().message);
   return writer;
 }
@@ -306,7 +307,7 @@ void ExpectCompleted(const PingpongRun& run) {
 
 TEST(LibfabricExec, AThresholdBelowTheMessagesSendsThemWithMsgZerocopy) {
   ScopedName name("fabric-below");
-  const auto writer = Publish(name, LoopbackPeer(16384));
+  const auto writer = Publish(name, {LoopbackPeer(16384)});
   const PingpongRun run = RunPingpong(name.str());
   ExpectCompleted(run);
   EXPECT_GE(SoZerocopyCalls(run.server_trace), 1) << run.server_trace;
@@ -319,7 +320,7 @@ TEST(LibfabricExec, AThresholdBelowTheMessagesSendsThemWithMsgZerocopy) {
 
 TEST(LibfabricExec, AThresholdAboveTheMessagesCopiesThem) {
   ScopedName name("fabric-above");
-  const auto writer = Publish(name, LoopbackPeer(131072));
+  const auto writer = Publish(name, {LoopbackPeer(131072)});
   const PingpongRun run = RunPingpong(name.str());
   ExpectCompleted(run);
   EXPECT_GE(SoZerocopyCalls(run.server_trace), 1) << run.server_trace;
@@ -336,7 +337,7 @@ TEST(LibfabricExec, NeverLeavesZerocopyOff) {
   never.verdict = zcal::calibrator::Verdict::kNever;
   never.threshold_bytes.reset();
   never.reason = zcal::calibrator::Reason::kKernelCopied;
-  const auto writer = Publish(name, never);
+  const auto writer = Publish(name, {never});
   const PingpongRun run = RunPingpong(name.str());
   ExpectCompleted(run);
   EXPECT_EQ(SoZerocopyCalls(run.server_trace) + SoZerocopyCalls(run.client_trace), 0)
@@ -344,6 +345,26 @@ TEST(LibfabricExec, NeverLeavesZerocopyOff) {
   const Sends server = CountSends(run.server_trace), client = CountSends(run.client_trace);
   EXPECT_EQ(server.zerocopy + client.zerocopy, 0);
   EXPECT_GE(server.copy + client.copy, 2 * kIterations) << run.server_trace;
+}
+
+// What a VM often publishes: msg_zerocopy decided, the io_uring methods
+// inconclusive or absent. libfabric reads msg_zerocopy only, so zcal exec's
+// default formats (env,libfabric) start it; env marks the others missing.
+TEST(LibfabricExec, TheDefaultFormatsRunItWithoutTheIoUringMethods) {
+  ScopedName name("fabric-no-uring");
+  PublishedEntry unsure = LoopbackPeer(0);
+  unsure.method = zcal::calibrator::Method::kUringSendZcFixed;
+  unsure.verdict = zcal::calibrator::Verdict::kInconclusive;
+  unsure.threshold_bytes.reset();
+  unsure.reason = zcal::calibrator::Reason::kNoisy;
+  const auto writer = Publish(name, {LoopbackPeer(16384), unsure});
+  const PingpongRun run = RunPingpong(name.str(), "");
+  ExpectCompleted(run);
+  EXPECT_NE(run.server_out.find("marked missing"), std::string::npos) << run.server_out;
+  EXPECT_GE(SoZerocopyCalls(run.server_trace), 1) << run.server_trace;
+  EXPECT_GE(SoZerocopyCalls(run.client_trace), 1) << run.client_trace;
+  const Sends server = CountSends(run.server_trace), client = CountSends(run.client_trace);
+  EXPECT_GE(server.zerocopy + client.zerocopy, 1) << run.server_trace << run.client_trace;
 }
 
 }  // namespace

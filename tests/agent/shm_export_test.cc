@@ -152,8 +152,11 @@ TEST_F(ZcalExport, LibfabricSpdkAndJsonParse) {
   const auto config = nlohmann::json::parse(spdk.out);
   EXPECT_EQ(config["subsystem"], "sock");
   EXPECT_EQ(config["config"][0]["params"]["zerocopy_threshold"], 65536);
+  // SPDK's uring module sends with MSG_ZEROCOPY: msg_zerocopy's threshold,
+  // not uring_send_zc's never.
   EXPECT_EQ(config["config"][1]["params"]["impl_name"], "uring");
-  EXPECT_EQ(config["config"][1]["params"]["enable_zerocopy_send_client"], false);
+  EXPECT_EQ(config["config"][1]["params"]["enable_zerocopy_send_client"], true);
+  EXPECT_EQ(config["config"][1]["params"]["zerocopy_threshold"], 65536);
 
   auto rpc = Zcal("export", {"--format", "spdk-rpc", "--segment", name.str()});
   ASSERT_EQ(rpc.exit_status, 0) << rpc.err;
@@ -194,27 +197,118 @@ TEST_F(ZcalExport, NoSegmentFailsUnlessAFallbackIsNamed) {
   EXPECT_FALSE(doc.contains("entries"));
 }
 
-TEST_F(ZcalExport, AMethodWithoutAUsableEntryFailsOrFallsBack) {
-  ScopedName name("export-partial");
-  auto writer = MakeWriter(name);
+// msg_zerocopy measured, uring_send_zc inconclusive, uring_send_zc_fixed
+// absent: what a VM whose io_uring methods could not be decided publishes.
+std::vector<PublishedEntry> WithoutUring() {
   PublishedEntry unsure = Entry(ScopeKind::kHostDefault, 0, Method::kUringSendZc);
   unsure.verdict = Verdict::kInconclusive;
   unsure.threshold_bytes.reset();
   unsure.reason = zcal::calibrator::Reason::kNoisy;
-  ASSERT_TRUE(writer->Publish(std::vector<PublishedEntry>{Entry(ScopeKind::kHostDefault, 8192),
-                                                          unsure},
-                              false));
-  ExpectRefused(Zcal("export", {"--format", "spdk", "--segment", name.str()}), 1,
-                "no usable entry");
+  return {Entry(ScopeKind::kHostDefault, 8192), unsure};
+}
+
+TEST_F(ZcalExport, AMethodTheConsumerReadsWithoutAUsableEntryFailsOrFallsBack) {
+  ScopedName name("export-partial");
+  auto writer = MakeWriter(name);
+  ASSERT_TRUE(writer->Publish(WithoutUring(), false));
+  const std::string file = (dir_ / "out").string();
+  ExpectRefused(Zcal("export", {"--format", "json", "--segment", name.str(), "-o", file}), 1,
+                "no usable entry (none, or inconclusive) for host_default and uring_send_zc, "
+                "uring_send_zc_fixed, which the consumer reads");
+  ExpectRefused(Zcal("export", {"--format", "env", "--segment", name.str(), "--methods",
+                                "msg_zerocopy,uring_send_zc", "-o", file}),
+                1, "for host_default and uring_send_zc, which the consumer reads");
+  EXPECT_TRUE(fs::is_empty(dir_)) << "nothing written";
   auto r = Zcal("export", {"--format", "env", "--segment", name.str(), "--fallback", "4KiB"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   auto vars = Vars(r.out);
   EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "8192");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_THRESHOLD"], "4096");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_SCOPE"], "fallback");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_STATUS"], "fallback");
+  EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_REASON"], "inconclusive:noisy");
   EXPECT_EQ(vars["ZCAL_SOURCE"], "fallback");
-  auto fabric = Zcal("export", {"--format", "libfabric", "--segment", name.str()});
-  EXPECT_EQ(fabric.exit_status, 0) << "libfabric needs msg_zerocopy only: " << fabric.err;
+  EXPECT_EQ(vars["ZCAL_MISSING"], "''");
+  // libfabric and SPDK read msg_zerocopy only.
+  for (const char* format : {"libfabric", "spdk", "spdk-rpc"}) {
+    auto ok = Zcal("export", {"--format", format, "--segment", name.str()});
+    EXPECT_EQ(ok.exit_status, 0) << format << " needs msg_zerocopy only: " << ok.err;
+    EXPECT_EQ(ok.err, "") << format;
+  }
+}
+
+TEST_F(ZcalExport, EnvMarksAMethodWithoutAUsableEntryForTheStartScriptToTest) {
+  ScopedName name("export-marked");
+  auto writer = MakeWriter(name);
+  ASSERT_TRUE(writer->Publish(WithoutUring(), false));
+  const std::string file = (dir_ / "zcal.env").string();
+  auto r = Zcal("export", {"--format", "env", "--segment", name.str(), "-o", file});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(LineCount(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("zcal export: warning: segment " + name.str() +
+                       " has no usable entry (none, or inconclusive) for host_default and "
+                       "uring_send_zc, uring_send_zc_fixed: marked missing"),
+            std::string::npos)
+      << r.err;
+  // What a start script tests, read by the shell.
+  auto sh = zcal::test::Run(
+      {"/bin/sh", "-c",
+       ". \"$1\" && echo \"$ZCAL_MSG_ZEROCOPY_THRESHOLD $ZCAL_MSG_ZEROCOPY_STATUS|"
+       "$ZCAL_URING_SEND_ZC_THRESHOLD|$ZCAL_URING_SEND_ZC_STATUS $ZCAL_URING_SEND_ZC_REASON|"
+       "$ZCAL_URING_SEND_ZC_FIXED_STATUS $ZCAL_URING_SEND_ZC_FIXED_REASON|$ZCAL_MISSING|"
+       "$ZCAL_SOURCE\"",
+       "sh", file});
+  EXPECT_EQ(sh.out,
+            "8192 segment||missing inconclusive:noisy|missing no_entry|"
+            "uring_send_zc,uring_send_zc_fixed|segment\n")
+      << sh.err;
+  // --methods names what the consumer reads: only those are written.
+  auto only = Zcal("export", {"--format", "env", "--segment", name.str(), "--methods",
+                              "msg_zerocopy"});
+  ASSERT_EQ(only.exit_status, 0) << only.err;
+  EXPECT_EQ(only.err, "");
+  EXPECT_EQ(Vars(only.out).count("ZCAL_URING_SEND_ZC_STATUS"), 0u) << only.out;
+  EXPECT_EQ(Vars(only.out)["ZCAL_MISSING"], "''");
+}
+
+TEST_F(ZcalExport, ExecRunsAConsumerThatReadsOnlyWhatWasMeasured) {
+  ScopedName name("exec-partial");
+  auto writer = MakeWriter(name);
+  ASSERT_TRUE(writer->Publish(WithoutUring(), false));
+  const std::string print =
+      "echo \"$FI_TCP_ZEROCOPY_SIZE $ZCAL_MSG_ZEROCOPY_THRESHOLD "
+      "${ZCAL_URING_SEND_ZC_STATUS-unset} ${ZCAL_MISSING-unset}\"; exit 3";
+  auto both = Zcal("exec", {"--segment", name.str(), "--format", "libfabric,env", "--",
+                            "/bin/sh", "-c", print});
+  EXPECT_EQ(both.exit_status, 3) << both.err;
+  EXPECT_EQ(both.out, "8192 8192 missing uring_send_zc,uring_send_zc_fixed\n");
+  EXPECT_NE(both.err.find("zcal exec: warning:"), std::string::npos) << both.err;
+  auto defaults = Zcal("exec", {"--segment", name.str(), "--", "/bin/sh", "-c", print});
+  EXPECT_EQ(defaults.exit_status, 3) << defaults.err;
+  EXPECT_EQ(defaults.out, both.out);
+  auto fabric = Zcal("exec", {"--segment", name.str(), "--format", "libfabric", "--",
+                              "/bin/sh", "-c", print});
+  EXPECT_EQ(fabric.exit_status, 3) << fabric.err;
+  EXPECT_EQ(fabric.out, "8192  unset unset\n");
+  EXPECT_EQ(fabric.err, "");
+  // A consumer that reads an io_uring method says so, and is not started.
+  ExpectRefused(Zcal("exec", {"--segment", name.str(), "--format", "env", "--methods",
+                              "uring_send_zc_fixed", "--", "/bin/sh", "-c", "echo ran"}),
+                1, "uring_send_zc_fixed, which the consumer reads");
+}
+
+TEST_F(ZcalExport, ExecRefusesWhenTheMethodLibfabricReadsIsMissing) {
+  ScopedName name("exec-no-msg");
+  auto writer = MakeWriter(name);
+  ASSERT_TRUE(writer->Publish(std::vector<PublishedEntry>{Entry(ScopeKind::kHostDefault, 4096,
+                                                                Method::kUringSendZc)},
+                              false));
+  ExpectRefused(Zcal("exec", {"--segment", name.str(), "--", "/bin/sh", "-c", "echo ran"}), 1,
+                "for host_default and msg_zerocopy, which the consumer reads");
+  auto env = Zcal("exec", {"--segment", name.str(), "--format", "env", "--", "/bin/sh", "-c",
+                           "echo $ZCAL_URING_SEND_ZC_THRESHOLD $ZCAL_MSG_ZEROCOPY_STATUS"});
+  EXPECT_EQ(env.exit_status, 0) << env.err;
+  EXPECT_EQ(env.out, "4096 missing\n");
 }
 
 TEST_F(ZcalExport, AStaleTableWarnsAndFreshRefusesIt) {
@@ -251,6 +345,16 @@ TEST_F(ZcalExport, BadInputIsOneLineAndWritesNothing) {
   ExpectRefused(Zcal("export", {"--format", "env", "--segment", seg, "--fallback", "maybe"}), 2,
                 "--fallback \"maybe\"");
   ExpectRefused(Zcal("export", {"--format", "env", "--segment", "no-slash"}), 2, "invalid");
+  ExpectRefused(Zcal("export", {"--format", "env", "--segment", seg, "--methods", "tcp", "-o",
+                                file}),
+                2, "--methods: \"tcp\" is not a zerocopy method; the methods are msg_zerocopy, "
+                   "uring_send_zc and uring_send_zc_fixed");
+  ExpectRefused(Zcal("export", {"--format", "libfabric", "--segment", seg, "--methods",
+                                "uring_send_zc", "-o", file}),
+                2, "--methods uring_send_zc leaves out what format libfabric writes (msg_zerocopy)");
+  ExpectRefused(Zcal("export", {"--format", "spdk", "--segment", seg, "--methods",
+                                "msg_zerocopy,uring_send_zc", "-o", file}),
+                2, "--methods names uring_send_zc, which format spdk does not write");
   ExpectRefused(Zcal("export", {"--format", "env", "--segment", seg, "-o",
                                 (dir_ / "missing" / "out").string()}),
                 1, (dir_ / "missing").string());
@@ -310,6 +414,11 @@ TEST_F(ZcalExport, ExecRefusesAsExportDoesAndLikeEnvWhenItCannotRun) {
                 "env and libfabric");
   ExpectRefused(Zcal("exec", args({"--segment", live.str(), "--for", "nowhere"})), 2,
                 "not a numeric");
+  ExpectRefused(Zcal("exec", args({"--segment", live.str(), "--methods", "msg_zerocopy,"})), 2,
+                "--methods: \"\" is not a zerocopy method");
+  ExpectRefused(Zcal("exec", args({"--segment", live.str(), "--methods", "uring_send_zc"})), 2,
+                "leaves out what format libfabric writes (msg_zerocopy); name it, or leave that "
+                "format out");
   ExpectRefused(Zcal("exec", {"--segment", live.str(), "--", (dir_ / "absent").string()}), 127,
                 "cannot run");
   const fs::path plain = dir_ / "not-executable";

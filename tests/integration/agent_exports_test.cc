@@ -2,7 +2,10 @@
 // what `zcal export` prints for the same key, byte for byte; a republish
 // with the same content leaves it alone (same inode, same mtime, one write
 // counted); a reload that changes its key rewrites it in the mode the
-// operator gave it.
+// operator gave it. An agent that calibrates msg_zerocopy only keeps an env
+// file with the io_uring methods marked missing and a libfabric file, and
+// refuses (leaves unwritten) an export whose consumer reads an io_uring
+// method.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -90,6 +93,60 @@ TEST_F(AgentExportsTest, KeepsTheFileAsZcalExportPrintsItAndWritesOnlyOnChange) 
       << agent->Log();
 }
 
+TEST_F(AgentExportsTest, WithoutTheIoUringMethodsOnlyTheExportThatReadsThemIsRefused) {
+  settings_.methods = "[copy, msg_zerocopy]";
+  const std::filesystem::path env = dir_.path() / "zcal.env";
+  const std::filesystem::path uring = dir_.path() / "uring.env";
+  WriteFile(config_, AgentConfig(settings_) + "exports:\n"
+                         "  - {format: libfabric, path: " + file_.string() + ", scope: loopback}\n"
+                         "  - {format: env, path: " + env.string() + ", scope: loopback}\n"
+                         "  - {format: env, path: " + uring.string() +
+                         ", scope: loopback, methods: [uring_send_zc]}\n");
+  auto agent = AgentProcess::Start(config_, dir_.path() / "agent.log");
+  ASSERT_TRUE(agent->WaitForLog("calibration finished", kTimeout)) << agent->Log();
+  const int port = agent->MetricsPort();
+  // The env file is written at start too, from the empty table published
+  // before the first calibration (every method missing), then again.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string text = Scrape(port);
+        return Contains(text, "zcal_export_writes_total{format=\"env\"} 2") &&
+               Contains(text, "zcal_export_writes_total{format=\"libfabric\"} 1");
+      },
+      kTimeout))
+      << Scrape(port) << agent->Log();
+
+  const std::string text = ReadFile(env);
+  EXPECT_TRUE(Contains(text, "\nZCAL_URING_SEND_ZC_STATUS=missing\nZCAL_URING_SEND_ZC_REASON=no_entry\n"))
+      << text;
+  EXPECT_TRUE(Contains(text, "\nZCAL_MISSING=uring_send_zc,uring_send_zc_fixed\n")) << text;
+  EXPECT_TRUE(Contains(text, "\nZCAL_MSG_ZEROCOPY_STATUS=segment\n")) << text;
+  // Byte for byte what zcal export prints, its warning aside.
+  const CommandResult exported = RunCommand({ZcalBinary(), "export", "--format", "env", "--segment",
+                                             settings_.segment, "--scope", "loopback"});
+  EXPECT_EQ(exported.status, 0) << exported.err;
+  EXPECT_EQ(text, exported.out);
+  EXPECT_TRUE(Contains(exported.err, "marked missing")) << exported.err;
+  EXPECT_TRUE(Contains(ReadFile(file_), "\nFI_TCP_ZEROCOPY_SIZE=-1\n")) << ReadFile(file_);
+
+  EXPECT_FALSE(std::filesystem::exists(uring));
+  EXPECT_TRUE(Contains(Scrape(port), "zcal_export_errors_total{format=\"env\"} ")) << Scrape(port);
+  EXPECT_TRUE(Contains(agent->Log(), "export " + uring.string() +
+                                         " (env scope loopback): segment " + settings_.segment +
+                                         " has no usable entry (none, or inconclusive) for loopback "
+                                         "and uring_send_zc, which the consumer reads"))
+      << agent->Log();
+
+  // zcal exec with both formats starts the consumer: libfabric's value is
+  // there, env's io_uring methods are marked.
+  const CommandResult run = RunCommand(
+      {ZcalBinary(), "exec", "--segment", settings_.segment, "--scope", "loopback", "--format",
+       "libfabric,env", "--", "/bin/sh", "-c",
+       "echo $FI_TCP_ZEROCOPY_SIZE $ZCAL_URING_SEND_ZC_FIXED_STATUS $ZCAL_MISSING"});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "-1 missing uring_send_zc,uring_send_zc_fixed\n");
+}
+
 TEST_F(AgentExportsTest, CheckConfigRejectsAnExportWhoseDirectoryIsMissing) {
   WriteFile(config_, AgentConfig(settings_) +
                          "exports:\n  - {format: env, path: " +
@@ -99,6 +156,18 @@ TEST_F(AgentExportsTest, CheckConfigRejectsAnExportWhoseDirectoryIsMissing) {
       RunCommand({ZcalBinary(), "agent", "--check-config", config_.string()});
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(Contains(r.err + r.out, "exports[0].path: the directory")) << r.err << r.out;
+}
+
+TEST_F(AgentExportsTest, CheckConfigRejectsMethodsTheFormatDoesNotWrite) {
+  WriteFile(config_, AgentConfig(settings_) +
+                         "exports:\n  - {format: libfabric, path: " + file_.string() +
+                         ", scope: loopback, methods: [uring_send_zc_fixed]}\n");
+  const CommandResult r =
+      RunCommand({ZcalBinary(), "agent", "--check-config", config_.string()});
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(Contains(r.err + r.out, "exports[0].methods uring_send_zc_fixed leaves out what "
+                                      "format libfabric writes (msg_zerocopy)"))
+      << r.err << r.out;
 }
 
 }  // namespace

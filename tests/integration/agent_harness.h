@@ -34,6 +34,8 @@ struct AgentSettings {
   std::string sink_key_file;
   /// peers.static ("ADDR:PORT" each); empty = no peers section.
   std::vector<std::string> peers_static;
+  /// methods: as YAML ("[copy, msg_zerocopy]"); "" = no methods key (all five).
+  std::string methods;
 };
 
 /// The YAML of a configuration with these settings.

@@ -29,6 +29,7 @@ constexpr int kExitNotFound = 127;
 
 struct ExecArgs {
   ExportKeyArgs key;
+  ExportMethodsOption methods;
   std::string formats = "env,libfabric";
   std::vector<std::string> command;
 };
@@ -68,13 +69,11 @@ int RunExec(const ExecArgs& args) {
     return Refuse("name the command after --, as in: zcal exec -- CMD ARGS", kExitUsage);
   auto formats = ParseFormats(args.formats);
   if (!formats) return Refuse(formats.error().message, ExitStatusOf(formats.error()));
-  std::vector<std::uint8_t> methods;
-  for (ExportFormat f : *formats)
-    for (std::uint8_t m : ExportMethods(f))
-      if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+  auto plan = args.methods.Plan(*formats);
+  if (!plan) return Refuse(plan.error().message, ExitStatusOf(plan.error()));
 
   std::ostringstream warnings;
-  auto selection = SelectExport(args.key, methods, "zcal exec", warnings);
+  auto selection = SelectExport(args.key, *plan, "zcal exec", warnings);
   std::cerr << warnings.str();
   if (!selection) return Refuse(selection.error().message, ExitStatusOf(selection.error()));
   // Every format sees all the methods read, so that the variables they
@@ -104,9 +103,10 @@ Command AddExecCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "exec",
       "Run CMD with the variables of zcal export (env and libfabric formats) added to its "
-      "environment; its exit status is zcal's. The same refusals as zcal export; 126 or "
-      "127 when CMD cannot be run.");
+      "environment; its exit status is zcal's. The same refusals as zcal export (for the "
+      "methods the formats' consumers read); 126 or 127 when CMD cannot be run.");
   AddExportKeyOptions(*app, args->key);
+  args->methods.Add(*app);
   app->add_option("--format", args->formats,
                   "Comma-separated formats whose variables to set: env, libfabric "
                   "(default: env,libfabric)");

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -19,6 +20,7 @@ namespace {
 
 struct ExportArgs {
   ExportKeyArgs key;
+  ExportMethodsOption methods;
   std::string format;
   std::string output;
 };
@@ -35,6 +37,8 @@ int RunExport(const ExportArgs& args) {
                         "name a format with --format: env, json, libfabric, spdk or spdk-rpc"});
   auto format = ParseExportFormat(args.format);
   if (!format) return Refuse(format.error());
+  auto plan = args.methods.Plan(std::span(&*format, 1));
+  if (!plan) return Refuse(plan.error());
   // The file's directory is checked before the segment is read, and
   // nothing is written unless everything succeeded (the temporary file is
   // removed otherwise).
@@ -47,7 +51,7 @@ int RunExport(const ExportArgs& args) {
     file = std::move(*created);
   }
   std::ostringstream warnings;
-  auto selection = SelectExport(args.key, ExportMethods(*format), "zcal export", warnings);
+  auto selection = SelectExport(args.key, *plan, "zcal export", warnings);
   std::cerr << warnings.str();
   if (!selection) return Refuse(selection.error());
   auto text = FormatExport(*format, selection->values, selection->show);
@@ -71,9 +75,11 @@ Command AddExportCommand(CLI::App& parent) {
       "Print the thresholds this host publishes for one key, read from the segment, in "
       "the form a consumer reads: env (KEY=VALUE for sh and systemd), libfabric, spdk "
       "(a JSON config's sock subsystem), spdk-rpc (JSON-RPC requests) or json. Exit "
-      "status 1 without a segment or a usable entry, unless --fallback.");
+      "status 1 without a segment or without a usable entry for a method the consumer "
+      "reads, unless --fallback; env marks the other methods it lacks.");
   app->add_option("--format", args->format, "env, libfabric, spdk, spdk-rpc or json (required)");
   AddExportKeyOptions(*app, args->key);
+  args->methods.Add(*app);
   app->add_option("-o,--output", args->output,
                   "Write to this file atomically (keeping an existing file's mode and "
                   "owner) instead of standard output");

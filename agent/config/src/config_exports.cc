@@ -90,20 +90,47 @@ void ReadKey(ConfigReader& reader, const std::map<std::string, YAML::Node>& fiel
   }
 }
 
+// methods: a list of zerocopy method names, as zcal export's --methods, that
+// the entry's format can write.
+bool ReadMethods(ConfigReader& reader, const YAML::Node& node, const std::string& key,
+                 ExportConfig& out) {
+  if (!reader.ExpectSequence(node, key)) return false;
+  std::string list;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    std::string name;
+    if (!reader.String(node[i], key + "[" + std::to_string(i) + "]", name)) return false;
+    list += (i == 0 ? "" : ",") + name;
+  }
+  // The messages start with the key already.
+  auto methods = ParseExportMethods(list, key);
+  if (!methods) {
+    reader.Error(node, "", methods.error().message);
+    return false;
+  }
+  const ExportFormat formats[] = {out.format};
+  if (auto plan = PlanExport(formats, *methods, key); !plan) {
+    reader.Error(node, "", plan.error().message);
+    return false;
+  }
+  out.methods = std::move(*methods);
+  return true;
+}
+
 }  // namespace
 
 void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
   config.exports.clear();
   if (node.IsNull()) return;
   if (!reader.ExpectSequence(node, "exports")) return;
-  static constexpr std::array<std::string_view, 6> kKeys = {
-      "format", "path", "for", "interface", "scope", "fallback"};
+  static constexpr std::array<std::string_view, 7> kKeys = {
+      "format", "path", "for", "interface", "scope", "fallback", "methods"};
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string key = "exports[" + std::to_string(i) + "]";
     const auto fields = reader.Map(node[i], key, kKeys);
     if (!fields) continue;
     ExportConfig e;
     bool ok = true;
+    bool format_ok = false;  // methods are checked against a known format only
     const auto required = [&](const char* name, const char* what) {
       const auto it = fields->find(name);
       if (it != fields->end()) return true;
@@ -121,6 +148,7 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
         ok = false;
       } else {
         e.format = *format;
+        format_ok = true;
       }
     }
     if (required("path", "an absolute file path")) {
@@ -143,6 +171,8 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
         ok = false;
       }
     }
+    if (const auto it = fields->find("methods"); it != fields->end() && format_ok)
+      ok = ReadMethods(reader, it->second, key + ".methods", e) && ok;
     if (!ok) continue;
     const bool twice = std::any_of(config.exports.begin(), config.exports.end(),
                                    [&](const ExportConfig& o) { return o.path == e.path; });

@@ -63,34 +63,44 @@ nlohmann::json SpdkParams(std::string_view impl, const ExportedMethod& m) {
   return params;
 }
 
+std::string StatusText(const ExportedMethod& m) {
+  switch (m.source) {
+    case ExportSource::kFallback:
+      return "fallback";
+    case ExportSource::kMissing:
+      return "missing";
+    case ExportSource::kSegment:
+      break;
+  }
+  return "segment";
+}
+
+// The method a format writes, refused when it has no value: only env marks
+// a missing method (its consumer may not read it); the others are read
+// whole by a consumer that would take an absent value for its default.
+Result<const ExportedMethod*> Needed(const ExportValues& values, std::uint8_t method,
+                                     ExportFormat format) {
+  const ExportedMethod* m = Find(values, method);
+  if (m == nullptr || m->missing())
+    return Fail(m == nullptr ? Errc::kInvalidArgument : Errc::kNotFound,
+                "no usable value for " + std::string(zcal_method_name(method)) + ", which " +
+                    std::string(ExportFormatName(format)) + " reads");
+  return m;
+}
+
+// Both of SPDK's modules send with MSG_ZEROCOPY (export_formats.h): the
+// uring module's sendmsg carries that flag and its completions come from
+// the socket's error queue, so msg_zerocopy's threshold is the one both
+// pay for.
 Result<std::vector<std::pair<std::string_view, const ExportedMethod*>>> SpdkModules(
-    const ExportValues& values) {
-  std::vector<std::pair<std::string_view, const ExportedMethod*>> modules = {
-      {"posix", Find(values, ZCAL_METHOD_MSG_ZEROCOPY)},
-      {"uring", Find(values, ZCAL_METHOD_URING_SEND_ZC)}};
-  for (const auto& [impl, m] : modules)
-    if (m == nullptr)
-      return Fail(Errc::kInvalidArgument,
-                  "no value for the " + std::string(impl) + " module's method");
-  return modules;
+    const ExportValues& values, ExportFormat format) {
+  auto m = Needed(values, ZCAL_METHOD_MSG_ZEROCOPY, format);
+  if (!m) return tl::unexpected(m.error());
+  return std::vector<std::pair<std::string_view, const ExportedMethod*>>{{"posix", *m},
+                                                                          {"uring", *m}};
 }
 
 }  // namespace
-
-std::vector<std::uint8_t> ExportMethods(ExportFormat format) {
-  switch (format) {
-    case ExportFormat::kLibfabric:
-      return {ZCAL_METHOD_MSG_ZEROCOPY};
-    case ExportFormat::kSpdk:
-    case ExportFormat::kSpdkRpc:
-      return {ZCAL_METHOD_MSG_ZEROCOPY, ZCAL_METHOD_URING_SEND_ZC};
-    case ExportFormat::kEnv:
-    case ExportFormat::kJson:
-      break;
-  }
-  return {ZCAL_METHOD_MSG_ZEROCOPY, ZCAL_METHOD_URING_SEND_ZC,
-          ZCAL_METHOD_URING_SEND_ZC_FIXED};
-}
 
 Result<ExportFallback> ParseExportFallback(std::string_view text) {
   if (text == "never") return ExportFallback{ZCAL_VERDICT_NEVER, 0};
@@ -108,7 +118,15 @@ bool ExportValues::any_fallback() const {
                      [](const ExportedMethod& m) { return m.fallback(); });
 }
 
+std::string ExportValues::MissingNames() const {
+  std::string out;
+  for (const ExportedMethod& m : methods)
+    if (m.missing()) out += (out.empty() ? "" : ",") + std::string(zcal_method_name(m.method));
+  return out;
+}
+
 std::string ThresholdText(const ExportedMethod& m) {
+  if (m.missing()) return "";
   if (m.verdict == ZCAL_VERDICT_NEVER) return "never";
   if (m.verdict == ZCAL_VERDICT_ALWAYS) return "always";
   return std::to_string(m.threshold_bytes);
@@ -118,8 +136,9 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
     ExportFormat format, const ExportValues& values) {
   std::vector<std::pair<std::string, std::string>> vars;
   if (format == ExportFormat::kLibfabric) {
-    const ExportedMethod* m = Find(values, ZCAL_METHOD_MSG_ZEROCOPY);
-    if (m == nullptr) return Fail(Errc::kInvalidArgument, "no value for msg_zerocopy");
+    auto needed = Needed(values, ZCAL_METHOD_MSG_ZEROCOPY, format);
+    if (!needed) return tl::unexpected(needed.error());
+    const ExportedMethod* m = *needed;
     // libfabric's semantics: sizes >= the value go zerocopy, -1 is off.
     const std::string size = m->verdict == ZCAL_VERDICT_NEVER    ? "-1"
                              : m->verdict == ZCAL_VERDICT_ALWAYS ? "0"
@@ -134,11 +153,14 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
   for (const ExportedMethod& m : values.methods) {
     const std::string prefix = "ZCAL_" + Upper(zcal_method_name(m.method));
     vars.emplace_back(prefix + "_THRESHOLD", ThresholdText(m));
+    vars.emplace_back(prefix + "_STATUS", StatusText(m));
+    vars.emplace_back(prefix + "_REASON", m.why);
     vars.emplace_back(prefix + "_SCOPE", m.scope);
     vars.emplace_back(prefix + "_ESTIMATED", m.estimated ? "1" : "0");
     vars.emplace_back(prefix + "_MEASURED_AT", Utc(m.measured_at_ns));
   }
   vars.emplace_back("ZCAL_SOURCE", values.any_fallback() ? "fallback" : "segment");
+  vars.emplace_back("ZCAL_MISSING", values.MissingNames());
   vars.emplace_back("ZCAL_STALE", values.stale ? "1" : "0");
   vars.emplace_back("ZCAL_SEGMENT", values.segment);
   return vars;
@@ -156,7 +178,8 @@ Result<std::string> FormatExport(ExportFormat format, const ExportValues& values
   const std::string comment = "zcal export --format " + std::string(ExportFormatName(format)) +
                               ": segment " + values.segment + ", for " + values.key +
                               (values.stale ? ", stale" : "") +
-                              (values.any_fallback() ? ", with fallback values" : "");
+                              (values.any_fallback() ? ", with fallback values" : "") +
+                              (values.MissingNames().empty() ? "" : ", missing " + values.MissingNames());
   switch (format) {
     case ExportFormat::kEnv:
     case ExportFormat::kLibfabric: {
@@ -165,7 +188,7 @@ Result<std::string> FormatExport(ExportFormat format, const ExportValues& values
       return EnvFileText(*vars, comment);
     }
     case ExportFormat::kSpdk: {
-      auto modules = SpdkModules(values);
+      auto modules = SpdkModules(values, format);
       if (!modules) return tl::unexpected(modules.error());
       nlohmann::json config = nlohmann::json::array();
       for (const auto& [impl, m] : *modules)
@@ -173,7 +196,7 @@ Result<std::string> FormatExport(ExportFormat format, const ExportValues& values
       return nlohmann::json{{"subsystem", "sock"}, {"config", std::move(config)}}.dump(2) + "\n";
     }
     case ExportFormat::kSpdkRpc: {
-      auto modules = SpdkModules(values);
+      auto modules = SpdkModules(values, format);
       if (!modules) return tl::unexpected(modules.error());
       // One request a line, ids from 1: what a script pipes to the RPC socket.
       std::string out;
@@ -191,6 +214,8 @@ Result<std::string> FormatExport(ExportFormat format, const ExportValues& values
       nlohmann::json doc = show.is_object() ? show : nlohmann::json{{"segment", values.segment}};
       nlohmann::json methods = nlohmann::json::object();
       for (const ExportedMethod& m : values.methods) {
+        if (auto needed = Needed(values, m.method, format); !needed)
+          return tl::unexpected(needed.error());
         methods[zcal_method_name(m.method)] = {
             {"verdict", zcal_verdict_name(m.verdict)},
             {"threshold_bytes", m.verdict == ZCAL_VERDICT_THRESHOLD

@@ -1,5 +1,6 @@
 #include "zcal/agent/report/export_select.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -82,23 +83,34 @@ std::string ScopeOf(const zcal_result& r, const Key& k, const SegmentTable& tabl
   return zcal_scope_name(r.scope);
 }
 
-std::string MethodList(const std::vector<std::uint8_t>& methods) {
+std::string MethodList(const std::vector<calibrator::Method>& methods) {
   std::string out;
-  for (std::uint8_t m : methods) out += (out.empty() ? "" : ", ") + std::string(zcal_method_name(m));
+  for (calibrator::Method m : methods)
+    out += (out.empty() ? "" : ", ") + std::string(calibrator::MethodName(m));
   return out;
 }
 
+void UseFallback(ExportedMethod& e, const ExportFallback& fallback) {
+  e.source = ExportSource::kFallback;
+  e.verdict = fallback.verdict;
+  e.threshold_bytes = fallback.threshold_bytes;
+  e.scope = "fallback";
+}
+
 Result<ExportSelection> AllFallback(ExportSelection selection, const ExportFallback& fallback,
-                                    const std::vector<std::uint8_t>& methods) {
-  for (std::uint8_t m : methods) {
+                                    const ExportPlan& plan, std::string_view why) {
+  for (calibrator::Method m : plan.methods) {
     ExportedMethod e;
-    e.method = m;
-    e.verdict = fallback.verdict;
-    e.threshold_bytes = fallback.threshold_bytes;
-    e.scope = "fallback";
+    e.method = static_cast<std::uint8_t>(m);
+    e.why = why;
+    UseFallback(e, fallback);
     selection.values.methods.push_back(std::move(e));
   }
   return selection;
+}
+
+bool Contains(const std::vector<calibrator::Method>& methods, calibrator::Method m) {
+  return std::find(methods.begin(), methods.end(), m) != methods.end();
 }
 
 std::string OpenError(int rc, const std::string& name) {
@@ -118,8 +130,7 @@ std::string OpenError(int rc, const std::string& name) {
 
 }  // namespace
 
-Result<ExportSelection> SelectExport(const ExportKeyArgs& args,
-                                     const std::vector<std::uint8_t>& methods,
+Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan& plan,
                                      std::string_view command, std::ostream& warnings) {
   std::optional<ExportFallback> fallback;
   if (!args.fallback.empty()) {
@@ -146,7 +157,7 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args,
     const std::string why = OpenError(rc, name);
     if (!fallback) return Fail(rc == -ENOENT ? Errc::kNotFound : Errc::kFailed, why);
     warnings << prefix << why << ": " << fallback_note << "\n";
-    return AllFallback(std::move(selection), *fallback, methods);
+    return AllFallback(std::move(selection), *fallback, plan, "no_segment");
   }
 
   SegmentTable table;
@@ -169,28 +180,33 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args,
       if (!fallback) return Fail(Errc::kNotFound, why + "; --fresh asks for confirmed values only");
       warnings << prefix << why << ", and --fresh refuses it: " << fallback_note << "\n";
       selection.values.stale = false;
-      return AllFallback(std::move(selection), *fallback, methods);
+      return AllFallback(std::move(selection), *fallback, plan, "stale");
     }
     warnings << prefix << why << ": using it (--fresh refuses a stale table)\n";
   }
 
-  std::vector<std::uint8_t> missing;
-  for (std::uint8_t method : methods) {
+  std::vector<calibrator::Method> missing_required, missing_other;
+  for (calibrator::Method method : plan.methods) {
+    ExportedMethod e;
+    e.method = static_cast<std::uint8_t>(method);
     zcal_result r{};
-    const int lr = zcal_lookup(handle.get(), &key->key, method, &r);
-    if (lr == -ENODATA ||
-        (lr == 0 && r.verdict != ZCAL_VERDICT_THRESHOLD && r.verdict != ZCAL_VERDICT_ALWAYS &&
-         r.verdict != ZCAL_VERDICT_NEVER)) {
-      missing.push_back(method);
-      ExportedMethod e;
-      e.method = method;
-      e.scope = "fallback";
-      selection.values.methods.push_back(e);
+    const int lr = zcal_lookup(handle.get(), &key->key, e.method, &r);
+    const bool usable = lr == 0 && (r.verdict == ZCAL_VERDICT_THRESHOLD ||
+                                    r.verdict == ZCAL_VERDICT_ALWAYS ||
+                                    r.verdict == ZCAL_VERDICT_NEVER);
+    if (lr != 0 && lr != -ENODATA) return Fail(Errc::kFailed, OpenError(lr, name));
+    if (!usable) {
+      (Contains(plan.required, method) ? missing_required : missing_other).push_back(method);
+      e.source = ExportSource::kMissing;
+      e.scope = "none";
+      e.why = lr == -ENODATA ? "no_entry"
+              : r.reason != ZCAL_REASON_NONE
+                  ? "inconclusive:" + std::string(zcal_reason_name(r.reason))
+                  : "inconclusive";
+      if (fallback) UseFallback(e, *fallback);
+      selection.values.methods.push_back(std::move(e));
       continue;
     }
-    if (lr != 0) return Fail(Errc::kFailed, OpenError(lr, name));
-    ExportedMethod e;
-    e.method = method;
     e.verdict = r.verdict;
     e.threshold_bytes = r.threshold_bytes;
     e.scope = ScopeOf(r, *key, table);
@@ -198,17 +214,24 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args,
     e.measured_at_ns = r.measured_at_ns;
     selection.values.methods.push_back(std::move(e));
   }
-  if (!missing.empty()) {
-    const std::string why = "segment " + name + " has no usable entry (none, or inconclusive) for " +
-                            key->text + " and " + MethodList(missing);
-    if (!fallback) return Fail(Errc::kNotFound, why);
-    warnings << prefix << why << ": " << fallback_note << "\n";
-    for (ExportedMethod& e : selection.values.methods) {
-      if (!e.fallback()) continue;
-      e.verdict = fallback->verdict;
-      e.threshold_bytes = fallback->threshold_bytes;
-    }
+  const auto no_entry = [&](const std::vector<calibrator::Method>& methods) {
+    return "segment " + name + " has no usable entry (none, or inconclusive) for " + key->text +
+           " and " + MethodList(methods);
+  };
+  if (fallback) {
+    std::vector<calibrator::Method> all = missing_required;
+    all.insert(all.end(), missing_other.begin(), missing_other.end());
+    std::sort(all.begin(), all.end());
+    if (!all.empty()) warnings << prefix << no_entry(all) << ": " << fallback_note << "\n";
+    return selection;
   }
+  if (!missing_required.empty())
+    return Fail(Errc::kNotFound, no_entry(missing_required) +
+                                     ", which the consumer reads; --fallback VALUE gives it a "
+                                     "value of yours instead");
+  if (!missing_other.empty())
+    warnings << prefix << no_entry(missing_other) << ": marked missing (ZCAL_MISSING="
+             << selection.values.MissingNames() << ")\n";
   return selection;
 }
 

@@ -70,10 +70,14 @@ void Exporter::UpdateOne(Slot& slot, const std::string& segment) {
   args.interface = e.interface;
   args.scope = e.scope;
   args.fallback = e.fallback;
-  // Warnings (a stale table, a fallback used) are in the text itself
-  // (ZCAL_STALE, ZCAL_SOURCE, the comment line), not for the agent's log.
+  // Warnings (a stale table, a fallback used, a method marked missing) are
+  // in the text itself (ZCAL_STALE, ZCAL_SOURCE, ZCAL_MISSING, the comment
+  // line), not for the agent's log.
   std::ostringstream warnings;
-  auto selection = SelectExport(args, ExportMethods(e.format), "zcal agent", warnings);
+  const ExportFormat formats[] = {e.format};
+  auto plan = PlanExport(formats, e.methods, "methods");
+  if (!plan) return Failed(slot, plan.error().message);
+  auto selection = SelectExport(args, *plan, "zcal agent", warnings);
   if (!selection) return Failed(slot, selection.error().message);
   auto text = FormatExport(e.format, selection->values, selection->show);
   if (!text) return Failed(slot, text.error().message);

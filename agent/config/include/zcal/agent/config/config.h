@@ -112,6 +112,9 @@ struct ExportConfig {
   std::string interface;
   std::string scope;     ///< "host_default" or "loopback"
   std::string fallback;  ///< "" (none), "never", "always" or a size
+  /// The methods the consumer reads, as zcal export's --methods (checked
+  /// against the format with PlanExport); empty: the format's default.
+  std::vector<calibrator::Method> methods;
 
   bool operator==(const ExportConfig&) const = default;
 };

@@ -19,12 +19,6 @@
 
 namespace zcal::agent {
 
-/// The zerocopy methods (ZCAL_METHOD_*) a format exports, in output order:
-/// env and json all three, libfabric msg_zerocopy (its tcp and net
-/// providers send with MSG_ZEROCOPY), spdk msg_zerocopy (posix module) and
-/// uring_send_zc (uring module).
-std::vector<std::uint8_t> ExportMethods(ExportFormat format);
-
 /// The value the command prints for a method without a usable entry, when
 /// asked to (--fallback): never, always, or a byte count.
 struct ExportFallback {
@@ -35,17 +29,32 @@ struct ExportFallback {
 /// the text otherwise.
 Result<ExportFallback> ParseExportFallback(std::string_view text);
 
+/// Where a method's exported value comes from.
+enum class ExportSource {
+  kSegment,   ///< an entry of the segment
+  kFallback,  ///< --fallback, for want of a usable entry
+  kMissing,   ///< no usable entry and no fallback: no value; only env
+              ///< writes such a method, marked (ZCAL_<METHOD>_STATUS=missing)
+};
+
 /// One method's exported decision.
 struct ExportedMethod {
   std::uint8_t method = 0;   ///< ZCAL_METHOD_*
-  std::uint8_t verdict = 0;  ///< ZCAL_VERDICT_THRESHOLD, _ALWAYS or _NEVER
+  std::uint8_t verdict = 0;  ///< ZCAL_VERDICT_THRESHOLD, _ALWAYS or _NEVER; not for kMissing
   std::uint64_t threshold_bytes = 0;  ///< with THRESHOLD
   /// Where it came from: "host_default", "loopback", "peer:10.1.0.0/16",
-  /// "interface:eth0", or "fallback" (no usable entry; --fallback).
+  /// "interface:eth0"; "fallback" for kFallback, "none" for kMissing.
   std::string scope;
+  ExportSource source = ExportSource::kSegment;
+  /// Why there is no value from the segment (kFallback, kMissing), as a
+  /// token a script can compare: "no_segment", "stale" (refused by
+  /// --fresh), "no_entry", "inconclusive" or "inconclusive:REASON"
+  /// (REASON as zcal_reason_name: "noisy", ...). "" for kSegment.
+  std::string why;
   bool estimated = false;
-  std::uint64_t measured_at_ns = 0;  ///< 0 for a fallback
-  bool fallback() const { return scope == "fallback"; }
+  std::uint64_t measured_at_ns = 0;  ///< 0 unless kSegment
+  bool fallback() const { return source == ExportSource::kFallback; }
+  bool missing() const { return source == ExportSource::kMissing; }
 };
 
 struct ExportValues {
@@ -54,14 +63,17 @@ struct ExportValues {
   bool stale = false;   ///< the table is republished state, not confirmed
   std::vector<ExportedMethod> methods;
   bool any_fallback() const;
+  /// The names of the kMissing methods, comma-separated ("" for none).
+  std::string MissingNames() const;
 };
 
-/// "msg_zerocopy" -> "ZCAL_MSG_ZEROCOPY_THRESHOLD" etc. and their values:
-/// the threshold in bytes, "always" or "never".
+/// The threshold in bytes, "always" or "never"; "" for a missing method.
 std::string ThresholdText(const ExportedMethod& m);
 
 /// The variables of an environment format (env or libfabric), unquoted,
-/// for setenv; kInvalidArgument for the other formats.
+/// for setenv; kInvalidArgument for the other formats, kNotFound for
+/// libfabric when msg_zerocopy is missing (it has no marker: its consumer
+/// would read nothing of it).
 Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
     ExportFormat format, const ExportValues& values);
 
@@ -72,7 +84,8 @@ std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& 
 
 /// The whole text of `format` (a trailing newline included). `show` is
 /// `zcal show --json`'s document of the table, for json (null without a
-/// segment); the other formats ignore it.
+/// segment); the other formats ignore it. kNotFound when a method the
+/// format writes is missing, except for env, which marks it.
 Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
                                  const nlohmann::json& show = nullptr);
 

@@ -1,7 +1,8 @@
 // What `zcal export`, `zcal exec` and the agent's exports share: reading
 // the values for a key from the segment with libzcal, with the refusal
-// rules (no segment, no usable entry, a stale table under --fresh) and
-// --fallback (docs/export.md). One reading for all three, so that a file
+// rules (no segment, no usable entry for a method the consumer reads, a
+// stale table under --fresh), the marking of a method it may not read
+// (env's) and --fallback (docs/export.md). One reading for all three, so that a file
 // the agent keeps current holds what `zcal export` prints for its key.
 #pragma once
 
@@ -34,13 +35,15 @@ struct ExportSelection {
   nlohmann::json show;  ///< zcal show --json's document; null without a segment
 };
 
-/// Reads the values of `methods` for the key. Warnings (a stale table, a
-/// fallback used) go to `warnings` as lines starting with `command`. The
-/// error is one sentence: kInvalidArgument for a bad option value, kNotFound
-/// for no segment or no usable entry, others for a segment that cannot be
-/// read.
-Result<ExportSelection> SelectExport(const ExportKeyArgs& args,
-                                     const std::vector<std::uint8_t>& methods,
+/// Reads the values of `plan.methods` for the key. A method without a
+/// usable entry (none, or inconclusive) takes the fallback when one is
+/// given; otherwise a required one refuses the whole export and any other
+/// is marked (ExportSource::kMissing). Warnings (a stale table, a fallback
+/// used, a method marked missing) go to `warnings` as lines starting with
+/// `command`. The error is one sentence: kInvalidArgument for a bad option
+/// value, kNotFound for no segment or no usable entry for a required
+/// method, others for a segment that cannot be read.
+Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan& plan,
                                      std::string_view command, std::ostream& warnings);
 
 }  // namespace zcal::agent

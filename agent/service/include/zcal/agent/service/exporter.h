@@ -32,8 +32,8 @@ class Exporter {
   /// For each export, reads its key's values from `segment` with libzcal
   /// and rewrites the file if its content changed, counting
   /// zcal_export_writes_total{format}. When the content cannot be produced
-  /// (no segment, no usable entry and no fallback) or the file cannot be
-  /// written, the file is left as it is, zcal_export_errors_total{format}
+  /// (no segment, or no usable entry for a method the consumer reads and no
+  /// fallback) or the file cannot be written, the file is left as it is, zcal_export_errors_total{format}
   /// counts the attempt, and the reason is logged once until it changes.
   void Update(const std::string& segment);
 
