@@ -103,7 +103,8 @@ std::shared_ptr<Metrics> Populated() {
   lo.mtu = 65536;
   host.interfaces.push_back(PathInterface{"loopback", lo});
   metrics->SetHost(host);
-  metrics->SetPaths({{"loopback", "loopback"}, {"discard", "discard"}});
+  metrics->SetPaths({{"loopback", probes::TargetKind::kLoopback},
+                    {"discard", probes::TargetKind::kDiscard}});
   HostDefaultInfo host_default;
   host_default.source = "estimated";
   host_default.interface = "eth0";

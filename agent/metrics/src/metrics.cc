@@ -267,8 +267,8 @@ void Metrics::SetLastCalibration(const std::string& path,
 
 void Metrics::SetHost(const HostInfo& host) { snapshot_->SetHost(host); }
 
-void Metrics::SetPaths(const std::map<std::string, std::string>& types) {
-  snapshot_->SetPaths(types);
+void Metrics::SetPaths(const std::map<std::string, probes::TargetKind>& kinds) {
+  snapshot_->SetPaths(kinds);
 }
 
 void Metrics::SetHostDefault(const HostDefaultInfo& host_default) {

@@ -116,9 +116,9 @@ void Metrics::Snapshot::SetHost(const HostInfo& host) {
 }
 
 void Metrics::Snapshot::SetPaths(
-    const std::map<std::string, std::string>& types) {
+    const std::map<std::string, probes::TargetKind>& kinds) {
   std::lock_guard lock(mutex_);
-  path_types_ = types;
+  path_kinds_ = kinds;
 }
 
 void Metrics::Snapshot::SetHostDefault(const HostDefaultInfo& host_default) {
@@ -135,7 +135,7 @@ void Metrics::Snapshot::RetainPaths(const std::set<std::string>& paths) {
   std::erase_if(sizes_, [&](const auto& item) { return gone(item.first.path); });
   std::erase_if(copied_, [&](const auto& item) { return gone(item.first.first); });
   std::erase_if(fresh_, [&](const auto& item) { return gone(item.first.first); });
-  std::erase_if(path_types_, [&](const auto& item) { return gone(item.first); });
+  std::erase_if(path_kinds_, [&](const auto& item) { return gone(item.first); });
   if (host_) {
     // The host default NIC's and the peers' NICs' facts belong to no path.
     std::erase_if(host_->interfaces, [&](const PathInterface& i) {
@@ -159,8 +159,8 @@ void Metrics::Snapshot::AppendHostDefault(
     GaugeFamily f(out, "zcal_path_info",
                   "1 per configured path; type is loopback (kernel-copied "
                   "by design) or discard (the sender's own costs, no NIC).");
-    for (const auto& [path, type] : path_types_) {
-      f.Add(1, {{"path", path}, {"type", type}});
+    for (const auto& [path, kind] : path_kinds_) {
+      f.Add(1, {{"path", path}, {"type", std::string(probes::TargetKindName(kind))}});
     }
   }
   if (!host_default_) return;

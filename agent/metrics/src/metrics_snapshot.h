@@ -25,7 +25,7 @@ class Metrics::Snapshot {
                           std::span<const calibrator::Sample> samples,
                           const calibrator::PathResult& fresh);
   void SetHost(const HostInfo& host);
-  void SetPaths(const std::map<std::string, std::string>& types);
+  void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
   void SetHostDefault(const HostDefaultInfo& host_default);
   void RetainPaths(const std::set<std::string>& paths);
 
@@ -60,7 +60,7 @@ class Metrics::Snapshot {
   std::map<PathMethod, double> copied_;
   std::map<PathMethod, calibrator::MethodResult> fresh_;
   std::optional<HostInfo> host_;
-  std::map<std::string, std::string> path_types_;
+  std::map<std::string, probes::TargetKind> path_kinds_;
   std::optional<HostDefaultInfo> host_default_;
 };
 

@@ -167,13 +167,13 @@ void Publisher::Publish() {
     exporter_.Update(config_.segment.name);
   }
   metrics_->SetPublished(state_.paths, stale_);
-  std::map<std::string, std::string> types;
+  std::map<std::string, probes::TargetKind> types;
   for (const PathConfig& path : config_.paths) {
-    types[path.name] = std::string(probes::TargetKindName(path.type));
+    types[path.name] = path.type;
   }
   std::map<std::string, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
-    types[path] = std::string(probes::TargetKindName(probes::TargetKind::kPeer));
+    types[path] = probes::TargetKind::kPeer;
     stale_peers[path] = PeerStale(peer, config_, now_ns, steady_ns);
   }
   metrics_->SetPaths(types);

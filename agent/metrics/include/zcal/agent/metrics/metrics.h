@@ -29,6 +29,7 @@
 #include "zcal/agent/domain/segment_damage.h"
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/calibrator/sample.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::probes {
 class PeerSink;
@@ -66,9 +67,11 @@ class Metrics final : public prometheus::Collectable {
                           std::span<const calibrator::Sample> samples,
                           const calibrator::PathResult& fresh);
   void SetHost(const HostInfo& host);
-  /// The configured paths and their types, "loopback" or "discard"
-  /// (zcal_path_info; replaces the previous ones).
-  void SetPaths(const std::map<std::string, std::string>& types);
+  /// The paths results are kept for and their kinds: the configured
+  /// loopback and discard paths, and the peers asked (zcal_path_info, its
+  /// type label spelled by probes::TargetKindName; replaces the previous
+  /// ones).
+  void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
   void SetHostDefault(const HostDefaultInfo& host_default);
   /// Drops every series of a path not in `paths` (published results, probe
   /// failures, last calibration, interface): call when a reload removed
