@@ -38,6 +38,10 @@ packages=(
   # (devscripts), systemd-analyze and systemd-sysusers, man, col
   build-essential dpkg-dev debhelper lintian devscripts systemd man-db
   bsdextrautils
+  # the packages under real systemd (scripts/test-systemd.sh): a minimal
+  # Debian 12 root (mmdebstrap), booted with systemd-nspawn
+  # (systemd-container)
+  mmdebstrap systemd-container
 )
 
 missing=()
