@@ -7,10 +7,15 @@
 #      package the .debs depend on), built once and cached as a tarball in
 #      /var/cache/zcal-test/ under a key of that package list; unpacked into
 #      a fresh directory per run
-#   2. booted with systemd-nspawn --boot in a network namespace of its own
-#      (a veth pair on 198.18.0.0/24 and the default route through it, so
-#      the host default has an egress interface; nothing reaches the host's
-#      network); commands run inside with nsenter into its init
+#   2. booted with systemd-nspawn --boot; commands run inside with nsenter
+#      into its init. The container shares the host's network namespace,
+#      as a host's service does: the agent must see the egress NIC (its
+#      driver and IOMMU group in /sys) to estimate a host default, and a
+#      veth of a private namespace is a virtual interface with no such
+#      facts. Its traffic stays on loopback and in the discard path's
+#      namespace; it takes 127.0.0.1:9464 (skipped when that is in use).
+#      The example consumer and its server run in a network namespace this
+#      script creates (198.18.0.7 on its lo), bound into the container
 #   3. apt installs zcal, libzcal1 and libzcal-dev from DEB_DIR, offline:
 #      their dependencies are in the root already
 #   4. zcal-agent.service is active; systemd-analyze security rates it
@@ -111,15 +116,17 @@ cache_dir=/var/cache/zcal-test
 key=$(printf '%s\n' minbase "${sources[@]}" "${include[@]}" | sha256sum | cut -c1-16)
 cached=$cache_dir/systemd-root-$key.tar
 
-# One builder at a time; a run that finds the tarball uses it. Tarballs of
-# other package lists are removed: only the current one is worth its 200 MB.
+# One builder at a time, and none while a run unpacks (they take the lock
+# shared); a run that finds the tarball uses it. Tarballs of other package
+# lists are removed: only the current one is worth its 200 MB.
 build_root() {
   mkdir -p "$cache_dir" || return 1
   exec 8>"$cache_dir/lock"
   flock 8
   if [[ ! -f $cached ]]; then
     local t0=$SECONDS
-    mmdebstrap --quiet --variant=minbase --include="$(IFS=,; echo "${include[*]}")" \
+    mmdebstrap --quiet --variant=minbase --format=tar \
+      --include="$(IFS=,; echo "${include[*]}")" \
       bookworm "$cached.tmp" "${sources[@]}" || { rm -f "$cached.tmp"; flock -u 8; return 1; }
     mv "$cached.tmp" "$cached"
     find "$cache_dir" -maxdepth 1 -name 'systemd-root-*.tar' ! -path "$cached" -delete
@@ -136,6 +143,12 @@ if [[ ! -f $cached ]]; then
 fi
 
 # --- 2. boot -----------------------------------------------------------------
+# The packaged configuration's metrics address, on the host's network.
+if command -v ss >/dev/null && [[ -n $(ss -Hltn 'sport = :9464') ]]; then
+  skipped "the remaining steps" \
+    "127.0.0.1:9464 is in use on this host, and the packaged agent shares the host's network"
+  finish
+fi
 work=$(mktemp -d /var/tmp/zcal-systemd.XXXXXX) || exit 1
 root=$work/root
 netns=zcal-systemd-$$
@@ -160,25 +173,20 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 unpack() {
-  mkdir "$root" && tar -xf "$cached" -C "$root" || return 1
+  mkdir "$root" && flock -s "$cache_dir/lock" tar -xf "$cached" -C "$root" || return 1
   mkdir -p "$root/root/debs" && cp "${debs[@]}" "$root/root/debs/"
 }
 step "unpack it into $work" unpack
 
-# 198.18.0.2 on zc0 (the container's default route, through zc1's
-# 198.18.0.1); 198.18.0.7, the example consumer's server, on zc1.
+# The example consumer's network: 198.18.0.7, where its fi_pingpong
+# connects, on the lo of a namespace of this run's own.
 network() {
   ip netns add "$netns" &&
     ip -n "$netns" link set lo up &&
-    ip -n "$netns" link add zc0 type veth peer name zc1 &&
-    ip -n "$netns" addr add 198.18.0.2/24 dev zc0 &&
-    ip -n "$netns" addr add 198.18.0.1/24 dev zc1 &&
-    ip -n "$netns" addr add 198.18.0.7/32 dev zc1 &&
-    ip -n "$netns" link set zc0 up &&
-    ip -n "$netns" link set zc1 up &&
-    ip -n "$netns" route add default via 198.18.0.1 dev zc0
+    ip -n "$netns" addr add 198.18.0.7/32 dev lo
 }
-step "network namespace $netns (veth, 198.18.0.0/24)" network
+step "network namespace $netns (198.18.0.7 for the example consumer)" network
+consumer_netns=/run/zcal-test-netns
 
 # In the container: its init's namespaces, a clean environment, a bound.
 inside() {
@@ -198,7 +206,7 @@ wait_until() {
 }
 boot() {
   systemd-nspawn --boot --keep-unit --register=no --console=read-only \
-    --machine="$machine" --network-namespace-path="/run/netns/$netns" \
+    --machine="$machine" --bind-ro="/run/netns/$netns:$consumer_netns" \
     -D "$root" >"$work/console.log" 2>&1 </dev/null &
   nspawn_pid=$!
   local deadline=$((SECONDS + 60))
@@ -210,6 +218,9 @@ boot() {
     fi
     sleep 0.2
   done
+  # systemctl answers once the manager listens on its private socket.
+  wait_until 60 inside test -S /run/systemd/private ||
+    { echo "no /run/systemd/private"; tail -20 "$work/console.log"; return 1; }
   # degraded: a unit of the minimal root failed (listed), zcal can run.
   local state
   state=$(inside systemctl is-system-running --wait)
@@ -237,8 +248,10 @@ listed=$work/listed-files
 install() {
   local deb inside_debs=()
   for deb in "${debs[@]}"; do inside_debs+=("/root/debs/${deb##*/}"); done
-  inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    --no-download "${inside_debs[@]}" || return 1
+  local out
+  out=$(inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "${inside_debs[@]}" 2>&1) || { echo "$out"; return 1; }
+  grep -E '^(Setting up|Creating|Created symlink)' <<<"$out"
   inside dpkg -L "${packages[@]}" | sort -u | while IFS= read -r f; do
     [[ -d $root$f && ${f##*/} != *zcal* ]] || printf '%s\n' "$f"
   done >"$listed"
@@ -273,10 +286,14 @@ step "systemd-analyze security zcal-agent.service: exposure below 4.0" exposure
 
 # --- 5. what it publishes --------------------------------------------------------
 show() { inside zcal show; }
+# The discard path's entries, and the host default decided after them: an
+# estimate, or none because the NIC's IOMMU translates or is not known
+# (the discard path cannot stand for such a NIC: no estimate, by design).
 published() {
   local table
   table=$(show) || return 1
-  grep -q '^discard ' <<<"$table" && grep -q '^host_default (estimated) ' <<<"$table"
+  grep -q '^discard ' <<<"$table" &&
+    grep -qE "^host_default \(estimated\) |^host default none: the NIC's IOMMU" <<<"$table"
 }
 calibrated() {
   local budget t0=$SECONDS
@@ -287,10 +304,20 @@ calibrated() {
     inside journalctl -u zcal-agent --no-pager -o cat | tail -20
     return 1
   fi
-  echo "published $((SECONDS - t0)) s after the unit became active (budget ${budget:-?} s per calibration):"
+  echo "published within $((SECONDS - t0)) s of the unit being active (budget ${budget:-?} s per calibration):"
   show | grep -E '^(discard|host_default|host default)'
 }
-step "zcal show: discard entries and an estimated host default" calibrated
+step "zcal show: discard entries (the discard path works in the unit's sandbox)" calibrated
+if show 2>/dev/null | grep -q '^host_default (estimated) '; then
+  pass=$((pass + 1))
+  echo "ok    zcal show: an estimated host default"
+elif show 2>/dev/null | grep -q "^host default none: the NIC's IOMMU"; then
+  skipped "zcal show: an estimated host default" \
+    "$(show | sed -n 's/^host default none: //p'): none, by design"
+else
+  fail=$((fail + 1))
+  echo "FAIL  zcal show: an estimated host default"
+fi
 
 # --- 6. reload -------------------------------------------------------------------
 # The libfabric value of msg_zerocopy's host default as zcal show prints it:
@@ -328,19 +355,20 @@ reload_applies() {
 step "systemctl reload applies a changed configuration (a new exports: file)" reload_applies
 
 # --- 7. the example consumer ------------------------------------------------------
-# The unit as shipped; a drop-in of this test adds an ExecStartPre= that
+# The unit as shipped, with a drop-in of this test: an ExecStartPre= that
 # prints the environment the service gets (EnvironmentFile= applies to every
-# Exec line). Its fi_pingpong connects to a server started here on
-# 198.18.0.7, so the shipped command runs to its end.
+# Exec line), and the network namespace where 198.18.0.7 is, on which a
+# fi_pingpong server waits, so that the shipped command runs to its end.
 consumer() {
-  local dir=/etc/systemd/system/example-consumer.service.d expected seen
+  local dir=/etc/systemd/system/example-consumer.service.d expected source seen
   cp "$root/usr/share/doc/zcal/examples/example-consumer.service" "$root/etc/systemd/system/" &&
     mkdir -p "$root$dir" &&
-    printf '[Service]\nExecStartPre=/usr/bin/env\n' >"$root$dir/zcal-test.conf" || return 1
+    printf '[Service]\nNetworkNamespacePath=%s\nExecStartPre=/usr/bin/env\n' "$consumer_netns" \
+      >"$root$dir/zcal-test.conf" || return 1
   inside systemctl daemon-reload || return 1
   inside systemd-run --quiet --unit=zcal-test-fabric-server --service-type=exec \
-    /usr/bin/fi_pingpong -p tcp -e msg || return 1
-  wait_until 30 sh -c "ip netns exec $netns ss -Hltn 'sport = :47592' | grep -q LISTEN" ||
+    -p NetworkNamespacePath="$consumer_netns" /usr/bin/fi_pingpong -p tcp -e msg || return 1
+  wait_until 30 sh -c "ip netns exec $netns ss -Hltn 'sport = :47592' | grep -q ." ||
     { echo "the fi_pingpong server does not listen"; return 1; }
   inside systemctl start example-consumer || return 1
   wait_until 60 sh -c "! nsenter -t $init_pid -a systemctl is-active -q example-consumer" ||
@@ -350,14 +378,18 @@ consumer() {
     inside journalctl -u example-consumer --no-pager -o cat | tail -20
     return 1
   }
-  expected=$(libfabric_value)
+  # No usable msg_zerocopy host default (inconclusive on a noisy host):
+  # the export's fallback, never (-1), marked as such.
+  expected=$(libfabric_value) source=segment
+  [[ -n $expected ]] || expected=-1 source=fallback
   seen=$(inside journalctl -u example-consumer --no-pager -o cat |
     sed -n 's/^FI_TCP_ZEROCOPY_SIZE=//p' | tail -1)
-  echo "msg_zerocopy host default as zcal show prints it: ${expected:-none}; the consumer's FI_TCP_ZEROCOPY_SIZE: ${seen:-unset}"
-  [[ -n $expected && $seen == "$expected" ]] &&
-    inside journalctl -u example-consumer --no-pager -o cat | grep -qx 'ZCAL_SOURCE=segment'
+  echo "msg_zerocopy host default as zcal show prints it: $expected ($source); the consumer's FI_TCP_ZEROCOPY_SIZE: ${seen:-unset}"
+  [[ $seen == "$expected" ]] &&
+    inside journalctl -u example-consumer --no-pager -o cat | grep -qx "ZCAL_SOURCE=$source"
 }
 step "the example consumer gets the MSG_ZEROCOPY value and runs fi_pingpong with it" consumer
+inside systemctl stop zcal-test-fabric-server 2>/dev/null
 inside rm -rf /etc/systemd/system/example-consumer.service \
   /etc/systemd/system/example-consumer.service.d
 inside systemctl daemon-reload
@@ -429,7 +461,10 @@ step "systemctl stop: the segment stays, with a last heartbeat" stop_keeps_segme
 
 # --- 10. purge --------------------------------------------------------------------
 purge() {
-  inside env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${packages[@]}"
+  local out
+  out=$(inside env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${packages[@]}" 2>&1) ||
+    { echo "$out"; return 1; }
+  grep -E '^(Removing|Purging)' <<<"$out"
 }
 nothing_left() {
   local f left=0

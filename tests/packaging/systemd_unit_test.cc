@@ -49,7 +49,7 @@ TEST(SystemdUnit, ChecksTheConfigurationBeforeReload) {
                             " agent --config " + Env("ZCAL_INSTALLED_CONFIG") +
                             " --check-config\n";
   const std::size_t check_at = unit.find(check);
-  const std::size_t signal_at = unit.find("\nExecReload=/bin/kill -HUP $MAINPID\n");
+  const std::size_t signal_at = unit.find("\nExecReload=/bin/sh -c 'kill -HUP $MAINPID'\n");
   ASSERT_NE(check_at, std::string::npos) << unit;
   ASSERT_NE(signal_at, std::string::npos) << unit;
   EXPECT_LT(check_at, signal_at);
