@@ -38,9 +38,12 @@
 # scripts/test-package.sh puts the packages). Each step prints "ok", "FAIL"
 # or "skip" with its name; the last line is
 # "systemd: N passed, N failed, N skipped" (scripts/test adds the counts).
-# Skipped without root, mmdebstrap or systemd-nspawn, or when
-# systemd-nspawn cannot boot here. Exit status 1 on a failure.
+# Skipped without root, mmdebstrap or systemd-nspawn, when 127.0.0.1:9464
+# is taken on the host, or when systemd-nspawn cannot boot here. Exit
+# status 1 on a failure.
 set -uo pipefail
+# DEB_DIR as given, before the cd to the top of the tree.
+[[ -z ${1:-} ]] || deb_arg=$(realpath -m -- "$1")
 cd "$(dirname "$0")/.." || exit 1
 
 pass=0 fail=0 skip=0
@@ -70,7 +73,7 @@ finish() {
 }
 started=$SECONDS
 
-deb_dir=${1:-build-deb}
+deb_dir=${deb_arg:-$PWD/build-deb}
 packages=(zcal libzcal1 libzcal-dev)
 debs=()
 for p in "${packages[@]}"; do
@@ -446,7 +449,8 @@ stop_keeps_segment() {
   wait_until 60 published || { show; return 1; }
   before=$(date +%s%N)
   inside systemctl stop zcal-agent || return 1
-  [[ $(inside systemctl is-active zcal-agent) == inactive ]] || return 1
+  [[ $(inside systemctl is-active zcal-agent) == inactive ]] ||
+    { echo "zcal-agent is $(inside systemctl is-active zcal-agent) after the stop"; return 1; }
   last=$(heartbeat_ns)
   # A heartbeat written by the stop, not only one before it.
   if [[ -z $last ]] || ((last < before)); then
