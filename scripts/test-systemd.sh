@@ -124,7 +124,7 @@ cached=$cache_dir/systemd-root-$key.tar
 # lists are removed: only the current one is worth its 200 MB.
 build_root() {
   mkdir -p "$cache_dir" || return 1
-  exec 8>"$cache_dir/lock"
+  exec 8>"$cache_dir/systemd-root.lock"
   flock 8
   if [[ ! -f $cached ]]; then
     local t0=$SECONDS
@@ -176,7 +176,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 unpack() {
-  mkdir "$root" && flock -s "$cache_dir/lock" tar -xf "$cached" -C "$root" || return 1
+  mkdir "$root" && flock -s "$cache_dir/systemd-root.lock" tar -xf "$cached" -C "$root" || return 1
   mkdir -p "$root/root/debs" && cp "${debs[@]}" "$root/root/debs/"
 }
 step "unpack it into $work" unpack
