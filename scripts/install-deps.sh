@@ -41,6 +41,10 @@ packages=(
   # the container as the DaemonSet runs it (scripts/test-container.sh): an
   # OCI runtime, and Python's YAML for the manifest
   runc python3-yaml
+  # the packages under real systemd (scripts/test-systemd.sh): a minimal
+  # Debian 12 root (mmdebstrap), booted with systemd-nspawn
+  # (systemd-container)
+  mmdebstrap systemd-container
 )
 
 missing=()
