@@ -22,7 +22,10 @@ struct Explanation {
 
 constexpr const char* kSeccompFix =
     "allow unshare(2) in the seccomp profile or security policy that "
-    "refuses it";
+    "refuses it, for user and network namespaces only (systemd: "
+    "RestrictNamespaces=user net, as the packaged unit has; Kubernetes: "
+    "the profile deploy/kubernetes/seccomp/zcal-agent.json, "
+    "docs/operations.md)";
 
 Explanation ExplainNewNet(int err, const AccessFacts& facts) {
   if ((err == EPERM && facts.cap_sys_admin == true) || err == ENOSYS) {
@@ -32,8 +35,7 @@ Explanation ExplainNewNet(int err, const AccessFacts& facts) {
   }
   if (err == EPERM) {
     return {" (the process lacks CAP_SYS_ADMIN)",
-            "run zcal as root or with CAP_SYS_ADMIN (AmbientCapabilities="
-            "CAP_SYS_ADMIN under systemd)"};
+            "run zcal as root or with CAP_SYS_ADMIN"};
   }
   if (err == EINVAL) {
     return {" (the kernel lacks network namespaces)",
