@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -352,11 +353,14 @@ TEST_F(PeerFaults, DnsFailuresAreCountedByReasonAndThePeersResultsKept) {
     // second has passed; the bound only ends a hung agent's test.
     const Labels reason = {{"reason", c.reason}};
     const auto give_up = std::chrono::steady_clock::now() + 60s;
+    int asked = 0;
     do {
       a->process().Signal(SIGUSR1);
+      ++asked;
       ASSERT_TRUE(WaitForRounds(*a, ++rounds)) << a->Log();
     } while (Count(*a, "zcal_peer_discovery_failures_total", reason) == 0 &&
              std::chrono::steady_clock::now() < give_up);
+    std::printf("%s: resolved again by round %d asked\n", c.reason.c_str(), asked);
     EXPECT_EQ(Count(*a, "zcal_peer_discovery_failures_total", reason), 1)
         << "once, by the first round that resolved " << kName
         << " again (rounds were asked for up to 60 s)\n"
