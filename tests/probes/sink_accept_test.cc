@@ -148,19 +148,19 @@ std::string ExhaustAndRecover(const std::function<SinkUnderTest()>& start) {
   const std::uint64_t cpu_ns = ThreadCpuNs(thread) - cpu_before;
   const auto wall_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - wall_before).count();
-  // The thread sleeps through nearly all of the pauses watched, so that it
-  // is seen asleep there; looked for a while longer only should every look
-  // have come at a wakeup.
+  // The thread sleeps through nearly all of the pauses watched and is seen
+  // asleep there; should every look have come while it was awake, it is
+  // looked for a while longer.
   asleep = asleep || Await([&] { return AsleepInAPause(syscall_fd); }, 5000ms);
   const std::uint64_t accepted_while_full = sink.accepted();
   for (int fd : fillers) ::close(fd);
   const bool accepted = Await([&] { return sink.accepted() >= 1; }, 5000ms);
   const std::string served = accepted ? sink.serve(client) : "not accepted";
   std::ostringstream out;
-  out << "watched=" << watched << " asleep=" << asleep << " pauses=" << sink.pauses() - pauses_before
-      << " cpu_ns=" << cpu_ns << " wall_ns=" << wall_ns
-      << " accepted_while_full=" << accepted_while_full << " accepted=" << accepted
-      << " served=" << (served.empty() ? "yes" : served);
+  out << "watched=" << watched << " asleep=" << asleep
+      << " pauses=" << sink.pauses() - pauses_before << " cpu_ns=" << cpu_ns
+      << " wall_ns=" << wall_ns << " accepted_while_full=" << accepted_while_full
+      << " accepted=" << accepted << " served=" << (served.empty() ? "yes" : served);
   ::close(client);
   ::close(syscall_fd);
   return out.str();
