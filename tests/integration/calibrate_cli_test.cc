@@ -43,9 +43,14 @@ class CalibrateCli : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-// The send windows of the probes in a --samples-out file (the wall_ns
-// column of each row), in nanoseconds.
-std::uint64_t SendingNs(const std::filesystem::path& csv) {
+// The send windows of the probes in a --samples-out file: how many rows,
+// and the sum of their wall_ns column.
+struct SendWindows {
+  std::size_t rows = 0;
+  std::uint64_t sum_ns = 0;
+};
+
+SendWindows SendWindowsOf(const std::filesystem::path& csv) {
   std::ifstream in(csv);
   std::string line;
   std::getline(in, line);
@@ -53,14 +58,15 @@ std::uint64_t SendingNs(const std::filesystem::path& csv) {
   for (std::istringstream header(line); std::getline(header, line, ',') && line != "wall_ns";) {
     ++column;
   }
-  std::uint64_t sum = 0;
+  SendWindows windows;
   while (std::getline(in, line)) {
     std::istringstream row(line);
     std::string field;
     for (std::size_t i = 0; i <= column; ++i) std::getline(row, field, ',');
-    sum += std::stoull(field);
+    ++windows.rows;
+    windows.sum_ns += std::stoull(field);
   }
-  return sum;
+  return windows;
 }
 
 TEST_F(CalibrateCli, DefaultLoopbackJsonHasAllFiveMethodsAndVerdictsWithReasons) {
@@ -113,7 +119,9 @@ TEST_F(CalibrateCli, DefaultLoopbackJsonHasAllFiveMethodsAndVerdictsWithReasons)
   // budget. How long it took is printed; bench/calibration_seconds.py
   // measures durations side by side.
   EXPECT_EQ(timings.at("budget_seconds").get<double>(), 5.0);
-  EXPECT_LE(SendingNs(csv), 5'000'000'000u);
+  const SendWindows windows = SendWindowsOf(csv);
+  EXPECT_EQ(windows.rows, timings.at("samples").get<std::size_t>());
+  EXPECT_LE(windows.sum_ns, 5'000'000'000u);
   std::printf("default loopback calibration: %.2f s of its %.0f s budget\n",
               timings.at("duration_seconds").get<double>(),
               timings.at("budget_seconds").get<double>());
