@@ -13,9 +13,15 @@ cd "$(dirname "$0")/.." || exit 1
 dir=$(mktemp -d)
 segment=/zcal-run-$$
 pid=""
+# The agent leaves its lock file by design (instance_lock.cc); this test
+# removes it with the segment. A failure mid-way kills the whole session
+# (setsid), so that neither the build nor the agent outlives the test.
 cleanup() {
-  [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null
-  rm -rf "$dir" "/dev/shm$segment"
+  if [[ -n $pid ]]; then
+    kill -KILL -- "-$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  fi
+  rm -rf "$dir" "/dev/shm$segment" "/dev/shm$segment.lock"
 }
 trap cleanup EXIT
 fail() {

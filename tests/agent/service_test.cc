@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
@@ -147,7 +149,15 @@ class ServiceTest : public ::testing::Test {
     auto& sinks = spdlog::default_logger()->sinks();
     std::erase(sinks, log_);
   }
-  ~ServiceTest() override { shm_unlink(config_.segment.name.c_str()); }
+  // After the test body's services stopped: a running agent heals (re-creates)
+  // a segment removed under it.
+  ~ServiceTest() override {
+    shm_unlink(config_.segment.name.c_str());
+    for (const std::string& name : other_segments_) shm_unlink(name.c_str());
+  }
+
+  /// A second segment name, removed with the fixture's.
+  std::string OtherSegment() { return other_segments_.emplace_back(UniqueSegment()); }
 
   int calls() const { return calls_; }
   bool WaitForLog(const std::string& fragment, std::size_t count = 1) {
@@ -163,6 +173,7 @@ class ServiceTest : public ::testing::Test {
   std::atomic<int> calls_{0};
   std::atomic<int> host_reads_{0};
   std::shared_ptr<LogLines> log_ = std::make_shared<LogLines>();
+  std::vector<std::string> other_segments_;
 };
 
 // The value of an unlabelled series in the text format; NaN when absent.
@@ -468,7 +479,7 @@ TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
     ++calls_;
     return Report({Method::kMsgZerocopy});
   };
-  const std::string other = UniqueSegment();
+  const std::string other = OtherSegment();
   auto holder = InstanceLock::Acquire(other, dir_.path().string());
   ASSERT_TRUE(holder);
   const std::filesystem::path file = dir_.path() / "agent.yaml";
@@ -505,7 +516,6 @@ TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
   auto moved = client::Segment::Open(other.c_str());
   ASSERT_TRUE(moved);
   EXPECT_EQ(moved->Info()->count, 1u);
-  shm_unlink(other.c_str());
 }
 
 // A reload that moves the host root reads the host anew the way every other

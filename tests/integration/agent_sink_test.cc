@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -153,19 +153,43 @@ TEST(AgentSink, FiveHundredConnectionsLeaveTheAgentBeatingAndAProbeServedAfter) 
     (void)::connect(fd.get(), reinterpret_cast<const sockaddr*>(&sink), sizeof sink);
     clients.push_back(std::move(fd));
   }
-  // Held (silent) for longer than the heartbeat's period many times over.
+  // Held (silent) while the agent is watched: its descriptors, its metrics
+  // and its heartbeat, sampled until the sink is full (it refused
+  // connections over its limits) and the segment has had two heartbeats
+  // since. The bound only ends a hung agent's test.
   const std::uint64_t beat_before = Heartbeat(settings.segment);
   std::size_t most_fds = 0;
   double most_open = 0;
-  for (int i = 0; i < 10; ++i) {
-    std::this_thread::sleep_for(milliseconds(100));
-    most_fds = std::max(most_fds, Entries(proc / "fd"));
-    const auto metrics = HttpGet(agent->MetricsPort(), "/metrics");
-    ASSERT_TRUE(metrics) << "a scrape while 500 connections are held\n" << agent->Log();
-    most_open = std::max(most_open,
-                         SeriesValue(metrics->body, "zcal_sink_connections_open").value_or(-1));
-  }
-  const std::uint64_t beat_after = Heartbeat(settings.segment);
+  bool scraped = true;
+  std::optional<std::uint64_t> beat_when_full;
+  std::uint64_t beat_after = beat_before;
+  int beats_while_full = 0;
+  const bool beating_while_full = WaitFor(
+      [&] {
+        most_fds = std::max(most_fds, Entries(proc / "fd"));
+        const auto metrics = HttpGet(agent->MetricsPort(), "/metrics");
+        if (!metrics) {
+          scraped = false;
+          return true;  // asserted below
+        }
+        most_open = std::max(
+            most_open, SeriesValue(metrics->body, "zcal_sink_connections_open").value_or(-1));
+        const std::uint64_t beat = Heartbeat(settings.segment);
+        if (beat_when_full && beat > beat_after) ++beats_while_full;
+        beat_after = beat;
+        const bool full =
+            SeriesValue(metrics->body, "zcal_sink_sessions_total{outcome=\"limit\"}")
+                .value_or(0) > 0;
+        if (full && !beat_when_full) beat_when_full = beat;
+        return beats_while_full >= 2;
+      },
+      milliseconds(60'000));
+  ASSERT_TRUE(scraped) << "a scrape while 500 connections are held failed\n" << agent->Log();
+  EXPECT_TRUE(beating_while_full)
+      << (beat_when_full ? "the heartbeat stopped while the sink was full"
+                         : "the sink refused no connection over its limits")
+      << " (60 s)\n"
+      << agent->Log();
   EXPECT_GT(beat_after, beat_before) << "the heartbeat went on";
   EXPECT_LE(most_open, 64.0) << "sink.max_connections";
   // The sink's 64 sockets, and a few the metrics listener and `zcal show`

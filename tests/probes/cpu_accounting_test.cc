@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "scratch_dir.h"
 #include "zcal/testing/test_data.h"
 
 namespace zcal::probes {
@@ -107,13 +108,12 @@ TEST(CpuAccounting, HostBusyTimeSumsTheBusyFieldsOfProcStat) {
 }
 
 TEST(CpuAccounting, HostBusyTimeIsUnknownWhenProcStatIsMissingOrMalformed) {
-  const fs::path root = fs::temp_directory_path() / "zcal-cpu-root";
-  fs::remove_all(root);
+  const testing::ScratchDir scratch("cpu-root");
+  const fs::path& root = scratch.path();
   fs::create_directories(root / "proc");
   EXPECT_FALSE(HostBusyCpuNs(root.string()).has_value());
   std::ofstream(root / "proc/stat") << "cpu 1 2 three\n";
   EXPECT_FALSE(HostBusyCpuNs(root.string()).has_value());
-  fs::remove_all(root);
 }
 
 TEST(CpuAccounting, HostBusyTimeOfThisMachineAdvances) {

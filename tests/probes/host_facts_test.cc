@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "scratch_dir.h"
 #include "zcal/testing/test_data.h"
 
 namespace zcal::probes {
@@ -122,28 +123,21 @@ TEST(HostFacts, LoopbackHasNoDevice) {
 }
 
 TEST(HostFacts, NotesEverythingWhenTheRootIsEmpty) {
-  const fs::path empty = fs::temp_directory_path() / "zcal-empty-root";
-  fs::create_directories(empty);
-  const HostFacts facts = CollectHostFacts({empty.string(), "", Target::Loopback()});
+  const testing::ScratchDir empty("empty-root");
+  const HostFacts facts = CollectHostFacts({empty.path().string(), "", Target::Loopback()});
   EXPECT_EQ(facts.kernel_release, "");
   EXPECT_EQ(facts.cpu_model, "");
   EXPECT_TRUE(NoteMentions(facts, "kernel release unknown"));
   EXPECT_TRUE(NoteMentions(facts, "cpu model unknown"));
   EXPECT_TRUE(NoteMentions(facts, "interface lo not found"));
-  fs::remove_all(empty);
 }
 
 class FingerprintOfACopy : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("zcal-facts-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
     fs::copy(FakeRoot(), root_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
     before_ = Now();
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   std::uint64_t Now() const {
     return CollectHostFacts({root_.string(), "eth0", Target::Loopback()}).Fingerprint();
@@ -153,7 +147,8 @@ class FingerprintOfACopy : public ::testing::Test {
     std::ofstream(root_ / relative) << text;
   }
 
-  fs::path root_;
+  const testing::ScratchDir scratch_{"facts"};
+  const fs::path& root_ = scratch_.path();
   std::uint64_t before_ = 0;
 };
 

@@ -3,10 +3,15 @@
 // module from the layout in docs/peer-protocol.md), and the key file.
 #include "zcal/probes/peer/peer_protocol.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
 
 #include <gtest/gtest.h>
 
+#include "scratch_dir.h"
 #include "zcal/common/text.h"
 #include "zcal/probes/peer/peer_keys.h"
 
@@ -245,8 +250,10 @@ TEST(PeerKeys, NewKeyLinesParseAndDiffer) {
 }
 
 TEST(PeerKeys, WarnsAboutAKeyFileOthersMayRead) {
-  char path[] = "/tmp/zcal-keys-XXXXXX";
-  const int fd = mkstemp(path);
+  const probes::testing::ScratchDir dir("keys");
+  const std::string file = (dir.path() / "peer.keys").string();
+  const char* path = file.c_str();
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
   const auto line = NewKeyLine("k1");
   ASSERT_TRUE(line);
