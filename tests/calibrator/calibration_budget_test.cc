@@ -1,5 +1,5 @@
 // A full calibration of one path with all five methods, with the probe
-// durations the runner uses on the discard path (probes/src/calibration.cc)
+// durations the runner uses on the discard path (probes/calibration/src/calibration.cc)
 // and its size range, on the simulated host: how many probes a calibration
 // takes, how long, and whether the thresholds reach the stated resolution.
 // The same figures measured on the real discard path: bench/calibration_seconds.py.

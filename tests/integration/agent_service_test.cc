@@ -90,11 +90,19 @@ TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
        "-c", "echo $FI_NET_ZEROCOPY_SIZE $ZCAL_MSG_ZEROCOPY_SCOPE"});
   EXPECT_EQ(exec.status, 0) << exec.err;
   EXPECT_EQ(exec.out, "-1 loopback\n");
+  // No host default here: libfabric's form, which needs msg_zerocopy's
+  // value, refuses; env marks each method it lacks and says so once.
   const CommandResult refused = RunCommand(
-      {ZcalBinary(), "export", "--format", "env", "--segment", settings_.segment});
+      {ZcalBinary(), "export", "--format", "libfabric", "--segment", settings_.segment});
   EXPECT_EQ(refused.status, 1);
   EXPECT_EQ(refused.out, "");
   EXPECT_TRUE(Contains(refused.err, "no usable entry")) << refused.err;
+  const CommandResult marked = RunCommand(
+      {ZcalBinary(), "export", "--format", "env", "--segment", settings_.segment});
+  EXPECT_EQ(marked.status, 0) << marked.err;
+  EXPECT_TRUE(Contains(marked.out,
+                       "\nZCAL_MISSING=msg_zerocopy,uring_send_zc,uring_send_zc_fixed\n"))
+      << marked.out;
 
   const std::string metrics = Scrape(agent->MetricsPort());
   for (const std::string& method : kZerocopyMethods) {

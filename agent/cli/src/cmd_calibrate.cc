@@ -250,6 +250,14 @@ probes::CalibrationResult<Calibrated> CalibrateClasses(const probes::Calibration
     all.classes.push_back({depth, std::move(*report)});
     if (all.cancelled || all.session_lost) break;
   }
+  // Each class is decided on its own zerocopy samples against every
+  // baseline probed, those of the other classes' calibrations too: what
+  // `zcal analyze` of the samples file decides.
+  if (all.classes.size() > 1) {
+    for (ClassReport& c : all.classes) {
+      c.report.analysis = cal::Analyze(all.samples, base.decision, c.depth);
+    }
+  }
   return all;
 }
 
