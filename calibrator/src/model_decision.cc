@@ -270,67 +270,94 @@ std::uint64_t HashValues(const std::vector<double>& values, std::uint64_t hash) 
                        hash);
 }
 
-bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
-                   const DecisionOptions& options) {
-  Observations zc = Collect(samples, r.method);
-  Observations base = Collect(samples, r.baseline);
-  if (zc.size.empty() || base.size.empty()) return false;
-  const double lo = std::max(zc.size.front(), base.size.front());
-  const double hi = std::min(zc.size.back(), base.size.back());
-  const std::size_t sizes = std::min(DistinctIn(zc, lo, hi), DistinctIn(base, lo, hi));
+namespace {
+
+// The fitted curves of both sends, with their structure checked. Returns
+// false (with the reason in r.rule_detail, and the rejected model in
+// r.model) where the model cannot decide.
+struct FittedModel {
+  Observations zc, base;
+  Curve cz, cb;
+  CostModel model;
+  double lo = 0, hi = 0;  ///< the sizes both sends were probed over
+};
+
+bool FitModel(std::span<const Sample> samples, MethodResult& r, const DecisionOptions& options,
+              FittedModel& f) {
+  f.zc = Collect(samples, r.method);
+  f.base = Collect(samples, r.baseline);
+  if (f.zc.size.empty() || f.base.size.empty()) return false;
+  f.lo = std::max(f.zc.size.front(), f.base.size.front());
+  f.hi = std::min(f.zc.size.back(), f.base.size.back());
+  const std::size_t sizes =
+      std::min(DistinctIn(f.zc, f.lo, f.hi), DistinctIn(f.base, f.lo, f.hi));
   if (sizes < kMinModelSizes) {
     r.rule_detail = "too few sizes for the cost model: " + std::to_string(sizes) +
                     " compared (it needs " + std::to_string(kMinModelSizes) + ")";
     return false;
   }
-  Curve cz, cb;
-  CostModel model;
-  const Structure structure = FitWithExceptions(zc, base, cz, cb, model.exceptions, options);
+  CostModel& model = f.model;
+  const Structure structure =
+      FitWithExceptions(f.zc, f.base, f.cz, f.cb, model.exceptions, options);
   model.rejection = structure.reason;
   if (!structure.reason.empty()) {
     model.rejected_min_size_bytes = static_cast<std::uint64_t>(structure.first_size);
     model.rejected_max_size_bytes = static_cast<std::uint64_t>(structure.last_size);
     model.rejection_confirmed = structure.repeated;
   }
-  model.zerocopy = ToMethodFit(zc, cz);
-  model.baseline = ToMethodFit(base, cb);
-  model.min_size_bytes = static_cast<std::uint64_t>(lo);
-  model.max_size_bytes = static_cast<std::uint64_t>(hi);
+  model.zerocopy = ToMethodFit(f.zc, f.cz);
+  model.baseline = ToMethodFit(f.base, f.cb);
+  model.min_size_bytes = static_cast<std::uint64_t>(f.lo);
+  model.max_size_bytes = static_cast<std::uint64_t>(f.hi);
   if (!model.rejection.empty()) {
     r.rule_detail = "model rejected: " + model.rejection;
     r.model = std::move(model);
     return false;
   }
   model.accepted = true;
+  return true;
+}
 
-  const WeightedSizes grid = DenseSizes(lo, hi, options.traffic);
-  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
-  std::mt19937_64 rng(SeedOf(zc, base));
-  const ResidualBootstrap draw_zc(zc, cz);
-  const ResidualBootstrap draw_base(base, cb);
+// The curves refitted on residual-bootstrap draws, evaluated on the grid;
+// their spread goes into the model's fits.
+std::vector<Evaluated> BootstrapCurves(FittedModel& f, const WeightedSizes& grid,
+                                       std::size_t replicates, std::mt19937_64& rng) {
+  const ResidualBootstrap draw_zc(f.zc, f.cz);
+  const ResidualBootstrap draw_base(f.base, f.cb);
   std::vector<Evaluated> boot;
   boot.reserve(replicates);
   Moments moments_zc, moments_base;
   for (std::size_t i = 0; i < replicates; ++i) {
-    const Curve z = FitCurve(draw_zc.Draw(rng), &cz);
-    const Curve b = FitCurve(draw_base.Draw(rng), &cb);
+    const Curve z = FitCurve(draw_zc.Draw(rng), &f.cz);
+    const Curve b = FitCurve(draw_base.Draw(rng), &f.cb);
     moments_zc.Add(z);
     moments_base.Add(b);
     boot.push_back(Evaluate(grid, z, b));
   }
-  moments_zc.Into(model.zerocopy);
-  moments_base.Into(model.baseline);
-  model.bootstrap_replicates = static_cast<std::uint32_t>(replicates);
+  moments_zc.Into(f.model.zerocopy);
+  moments_base.Into(f.model.baseline);
+  f.model.bootstrap_replicates = static_cast<std::uint32_t>(replicates);
+  return boot;
+}
 
-  std::vector<double> lift(grid.size.size(), 1.0);
+// Where zerocopy's throughput is acceptable (objective efficiency: not
+// lower than the baseline's by more than the tolerance, beyond
+// kNonInferioritySigmas of its bootstrap spread). The test is made once, on
+// the fitted curves with their spread; the replicates then share its
+// outcome, since testing each replicate again would count the same noise
+// twice.
+std::vector<bool> AcceptableSizes(const WeightedSizes& grid, const Evaluated& point,
+                                  const std::vector<Evaluated>& boot,
+                                  const DecisionOptions& options) {
+  const std::size_t n = grid.size.size();
+  std::vector<double> lift(n, 1.0);
   if (options.objective == Objective::kEfficiency) {
     // The spread changes slowly with size: every quarter octave, and
     // interpolated in between.
-    std::vector<double> column(replicates);
-    const std::size_t n = grid.size.size();
+    std::vector<double> column(boot.size());
     std::size_t previous = 0;
     for (std::size_t k = 0; k < n; k = (k + 1 == n) ? n : std::min(k + kLiftStride, n - 1)) {
-      for (std::size_t i = 0; i < replicates; ++i) column[i] = boot[i].thr_ratio[k];
+      for (std::size_t i = 0; i < boot.size(); ++i) column[i] = boot[i].thr_ratio[k];
       lift[k] = Lift(column);
       for (std::size_t j = previous + 1; j < k; ++j) {
         const double t = static_cast<double>(j - previous) / static_cast<double>(k - previous);
@@ -339,35 +366,39 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
       previous = k;
     }
   }
-  // The non-inferiority test is made once, on the fitted curves with their
-  // bootstrap spread (`lift` is exp(kNonInferioritySigmas standard errors)
-  // of the throughput ratio); the replicates then share its outcome.
-  // Testing each replicate again would count the same noise twice.
-  const Evaluated point = Evaluate(grid, cz, cb);
-  std::vector<bool> acceptable(grid.size.size());
-  for (std::size_t k = 0; k < grid.size.size(); ++k) {
+  std::vector<bool> acceptable(n);
+  for (std::size_t k = 0; k < n; ++k) {
     acceptable[k] = point.thr_ratio[k] * lift[k] >= 1 - options.tolerance;
   }
-  const ExceptionCosts exceptions(grid, model.exceptions, r.sizes, options);
-  const auto fixed_costs = [&](const Evaluated& e) {
-    return Costs(e, acceptable, exceptions.PointCells(), exceptions.PointCosts(), options);
-  };
-  const Bounds bounds = BoundsOf(r.measured_bracket.value_or(MeasuredBracket{}));
-  const Choice choice = LeastCost(grid, fixed_costs(point), true, bounds);
-  std::vector<double> thresholds;
-  std::vector<double> excess;
-  thresholds.reserve(replicates);
-  excess.reserve(replicates);
+  return acceptable;
+}
+
+// Each replicate's own least-cost threshold, the excess cost of the chosen
+// one under it, and in how many replicates the chosen one is the cheap
+// choice (within kRegretSlack).
+struct ReplicateChoices {
+  std::vector<double> thresholds;  ///< sorted
+  std::vector<double> excess;      ///< sorted
   std::size_t agree = 0;
-  // The interval and regret_excess count every source of noise, the
-  // exceptions' reach and own cost included: they say how precisely the
-  // threshold is placed, and the planner probes on until they are narrow.
-  // The confidence asks another question: do the curves leave the verdict
-  // in doubt? An exception has passed its own test (5 % and 4 standard
-  // errors off the curve, confirmed by repeats); how deep and how wide it
-  // is may move the threshold, which is what the interval reports, not a
-  // reason to withhold the verdict (docs/calibrator.md, "When the model is
-  // rejected").
+};
+
+// The interval and regret_excess count every source of noise, the
+// exceptions' reach and own cost included: they say how precisely the
+// threshold is placed, and the planner probes on until they are narrow.
+// The confidence asks another question: do the curves leave the verdict in
+// doubt? An exception has passed its own test (5 % and 4 standard errors
+// off the curve, confirmed by repeats); how deep and how wide it is may
+// move the threshold, which is what the interval reports, not a reason to
+// withhold the verdict (docs/calibrator.md, "When the model is rejected").
+template <typename FixedCosts>
+ReplicateChoices ChooseInReplicates(const WeightedSizes& grid, const std::vector<Evaluated>& boot,
+                                    const std::vector<bool>& acceptable,
+                                    const ExceptionCosts& exceptions, const FixedCosts& fixed_costs,
+                                    const Bounds& bounds, const Choice& choice,
+                                    const DecisionOptions& options, std::mt19937_64& rng) {
+  ReplicateChoices out;
+  out.thresholds.reserve(boot.size());
+  out.excess.reserve(boot.size());
   for (const Evaluated& e : boot) {
     const std::vector<double> fixed = fixed_costs(e);
     std::vector<double> cost = fixed;
@@ -376,64 +407,100 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
       cost = Costs(e, acceptable, d.cells, d.cost, options);
     }
     const Choice own = LeastCost(grid, cost, true, bounds);
-    thresholds.push_back(own.threshold);
-    excess.push_back(std::max(0.0, Regret(grid, cost, choice.threshold) - own.regret));
+    out.thresholds.push_back(own.threshold);
+    out.excess.push_back(std::max(0.0, Regret(grid, cost, choice.threshold) - own.regret));
     const double fixed_excess =
         exceptions.Any()
             ? Regret(grid, fixed, choice.threshold) - LeastCost(grid, fixed, true, bounds).regret
-            : excess.back();
-    agree += fixed_excess <= kRegretSlack ? 1 : 0;
+            : out.excess.back();
+    out.agree += fixed_excess <= kRegretSlack ? 1 : 0;
   }
-  std::sort(thresholds.begin(), thresholds.end());
-  std::sort(excess.begin(), excess.end());
-  const bool wins = std::isfinite(choice.threshold);
+  std::sort(out.thresholds.begin(), out.thresholds.end());
+  std::sort(out.excess.begin(), out.excess.end());
+  return out;
+}
 
-  const auto lo_bytes = static_cast<std::uint64_t>(lo);
-  const auto hi_bytes = static_cast<std::uint64_t>(hi);
+// The kIntervalLevel interval of the replicates' thresholds, rounded as
+// the threshold is.
+ThresholdInterval IntervalOf(const std::vector<double>& thresholds, std::uint64_t lo_bytes,
+                             std::uint64_t hi_bytes, const Bounds& bounds) {
+  const double replicates = static_cast<double>(thresholds.size());
   const double tail = (1 - kIntervalLevel) / 2;
-  const double low = thresholds[static_cast<std::size_t>(tail * static_cast<double>(replicates))];
-  const double high = thresholds[static_cast<std::size_t>(
-      std::ceil((1 - tail) * static_cast<double>(replicates))) - 1];
+  const double low = thresholds[static_cast<std::size_t>(tail * replicates)];
+  const double high =
+      thresholds[static_cast<std::size_t>(std::ceil((1 - tail) * replicates)) - 1];
   ThresholdInterval interval;
   interval.level = kIntervalLevel;
   interval.low_bytes = RoundThreshold(low, lo_bytes, hi_bytes, bounds);
   if (std::isfinite(high)) interval.high_bytes = RoundThreshold(high, lo_bytes, hi_bytes, bounds);
+  return interval;
+}
 
-  r.rule = Rule::kModel;
-  for (const ModelException& e : model.exceptions) {
-    r.rule_detail += std::string(r.rule_detail.empty() ? "" : "; ") + "decided by its own " +
-                     "comparison: " + e.reason;
-  }
-  r.model = std::move(model);
-  r.interval = interval;
-  r.regret = choice.regret;
-  r.regret_never = choice.regret_never;
-  r.regret_always = choice.regret_always;
-  r.regret_excess = LevelQuantile(excess);
-  r.confidence = static_cast<double>(agree) / static_cast<double>(replicates);
+// The verdict of the least-cost choice on the fitted curves.
+void SetModelVerdict(MethodResult& r, const Choice& choice, std::uint64_t lo_bytes,
+                     std::uint64_t hi_bytes, const Bounds& bounds) {
   const std::string baseline(MethodName(r.baseline));
-  if (!wins) {
+  if (!std::isfinite(choice.threshold)) {
     r.verdict = Verdict::kNever;
     r.reason = Reason::kSlower;
     r.detail = "on the fitted curves zerocopy costs more than " + baseline +
                " wherever it would matter: never using it costs least";
-  } else {
-    const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes, bounds);
-    r.threshold_bytes = t;
-    if (t <= lo_bytes) {
-      r.verdict = Verdict::kAlways;
-      r.detail = "on the fitted curves zerocopy is the cheaper send from the smallest "
-                 "compared size (" + std::to_string(t) + " bytes) on";
-    } else {
-      r.verdict = Verdict::kThreshold;
-      r.detail = "on the fitted curves zerocopy costs least from " + std::to_string(t) +
-                 " bytes on";
-    }
+    return;
   }
-  CompareWithCurves(r, grid, fixed_costs(point), cz, cb, acceptable, options);
+  const std::uint64_t t = RoundThreshold(choice.threshold, lo_bytes, hi_bytes, bounds);
+  r.threshold_bytes = t;
+  if (t <= lo_bytes) {
+    r.verdict = Verdict::kAlways;
+    r.detail = "on the fitted curves zerocopy is the cheaper send from the smallest "
+               "compared size (" + std::to_string(t) + " bytes) on";
+  } else {
+    r.verdict = Verdict::kThreshold;
+    r.detail = "on the fitted curves zerocopy costs least from " + std::to_string(t) +
+               " bytes on";
+  }
+}
+
+}  // namespace
+
+bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
+                   const DecisionOptions& options) {
+  FittedModel f;
+  if (!FitModel(samples, r, options, f)) return false;
+
+  const WeightedSizes grid = DenseSizes(f.lo, f.hi, options.traffic);
+  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
+  std::mt19937_64 rng(SeedOf(f.zc, f.base));
+  const std::vector<Evaluated> boot = BootstrapCurves(f, grid, replicates, rng);
+  const Evaluated point = Evaluate(grid, f.cz, f.cb);
+  const std::vector<bool> acceptable = AcceptableSizes(grid, point, boot, options);
+  const ExceptionCosts exceptions(grid, f.model.exceptions, r.sizes, options);
+  const auto fixed_costs = [&](const Evaluated& e) {
+    return Costs(e, acceptable, exceptions.PointCells(), exceptions.PointCosts(), options);
+  };
+  const Bounds bounds = BoundsOf(r.measured_bracket.value_or(MeasuredBracket{}));
+  const Choice choice = LeastCost(grid, fixed_costs(point), true, bounds);
+  const ReplicateChoices replicated = ChooseInReplicates(
+      grid, boot, acceptable, exceptions, fixed_costs, bounds, choice, options, rng);
+
+  const auto lo_bytes = static_cast<std::uint64_t>(f.lo);
+  const auto hi_bytes = static_cast<std::uint64_t>(f.hi);
+  r.rule = Rule::kModel;
+  for (const ModelException& e : f.model.exceptions) {
+    r.rule_detail += std::string(r.rule_detail.empty() ? "" : "; ") + "decided by its own " +
+                     "comparison: " + e.reason;
+  }
+  r.model = std::move(f.model);
+  r.interval = IntervalOf(replicated.thresholds, lo_bytes, hi_bytes, bounds);
+  r.regret = choice.regret;
+  r.regret_never = choice.regret_never;
+  r.regret_always = choice.regret_always;
+  r.regret_excess = LevelQuantile(replicated.excess);
+  r.confidence = static_cast<double>(replicated.agree) / static_cast<double>(replicates);
+  SetModelVerdict(r, choice, lo_bytes, hi_bytes, bounds);
+  CompareWithCurves(r, grid, fixed_costs(point), f.cz, f.cb, acceptable, options);
   if (*r.confidence < kMinConfidence) {
     r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
-               std::to_string(agree) + " of " + std::to_string(replicates) +
+               std::to_string(replicated.agree) + " of " + std::to_string(replicates) +
                "; would have been: " + std::string(VerdictName(r.verdict)) + ")";
     r.verdict = Verdict::kInconclusive;
     r.reason = Reason::kNoisy;
