@@ -113,114 +113,129 @@ std::uint64_t SweepPlanner::Aligned(double size) const {
   return static_cast<std::uint64_t>(std::clamp(rounded, lo, hi));
 }
 
-void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
-                           Planned& planned) {
-  const Method method = result.method;
-  const auto& sizes = result.sizes;
-  const double res = options_.resolution;
-  std::size_t spent = 0;
-  // Earlier calls have priority; what does not fit the allowance is left.
-  auto plan = [&](std::uint64_t size, std::uint32_t count) {
+// Adds probes of a zerocopy method and its baseline to a plan, within an
+// allowance of probes: earlier calls have priority, and what does not fit
+// is left out.
+class SweepPlanner::PlanBudget {
+ public:
+  PlanBudget(const MethodResult& result, std::size_t allowance, Planned& planned)
+      : method_(result.method), baseline_(result.baseline), allowance_(allowance),
+        planned_(planned) {}
+
+  // At least `count` probes of both sends at `size`.
+  void Add(std::uint64_t size, std::uint32_t count) {
     std::size_t cost = 0;
-    for (Method m : {method, result.baseline}) {
-      const auto it = planned.find({m, size});
-      cost += count - std::min(count, it == planned.end() ? 0u : it->second);
+    for (Method m : {method_, baseline_}) {
+      const auto it = planned_.find({m, size});
+      cost += count - std::min(count, it == planned_.end() ? 0u : it->second);
     }
-    if (spent + cost > allowance) return;
-    spent += cost;
-    for (Method m : {method, result.baseline}) {
-      auto& n = planned[{m, size}];
+    if (spent_ + cost > allowance_) return;
+    spent_ += cost;
+    for (Method m : {method_, baseline_}) {
+      auto& n = planned_[{m, size}];
       n = std::max(n, count);
     }
-  };
-  if (result.rule == Rule::kModel && result.interval && result.model) {
-    const ThresholdInterval& in = *result.interval;
-    const double hi = static_cast<double>(result.model->max_size_bytes);
-    const double low = static_cast<double>(in.low_bytes);
-    // An open interval (zerocopy may never pay off) reaches past the range.
-    const double high = in.high_bytes ? static_cast<double>(*in.high_bytes) : hi * 2;
-    // The centre: the threshold, the smallest size for always, the largest
-    // for never, the interval's middle when undecided.
-    double centre = std::sqrt(low * std::min(high, hi));
-    if (result.threshold_bytes) centre = static_cast<double>(*result.threshold_bytes);
-    if (result.verdict == Verdict::kNever) centre = hi;
-    // The interval is itself estimated, and stopping at the first narrow one
-    // favours intervals that are narrow by chance: stop only inside
-    // kStopShare of the resolution.
-    const double band = 1 + kStopShare * res;
-    // A never that rests on throughput alone (efficiency, and zerocopy's CPU
-    // curve the cheaper one at the top of the range) is a test made after every round
-    // on a line rate still being measured: one unlucky round must not end
-    // the calibration there, so it is probed on.
-    const MethodFit& z = result.model->zerocopy;
-    const MethodFit& b = result.model->baseline;
-    const bool cpu_wins_at_top =
-        options_.decision.objective == Objective::kEfficiency &&
-        z.CpuNsPerByte(hi) <= (1 - options_.decision.margin) * b.CpuNsPerByte(hi);
-    const bool never = result.verdict == Verdict::kNever && !cpu_wins_at_top;
-    // What matters is what the threshold costs: where both sends cost about
-    // the same around the crossover, its interval stays wide long after any
-    // threshold in it is as cheap as the best (within regret_resolution).
-    const bool cheap = result.regret_excess &&
-                       *result.regret_excess <= kStopShare * options_.regret_resolution &&
-                       (result.verdict != Verdict::kNever || never);
-    if (cheap || (low >= centre / band && (never || high <= centre * band))) {
-      settled_.insert(method);
-      return;
-    }
-    // An exception near the threshold (one or two sizes decided by their
-    // own comparison) was measured at its own sizes only: how far it
-    // reaches towards the fitted sizes around it, and its cost within its
-    // own noise, move the threshold (the interval counts both). Probe
-    // halfway (in log size) into each unmeasured gap wider than the
-    // resolution, and the exception itself again, up to max_repeats.
-    for (const ModelException& e : result.model->exceptions) {
-      if (static_cast<double>(e.max_size_bytes) * band < low ||
-          static_cast<double>(e.min_size_bytes) > std::min(high, hi) * band) {
-        continue;
-      }
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        const std::uint64_t s = sizes[i].size_bytes;
-        if (s < e.min_size_bytes || s > e.max_size_bytes) continue;
-        const double here = static_cast<double>(s);
-        if (s == e.min_size_bytes && i > 0) {
-          const double below = static_cast<double>(sizes[i - 1].size_bytes);
-          if (here > below * (1 + res)) plan(Aligned(std::sqrt(here * below)), 1);
-        }
-        if (s == e.max_size_bytes && i + 1 < sizes.size()) {
-          const double above = static_cast<double>(sizes[i + 1].size_bytes);
-          if (above > here * (1 + res)) plan(Aligned(std::sqrt(here * above)), 1);
-        }
-        if (std::min(sizes[i].zerocopy.samples, sizes[i].baseline.samples) <
-            options_.max_repeats) {
-          plan(s, 1);
-        }
-      }
-    }
-    // A probe pair at the threshold narrows the fitted cost difference
-    // there most; one more pair on each side of it, halfway (in log size)
-    // to the interval's ends, finds out a centre that is off and keeps the
-    // curves' slope honest.
-    plan(Aligned(centre), 1);
-    plan(Aligned(std::sqrt(centre * std::min(high, hi))), 1);
-    plan(Aligned(std::sqrt(centre * low)), 1);
-    return;
   }
-  // A rejection at sizes with one sample may be one wild probe (on a shared
-  // machine, a burst of load): one more probe of both methods there tells
-  // it from a shape the curves cannot follow, and the model decides again.
-  bool confirming = false;
-  if (result.model && !result.model->accepted && !result.model->rejection_confirmed) {
-    for (const SizeComparison& c : sizes) {
-      if (c.size_bytes < result.model->rejected_min_size_bytes ||
-          c.size_bytes > result.model->rejected_max_size_bytes ||
-          std::min(c.zerocopy.samples, c.baseline.samples) >= 2) {
-        continue;
+
+ private:
+  Method method_;
+  Method baseline_;
+  std::size_t allowance_;
+  std::size_t spent_ = 0;
+  Planned& planned_;
+};
+
+void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
+                           Planned& planned) {
+  PlanBudget budget(result, allowance, planned);
+  const bool settled = result.rule == Rule::kModel && result.interval && result.model
+                           ? PlanAroundModel(result, budget)
+                           : PlanPerSize(result, budget, planned);
+  if (settled) settled_.insert(result.method);
+}
+
+bool SweepPlanner::PlanAroundModel(const MethodResult& result, PlanBudget& budget) const {
+  const auto& sizes = result.sizes;
+  const double res = options_.resolution;
+  const ThresholdInterval& in = *result.interval;
+  const double hi = static_cast<double>(result.model->max_size_bytes);
+  const double low = static_cast<double>(in.low_bytes);
+  // An open interval (zerocopy may never pay off) reaches past the range.
+  const double high = in.high_bytes ? static_cast<double>(*in.high_bytes) : hi * 2;
+  // The centre: the threshold, the smallest size for always, the largest
+  // for never, the interval's middle when undecided.
+  double centre = std::sqrt(low * std::min(high, hi));
+  if (result.threshold_bytes) centre = static_cast<double>(*result.threshold_bytes);
+  if (result.verdict == Verdict::kNever) centre = hi;
+  // The interval is itself estimated, and stopping at the first narrow one
+  // favours intervals that are narrow by chance: stop only inside
+  // kStopShare of the resolution.
+  const double band = 1 + kStopShare * res;
+  if (ModelSettled(result, low, high, hi, centre, band)) return true;
+  // An exception near the threshold (one or two sizes decided by their
+  // own comparison) was measured at its own sizes only: how far it
+  // reaches towards the fitted sizes around it, and its cost within its
+  // own noise, move the threshold (the interval counts both). Probe
+  // halfway (in log size) into each unmeasured gap wider than the
+  // resolution, and the exception itself again, up to max_repeats.
+  for (const ModelException& e : result.model->exceptions) {
+    if (static_cast<double>(e.max_size_bytes) * band < low ||
+        static_cast<double>(e.min_size_bytes) > std::min(high, hi) * band) {
+      continue;
+    }
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const std::uint64_t s = sizes[i].size_bytes;
+      if (s < e.min_size_bytes || s > e.max_size_bytes) continue;
+      const double here = static_cast<double>(s);
+      if (s == e.min_size_bytes && i > 0) {
+        const double below = static_cast<double>(sizes[i - 1].size_bytes);
+        if (here > below * (1 + res)) budget.Add(Aligned(std::sqrt(here * below)), 1);
       }
-      plan(c.size_bytes, 1);
-      confirming = true;
+      if (s == e.max_size_bytes && i + 1 < sizes.size()) {
+        const double above = static_cast<double>(sizes[i + 1].size_bytes);
+        if (above > here * (1 + res)) budget.Add(Aligned(std::sqrt(here * above)), 1);
+      }
+      if (std::min(sizes[i].zerocopy.samples, sizes[i].baseline.samples) <
+          options_.max_repeats) {
+        budget.Add(s, 1);
+      }
     }
   }
+  // A probe pair at the threshold narrows the fitted cost difference
+  // there most; one more pair on each side of it, halfway (in log size)
+  // to the interval's ends, finds out a centre that is off and keeps the
+  // curves' slope honest.
+  budget.Add(Aligned(centre), 1);
+  budget.Add(Aligned(std::sqrt(centre * std::min(high, hi))), 1);
+  budget.Add(Aligned(std::sqrt(centre * low)), 1);
+  return false;
+}
+
+bool SweepPlanner::ModelSettled(const MethodResult& result, double low, double high, double hi,
+                                double centre, double band) const {
+  // A never that rests on throughput alone (efficiency, and zerocopy's CPU
+  // curve the cheaper one at the top of the range) is a test made after
+  // every round on a line rate still being measured: one unlucky round
+  // must not end the calibration there, so it is probed on.
+  const MethodFit& z = result.model->zerocopy;
+  const MethodFit& b = result.model->baseline;
+  const bool cpu_wins_at_top =
+      options_.decision.objective == Objective::kEfficiency &&
+      z.CpuNsPerByte(hi) <= (1 - options_.decision.margin) * b.CpuNsPerByte(hi);
+  const bool never = result.verdict == Verdict::kNever && !cpu_wins_at_top;
+  // What matters is what the threshold costs: where both sends cost about
+  // the same around the crossover, its interval stays wide long after any
+  // threshold in it is as cheap as the best (within regret_resolution).
+  const bool cheap = result.regret_excess &&
+                     *result.regret_excess <= kStopShare * options_.regret_resolution &&
+                     (result.verdict != Verdict::kNever || never);
+  return cheap || (low >= centre / band && (never || high <= centre * band));
+}
+
+bool SweepPlanner::PlanPerSize(const MethodResult& result, PlanBudget& budget,
+                               Planned& planned) const {
+  const auto& sizes = result.sizes;
+  const bool confirming = ConfirmRejection(result, budget);
   // Per-size rule: where the verdict rests are the largest size and the two
   // sizes around the threshold.
   std::vector<std::size_t> deciding = {sizes.size() - 1};
@@ -234,16 +249,7 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
   if (split < sizes.size() && split > 0) {
     deciding.push_back(split);
     deciding.push_back(split - 1);
-    const std::uint64_t lo = sizes[split - 1].size_bytes;
-    const std::uint64_t hi = sizes[split].size_bytes;
-    if (static_cast<double>(hi - lo) > res * static_cast<double>(hi)) {
-      const std::uint64_t a = options_.size_alignment;
-      const std::uint64_t mid = (lo + hi) / 2 / a * a;
-      if (mid > lo && mid < hi) {
-        plan(mid, options_.repeats);
-        bisecting = true;
-      }
-    }
+    bisecting = Bisect(sizes[split - 1].size_bytes, sizes[split].size_bytes, budget);
   } else if (split == 0) {
     deciding.push_back(0);
   }
@@ -263,8 +269,7 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
                      *result.regret_excess <= kStopShare * options_.regret_resolution;
   if (!confirming && !bisecting && cheap) {
     planned.clear();
-    settled_.insert(method);
-    return;
+    return true;
   }
   // Otherwise any size whose comparison is within its noise may be where
   // the best threshold lies (a flat crossover: costs within a few percent
@@ -280,11 +285,39 @@ void SweepPlanner::PlanFor(const MethodResult& result, std::size_t allowance,
     const std::uint32_t have = std::min(c.zerocopy.samples, c.baseline.samples);
     const bool exception = c.zerocopy_wins == (i < split);
     if ((!c.decisive || exception) && have < options_.max_repeats) {
-      plan(c.size_bytes, 1);
+      budget.Add(c.size_bytes, 1);
       repeating = true;
     }
   }
-  if (!confirming && !bisecting && !repeating) settled_.insert(method);
+  return !confirming && !bisecting && !repeating;
+}
+
+bool SweepPlanner::ConfirmRejection(const MethodResult& result, PlanBudget& budget) const {
+  // A rejection at sizes with one sample may be one wild probe (on a shared
+  // machine, a burst of load): one more probe of both methods there tells
+  // it from a shape the curves cannot follow, and the model decides again.
+  bool confirming = false;
+  if (result.model && !result.model->accepted && !result.model->rejection_confirmed) {
+    for (const SizeComparison& c : result.sizes) {
+      if (c.size_bytes < result.model->rejected_min_size_bytes ||
+          c.size_bytes > result.model->rejected_max_size_bytes ||
+          std::min(c.zerocopy.samples, c.baseline.samples) >= 2) {
+        continue;
+      }
+      budget.Add(c.size_bytes, 1);
+      confirming = true;
+    }
+  }
+  return confirming;
+}
+
+bool SweepPlanner::Bisect(std::uint64_t lo, std::uint64_t hi, PlanBudget& budget) const {
+  if (static_cast<double>(hi - lo) <= options_.resolution * static_cast<double>(hi)) return false;
+  const std::uint64_t a = options_.size_alignment;
+  const std::uint64_t mid = (lo + hi) / 2 / a * a;
+  if (mid <= lo || mid >= hi) return false;
+  budget.Add(mid, options_.repeats);
+  return true;
 }
 
 void SweepPlanner::PlanRefinement() {

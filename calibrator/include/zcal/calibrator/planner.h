@@ -130,7 +130,17 @@ class SweepPlanner {
   /// Whether `method` needs more probes, and if so where: adds at most
   /// `allowance` probes to `planned` as (method, size) -> count.
   using Planned = std::map<std::pair<Method, std::uint64_t>, std::uint32_t>;
+  class PlanBudget;
+  // Plans the next probes of one method within `allowance` probes; marks
+  // the method settled when it needs no more. The steps return whether it
+  // is settled.
   void PlanFor(const MethodResult& result, std::size_t allowance, Planned& planned);
+  bool PlanAroundModel(const MethodResult& result, PlanBudget& budget) const;
+  bool ModelSettled(const MethodResult& result, double low, double high, double hi,
+                    double centre, double band) const;
+  bool PlanPerSize(const MethodResult& result, PlanBudget& budget, Planned& planned) const;
+  bool ConfirmRejection(const MethodResult& result, PlanBudget& budget) const;
+  bool Bisect(std::uint64_t lo, std::uint64_t hi, PlanBudget& budget) const;
   std::uint64_t Aligned(double size) const;
 
   PlannerOptions options_;
