@@ -131,6 +131,73 @@ Result<void> ValidateCalibrationOptions(const CalibrationOptions& options) {
   return {};
 }
 
+namespace {
+
+// The probe the planner asked for, on this calibration's path and depth,
+// for `duration` and, under a rate cap, the bytes that fit it.
+ProbeOptions ProbeFor(const CalibrationOptions& options, const calibrator::ProbeRequest& request,
+                      Seconds duration) {
+  ProbeOptions probe;
+  probe.method = request.method;
+  probe.size_bytes = request.size_bytes;
+  probe.repeat = request.repeat;
+  probe.depth = options.depth;
+  probe.path = options.PathName();
+  probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
+  if (options.max_bytes_per_second != 0) {
+    probe.max_bytes = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(static_cast<double>(options.max_bytes_per_second) *
+                                   duration.count()),
+        request.size_bytes);
+  }
+  probe.cancel = options.cancel;
+  probe.root = options.root;
+  return probe;
+}
+
+bool Cancelled(const CalibrationOptions& options) {
+  return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+}
+
+// Under a rate cap, a probe that hit its byte cap early rests until its
+// bytes fit the average rate.
+void RestForTheRate(const CalibrationOptions& options, Clock::time_point probe_start,
+                    const Sample& sample) {
+  if (options.max_bytes_per_second == 0) return;
+  const Seconds earliest_next(static_cast<double>(sample.bytes) /
+                              static_cast<double>(options.max_bytes_per_second));
+  const auto resume = probe_start + std::chrono::duration_cast<Clock::duration>(earliest_next);
+  while (Clock::now() < resume && !Cancelled(options)) {
+    std::this_thread::sleep_for(std::min<Clock::duration>(resume - Clock::now(), 50ms));
+  }
+}
+
+// The report once the probes ended: the path closed, the samples decided,
+// or why no probe measured.
+CalibrationResult<CalibrationReport> Finish(const CalibrationOptions& options,
+                                            CalibrationReport report, PathRunner& path,
+                                            calibrator::SweepPlanner& planner,
+                                            Clock::time_point start) {
+  const bool ended_early = report.cancelled || report.session_lost.has_value();
+  if (auto loss = path.Close(planner.samples(), ended_early)) report.session_lost = std::move(loss);
+  report.samples = planner.samples();
+  report.analysis = planner.Result();
+  report.duration_seconds = Seconds(Clock::now() - start).count();
+  const bool any_ok = std::any_of(report.samples.begin(), report.samples.end(),
+                                  [](const Sample& s) { return s.ok(); });
+  if (any_ok || report.cancelled) return report;
+  if (report.session_lost) {
+    return FailCalibration(Errc::kFailed,
+                           "the session with the sink of path " + options.PathName() +
+                               " was lost before a probe measured: " +
+                               report.session_lost->message,
+                           report.session_lost->failure);
+  }
+  return FailCalibration(Errc::kUnsupported, NoProbeMessage(options, report.samples));
+}
+
+}  // namespace
+
 CalibrationResult<CalibrationReport> RunCalibration(
     const CalibrationOptions& options,
     const std::function<void(const CalibrationProgress&)>& on_progress) {
@@ -152,9 +219,6 @@ CalibrationResult<CalibrationReport> RunCalibration(
   calibrator::SweepPlanner planner(PlannerOptionsFor(options));
   std::map<Method, Support> support;
   for (Method m : planner.options().methods) support[m] = path.SupportOf(m, options.root);
-  auto cancelled = [&] {
-    return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
-  };
   auto record = [&](const ProbeOutcome& outcome) {
     if (outcome.sample.status == SampleStatus::kFailed) {
       report.probe_failures.push_back({planner.samples().size(), outcome.failure});
@@ -165,7 +229,7 @@ CalibrationResult<CalibrationReport> RunCalibration(
   HostLoadMeter load(options.root);
   load.Start();
   while (auto request = planner.Next()) {
-    if (cancelled()) {
+    if (Cancelled(options)) {
       report.cancelled = true;
       break;
     }
@@ -182,21 +246,7 @@ CalibrationResult<CalibrationReport> RunCalibration(
       record({UnsupportedSample(options, *request, supported.reason), PeerFailure::kLocalError});
       continue;
     }
-    ProbeOptions probe;
-    probe.method = request->method;
-    probe.size_bytes = request->size_bytes;
-    probe.repeat = request->repeat;
-    probe.depth = options.depth;
-    probe.path = options.PathName();
-    probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
-    if (options.max_bytes_per_second != 0) {
-      probe.max_bytes = std::max<std::uint64_t>(
-          static_cast<std::uint64_t>(static_cast<double>(options.max_bytes_per_second) *
-                                     duration.count()),
-          request->size_bytes);
-    }
-    probe.cancel = options.cancel;
-    probe.root = options.root;
+    ProbeOptions probe = ProbeFor(options, *request, duration);
     if (!path.Prepare(probe, left)) break;  // the path has no room left
     load.Sample();
     const auto probe_start = Clock::now();
@@ -207,17 +257,8 @@ CalibrationResult<CalibrationReport> RunCalibration(
       break;
     }
     const Sample& sample = probed.outcome.sample;
-    if (options.max_bytes_per_second != 0) {
-      // A probe that hit its byte cap early rests until its bytes fit the
-      // average rate.
-      const Seconds earliest_next(static_cast<double>(sample.bytes) /
-                                  static_cast<double>(options.max_bytes_per_second));
-      const auto resume = probe_start + std::chrono::duration_cast<Clock::duration>(earliest_next);
-      while (Clock::now() < resume && !cancelled()) {
-        std::this_thread::sleep_for(std::min<Clock::duration>(resume - Clock::now(), 50ms));
-      }
-    }
-    if (!sample.ok() && cancelled()) {
+    RestForTheRate(options, probe_start, sample);
+    if (!sample.ok() && Cancelled(options)) {
       // The probe was cut short: its numbers mean nothing.
       report.cancelled = true;
       break;
@@ -225,26 +266,8 @@ CalibrationResult<CalibrationReport> RunCalibration(
     if (sample.status != SampleStatus::kUnsupported) ++report.probes_run;
     record(probed.outcome);
   }
-
   report.load = load.Finish();
-  const bool ended_early = report.cancelled || report.session_lost.has_value();
-  if (auto loss = path.Close(planner.samples(), ended_early)) report.session_lost = std::move(loss);
-  report.samples = planner.samples();
-  report.analysis = planner.Result();
-  report.duration_seconds = Seconds(Clock::now() - start).count();
-  const bool any_ok = std::any_of(report.samples.begin(), report.samples.end(),
-                                  [](const Sample& s) { return s.ok(); });
-  if (!any_ok && !report.cancelled) {
-    if (report.session_lost) {
-      return FailCalibration(Errc::kFailed,
-                             "the session with the sink of path " + options.PathName() +
-                                 " was lost before a probe measured: " +
-                                 report.session_lost->message,
-                             report.session_lost->failure);
-    }
-    return FailCalibration(Errc::kUnsupported, NoProbeMessage(options, report.samples));
-  }
-  return report;
+  return Finish(options, std::move(report), path, planner, start);
 }
 
 }  // namespace zcal::probes
