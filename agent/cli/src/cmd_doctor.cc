@@ -61,8 +61,9 @@ void PrintText(std::ostream& out, const std::vector<doctor::Finding>& findings) 
 int RunDoctor(const DoctorArgs& args) {
   const Result<doctor::DoctorOptions> options = OptionsOf(args);
   if (!options) {
+    // Whatever is wrong with it, the configuration is what the user gave.
     std::cerr << "zcal doctor: " << options.error().message << "\n";
-    return ExitStatusOf(options.error());
+    return kExitUsage;
   }
   const doctor::Observations seen = doctor::Observe(*options);
   const std::vector<doctor::Finding> findings = doctor::Diagnose(*options, seen);
