@@ -70,7 +70,7 @@ Finding Find(const std::vector<Finding>& findings, const std::string& check) {
   return {};
 }
 
-Finding Run(const char* root, const Observations& seen, const std::string& check) {
+Finding Check(const char* root, const Observations& seen, const std::string& check) {
   return Find(Diagnose(OptionsAt(root), seen), check);
 }
 
@@ -99,35 +99,37 @@ TEST(Doctor, EveryLineThatIsNotOkHasAFix) {
   seen.segment.error = -ENOENT;
   seen.host.kernel_release = "5.15.0";
   for (const Finding& f : Diagnose(OptionsAt("optmem-small"), seen)) {
-    if (f.status != Status::kOk) EXPECT_FALSE(f.fix.empty()) << f.check;
+    if (f.status != Status::kOk) {
+      EXPECT_FALSE(f.fix.empty()) << f.check;
+    }
   }
 }
 
 TEST(Doctor, IoUringDisabledBySysctlIsAWarningWithTheSysctl) {
   Observations seen = Healthy();
   seen.uring = {EPERM, std::nullopt, std::nullopt, std::nullopt};
-  const Finding f = Run("uring-disabled", seen, "io_uring");
+  const Finding f = Check("uring-disabled", seen, "io_uring");
   ExpectWarnWithFix(f, "kernel.io_uring_disabled=0");
   EXPECT_NE(f.detail.find("EPERM"), std::string::npos) << f.detail;
-  ExpectWarnWithFix(Run("uring-disabled", seen, "io_uring.send_zc"), "io_uring line");
+  ExpectWarnWithFix(Check("uring-disabled", seen, "io_uring.send_zc"), "io_uring line");
 }
 
 TEST(Doctor, IoUringForAGroupOnlyNamesTheGroup) {
   Observations seen = Healthy();
   seen.uring = {EPERM, std::nullopt, std::nullopt, std::nullopt};
-  ExpectWarnWithFix(Run("uring-group", seen, "io_uring"), "kernel.io_uring_group (1042)");
+  ExpectWarnWithFix(Check("uring-group", seen, "io_uring"), "kernel.io_uring_group (1042)");
 }
 
 TEST(Doctor, IoUringRefusedDespiteTheSysctlBlamesSeccomp) {
   Observations seen = Healthy();
   seen.uring = {EPERM, std::nullopt, std::nullopt, std::nullopt};
-  ExpectWarnWithFix(Run("healthy", seen, "io_uring"), "seccomp");
+  ExpectWarnWithFix(Check("healthy", seen, "io_uring"), "seccomp");
 }
 
 TEST(Doctor, IoUringUnknownToTheKernelIsToldApartFromRefused) {
   Observations seen = Healthy();
   seen.uring = {ENOSYS, std::nullopt, std::nullopt, std::nullopt};
-  const Finding f = Run("healthy", seen, "io_uring");
+  const Finding f = Check("healthy", seen, "io_uring");
   ExpectWarnWithFix(f, "CONFIG_IO_URING");
   EXPECT_NE(f.detail.find("ENOSYS"), std::string::npos) << f.detail;
 }
@@ -135,32 +137,32 @@ TEST(Doctor, IoUringUnknownToTheKernelIsToldApartFromRefused) {
 TEST(Doctor, MissingZerocopyOpcodesAreWarnings) {
   Observations seen = Healthy();
   seen.uring = {0, false, false, std::nullopt};
-  ExpectWarnWithFix(Run("healthy", seen, "io_uring.send_zc"), "Linux 6.0");
+  ExpectWarnWithFix(Check("healthy", seen, "io_uring.send_zc"), "Linux 6.0");
   seen.uring = {0, true, false, true};
-  ExpectWarnWithFix(Run("healthy", seen, "io_uring.send_zc"), "Linux 6.1");
+  ExpectWarnWithFix(Check("healthy", seen, "io_uring.send_zc"), "Linux 6.1");
   seen.uring = {0, true, true, false};
-  ExpectWarnWithFix(Run("healthy", seen, "io_uring.report_usage"), "Linux 6.2");
+  ExpectWarnWithFix(Check("healthy", seen, "io_uring.report_usage"), "Linux 6.2");
 }
 
 TEST(Doctor, NoZerocopySendAtAllFails) {
   Observations seen = Healthy();
   seen.msg_zerocopy = {false, "msg_zerocopy: the socket refused SO_ZEROCOPY"};
-  EXPECT_EQ(Run("healthy", seen, "msg_zerocopy").status, Status::kWarn);
+  EXPECT_EQ(Check("healthy", seen, "msg_zerocopy").status, Status::kWarn);
   seen.uring = {EPERM, std::nullopt, std::nullopt, std::nullopt};
-  EXPECT_EQ(Run("healthy", seen, "msg_zerocopy").status, Status::kFail);
+  EXPECT_EQ(Check("healthy", seen, "msg_zerocopy").status, Status::kFail);
 }
 
 TEST(Doctor, KernelsBeforeStackingAndForwardingSayWhy) {
   Observations seen = Healthy();
   seen.host.kernel_release = "6.1.0-27-amd64";
-  ExpectWarnWithFix(Run("healthy", seen, "kernel.send_zc_stacking"), "6.10");
+  ExpectWarnWithFix(Check("healthy", seen, "kernel.send_zc_stacking"), "6.10");
   // Forwarding matters only where traffic leaves through a veth (a pod).
-  EXPECT_EQ(Run("healthy", seen, "kernel.zerocopy_forwarding").status, Status::kOk);
+  EXPECT_EQ(Check("healthy", seen, "kernel.zerocopy_forwarding").status, Status::kOk);
   seen.host.kernel_release = "6.12.0-1-amd64";
-  EXPECT_EQ(Run("pod", seen, "kernel.send_zc_stacking").status, Status::kOk);
-  ExpectWarnWithFix(Run("pod", seen, "kernel.zerocopy_forwarding"), "hostNetwork");
+  EXPECT_EQ(Check("pod", seen, "kernel.send_zc_stacking").status, Status::kOk);
+  ExpectWarnWithFix(Check("pod", seen, "kernel.zerocopy_forwarding"), "hostNetwork");
   seen.host.kernel_release = "6.17.1";
-  EXPECT_EQ(Run("pod", seen, "kernel.zerocopy_forwarding").status, Status::kOk);
+  EXPECT_EQ(Check("pod", seen, "kernel.zerocopy_forwarding").status, Status::kOk);
 }
 
 TEST(Doctor, KernelReleaseParses) {
@@ -175,22 +177,22 @@ TEST(Doctor, OptionMemoryBelowTheDeepestProbeWarnsWithTheNeed) {
   const DoctorOptions options = OptionsAt("optmem-small");
   // 1 KiB sends keep the pool's 128 buffers in flight: 128 notifications.
   EXPECT_EQ(OptionMemoryNeed(options), 128U * 1024);
-  const Finding f = Run("optmem-small", Healthy(), "optmem.host");
+  const Finding f = Check("optmem-small", Healthy(), "optmem.host");
   ExpectWarnWithFix(f, "net.core.optmem_max=131072");
   EXPECT_NE(f.fix.find("min_size_bytes"), std::string::npos) << f.fix;
-  EXPECT_EQ(Run("healthy", Healthy(), "optmem.host").status, Status::kOk);
+  EXPECT_EQ(Check("healthy", Healthy(), "optmem.host").status, Status::kOk);
 }
 
 TEST(Doctor, OptionMemoryOfANewNamespaceIsJudgedApart) {
   Observations seen = Healthy();
   seen.namespaces.netns_optmem_max = 20480;
-  ExpectWarnWithFix(Run("healthy", seen, "optmem.netns"), "optmem_max");
+  ExpectWarnWithFix(Check("healthy", seen, "optmem.netns"), "optmem_max");
   seen.namespaces.netns_optmem_max.reset();
   seen.namespaces.netns_uses_host_optmem = true;
-  EXPECT_EQ(Run("healthy", seen, "optmem.netns").status, Status::kOk);
+  EXPECT_EQ(Check("healthy", seen, "optmem.netns").status, Status::kOk);
   seen.namespaces.netns_uses_host_optmem = false;
   seen.namespaces.netns_note = "no network namespace could be created here";
-  ExpectWarnWithFix(Run("healthy", seen, "optmem.netns"), "userns");
+  ExpectWarnWithFix(Check("healthy", seen, "optmem.netns"), "userns");
 }
 
 TEST(Doctor, OptionMemoryIsNotNeededWithoutMsgZerocopy) {
@@ -204,13 +206,13 @@ TEST(Doctor, MemlockBelowTheRegisteredBuffersWarns) {
   EXPECT_EQ(MemlockNeed(OptionsAt("healthy")), 2U << 20);
   Observations seen = Healthy();
   seen.memlock.soft_bytes = 1 << 20;
-  ExpectWarnWithFix(Run("healthy", seen, "memlock"), "LimitMEMLOCK=");
+  ExpectWarnWithFix(Check("healthy", seen, "memlock"), "LimitMEMLOCK=");
   seen.memlock.soft_bytes = 0;
-  EXPECT_EQ(Run("healthy", seen, "memlock").status, Status::kFail);
+  EXPECT_EQ(Check("healthy", seen, "memlock").status, Status::kFail);
   seen.memlock.cap_ipc_lock = true;
-  EXPECT_EQ(Run("healthy", seen, "memlock").status, Status::kOk);
+  EXPECT_EQ(Check("healthy", seen, "memlock").status, Status::kOk);
   seen.memlock = {std::nullopt, false};
-  EXPECT_EQ(Run("healthy", seen, "memlock").status, Status::kOk);
+  EXPECT_EQ(Check("healthy", seen, "memlock").status, Status::kOk);
 }
 
 TEST(Doctor, CapIpcLockIsReadFromTheRootsStatus) {
@@ -221,14 +223,14 @@ TEST(Doctor, CapIpcLockIsReadFromTheRootsStatus) {
 TEST(Doctor, UserNamespacesRefusedNameTheSysctlThatRefuses) {
   Observations seen = Healthy();
   seen.namespaces.userns_errno = EPERM;
-  ExpectWarnWithFix(Run("userns-max0", seen, "userns"), "user.max_user_namespaces=");
-  ExpectWarnWithFix(Run("userns-clone-off", seen, "userns"),
+  ExpectWarnWithFix(Check("userns-max0", seen, "userns"), "user.max_user_namespaces=");
+  ExpectWarnWithFix(Check("userns-clone-off", seen, "userns"),
                     "kernel.unprivileged_userns_clone=1");
-  ExpectWarnWithFix(Run("apparmor-userns", seen, "userns"),
+  ExpectWarnWithFix(Check("apparmor-userns", seen, "userns"),
                     "kernel.apparmor_restrict_unprivileged_userns=0");
-  ExpectWarnWithFix(Run("healthy", seen, "userns"), "seccomp");
+  ExpectWarnWithFix(Check("healthy", seen, "userns"), "seccomp");
   seen.namespaces.userns_errno = ENOSPC;
-  ExpectWarnWithFix(Run("healthy", seen, "userns"), "max_user_namespaces");
+  ExpectWarnWithFix(Check("healthy", seen, "userns"), "max_user_namespaces");
 }
 
 TEST(Doctor, PrivilegedAgentNeedsNoUserNamespace) {
@@ -236,9 +238,9 @@ TEST(Doctor, PrivilegedAgentNeedsNoUserNamespace) {
   seen.namespaces = {};
   seen.namespaces.privileged = true;
   seen.namespaces.netns_errno = 0;
-  EXPECT_EQ(Run("userns-max0", seen, "userns").status, Status::kOk);
+  EXPECT_EQ(Check("userns-max0", seen, "userns").status, Status::kOk);
   seen.namespaces.netns_errno = EPERM;
-  ExpectWarnWithFix(Run("userns-max0", seen, "userns"), "CLONE_NEWNET");
+  ExpectWarnWithFix(Check("userns-max0", seen, "userns"), "CLONE_NEWNET");
 }
 
 TEST(Doctor, StrictTranslatedIommuWarnsPerNic) {
@@ -260,44 +262,44 @@ TEST(Doctor, StrictTranslatedIommuWarnsPerNic) {
 TEST(Doctor, NicWithoutScatterGatherFailsAndWithoutTsoWarns) {
   Observations seen = Healthy();
   seen.host.devices[1].sg = false;
-  const Finding sg = Run("healthy", seen, "nic.eth0.offload");
+  const Finding sg = Check("healthy", seen, "nic.eth0.offload");
   EXPECT_EQ(sg.status, Status::kFail);
   EXPECT_EQ(sg.fix, "ethtool -K eth0 sg on (and tso on)");
   seen.host.devices[1].sg = true;
   seen.host.devices[1].tso = false;
-  ExpectWarnWithFix(Run("healthy", seen, "nic.eth0.offload"), "ethtool -K eth0 tso on");
+  ExpectWarnWithFix(Check("healthy", seen, "nic.eth0.offload"), "ethtool -K eth0 tso on");
   seen.host.devices[1].tso.reset();
-  ExpectWarnWithFix(Run("healthy", seen, "nic.eth0.offload"), "ethtool -k eth0");
+  ExpectWarnWithFix(Check("healthy", seen, "nic.eth0.offload"), "ethtool -k eth0");
 }
 
 TEST(Doctor, AbsentAgentFails) {
   Observations seen = Healthy();
   seen.segment = {};
   seen.segment.error = -ENOENT;
-  const Finding f = Run("healthy", seen, "agent.segment");
+  const Finding f = Check("healthy", seen, "agent.segment");
   EXPECT_EQ(f.status, Status::kFail);
   EXPECT_NE(f.fix.find("zcal-agent"), std::string::npos) << f.fix;
   seen.segment.error = -EACCES;
-  EXPECT_EQ(Run("healthy", seen, "agent.segment").status, Status::kFail);
+  EXPECT_EQ(Check("healthy", seen, "agent.segment").status, Status::kFail);
 }
 
 TEST(Doctor, StaleHeartbeatFailsAndUnconfirmedResultsWarn) {
   Observations seen = Healthy();
   seen.segment.info->heartbeat_ns = kNow - 120'000'000'000ULL;
-  const Finding gone = Run("healthy", seen, "agent.segment");
+  const Finding gone = Check("healthy", seen, "agent.segment");
   EXPECT_EQ(gone.status, Status::kFail);
   EXPECT_NE(gone.detail.find("120 s ago"), std::string::npos) << gone.detail;
   seen = Healthy();
   seen.segment.info->flags |= ZCAL_FLAG_STALE;
-  ExpectWarnWithFix(Run("healthy", seen, "agent.segment"), "kill -USR1 4242");
+  ExpectWarnWithFix(Check("healthy", seen, "agent.segment"), "kill -USR1 4242");
 }
 
 TEST(Doctor, NoCalibrationYetWarns) {
   Observations seen = Healthy();
   seen.state = tl::unexpected(Error{Errc::kNotFound, "no such file"});
-  ExpectWarnWithFix(Run("healthy", seen, "agent.calibration"), "--config");
+  ExpectWarnWithFix(Check("healthy", seen, "agent.calibration"), "--config");
   seen.state = AgentState{};
-  ExpectWarnWithFix(Run("healthy", seen, "agent.calibration"), "first calibration");
+  ExpectWarnWithFix(Check("healthy", seen, "agent.calibration"), "first calibration");
 }
 
 TEST(Doctor, JsonHasTheWorstStatusAndNullFixWhenOk) {

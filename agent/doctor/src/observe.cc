@@ -11,6 +11,7 @@
 #include "probes_live.h"
 #include "root_files.h"
 #include "zcal/agent/state/state.h"
+#include "zcal/common/bounded_read.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/errno_text.h"
 #include "zcal/common/text.h"
