@@ -3,6 +3,8 @@
 // host whose every line is ok.
 #include "zcal/agent/doctor/doctor.h"
 
+#include <sys/utsname.h>
+
 #include <cerrno>
 
 #include <gtest/gtest.h>
@@ -310,6 +312,29 @@ TEST(Doctor, JsonHasTheWorstStatusAndNullFixWhenOk) {
   EXPECT_TRUE(json["checks"][0]["fix"].is_null());
   EXPECT_EQ(json["checks"][1]["fix"], "do this");
   EXPECT_EQ(Worst({}), Status::kOk);
+}
+
+// The observations of this machine's kernel: where it has SEND_ZC, the
+// REPORT_USAGE request gets an answer, yes from Linux 6.2.
+TEST(DoctorLive, ReportUsageIsAnsweredWhereSendZcExists) {
+  const UringObservation seen = ProbeUring();
+  if (seen.setup_errno != 0) GTEST_SKIP() << "io_uring_setup fails here: " << seen.setup_errno;
+  if (seen.send_zc != true) GTEST_SKIP() << "no IORING_OP_SEND_ZC here";
+  ASSERT_TRUE(seen.report_usage.has_value());
+  utsname name{};
+  ASSERT_EQ(uname(&name), 0);
+  const std::optional<KernelVersion> v = ParseKernelRelease(name.release);
+  ASSERT_TRUE(v.has_value()) << name.release;
+  EXPECT_EQ(*seen.report_usage, v->AtLeast(6, 2)) << name.release;
+}
+
+TEST(DoctorLive, ANewNetworkNamespaceSaysWhichOptionMemoryApplies) {
+  const NamespaceObservation seen = ProbeNamespaces("/");
+  const std::optional<int> err = seen.privileged ? seen.netns_errno : seen.userns_errno;
+  ASSERT_TRUE(err.has_value()) << seen.netns_note;
+  if (*err != 0) GTEST_SKIP() << "no network namespace here: " << seen.netns_note;
+  EXPECT_TRUE(seen.netns_optmem_max.has_value() || seen.netns_uses_host_optmem)
+      << seen.netns_note;
 }
 
 }  // namespace
