@@ -210,7 +210,7 @@ step "hardening-check libzcal.so.1" hardening-check --nocfprotection "/usr/lib/$
 
 renders() {
   local page text
-  for page in zcal zcal-agent zcal-analyze zcal-calibrate zcal-show libzcal zcal.h; do
+  for page in zcal zcal-agent zcal-analyze zcal-calibrate zcal-doctor zcal-show libzcal zcal.h; do
     text=$(MANWIDTH=80 man "$page" 2>&1 | col -b) || { echo "man $page: $text"; return 1; }
     grep -q "^NAME" <<<"$text" || { echo "man $page has no NAME"; return 1; }
   done

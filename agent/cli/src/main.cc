@@ -5,7 +5,7 @@ int main(int argc, char** argv) {
   static constexpr CommandFactory kCommands[] = {
       AddAnalyzeCommand, AddCalibrateCommand, AddReportCommand, AddShowCommand,
       AddAgentCommand,   AddKeygenCommand,    AddSinkCommand,      AddExportCommand,
-      AddExecCommand,
+      AddExecCommand,    AddDoctorCommand,
   };
   return RunCli(argc, argv, kCommands);
 }

@@ -53,5 +53,6 @@ Command AddKeygenCommand(CLI::App& parent);
 Command AddSinkCommand(CLI::App& parent);
 Command AddExportCommand(CLI::App& parent);
 Command AddExecCommand(CLI::App& parent);
+Command AddDoctorCommand(CLI::App& parent);
 
 }  // namespace zcal::agent
