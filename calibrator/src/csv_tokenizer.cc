@@ -142,7 +142,6 @@ Result<void> CsvTokenizer::Byte(char c) {
   }
   ++column_;
   if (auto ok = CheckUtf8(u, offset); !ok) return ok;
-  const bool line_end = c == '\n' || c == '\r';
   if (state_ != State::kRowStart && state_ != State::kComment &&
       ++record_bytes_ > max_record_bytes_) {
     return Bad(row_.line, 1,
@@ -151,90 +150,106 @@ Result<void> CsvTokenizer::Byte(char c) {
                    "; expected one sample per line");
   }
   switch (state_) {
-    case State::kComment:
-      if (line_end) {
-        after_cr_ = c == '\r';
-        NewLine();
-        state_ = State::kRowStart;
-      }
-      return {};
-    case State::kRowStart:
-      if (line_end) {
-        after_cr_ = c == '\r';
-        NewLine();
-        return {};
-      }
-      if (c == '#') {
-        state_ = State::kComment;
-        return {};
-      }
-      row_ = CsvRow{line_, {}};
-      record_bytes_ = 1;
-      state_ = State::kFieldStart;
-      field_ = CsvField{};
-      field_.column = column_;
-      [[fallthrough]];
-    case State::kFieldStart:
-      if (Blank(c)) {
-        field_.column = column_ + 1;
-        return {};
-      }
-      field_.column = column_;
-      if (c == '"') {
-        field_.quoted = true;
-        quote_line_ = line_;
-        quote_column_ = column_;
-        state_ = State::kQuoted;
-        return {};
-      }
-      if (c == ',') return EndField();
-      if (line_end) {
-        after_cr_ = c == '\r';
-        return EndRow();
-      }
-      state_ = State::kUnquoted;
-      field_.text += c;
-      trailing_blanks_ = 0;
-      return {};
-    case State::kUnquoted:
-      if (c == ',') return EndField();
-      if (line_end) {
-        after_cr_ = c == '\r';
-        return EndRow();
-      }
-      field_.text += c;
-      trailing_blanks_ = Blank(c) ? trailing_blanks_ + 1 : 0;
-      return {};
-    case State::kQuoted:
-      if (c == '"') {
-        state_ = State::kQuoteInQuoted;
-        return {};
-      }
-      field_.text += c;
-      if (c == '\n') NewLine();
-      return {};
-    case State::kQuoteInQuoted:
-      if (c == '"') {
-        field_.text += '"';
-        state_ = State::kQuoted;
-        return {};
-      }
-      [[fallthrough]];
-    case State::kAfterQuoted:
-      if (Blank(c)) {
-        state_ = State::kAfterQuoted;
-        return {};
-      }
-      if (c == ',') return EndField();
-      if (line_end) {
-        after_cr_ = c == '\r';
-        return EndRow();
-      }
-      return Bad(line_, column_,
-                 "unexpected text after a quoted field; expected ',' or the "
-                 "end of the line");
+    case State::kComment: return InComment(c);
+    case State::kRowStart: return AtRowStart(c);
+    case State::kFieldStart: return AtFieldStart(c);
+    case State::kUnquoted: return InUnquoted(c);
+    case State::kQuoted: return InQuoted(c);
+    case State::kQuoteInQuoted: return AfterQuoteInQuoted(c);
+    case State::kAfterQuoted: return AfterQuoted(c);
   }
   return {};
+}
+
+bool CsvTokenizer::LineEnd(char c) {
+  if (c != '\n' && c != '\r') return false;
+  after_cr_ = c == '\r';
+  return true;
+}
+
+Result<void> CsvTokenizer::InComment(char c) {
+  if (LineEnd(c)) {
+    NewLine();
+    state_ = State::kRowStart;
+  }
+  return {};
+}
+
+Result<void> CsvTokenizer::AtRowStart(char c) {
+  if (LineEnd(c)) {
+    NewLine();
+    return {};
+  }
+  if (c == '#') {
+    state_ = State::kComment;
+    return {};
+  }
+  row_ = CsvRow{line_, {}};
+  record_bytes_ = 1;
+  state_ = State::kFieldStart;
+  field_ = CsvField{};
+  field_.column = column_;
+  return AtFieldStart(c);
+}
+
+Result<void> CsvTokenizer::AtFieldStart(char c) {
+  if (Blank(c)) {
+    field_.column = column_ + 1;
+    return {};
+  }
+  field_.column = column_;
+  if (c == '"') {
+    field_.quoted = true;
+    quote_line_ = line_;
+    quote_column_ = column_;
+    state_ = State::kQuoted;
+    return {};
+  }
+  if (c == ',') return EndField();
+  if (LineEnd(c)) return EndRow();
+  state_ = State::kUnquoted;
+  field_.text += c;
+  trailing_blanks_ = 0;
+  return {};
+}
+
+Result<void> CsvTokenizer::InUnquoted(char c) {
+  if (c == ',') return EndField();
+  if (LineEnd(c)) return EndRow();
+  field_.text += c;
+  trailing_blanks_ = Blank(c) ? trailing_blanks_ + 1 : 0;
+  return {};
+}
+
+Result<void> CsvTokenizer::InQuoted(char c) {
+  if (c == '"') {
+    state_ = State::kQuoteInQuoted;
+    return {};
+  }
+  field_.text += c;
+  if (c == '\n') NewLine();
+  return {};
+}
+
+Result<void> CsvTokenizer::AfterQuoteInQuoted(char c) {
+  if (c == '"') {  // a doubled quote stands for one
+    field_.text += '"';
+    state_ = State::kQuoted;
+    return {};
+  }
+  return AfterQuoted(c);
+}
+
+Result<void> CsvTokenizer::AfterQuoted(char c) {
+  if (Blank(c)) {
+    state_ = State::kAfterQuoted;
+    return {};
+  }
+  if (c == ',') return EndField();
+  if (LineEnd(c)) return EndRow();
+  return Bad(line_, column_,
+             "unexpected text after a quoted field; expected ',' or the "
+             "end of the line");
 }
 
 Result<void> CsvTokenizer::EndField() {

@@ -58,6 +58,16 @@ class CsvTokenizer {
     kAfterQuoted,
   };
   Result<void> Byte(char c);
+  // One handler per state; each takes the byte Byte() has counted and
+  // checked. A line end also notes a CR, whose LF is then skipped.
+  bool LineEnd(char c);
+  Result<void> InComment(char c);
+  Result<void> AtRowStart(char c);
+  Result<void> AtFieldStart(char c);
+  Result<void> InUnquoted(char c);
+  Result<void> InQuoted(char c);
+  Result<void> AfterQuoteInQuoted(char c);
+  Result<void> AfterQuoted(char c);
   Result<void> CheckUtf8(unsigned char c, std::uint64_t offset);
   tl::unexpected<Error> BrokenUtf8(unsigned char c) const;
   Result<void> EndField();
