@@ -41,9 +41,12 @@ its crossover. Target: zcal's per-class threshold within 0.5 pp of that
 best at every depth.
 
 It also checks that a deeper class never takes a larger threshold than a
-shallower one unless zcal's own samples at the deeper class show zerocopy
-no cheaper at a probed size in between (printed with the figures), and says
-where a class does not differ from stream.
+shallower one unless zcal's own samples at the deeper class say so, and
+prints each inversion with its reason: zerocopy measured no cheaper at a
+size probed between the two thresholds ("its measured costs say so"),
+nothing probed between them ("placed by its curve fit", with the sizes
+around), or zerocopy cheaper at every size probed between them
+("CONTRADICTED"). It says where a class does not differ from stream.
 
 Exit status 0 when it ran, whatever the figures; 2 with one line on stderr
 when an option, a table or a tool cannot be used.
@@ -81,6 +84,11 @@ SENDMSG_METHODS = ("copy", "msg_zerocopy")
 EXAMPLE_METHODS = ("uring_send", "uring_send_zc", "uring_send_zc_fixed")
 HEADER = "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct"
 TARGET_PP = 0.5
+# How an inversion of the class order is accounted for (printed, and what
+# the test looks for).
+EXPLAINED = "its measured costs say so"
+CONTRADICTED = "CONTRADICTED by its measured costs"
+FITTED = "placed by its curve fit"
 
 
 class Parser(argparse.ArgumentParser):
@@ -225,15 +233,23 @@ def inversions(decided, zcal_costs):
             if key(td) <= key(ts):
                 continue
             costs = zcal_costs[deep]
-            between = sorted(s for (m, s) in costs if m == method and key(ts) <= s < key(td)
-                             and (BASELINE[method], s) in costs)
-            ratios = [(s, costs[(method, s)] / costs[(BASELINE[method], s)]) for s in between]
-            said = [f"{regret.size_text(s)} {r:.2f}" for s, r in ratios if r >= 1]
-            why = (f"its costs say so: zerocopy/baseline CPU per byte at depth {deep}: "
-                   + ", ".join(said)) if said else (
-                "NOT explained by its measured costs (zerocopy cheaper at every probed size "
-                "between: " + (", ".join(f"{regret.size_text(s)} {r:.2f}" for s, r in ratios)
-                               or "none probed") + ")")
+            probed = sorted((s, costs[(method, s)] / costs[(BASELINE[method], s)])
+                            for (m, s) in costs if m == method and (BASELINE[method], s) in costs)
+            between = [(s, r) for s, r in probed if key(ts) <= s < key(td)]
+            said = [f"{regret.size_text(s)} {r:.2f}" for s, r in between if r >= 1]
+            if said:
+                why = (f"{EXPLAINED}: zerocopy/baseline CPU per byte at depth {deep}: "
+                       + ", ".join(said))
+            elif between:
+                why = (f"{CONTRADICTED}: zerocopy cheaper at every size probed between "
+                       "them: " + ", ".join(f"{regret.size_text(s)} {r:.2f}" for s, r in between))
+            else:
+                # Nothing probed between the two thresholds: the deeper class's
+                # curve fit placed it; show the sizes around it.
+                near = [(s, r) for s, r in probed if s < key(ts)][-1:] + [
+                    (s, r) for s, r in probed if s >= key(td)][:1]
+                why = (f"{FITTED} (no size probed between them at depth {deep}; around: "
+                       + ", ".join(f"{regret.size_text(s)} {r:.2f}" for s, r in near) + ")")
             lines.append(f"  {method}: depth {deep} takes {regret.size_text(td)} above depth "
                          f"{shallow}'s {regret.size_text(ts)}; {why}")
     return lines
