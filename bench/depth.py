@@ -57,10 +57,12 @@ usage: bench/depth.py [--zcal ZCAL] [--build DIR] [--rounds N] [--seconds S]
 import argparse
 import csv
 import io
+import json
 import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -122,6 +124,8 @@ def sendmsg_run(binary, method, size, depth, seconds):
         result = fidelity.run_json(command, timeout=seconds + 30)
     except (OSError, ValueError, RuntimeError) as error:
         raise BenchError(f"{shlex.join(command)}: {error}") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{shlex.join(command)}: no answer in {seconds + 30:.0f} s") from None
     if not result.get("cpu_ns_per_byte") or not result.get("mb_per_s"):
         raise BenchError(f"{shlex.join(command)}: sent nothing: {result}")
     return result["mb_per_s"], 100 * result["cpu_ns_per_byte"] * result["mb_per_s"] / 1e3
@@ -156,9 +160,10 @@ def measure_round(args, example, index, out_dir):
     stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
     load = os.getloadavg()
     for depth in DEPTHS:
+        buffers = STREAM_IN_FLIGHT if depth == "stream" else depth
         (out_dir / f"ref_{index}_{depth}.csv").write_text(
             f"# bench/depth.py round {index}, depth class {depth}, {stamp}, load average "
-            f"{load[0]:.1f}: fidelity_ref_sendmsg --udp with {STREAM_IN_FLIGHT if depth == 'stream' else depth} "
+            f"{load[0]:.1f}: fidelity_ref_sendmsg --udp with {buffers} "
             f"buffers (copy: one run per size, shared by every class); liburing's send-zerocopy "
             f"example -n {EXAMPLE_BATCH[depth]}, {whole + 0.2:.1f} s; sendmsg {args.seconds} s\n"
             + HEADER + "\n" + "\n".join(rows[depth]) + "\n")
@@ -196,7 +201,6 @@ def zcal_costs_by_depth(path):
 
 def decide_by_depth(zcal, path, extra):
     """{depth: {method: (threshold or None, verdict)}} from `zcal analyze --json`."""
-    import json
     try:
         doc = json.loads(regret.run_zcal(zcal, ["analyze", *extra, "--json", str(path)]))
     except ValueError as error:
@@ -293,7 +297,7 @@ def joined(values):
     return "/".join(seen)
 
 
-def report(runs, rows, decisions, tables, zcal_costs, extra):
+def report(runs, rows, decisions, zcal_costs, extra):
     print(f"zcal per depth class against independent senders on the discard path: "
           f"{len(runs)} round(s); decided with zcal analyze {' '.join(extra) or '(default)'}; "
           f"judged on the other sender's table at the same class, every zcal round on every "
@@ -320,18 +324,20 @@ def report(runs, rows, decisions, tables, zcal_costs, extra):
                   f"{fixed:7.2f} {names:>8} {mean('best'):8.2f}  "
                   f"{'yes' if ok == len(r) else 'NO'} ({ok} of {len(r)} pairs)")
         same_zcal = [d for d in present[:-1] if all(
-            decisions[a][d][method][0] == decisions[a]["stream"][method][0] for a in runs)]
+            x["zcal_t"] == x["stream_t"] for x in rows[(method, d)])]
         same_ref = [d for d in present[:-1] if all(
-            x["best_t"] == y["best_t"] for x, y in zip(rows[(method, d)], rows[(method, "stream")]))]
-        print(f"  classes that do not differ from stream here: zcal {', '.join(same_zcal) or 'none'}"
-              f"; reference {', '.join(same_ref) or 'none'}")
+            x["best_t"] == y["best_t"]
+            for x, y in zip(rows[(method, d)], rows[(method, "stream")]))]
+        print("  classes that do not differ from stream here: zcal "
+              f"{', '.join(same_zcal) or 'none'}; reference {', '.join(same_ref) or 'none'}")
         if "1" in present:
             r = rows[(method, "1")]
             per_class, stream = statistics.mean(x["zcal"] for x in r), statistics.mean(
                 x["stream"] for x in r)
             print(f"  depth 1: per-class {per_class:.2f} pp, stream at every depth {stream:.2f} pp:"
                   f" per-class {'no worse' if per_class <= stream + regret.TIE_PP else 'WORSE'}")
-    print("\norder of the classes (a deeper class takes no larger threshold unless its costs say so)")
+    print("\norder of the classes (a deeper class takes no larger threshold unless its "
+          "costs say so)")
     for a in runs:
         lines = inversions(decisions[a], zcal_costs[a])
         print(f"  round {a}: " + ("every deeper class at or below the shallower one"
@@ -351,7 +357,7 @@ def evaluate(args, out_dir, runs):
         decisions[run] = decide_by_depth(args.zcal, out_dir / f"zcal_{run}.csv", extra)
         zcal_costs[run] = zcal_costs_by_depth(out_dir / f"zcal_{run}.csv")
     rows = judge_depths(runs, tables, decisions)
-    report(runs, rows, decisions, tables, zcal_costs, extra)
+    report(runs, rows, decisions, zcal_costs, extra)
     return 0
 
 
