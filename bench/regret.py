@@ -142,10 +142,12 @@ def build_example(tmp):
     return str(binary)
 
 
-def run_reference(binary, method, size):
-    """One run of the example; returns (mb_per_s, cpu_pct) of the sender."""
-    command = [binary, "-4", "-D", "127.0.0.2", "-p", "9", "-s", str(size), "-t", "1",
-               *REF_VARIANTS[method], "udp"]
+def run_reference(binary, method, size, extra=(), whole_seconds=1):
+    """One run of the example (0.2 s more than `whole_seconds`, its -t;
+    `extra`: more of its options, e.g. -n); returns (mb_per_s, cpu_pct) of
+    the sender."""
+    command = [binary, "-4", "-D", "127.0.0.2", "-p", "9", "-s", str(size),
+               "-t", str(whole_seconds), *REF_VARIANTS[method], *extra, "udp"]
     start = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)

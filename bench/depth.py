@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""zcal's per-depth thresholds against senders that are not zcal's, on the
+discard path (UDP to 127.0.0.2 in a private network namespace whose lo
+drops everything in a blackhole qdisc, as bench/regret.py sets it up).
+
+Per round, measured inside that namespace:
+
+  zcal       `zcal calibrate --path discard --depth 1,4,16,stream
+             --samples-out zcal_R.csv` (its budget shared by the classes);
+  sendmsg    bench/fidelity_ref_sendmsg, the bench's own tight sendmsg(2)
+             loop: --zerocopy with BUFFERS=D rotates through D buffers and
+             reuses one only once the send that last used it completed
+             (completions arrive in order), so at most D sends are in flight
+             and D=1 waits for each send's completion, as zcal's depth 1
+             does; stream is D=256. Its copy mode has nothing in flight and
+             is run once per size, the baseline of every class (as zcal
+             probes its baselines at stream).
+  liburing   the send-zerocopy example of Debian's liburing-dev (built as
+             bench/regret.py builds it). Its -n N submits N sends at once
+             and waits for their N results, not for their notifications,
+             which it reaps while it waits for the next batch's results: at
+             each submit the N notifications of the batch before are still
+             unreaped (counted here with a copy of the example: at submit
+             max 2N, mean 2.00 N, N = 1 to 256), so -n N keeps 2N in flight.
+             Class D runs -n D/2 (depth D); class 1 runs -n 1, which is 2 in
+             flight, the fewest the example keeps; stream runs -n 128 (256).
+             Its copy variant (-z0) runs with the same -n, the same batching
+             without zerocopy. Runs last 0.2 s plus whole seconds (-t; the
+             example divides by zero below 1).
+
+Each class is then judged as bench/regret.py judges (imported): zcal's
+thresholds decided by `zcal analyze --objective cpu --margin 0 --json` on
+zcal_R.csv, one per class, applied to the reference sender's table of the
+same class and round and every other round; the cost is the reference's CPU
+per byte of the policy's send over the cheaper send at each size, minus 1,
+in percentage points, the sizes weighed equally in log size. Against it:
+the stream class's threshold applied at every depth (what a single
+threshold gives), the fixed policies of regret.py (10 KB, 16 KiB, always,
+never) and the best single threshold in hindsight on the reference table,
+its crossover. Target: zcal's per-class threshold within 0.5 pp of that
+best at every depth.
+
+It also checks that a deeper class never takes a larger threshold than a
+shallower one unless zcal's own samples at the deeper class say so, and
+prints each inversion with its reason: zerocopy measured no cheaper at a
+size probed between the two thresholds ("its measured costs say so"),
+nothing probed between them ("placed by its curve fit", with the sizes
+around), or zerocopy cheaper at every size probed between them
+("CONTRADICTED"). It says where a class does not differ from stream.
+
+Exit status 0 when it ran, whatever the figures; 2 with one line on stderr
+when an option, a table or a tool cannot be used.
+
+usage: bench/depth.py [--zcal ZCAL] [--build DIR] [--rounds N] [--seconds S]
+                      [--budget S] [--sizes SIZE,...] [--record DIR | --from DIR]
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the bench
+import fidelity  # noqa: E402 (bench/ is on the path: this file's folder)
+import fidelity_discard  # noqa: E402
+import regret  # noqa: E402
+from regret import BASELINE, FIXED, KIB, BenchError  # noqa: E402
+
+DEPTHS = ("1", "4", "16", "stream")
+# In flight at the stream class for the sendmsg reference; the figure the
+# design's 24 KiB stream crossover was measured at.
+STREAM_IN_FLIGHT = 256
+# -n of the example per class: -n N keeps 2N in flight (see the docstring).
+EXAMPLE_BATCH = {"1": 1, "4": 2, "16": 8, "stream": STREAM_IN_FLIGHT // 2}
+DEFAULT_SIZES = [4 * KIB, 8 * KIB, 16 * KIB, 24 * KIB, 32 * KIB, 48 * KIB, regret.REF_MAX]
+NAMESPACE_ENV = "ZCAL_DEPTH_IN_NAMESPACE"
+SENDMSG_METHODS = ("copy", "msg_zerocopy")
+EXAMPLE_METHODS = ("uring_send", "uring_send_zc", "uring_send_zc_fixed")
+HEADER = "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct"
+TARGET_PP = 0.5
+# How an inversion of the class order is accounted for (printed, and what
+# the test looks for).
+EXPLAINED = "its measured costs say so"
+CONTRADICTED = "CONTRADICTED by its measured costs"
+FITTED = "placed by its curve fit"
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, not argparse's usage block: the bench's errors all look alike.
+        print(f"depth.py: {message} (see bench/depth.py --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_sizes(text):
+    sizes = []
+    for entry in text.split(","):
+        entry = entry.strip()
+        factor = KIB if entry.upper().endswith(("K", "KIB")) else 1
+        digits = entry.upper().removesuffix("IB").removesuffix("K")
+        if not digits.isdigit() or not 1024 <= int(digits) * factor <= regret.REF_MAX:
+            raise BenchError(f"--sizes {text}: {entry!r} is not a size from 1024 to "
+                             f"{regret.REF_MAX} bytes (e.g. 4K,16K,{regret.REF_MAX})")
+        sizes.append(int(digits) * factor)
+    if len(set(sizes)) < 2:
+        raise BenchError(f"--sizes {text}: at least two different sizes, to place a threshold")
+    return sorted(set(sizes))
+
+
+def sendmsg_run(binary, method, size, depth, seconds):
+    buffers = STREAM_IN_FLIGHT if depth == "stream" else int(depth)
+    command = [binary, "127.0.0.2:9", str(size), str(seconds), str(buffers), "--udp"]
+    if method == "msg_zerocopy":
+        command.append("--zerocopy")
+    try:
+        result = fidelity.run_json(command, timeout=seconds + 30)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise BenchError(f"{shlex.join(command)}: {error}") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{shlex.join(command)}: no answer in {seconds + 30:.0f} s") from None
+    if not result.get("cpu_ns_per_byte") or not result.get("mb_per_s"):
+        raise BenchError(f"{shlex.join(command)}: sent nothing: {result}")
+    return result["mb_per_s"], 100 * result["cpu_ns_per_byte"] * result["mb_per_s"] / 1e3
+
+
+def measure_round(args, example, index, out_dir):
+    """Writes zcal_R.csv and ref_R_D.csv for every class D."""
+    regret.run_zcal(args.zcal, ["calibrate", "--path", "discard", "--depth", ",".join(DEPTHS),
+                                "--min", str(args.sizes[0]), "--max", str(args.sizes[-1]),
+                                "--budget", str(args.budget),
+                                "--samples-out", str(out_dir / f"zcal_{index}.csv")])
+    rows = {d: [] for d in DEPTHS}
+    whole = max(1, round(args.seconds - 0.2))
+    sendmsg = str(Path(args.build) / "bench" / "fidelity_ref_sendmsg")
+    for k, size in enumerate(args.sizes):
+        jobs = [("sendmsg", "copy", "stream")]
+        jobs += [("sendmsg", "msg_zerocopy", d) for d in DEPTHS]
+        jobs += [("liburing", m, d) for d in DEPTHS for m in EXAMPLE_METHODS]
+        # Rotate the order from size to size and round to round, so that
+        # drift (other engineers' builds) hits every variant alike.
+        shift = (k * 5 + index * 3) % len(jobs)
+        for sender, method, depth in jobs[shift:] + jobs[:shift]:
+            if sender == "sendmsg":
+                mb, cpu = sendmsg_run(sendmsg, method, size, depth, args.seconds)
+            else:
+                mb, cpu = regret.run_reference(example, method, size,
+                                               ["-n", str(EXAMPLE_BATCH[depth])], whole)
+            for d in (DEPTHS if method == "copy" else [depth]):
+                rows[d].append(f"{sender},{method},{size},0,{mb:.1f},{cpu:.2f},")
+            print(f"round {index}: {sender:8} {method:20} depth {depth:6} {size:6} "
+                  f"{mb:9.1f} MB/s {cpu:6.1f} % CPU", file=sys.stderr)
+    stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    load = os.getloadavg()
+    for depth in DEPTHS:
+        buffers = STREAM_IN_FLIGHT if depth == "stream" else depth
+        (out_dir / f"ref_{index}_{depth}.csv").write_text(
+            f"# bench/depth.py round {index}, depth class {depth}, {stamp}, load average "
+            f"{load[0]:.1f}: fidelity_ref_sendmsg --udp with {buffers} "
+            f"buffers (copy: one run per size, shared by every class); liburing's send-zerocopy "
+            f"example -n {EXAMPLE_BATCH[depth]}, {whole + 0.2:.1f} s; sendmsg {args.seconds} s\n"
+            + HEADER + "\n" + "\n".join(rows[depth]) + "\n")
+
+
+def zcal_costs_by_depth(path):
+    """regret.read_costs of zcal's samples, one table per class: that
+    class's zerocopy samples with every baseline sample (probed at stream
+    for every class, as `zcal analyze` pairs them)."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise BenchError(f"{path}: cannot read it: {error}") from None
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    records = list(csv.reader(lines))
+    if not records or "method" not in records[0]:
+        raise BenchError(f"{path}: not a samples table (no header with a method column)")
+    header = records[0]
+    at = header.index("depth") if "depth" in header else None
+    method_at = header.index("method")
+    tables = {}
+    with tempfile.TemporaryDirectory(prefix="zcal-depth-") as tmp:
+        for depth in DEPTHS:
+            keep = [r for r in records[1:]
+                    if len(r) > method_at and (r[method_at] not in BASELINE or
+                                               (r[at] if at is not None and len(r) > at
+                                                else "stream") == depth)]
+            split = Path(tmp) / f"{Path(path).stem}_{depth}.csv"
+            out = io.StringIO()
+            csv.writer(out, lineterminator="\n").writerows([header, *keep])
+            split.write_text(out.getvalue())
+            tables[depth] = regret.read_costs(split)
+    return tables
+
+
+def decide_by_depth(zcal, path, extra):
+    """{depth: {method: (threshold or None, verdict)}} from `zcal analyze --json`."""
+    try:
+        doc = json.loads(regret.run_zcal(zcal, ["analyze", *extra, "--json", str(path)]))
+    except ValueError as error:
+        raise BenchError(f"zcal analyze --json {path}: not JSON: {error}") from None
+    out = {}
+    for one in doc.get("depths", []):
+        methods = {}
+        for p in one["paths"].values():
+            for method, result in p["methods"].items():
+                verdict = result["verdict"]
+                methods[method] = (result["threshold_bytes"] if verdict in ("threshold", "always")
+                                   else None, verdict)
+        out[str(one["depth"])] = methods
+    missing = [d for d in DEPTHS if d not in out]
+    if missing:
+        raise BenchError(f"{path}: zcal analyze found no samples of depth class "
+                         f"{', '.join(missing)}; record it with bench/depth.py --record")
+    return out
+
+
+def key(threshold):
+    return float("inf") if threshold is None else threshold
+
+
+def inversions(decided, zcal_costs):
+    """Lines for each class that takes a larger threshold than the next
+    shallower one, with what zcal measured at the deeper class in between."""
+    lines = []
+    for method in BASELINE:
+        for shallow, deep in zip(DEPTHS, DEPTHS[1:]):
+            if method not in decided[shallow] or method not in decided[deep]:
+                continue
+            ts, td = decided[shallow][method][0], decided[deep][method][0]
+            if key(td) <= key(ts):
+                continue
+            costs = zcal_costs[deep]
+            probed = sorted((s, costs[(method, s)] / costs[(BASELINE[method], s)])
+                            for (m, s) in costs if m == method and (BASELINE[method], s) in costs)
+            between = [(s, r) for s, r in probed if key(ts) <= s < key(td)]
+            said = [f"{regret.size_text(s)} {r:.2f}" for s, r in between if r >= 1]
+            if said:
+                why = (f"{EXPLAINED}: zerocopy/baseline CPU per byte at depth {deep}: "
+                       + ", ".join(said))
+            elif between:
+                why = (f"{CONTRADICTED}: zerocopy cheaper at every size probed between "
+                       "them: " + ", ".join(f"{regret.size_text(s)} {r:.2f}" for s, r in between))
+            else:
+                # Nothing probed between the two thresholds: the deeper class's
+                # curve fit placed it; show the sizes around it.
+                near = [(s, r) for s, r in probed if s < key(ts)][-1:] + [
+                    (s, r) for s, r in probed if s >= key(td)][:1]
+                why = (f"{FITTED} (no size probed between them at depth {deep}; around: "
+                       + ", ".join(f"{regret.size_text(s)} {r:.2f}" for s, r in near) + ")")
+            lines.append(f"  {method}: depth {deep} takes {regret.size_text(td)} above depth "
+                         f"{shallow}'s {regret.size_text(ts)}; {why}")
+    return lines
+
+
+def judge_depths(runs, tables, decisions):
+    """Per (method, depth): one judgement per (zcal round, reference round)."""
+    rows = {}
+    for a in runs:
+        decided = decisions[a]
+        for b in runs:
+            for depth in DEPTHS:
+                costs = tables[(b, depth)]
+                for method in BASELINE:
+                    if method not in decided[depth] or method not in decided["stream"]:
+                        continue
+                    if not any(m == method for m, _ in costs):
+                        continue
+                    judged = regret.judged_sizes(costs, method, f"ref_{b}_{depth}.csv")
+                    w = regret.weights_of(judged, None)
+                    best = min([None] + sorted(judged),
+                               key=lambda t: regret.extra_pp(costs, method, t, w))
+                    fixed = [regret.extra_pp(costs, method, t, w) for _, t in FIXED]
+                    zcal_t = decided[depth][method][0]
+                    stream_t = decided["stream"][method][0]
+                    rows.setdefault((method, depth), []).append({
+                        "a": a, "b": b, "zcal_t": zcal_t, "stream_t": stream_t,
+                        "verdict": decided[depth][method][1], "best_t": best,
+                        "best": regret.extra_pp(costs, method, best, w),
+                        "zcal": regret.extra_pp(costs, method, zcal_t, w),
+                        "stream": regret.extra_pp(costs, method, stream_t, w),
+                        "fixed": min(zip(fixed, (name for name, _ in FIXED)))})
+    return rows
+
+
+def joined(values):
+    seen = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    return "/".join(seen)
+
+
+def report(runs, rows, decisions, zcal_costs, extra):
+    print(f"zcal per depth class against independent senders on the discard path: "
+          f"{len(runs)} round(s); decided with zcal analyze {' '.join(extra) or '(default)'}; "
+          f"judged on the other sender's table at the same class, every zcal round on every "
+          f"reference round ({len(runs) ** 2} pair(s)); extra CPU per byte over the cheaper "
+          "send at each size, percentage points (mean over the pairs)")
+    for method in BASELINE:
+        sender = "fidelity_ref_sendmsg" if method == "msg_zerocopy" else "liburing's example"
+        present = [d for d in DEPTHS if (method, d) in rows]
+        if not present:
+            continue
+        print(f"\n{method} (reference: {sender} against its {BASELINE[method]})")
+        print(f"  {'depth':6} {'zcal':>12} {'reference':>12} {'zcal pp':>8} {'stream@all':>10} "
+              f"{'best fixed':>16} {'best pp':>8}  within {TARGET_PP} pp of the best")
+        for depth in present:
+            r = rows[(method, depth)]
+            zt = joined(regret.size_text(x["zcal_t"]) + ("?" if x["verdict"] == "inconclusive"
+                                                         else "") for x in r)
+            ref = joined(regret.size_text(x["best_t"]) for x in r)
+            mean = lambda field: statistics.mean(x[field] for x in r)  # noqa: E731
+            fixed = statistics.mean(x["fixed"][0] for x in r)
+            names = joined(x["fixed"][1] for x in r)
+            ok = sum(x["zcal"] - x["best"] <= TARGET_PP for x in r)
+            print(f"  {depth:6} {zt:>12} {ref:>12} {mean('zcal'):8.2f} {mean('stream'):10.2f} "
+                  f"{fixed:7.2f} {names:>8} {mean('best'):8.2f}  "
+                  f"{'yes' if ok == len(r) else 'NO'} ({ok} of {len(r)} pairs)")
+        same_zcal = [d for d in present[:-1] if all(
+            x["zcal_t"] == x["stream_t"] for x in rows[(method, d)])]
+        same_ref = [d for d in present[:-1] if all(
+            x["best_t"] == y["best_t"]
+            for x, y in zip(rows[(method, d)], rows[(method, "stream")]))]
+        print("  classes that do not differ from stream here: zcal "
+              f"{', '.join(same_zcal) or 'none'}; reference {', '.join(same_ref) or 'none'}")
+        if "1" in present:
+            r = rows[(method, "1")]
+            per_class, stream = statistics.mean(x["zcal"] for x in r), statistics.mean(
+                x["stream"] for x in r)
+            print(f"  depth 1: per-class {per_class:.2f} pp, stream at every depth {stream:.2f} pp:"
+                  f" per-class {'no worse' if per_class <= stream + regret.TIE_PP else 'WORSE'}")
+    print("\norder of the classes (a deeper class takes no larger threshold unless its "
+          "costs say so)")
+    for a in runs:
+        lines = inversions(decisions[a], zcal_costs[a])
+        print(f"  round {a}: " + ("every deeper class at or below the shallower one"
+                                  if not lines else f"{len(lines)} inversion(s)"))
+        for line in lines:
+            print("  " + line)
+
+
+def evaluate(args, out_dir, runs):
+    extra = args.analyze_args.split()
+    tables, decisions, zcal_costs = {}, {}, {}
+    # Everything is read and decided before anything is printed, so that a
+    # bad table ends the bench with one line, not half a report.
+    for run in runs:
+        for depth in DEPTHS:
+            tables[(run, depth)] = regret.read_costs(out_dir / f"ref_{run}_{depth}.csv")
+        decisions[run] = decide_by_depth(args.zcal, out_dir / f"zcal_{run}.csv", extra)
+        zcal_costs[run] = zcal_costs_by_depth(out_dir / f"zcal_{run}.csv")
+    rows = judge_depths(runs, tables, decisions)
+    report(runs, rows, decisions, zcal_costs, extra)
+    return 0
+
+
+def recorded_runs(from_dir):
+    out_dir = Path(from_dir)
+    if not out_dir.is_dir():
+        raise BenchError(f"--from {from_dir}: not a folder")
+    runs = sorted(p.stem.split("_", 1)[1] for p in out_dir.glob("zcal_*.csv"))
+    if not runs:
+        raise BenchError(f"--from {from_dir}: no zcal_R.csv in it (what --record writes)")
+    missing = [f"ref_{r}_{d}.csv" for r in runs for d in DEPTHS
+               if not (out_dir / f"ref_{r}_{d}.csv").exists()]
+    if missing:
+        raise BenchError(f"--from {from_dir}: missing {', '.join(missing)} (--record writes "
+                         "zcal_R.csv and ref_R_D.csv for every class D)")
+    return out_dir, runs
+
+
+def measure(args):
+    if os.environ.get(NAMESPACE_ENV) != "1":
+        if os.geteuid() != 0:
+            raise BenchError("measuring needs root (a network namespace and tc); run as root, "
+                             "or judge recorded tables with --from DIR")
+        for tool in ("unshare", "ip", "tc", "gcc"):
+            if shutil.which(tool) is None:
+                raise BenchError(f"{tool}: not found; install it (iproute2, util-linux, gcc)")
+        for binary in (args.zcal, str(Path(args.build) / "bench" / "fidelity_ref_sendmsg")):
+            if not os.access(binary, os.X_OK):
+                raise BenchError(f"{binary}: not an executable; build it (meson compile -C "
+                                 f"{args.build}) or pass --zcal/--build")
+        # The namespace dies with the process, whatever ends it: nothing to
+        # clean up by hand. The senders run as our children, so wait4 has their CPU.
+        os.environ[NAMESPACE_ENV] = "1"
+        os.execvp("unshare", ["unshare", "-n", "sh", "-c", fidelity_discard.NAMESPACE +
+                              shlex.join([sys.executable, *sys.argv])])
+    tmp = tempfile.mkdtemp(prefix="zcal-depth-")
+    try:
+        example = regret.build_example(tmp)
+        out_dir = Path(args.record) if args.record else Path(tmp)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        runs = []
+        for index in range(1, args.rounds + 1):
+            measure_round(args, example, index, out_dir)
+            runs.append(str(index))
+        return evaluate(args, out_dir, runs)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    parser = Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--zcal", default="build/agent/cli/zcal")
+    parser.add_argument("--build", default="build",
+                        help="meson build dir with bench/fidelity_ref_sendmsg (default build)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds, 1 to 10 (default 1)")
+    parser.add_argument("--seconds", type=float, default=1.2,
+                        help="seconds per reference run, 0.2 to 10 (default 1.2; the example "
+                             "runs 0.2 s plus whole seconds, at least 1.2 s)")
+    parser.add_argument("--budget", type=float, default=20,
+                        help="zcal calibrate --budget, shared by the 4 classes, 2 to 120 "
+                             "(default 20)")
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
+                        help="reference sizes in bytes or K (default "
+                             f"{','.join(str(s) for s in DEFAULT_SIZES)})")
+    parser.add_argument("--record", help="keep the measured tables in this folder")
+    parser.add_argument("--from", dest="from_dir", help="judge tables recorded in this folder")
+    parser.add_argument("--analyze-args", default=regret.JUDGED_OBJECTIVE,
+                        help=f"options for the deciding zcal analyze (default "
+                             f"\"{regret.JUDGED_OBJECTIVE}\", what the judge counts)")
+    args = parser.parse_args()
+    if not 1 <= args.rounds <= 10:
+        parser.error(f"--rounds {args.rounds}: 1 to 10")
+    if not 0.2 <= args.seconds <= 10:
+        parser.error(f"--seconds {args.seconds}: 0.2 to 10")
+    if not 2 <= args.budget <= 120:
+        parser.error(f"--budget {args.budget}: 2 to 120")
+    if args.record and args.from_dir:
+        parser.error("--record and --from: one or the other (--from measures nothing)")
+    try:
+        args.sizes = parse_sizes(args.sizes)
+        if args.from_dir:
+            out_dir, runs = recorded_runs(args.from_dir)
+            return evaluate(args, out_dir, runs)
+        return measure(args)
+    except BenchError as error:
+        print(f"depth.py: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
