@@ -264,6 +264,7 @@ TEST(PlanRound, OneJobPerPathSharingTheBudget) {
     EXPECT_EQ(job.options.max_bytes_per_second, 1'000'000u);
     EXPECT_EQ(job.options.root, "/tmp/root");
     EXPECT_EQ(job.options.cancel, nullptr) << "the runner sets it";
+    EXPECT_FALSE(job.options.read_host) << "the service reads host facts once per round";
   }
   EXPECT_EQ(jobs[0].options.path_name, "a");
   EXPECT_EQ(jobs[1].options.path_name, "b");

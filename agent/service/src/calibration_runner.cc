@@ -128,6 +128,9 @@ RoundPlan PlanRound(const Config& config, std::string identity,
   common.budget_seconds = share;
   common.max_bytes_per_second = config.budget.bytes_per_second;
   common.root = config.host_root;
+  // The service reads the host's facts once per round (collect_host), so
+  // the calibrations do not read them again.
+  common.read_host = false;
   for (const PathConfig& path : config.paths) {
     PathJob job;
     job.options = common;

@@ -206,7 +206,7 @@ CalibrationResult<CalibrationReport> RunCalibration(
   }
   const auto start = Clock::now();
   CalibrationReport report;
-  report.host = CollectHostFacts({options.root, "", options.target});
+  if (options.read_host) report.host = CollectHostFacts({options.root, "", options.target});
   report.max_size_clamp = MaxSizeClamp(options);
 
   auto opened = OpenPath(options);

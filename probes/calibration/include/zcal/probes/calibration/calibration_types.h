@@ -36,6 +36,10 @@ struct CalibrationOptions {
   /// kStreamDepth: as many as the pool holds). One class per calibration:
   /// its samples carry it, and the baselines are probed at stream.
   std::uint32_t depth = calibrator::kStreamDepth;
+  /// Whether the report carries the host facts (CalibrationReport::host),
+  /// read at the start. The agent reads them once per round for every
+  /// path and sets this false; `zcal calibrate` prints them.
+  bool read_host = true;
   std::uint64_t min_size = 1024;            ///< bytes, >= 1
   std::uint64_t max_size = 256 * 1024;      ///< bytes, >= min_size
   calibrator::DecisionOptions decision;
@@ -108,7 +112,7 @@ struct CalibrationReport {
   /// path: 65,507 bytes, one UDP datagram) and the sweep stopped there.
   std::optional<SizeClamp> max_size_clamp;
   std::vector<calibrator::Sample> samples;
-  HostFacts host;
+  HostFacts host;  ///< empty unless CalibrationOptions::read_host
   /// The host's load over the probes (cpu_accounting.h); nullopt when
   /// /proc/stat could not be read or the probes took less than a tick.
   std::optional<HostLoad> load;
