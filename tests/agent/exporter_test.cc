@@ -12,11 +12,14 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "test_util.h"
 #include "zcal/agent/service/publisher.h"
+#include "zcal/common/clock.h"
+#include "zcal/common/fake_clock.h"
 
 namespace zcal::agent {
 namespace {
@@ -238,6 +241,20 @@ TEST_F(ExporterTest, JsonIsNotRewrittenForANewGenerationOrHeartbeatAlone) {
   publisher->Publish();  // a new generation, a later publish time
   EXPECT_EQ(Stat(file_).st_ino, first.st_ino);
   EXPECT_EQ(Counter("zcal_export_writes_total", "json"), "1");
+}
+
+// The ages the json format writes are the service's clock's, as every stamp
+// of the segment is: here a clock a day behind the system's.
+TEST_F(ExporterTest, JsonAgesAreTakenOnTheServicesClock) {
+  config_.exports[0].format = ExportFormat::kJson;
+  const std::uint64_t day_ago = common::RealtimeNs() - 86'400ULL * 1'000'000'000ULL;
+  auto clock = std::make_shared<common::FakeClock>(day_ago);
+  auto publisher = Publisher::Open(config_, dir_.path().string(), metrics_, clock);
+  ASSERT_TRUE(publisher) << publisher.error().message;
+  (*publisher)->Accept(LoopbackNever(), Host(), 1'000);
+  const auto doc = nlohmann::json::parse(ReadFile(file_));
+  ASSERT_TRUE(doc.at("heartbeat_age_seconds").is_number()) << doc.dump();
+  EXPECT_LT(doc.at("heartbeat_age_seconds").get<double>(), 3600) << doc.dump();
 }
 
 TEST(ExportComparison, JsonIgnoresHeartbeatsAndAgesButNotVerdicts) {

@@ -18,6 +18,7 @@
 #include "export_options.h"
 #include "zcal/agent/cli/commands.h"
 #include "zcal/agent/report/export_format.h"
+#include "zcal/common/clock.h"
 
 namespace zcal::agent {
 
@@ -73,7 +74,7 @@ int RunExec(const ExecArgs& args) {
   if (!plan) return Refuse(plan.error().message, ExitStatusOf(plan.error()));
 
   std::ostringstream warnings;
-  auto selection = SelectExport(args.key, *plan, "zcal exec", warnings);
+  auto selection = SelectExport(args.key, *plan, "zcal exec", warnings, common::RealtimeNs());
   std::cerr << warnings.str();
   if (!selection) return Refuse(selection.error().message, ExitStatusOf(selection.error()));
   // Every format sees all the methods read, so that the variables they

@@ -13,6 +13,7 @@
 #include "zcal/agent/cli/commands.h"
 #include "zcal/agent/report/export_format.h"
 #include "zcal/common/atomic_file.h"
+#include "zcal/common/clock.h"
 
 namespace zcal::agent {
 
@@ -51,7 +52,7 @@ int RunExport(const ExportArgs& args) {
     file = std::move(*created);
   }
   std::ostringstream warnings;
-  auto selection = SelectExport(args.key, *plan, "zcal export", warnings);
+  auto selection = SelectExport(args.key, *plan, "zcal export", warnings, common::RealtimeNs());
   std::cerr << warnings.str();
   if (!selection) return Refuse(selection.error());
   auto text = FormatExport(*format, selection->values, selection->show);

@@ -131,7 +131,8 @@ std::string OpenError(int rc, const std::string& name) {
 }  // namespace
 
 Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan& plan,
-                                     std::string_view command, std::ostream& warnings) {
+                                     std::string_view command, std::ostream& warnings,
+                                     std::uint64_t now_ns) {
   std::optional<ExportFallback> fallback;
   if (!args.fallback.empty()) {
     auto parsed = ParseExportFallback(args.fallback);
@@ -170,7 +171,7 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
     zcal_shm_entry e{};
     if (zcal_read_entry(handle.get(), i, &e) == 0) table.entries.push_back(e);
   }
-  selection.show = ThresholdsJson(table, common::RealtimeNs());
+  selection.show = ThresholdsJson(table, now_ns);
   selection.values.stale = (info.flags & ZCAL_FLAG_STALE) != 0;
   if (selection.values.stale) {
     const std::string why = "segment " + name +

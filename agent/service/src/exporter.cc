@@ -77,7 +77,7 @@ void Exporter::UpdateOne(Slot& slot, const std::string& segment) {
   const ExportFormat formats[] = {e.format};
   auto plan = PlanExport(formats, e.methods, "methods");
   if (!plan) return Failed(slot, plan.error().message);
-  auto selection = SelectExport(args, *plan, "zcal agent", warnings);
+  auto selection = SelectExport(args, *plan, "zcal agent", warnings, clock_->Wall());
   if (!selection) return Failed(slot, selection.error().message);
   auto text = FormatExport(e.format, selection->values, selection->show);
   if (!text) return Failed(slot, text.error().message);

@@ -69,7 +69,7 @@ Publisher::Publisher(Config config, std::shared_ptr<Metrics> metrics,
       lock_(std::move(lock)),
       writer_(std::move(writer)),
       lock_dir_(std::move(lock_dir)),
-      exporter_(metrics_),
+      exporter_(metrics_, clock),
       clock_(std::move(clock)) {
   exporter_.Configure(config_.exports);
   (void)wall_steps_.Check(*clock_);  // the offset steps are measured from

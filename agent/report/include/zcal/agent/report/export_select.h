@@ -43,7 +43,10 @@ struct ExportSelection {
 /// `command`. The error is one sentence: kInvalidArgument for a bad option
 /// value, kNotFound for no segment or no usable entry for a required
 /// method, others for a segment that cannot be read.
+/// `now_ns` is the wall clock (ns since the epoch) the entries' ages in
+/// `show` are taken against: the service's clock in the agent.
 Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan& plan,
-                                     std::string_view command, std::ostream& warnings);
+                                     std::string_view command, std::ostream& warnings,
+                                     std::uint64_t now_ns);
 
 }  // namespace zcal::agent

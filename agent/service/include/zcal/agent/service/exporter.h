@@ -16,12 +16,15 @@
 
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/metrics/metrics.h"
+#include "zcal/common/clock.h"
 
 namespace zcal::agent {
 
 class Exporter {
  public:
-  explicit Exporter(std::shared_ptr<Metrics> metrics) : metrics_(std::move(metrics)) {}
+  /// `clock`'s wall clock stamps the ages the json format writes.
+  Exporter(std::shared_ptr<Metrics> metrics, std::shared_ptr<const common::Clock> clock)
+      : metrics_(std::move(metrics)), clock_(std::move(clock)) {}
 
   /// Takes a new list of exports. An export whose format, key, fallback
   /// and path are unchanged keeps what it last wrote (so a reload writes
@@ -49,6 +52,7 @@ class Exporter {
   void Failed(Slot& slot, const std::string& reason);
 
   std::shared_ptr<Metrics> metrics_;
+  std::shared_ptr<const common::Clock> clock_;
   std::vector<Slot> slots_;
 };
 
