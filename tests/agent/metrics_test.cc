@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "zcal/common/fake_clock.h"
 #include "zcal/zcal.h"
 
 namespace zcal::agent {
@@ -198,6 +199,13 @@ TEST(Metrics, CountsCalibrationsReloadsAndProbeFailures) {
       text, "zcal_calibration_duration_seconds_bucket{le=\"+Inf\"} 2"));
   EXPECT_TRUE(Contains(text, "zcal_last_success_timestamp_seconds 5"));
   EXPECT_TRUE(Contains(text, "zcal_segment_entries 6"));
+}
+
+TEST(Metrics, TheStartTimeIsTheServicesClocks) {
+  auto clock = std::make_shared<common::FakeClock>(1'234'000'000'000'000'000ULL);
+  const Metrics metrics("9.9.9", MetricsRole::kAgent, clock);
+  EXPECT_TRUE(Contains(metrics.Text(), "\nzcal_agent_start_time_seconds 1234000000\n"))
+      << metrics.Text();
 }
 
 TEST(Metrics, DescribesHostAndBuild) {

@@ -60,7 +60,7 @@ Counter& OneCounter(prometheus::Registry& registry, const std::string& name,
 // start, so that rate() and alerts see a 0 before the first event instead
 // of no series.
 struct Metrics::Live {
-  explicit Live(const std::string& version);
+  Live(const std::string& version, double start_time_seconds);
 
   prometheus::Registry registry;
   std::map<CalibrationResult, Counter*> calibrations;
@@ -96,14 +96,14 @@ struct Metrics::Live {
   std::map<std::tuple<std::string, Method, std::string>, Counter*> failures;
 };
 
-Metrics::Live::Live(const std::string& version) {
+Metrics::Live::Live(const std::string& version, double start_time_seconds) {
   OneGauge(registry, "zcal_build_info",
            "zcal build: version and shared-memory ABI.",
            {{"version", version}, {"abi_major", std::to_string(ZCAL_ABI_MAJOR)}})
       .Set(1);
   OneGauge(registry, "zcal_agent_start_time_seconds",
            "Unix time at which the agent started.")
-      .Set(common::RealtimeSeconds());
+      .Set(start_time_seconds);
 
   auto& calibrations_family =
       BuildCounter()
@@ -244,8 +244,9 @@ Metrics::Live::Live(const std::string& version) {
                         "Connections open to the metrics listener.");
 }
 
-Metrics::Metrics(std::string version, MetricsRole role)
-    : live_(std::make_unique<Live>(version)),
+Metrics::Metrics(std::string version, MetricsRole role,
+                 const std::shared_ptr<const common::Clock>& clock)
+    : live_(std::make_unique<Live>(version, common::NsToSeconds(clock->Wall()))),
       snapshot_(std::make_unique<Snapshot>()),
       sink_(std::make_unique<SinkView>()),
       peers_(std::make_unique<PeerView>()),

@@ -36,7 +36,8 @@ class Service::Impl {
         guard_timer_(io_),
         clock_(hooks_.clock ? hooks_.clock : common::SystemClock()),
         metrics_(hooks_.metrics ? hooks_.metrics
-                                : std::make_shared<Metrics>(ZCAL_VERSION)),
+                                : std::make_shared<Metrics>(ZCAL_VERSION,
+                                                            MetricsRole::kAgent, clock_)),
         status_(std::make_shared<StatusPage>(clock_)),
         sink_(metrics_),
         scheduler_(ScheduleOptions::From(config_), DefaultRandomSource(),

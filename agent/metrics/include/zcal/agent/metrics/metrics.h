@@ -29,6 +29,7 @@
 #include "zcal/agent/domain/segment_damage.h"
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/calibrator/sample.h"
+#include "zcal/common/clock.h"
 #include "zcal/probes/types/target.h"
 
 namespace zcal::probes {
@@ -50,7 +51,9 @@ enum class MetricsRole : std::uint8_t {
 class Metrics final : public prometheus::Collectable {
  public:
   /// `version` is the zcal version for zcal_build_info.
-  explicit Metrics(std::string version, MetricsRole role = MetricsRole::kAgent);
+  /// `clock` stamps zcal_agent_start_time_seconds (the service's clock).
+  explicit Metrics(std::string version, MetricsRole role = MetricsRole::kAgent,
+                   const std::shared_ptr<const common::Clock>& clock = common::SystemClock());
   ~Metrics() override;
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
