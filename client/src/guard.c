@@ -133,7 +133,10 @@ int zcal_guard_completed(struct zcal_guard *g, uint64_t completions,
   /* Completions of sends made without asking (or before a re-init) must
    * not take the depth below zero. */
   g->in_flight = completions < g->in_flight ? g->in_flight - completions : 0;
-  if (completions > 0) g->unreported = 0;
+  /* Only a connection that drained waited for its sends; one that keeps
+   * sends in flight while completions come in is the stream it looked
+   * like, and keeps its copied sends counted. */
+  if (completions > 0 && g->in_flight == 0) g->unreported = 0;
   if (copied > 0) {
     if (g->state == ZCAL_GUARD_PROBING) {
       g->retry_sends = g->retry_sends >= ZCAL_GUARD_RETRY_SENDS_MAX / 2

@@ -501,16 +501,17 @@ const char *zcal_error_detail(void);
  * (libzcal 1.2) The answer is that of the connection's depth class
  * (zcal_depth_class): its depth is the send being decided, plus the sends
  * answered 1 that zcal_guard_completed has not yet reported complete
- * (in_flight), plus the sends answered 0 since the last report of
- * completions (unreported, up to ZCAL_DEPTH_STREAM_FROM). The last term is
- * there because a copied send has no completion: a connection that copies
- * because its class says so would otherwise never show the depth at which
- * it would send with zerocopy, and a bulk stream between the thresholds of
- * depth 1 and of the stream would copy for good. A connection whose sends
- * wait for each other (request, reply) then answers at a deeper class once
- * every ZCAL_DEPTH_STREAM_FROM copied sends at most, and its next reported
- * completion takes it back. An application that never reports completions
- * gets the stream's answer, as before 1.2.
+ * (in_flight), plus the sends answered 0 since a report of completions
+ * last left nothing in flight (unreported, up to ZCAL_DEPTH_STREAM_FROM).
+ * The last term is there because a copied send has no completion: a
+ * connection that copies because its class says so would otherwise never
+ * show the depth at which it would send with zerocopy, and a bulk stream
+ * between the thresholds of depth 1 and of the stream would copy for good.
+ * A connection whose sends wait for each other (request, reply) then
+ * answers at a deeper class once in ZCAL_DEPTH_STREAM_FROM copied sends at
+ * most, and the completion of that send takes it back; a stream keeps
+ * sends in flight, and its class. An application that never reports
+ * completions gets the stream's answer, as before 1.2.
  *
  * So a transient fallback (a route change) costs at most retry_sends
  * copied sends, and a lasting one an ever smaller share of probes. Any
@@ -624,8 +625,8 @@ int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);
  * `copied` of those reported as copied (a MSG_ZEROCOPY notification covers
  * ee_data - ee_info + 1 sends, all copied or not by its ee_code; an
  * io_uring notification CQE one). Moves the state as described above,
- * takes the completions off in_flight (not below 0) and, with at least
- * one completion, sets unreported to 0.
+ * takes the completions off in_flight (not below 0) and, when that leaves
+ * none in flight, sets unreported to 0.
  * Returns 0, or -EINVAL (NULL guard, copied > completions).
  */
 int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,

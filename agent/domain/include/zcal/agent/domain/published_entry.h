@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
@@ -21,6 +23,30 @@ enum class ScopeKind : std::uint8_t {
   kInterface,
   kDiscard,  ///< ABI minor 1: the discard path's own result
 };
+
+/// How many zerocopy sends of one connection were in flight when a result
+/// was measured (ZCAL_DEPTH_* in the ABI: the code is the depth, 0 a bulk
+/// stream). At most 8 classes: the metrics label results with it.
+enum class DepthClass : std::uint16_t {
+  kStream = 0,  ///< as many as the probe's pool keeps: today's probes
+  k1 = 1,
+  k4 = 4,
+  k16 = 16,
+};
+inline constexpr DepthClass kDepthClasses[] = {DepthClass::k1, DepthClass::k4,
+                                               DepthClass::k16, DepthClass::kStream};
+static_assert(std::size(kDepthClasses) <= 8, "the metrics' depth label is bounded at 8");
+
+/// "stream", "1", "4", "16" (metric label, zcal show, JSON).
+constexpr std::string_view DepthClassName(DepthClass depth) {
+  switch (depth) {
+    case DepthClass::kStream: return "stream";
+    case DepthClass::k1: return "1";
+    case DepthClass::k4: return "4";
+    case DepthClass::k16: return "16";
+  }
+  return "unknown";
+}
 
 /// Where the host-default entries come from, or why there are none
 /// (ZCAL_HOST_DEFAULT_* in the ABI).
@@ -41,6 +67,9 @@ struct PublishedEntry {
   std::uint8_t prefix_len = 0;  ///< kPeer: <= 32 (IPv4) or 128 (IPv6)
   std::string interface;        ///< kInterface: 1 to 15 bytes
   calibrator::Method method = calibrator::Method::kMsgZerocopy;
+  /// The depth the result was measured at. Every scope and method that has
+  /// an entry of another class has a stream entry too (the writer checks).
+  DepthClass depth = DepthClass::kStream;
   calibrator::Verdict verdict = calibrator::Verdict::kNever;
   std::optional<std::uint64_t> threshold_bytes;  ///< required with kThreshold
   std::optional<double> confidence;              ///< [0,1]; nullopt = unknown
