@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <iterator>
 #include <optional>
 #include <string>
-#include <string_view>
 
+#include "zcal/agent/domain/depth_class.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 
@@ -23,30 +22,6 @@ enum class ScopeKind : std::uint8_t {
   kInterface,
   kDiscard,  ///< ABI minor 1: the discard path's own result
 };
-
-/// How many zerocopy sends of one connection were in flight when a result
-/// was measured (ZCAL_DEPTH_* in the ABI: the code is the depth, 0 a bulk
-/// stream). At most 8 classes: the metrics label results with it.
-enum class DepthClass : std::uint16_t {
-  kStream = 0,  ///< as many as the probe's pool keeps: today's probes
-  k1 = 1,
-  k4 = 4,
-  k16 = 16,
-};
-inline constexpr DepthClass kDepthClasses[] = {DepthClass::k1, DepthClass::k4,
-                                               DepthClass::k16, DepthClass::kStream};
-static_assert(std::size(kDepthClasses) <= 8, "the metrics' depth label is bounded at 8");
-
-/// "stream", "1", "4", "16" (metric label, zcal show, JSON).
-constexpr std::string_view DepthClassName(DepthClass depth) {
-  switch (depth) {
-    case DepthClass::kStream: return "stream";
-    case DepthClass::k1: return "1";
-    case DepthClass::k4: return "4";
-    case DepthClass::k16: return "16";
-  }
-  return "unknown";
-}
 
 /// Where the host-default entries come from, or why there are none
 /// (ZCAL_HOST_DEFAULT_* in the ABI).
