@@ -53,6 +53,7 @@ TEST(Layout, CxxOffsetsMatchTheDocumentedLayout) {
       offsetof(zcal_shm_entry, measured_at_ns),
       offsetof(zcal_shm_entry, fingerprint),
       offsetof(zcal_shm_entry, confidence_ppm),
+      offsetof(zcal_shm_entry, depth_class),
       offsetof(zcal_shm_entry, reserved),
   };
   EXPECT_EQ(cxx, kDocumented);
