@@ -93,7 +93,9 @@ TEST(GuardDepth, BulkStreamThatCopiesReachesTheStreamClass) {
   // A stream keeps its sends in flight while completions come in.
   for (int send = 0; send < 200; ++send) {
     ASSERT_EQ(zcal_guard_should_zerocopy(&g, size), 1) << "send " << send;
-    if (send % 8 == 7) ASSERT_EQ(zcal_guard_completed(&g, 4, 0), 0);
+    if (send % 8 == 7) {
+      ASSERT_EQ(zcal_guard_completed(&g, 4, 0), 0);
+    }
   }
   EXPECT_EQ(g.depth_class, ZCAL_DEPTH_STREAM);
 }
