@@ -112,10 +112,8 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
       g->state = ZCAL_GUARD_PROBING;
     }
   }
-  if (yes)
-    g->in_flight++;
-  else if (g->unreported < ZCAL_DEPTH_STREAM_FROM)
-    g->unreported++;
+  g->in_flight += (uint64_t)yes;
+  g->unreported += (uint32_t)(!yes && g->unreported < ZCAL_DEPTH_STREAM_FROM);
   return yes;
 }
 
