@@ -2,7 +2,9 @@
 // thread, beside one getsockopt(SO_ZEROCOPY) for scale: the cheapest
 // system call a transport makes per connection anyway. Targets (median):
 // cached decision <= 10 ns, full lookup among 256 entries <= 20 ns.
-// Prints the medians and their ratios to getsockopt, measured in one run.
+// Prints the medians and their ratios to getsockopt, measured in one run;
+// and the guard with depth classes (libzcal 1.2) beside libzcal 1.1's
+// guard (guard_1_1/), and the lookup by depth beside the plain one.
 //
 //   shm_lookup_bench [--benchmark_* options]
 #include <netinet/in.h>
@@ -21,6 +23,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "guard_1_1/old_guard.h"
 #include "zcal/agent/publish/shm_writer.h"
 #include "zcal/zcal.h"
 
@@ -58,6 +61,12 @@ std::vector<PublishedEntry> Table(std::uint64_t round) {
     add(ScopeKind::kLoopback, m, 1u << 30);
     add(ScopeKind::kInterface, m, 12288).interface = "eth0";
   }
+  // Depth classes of the host default, as the discard path measured them.
+  for (const auto& [depth, threshold] : {std::pair{zcal::agent::DepthClass::k1, 65536u},
+                                         std::pair{zcal::agent::DepthClass::k4, 49152u},
+                                         std::pair{zcal::agent::DepthClass::k16, 32768u}}) {
+    for (cal::Method m : methods) add(ScopeKind::kHostDefault, m, threshold).depth = depth;
+  }
   // Peers: /16, /24 and /32 networks (IPv4) and /48, /64 (IPv6).
   for (std::uint32_t i = 0; table.size() < kEntries; ++i) {
     const cal::Method m = methods[i % 2];
@@ -91,14 +100,26 @@ void BM_CachedDecision(benchmark::State& state) {
 
 // The per-connection guard's per-send answer (zcal_guard_should_zerocopy),
 // against the cached decision above: one call more, and the guard's state.
-void BM_GuardDecision(benchmark::State& state) {
+// Every fourth send reports four completions, so that the depth moves
+// between classes 1 and 4 (and 1.1's guard gets the same calls). The key
+// is the host default's (g_keys.back()), which has every class.
+template <auto Init, auto Should, auto Completed>
+void GuardSends(benchmark::State& state) {
   zcal_guard guard;
-  zcal_guard_init_key(&guard, sizeof guard, g_handle, &g_keys[0], ZCAL_METHOD_MSG_ZEROCOPY, 0, 0);
-  std::uint64_t size = 1000;
+  Init(&guard, sizeof guard, g_handle, &g_keys.back(), ZCAL_METHOD_MSG_ZEROCOPY, 0, 0);
+  std::uint64_t size = 1000, sends = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(zcal_guard_should_zerocopy(&guard, size));
+    benchmark::DoNotOptimize(Should(&guard, size));
+    if ((++sends & 3) == 0) Completed(&guard, 4, 0);
     size += 4096;
   }
+}
+void BM_GuardDecision(benchmark::State& state) {
+  GuardSends<zcal_guard_init_key, zcal_guard_should_zerocopy, zcal_guard_completed>(state);
+}
+void BM_GuardDecision11(benchmark::State& state) {
+  GuardSends<old_zcal_guard_init_key, old_zcal_guard_should_zerocopy, old_zcal_guard_completed>(
+      state);
 }
 
 // Full lookup: longest-prefix match among 256 entries, cycling over keys
@@ -110,6 +131,20 @@ void BM_FullLookup(benchmark::State& state) {
   for (auto _ : state) {
     benchmark::DoNotOptimize(zcal_lookup(g_handle, &g_keys[i], ZCAL_METHOD_MSG_ZEROCOPY, &r));
     if (++i == g_keys.size()) i = 0;
+  }
+}
+
+// The same keys at depths of every class (the host-default keys have
+// every class; the peers answer with their stream entry).
+void BM_FullLookupDepth(benchmark::State& state) {
+  static constexpr std::uint32_t kDepths[] = {1, 4, 16, 40, 2, 8, 20, 100, 3};
+  std::size_t i = 0, d = 0;
+  zcal_result r;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        zcal_lookup_depth(g_handle, &g_keys[i], ZCAL_METHOD_MSG_ZEROCOPY, kDepths[d], &r));
+    if (++i == g_keys.size()) i = 0;
+    if (++d == std::size(kDepths)) d = 0;
   }
 }
 
@@ -133,8 +168,10 @@ void BM_Getsockopt(benchmark::State& state) {
 }
 
 BENCHMARK(BM_CachedDecision);
+BENCHMARK(BM_GuardDecision11);
 BENCHMARK(BM_GuardDecision);
 BENCHMARK(BM_FullLookup);
+BENCHMARK(BM_FullLookupDepth);
 BENCHMARK(BM_ShouldZerocopy);
 BENCHMARK(BM_Getsockopt);
 
@@ -238,14 +275,18 @@ int main(int argc, char** argv) {
 
   const double cached = reporter.median("BM_CachedDecision");
   const double guard = reporter.median("BM_GuardDecision");
+  const double guard11 = reporter.median("BM_GuardDecision11");
   const double full = reporter.median("BM_FullLookup");
+  const double full_depth = reporter.median("BM_FullLookupDepth");
   const double should = reporter.median("BM_ShouldZerocopy");
   const double syscall = reporter.median("BM_Getsockopt");
   std::printf("\nmedians (writer published %llu times meanwhile, 256 entries):\n",
               static_cast<unsigned long long>(publishes.load()));
   std::printf("  cached decision          %7.2f ns  (target <= 10 ns)\n", cached);
-  std::printf("  guard decision           %7.2f ns\n", guard);
+  std::printf("  guard decision (1.1)     %7.2f ns\n", guard11);
+  std::printf("  guard decision           %7.2f ns  (depth classes)\n", guard);
   std::printf("  full lookup              %7.2f ns  (target <= 20 ns)\n", full);
+  std::printf("  full lookup by depth     %7.2f ns\n", full_depth);
   std::printf("  should_zerocopy          %7.2f ns\n", should);
   std::printf("  getsockopt(SO_ZEROCOPY)  %7.2f ns\n", syscall);
   if (syscall > 0) {
@@ -259,5 +300,9 @@ int main(int argc, char** argv) {
     std::printf("guard decision / should_zerocopy = %.3f, / cached decision = %.2f\n",
                 guard / should, guard / cached);
   }
+  if (guard > 0 && guard11 > 0)
+    std::printf("guard decision with depth classes / 1.1's guard = %.3f\n", guard / guard11);
+  if (full > 0 && full_depth > 0)
+    std::printf("full lookup by depth / full lookup = %.3f\n", full_depth / full);
   return 0;
 }

@@ -11,11 +11,34 @@
  * CachedDecision does. A failed lookup (no entry, writer busy, segment
  * shrunk) is kept until the next publish or ZCAL_GUARD_LOOKUP_RETRY_SENDS
  * sends, so that sends do not repeat it one by one. */
+static int usable(const struct zcal_guard *g, int rc, const struct zcal_result *r) {
+  return rc == 0 && (g->max_age_ns == 0 || r->heartbeat_age_ns <= g->max_age_ns);
+}
+
+/* The size from which a class answers 1, so that a send compares once. */
+static uint64_t from_bytes(const struct zcal_guard *g, int have,
+                           const struct zcal_result *r) {
+  if (have && (r->verdict == ZCAL_VERDICT_THRESHOLD ||
+               r->verdict == ZCAL_VERDICT_ALWAYS || r->verdict == ZCAL_VERDICT_NEVER))
+    return r->zerocopy_from_bytes;
+  return g->fallback ? 0 : UINT64_MAX;
+}
+
 static void look_up(struct zcal_guard *g) {
   struct zcal_result r;
   const int rc = zcal_lookup(g->handle, &g->key, g->method, &r);
-  g->have_result =
-      rc == 0 && (g->max_age_ns == 0 || r.heartbeat_age_ns <= g->max_age_ns);
+  g->have_result = usable(g, rc, &r);
+  g->class_from_bytes[ZCAL_CLASS_STREAM] = from_bytes(g, g->have_result, &r);
+  g->class_fallbacks = 0;
+  for (int k = 0; k < ZCAL_CLASS_STREAM; ++k) {
+    struct zcal_result c;
+    const int have = usable(
+        g, zcal_lookup_depth(g->handle, &g->key, g->method,
+                             zcal_internal_class_codes[k], &c),
+        &c);
+    g->class_from_bytes[k] = from_bytes(g, have, &c);
+    if (have && c.depth_fallback) g->class_fallbacks |= (uint8_t)(1u << k);
+  }
   if (g->have_result) {
     g->result = r;
     g->generation = r.generation;
@@ -40,6 +63,9 @@ int zcal_guard_init_key(struct zcal_guard *g, size_t guard_size,
   g->retry_sends = ZCAL_GUARD_RETRY_SENDS;
   g->handle = handle;
   g->key = *key;
+  const uint64_t without = g->fallback ? 0 : UINT64_MAX;
+  for (int k = 0; k < ZCAL_DEPTH_CLASSES; ++k) g->class_from_bytes[k] = without;
+  g->depth_class = ZCAL_DEPTH_1;
   if (handle) look_up(g);
   return 0;
 }
@@ -75,17 +101,20 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
     else if (!g->have_result && --g->sends_until_lookup == 0)
       look_up(g);
   }
-  const int yes = g->have_result
-                      ? zcal_result_should_zerocopy(&g->result, size_bytes,
-                                                    g->fallback)
-                      : g->fallback;
-  if (!yes || g->state != ZCAL_GUARD_OFF) return yes;
-  if (g->sends_until_retry > 0) {
-    g->sends_until_retry--;
-    return 0;
+  const int k = zcal_internal_class_of_depth(g->in_flight + g->unreported + 1);
+  g->depth_class = zcal_internal_class_codes[k];
+  int yes = size_bytes >= g->class_from_bytes[k];
+  if (yes && g->state == ZCAL_GUARD_OFF) {
+    if (g->sends_until_retry > 0) {
+      g->sends_until_retry--;
+      yes = 0;
+    } else {
+      g->state = ZCAL_GUARD_PROBING;
+    }
   }
-  g->state = ZCAL_GUARD_PROBING;
-  return 1;
+  g->in_flight += (uint64_t)yes;
+  g->unreported += (uint32_t)(!yes && g->unreported < ZCAL_DEPTH_STREAM_FROM);
+  return yes;
 }
 
 static void turn_off(struct zcal_guard *g) {
@@ -99,6 +128,13 @@ int zcal_guard_completed(struct zcal_guard *g, uint64_t completions,
   if (!g || copied > completions) return -EINVAL;
   g->completions += completions;
   g->copied += copied;
+  /* Completions of sends made without asking (or before a re-init) must
+   * not take the depth below zero. */
+  g->in_flight = completions < g->in_flight ? g->in_flight - completions : 0;
+  /* Only a connection that drained waited for its sends; one that keeps
+   * sends in flight while completions come in is the stream it looked
+   * like, and keeps its copied sends counted. */
+  if (completions > 0 && g->in_flight == 0) g->unreported = 0;
   if (copied > 0) {
     if (g->state == ZCAL_GUARD_PROBING) {
       g->retry_sends = g->retry_sends >= ZCAL_GUARD_RETRY_SENDS_MAX / 2

@@ -37,7 +37,30 @@ struct zcal_answer {
   uint8_t stale;
   uint8_t has_threshold;
   uint8_t estimated;
+  uint16_t depth_class;
 } __attribute__((aligned(64)));
+
+/* Index of a depth class among the classes this reader knows, and back.
+ * The stream is last: ZCAL_DEPTH_CLASSES - 1. */
+#define ZCAL_CLASS_STREAM (ZCAL_DEPTH_CLASSES - 1)
+/* -1 for a code this reader does not know. */
+static inline int zcal_internal_class_index(uint16_t depth_class) {
+  switch (depth_class) {
+    case ZCAL_DEPTH_1: return 0;
+    case ZCAL_DEPTH_4: return 1;
+    case ZCAL_DEPTH_16: return 2;
+    case ZCAL_DEPTH_STREAM: return ZCAL_CLASS_STREAM;
+    default: return -1;
+  }
+}
+/* The class a depth falls in (zcal_depth_class), as an index. Without
+ * branches: on the guard's per-send path the depth moves with every send
+ * and completion, and mispredicted branches cost more than the compares. */
+static inline int zcal_internal_class_of_depth(uint64_t depth) {
+  return (depth >= ZCAL_DEPTH_4) + (depth >= ZCAL_DEPTH_16) +
+         (depth >= ZCAL_DEPTH_STREAM_FROM);
+}
+extern const uint16_t zcal_internal_class_codes[ZCAL_DEPTH_CLASSES];
 
 /* A peer entry in the open-addressing table, keyed by masked address. */
 struct zcal_peer_slot {
@@ -107,6 +130,9 @@ struct zcal_handle {
    * answers[i] is what a lookup matching entry i returns, but the ages and
    * the generation. */
   struct zcal_answer *answers;
+  /* For a stream entry i, depth_entry[i][k] is the entry of the same scope
+   * and method for class index k (< ZCAL_CLASS_STREAM), or -1. */
+  int32_t (*depth_entry)[ZCAL_CLASS_STREAM];
   int index_ready;
   uint32_t touched_count;
   uint8_t touched[ZCAL_METHOD_CODES];

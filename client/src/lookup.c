@@ -60,16 +60,21 @@ static inline uint32_t bucket_of(const zcal_handle *h, uint64_t lead,
                     h->filter_shift);
 }
 
+/* The masked key of a peer entry, as the slots hold it. */
+static void peer_key(const struct zcal_shm_entry *e, uint64_t *hi, uint64_t *lo) {
+  split(e->address, hi, lo);
+  /* IPv4 lives in the top 32 bits of hi; the rest must not take part. */
+  if (e->family == ZCAL_FAMILY_IPV4) {
+    *hi &= ~UINT64_C(0) << 32;
+    *lo = 0;
+  }
+  mask128(hi, lo, e->prefix_len);
+}
+
 static void insert_peer(zcal_handle *h, uint32_t index,
                         const struct zcal_shm_entry *e) {
   uint64_t hi, lo;
-  split(e->address, &hi, &lo);
-  /* IPv4 lives in the top 32 bits of hi; the rest must not take part. */
-  if (e->family == ZCAL_FAMILY_IPV4) {
-    hi &= ~UINT64_C(0) << 32;
-    lo = 0;
-  }
-  mask128(&hi, &lo, e->prefix_len);
+  peer_key(e, &hi, &lo);
   const uint32_t tag = ZCAL_PEER_TAG(e->method, e->family, e->prefix_len);
   uint32_t s = slot_of(h, hi, lo, tag);
   for (;;) {
@@ -144,7 +149,10 @@ static void make_answer(const zcal_handle *h, const struct zcal_shm_entry *e,
   out->prefix_len = e->scope == ZCAL_SCOPE_PEER ? e->prefix_len : 0;
   out->stale = (h->flags & ZCAL_FLAG_STALE) != 0;
   out->estimated = (e->entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
+  out->depth_class = e->depth_class;
 }
+
+static void index_depth_classes(zcal_handle *h);
 
 void zcal_internal_build_index(zcal_handle *h) {
   if (!h->index_ready) {
@@ -158,9 +166,17 @@ void zcal_internal_build_index(zcal_handle *h) {
   memset(h->v4_filter, 0, ((size_t)h->filter_mask + 1) * sizeof *h->v4_filter);
   memset(h->v6_filter, 0, ((size_t)h->filter_mask + 1) * sizeof *h->v6_filter);
   h->interface_count = 0;
+  int classes = 0;
   for (uint32_t i = 0; i < h->count; ++i) {
     const struct zcal_shm_entry *e = &h->entries[i];
     make_answer(h, e, &h->answers[i]);
+    for (int k = 0; k < ZCAL_CLASS_STREAM; ++k) h->depth_entry[i][k] = -1;
+    /* Stream entries are routed; the others hang off their stream entry
+     * (index_depth_classes), and unknown classes are skipped. */
+    if (e->depth_class != ZCAL_DEPTH_STREAM) {
+      classes = 1;
+      continue;
+    }
     if (!h->is_touched[e->method]) {
       h->is_touched[e->method] = 1;
       h->touched[h->touched_count++] = e->method;
@@ -186,6 +202,7 @@ void zcal_internal_build_index(zcal_handle *h) {
         break;
     }
   }
+  if (classes) index_depth_classes(h);
 }
 
 static inline int probe(const zcal_handle *h, uint64_t hi, uint64_t lo,
@@ -273,6 +290,43 @@ static __attribute__((noinline)) int find_interface(const zcal_handle *h,
   return -1;
 }
 
+/* The stream entry of the scope and method that `e` (of another class) is
+ * for, or -1: the index holds stream entries only. */
+static int stream_sibling(const zcal_handle *h, const struct zcal_shm_entry *e) {
+  switch (e->scope) {
+    case ZCAL_SCOPE_HOST_DEFAULT:
+      return h->default_entry[e->method];
+    case ZCAL_SCOPE_LOOPBACK:
+      return h->loopback_entry[e->method];
+    case ZCAL_SCOPE_PEER: {
+      uint64_t hi, lo;
+      peer_key(e, &hi, &lo);
+      return probe(h, hi, lo, ZCAL_PEER_TAG(e->method, e->family, e->prefix_len));
+    }
+    case ZCAL_SCOPE_INTERFACE: {
+      struct zcal_key key;
+      memset(&key, 0, sizeof key);
+      memcpy(key.interface, e->interface, sizeof key.interface);
+      return find_interface(h, &key, e->method);
+    }
+    default:
+      return -1;
+  }
+}
+
+static void index_depth_classes(zcal_handle *h) {
+  for (uint32_t i = 0; i < h->count; ++i) {
+    const struct zcal_shm_entry *e = &h->entries[i];
+    const int k = zcal_internal_class_index(e->depth_class);
+    if (k < 0 || k == ZCAL_CLASS_STREAM) continue;
+    const int stream = stream_sibling(h, e);
+    /* A class entry without a stream entry is not reachable: a writer
+     * never makes one (readers of minor 1 would take it for the stream). */
+    if (stream >= 0 && h->depth_entry[stream][k] < 0)
+      h->depth_entry[stream][k] = (int32_t)i; /* the first wins */
+  }
+}
+
 /* Returns the index of the entry that answers, or -1. */
 static inline int find_entry(const zcal_handle *h, const struct zcal_key *key,
                              uint8_t method) {
@@ -298,10 +352,18 @@ static inline uint64_t age(uint64_t now_ns, uint64_t then_ns) {
 }
 
 static inline int answer(const zcal_handle *h, const struct zcal_key *key,
-                         uint8_t method, uint64_t now_ns,
+                         uint8_t method, int depth_class, uint64_t now_ns,
                          uint64_t heartbeat_ns, struct zcal_result *out) {
-  const int index = find_entry(h, key, method);
+  int index = find_entry(h, key, method);
   if (index < 0) return -ENODATA;
+  uint8_t fallback = 0;
+  if (depth_class != ZCAL_CLASS_STREAM) {
+    const int32_t other = h->depth_entry[index][depth_class];
+    if (other >= 0)
+      index = other;
+    else
+      fallback = 1;
+  }
   const struct zcal_answer *a = &h->answers[index];
   out->zerocopy_from_bytes = a->zerocopy_from_bytes;
   out->threshold_bytes = a->threshold_bytes;
@@ -319,6 +381,8 @@ static inline int answer(const zcal_handle *h, const struct zcal_key *key,
   out->stale = a->stale;
   out->has_threshold = a->has_threshold;
   out->estimated = a->estimated;
+  out->depth_class = a->depth_class;
+  out->depth_fallback = fallback;
   memset(out->reserved, 0, sizeof out->reserved);
   return 0;
 }
@@ -338,7 +402,8 @@ static inline int size_check_due(const zcal_handle *h, uint64_t now_ns) {
  * touched at all. */
 static __attribute__((noinline)) int lookup_slow(zcal_handle *h,
                                                  const struct zcal_key *key,
-                                                 uint8_t method, uint64_t now_ns,
+                                                 uint8_t method, int depth_class,
+                                                 uint64_t now_ns,
                                                  struct zcal_result *out) {
   if (size_check_due(h, now_ns)) zcal_internal_check_size(h, now_ns);
   if (ZCAL_LOAD_ACQ(h->generation_word) != h->generation || h->broken) {
@@ -350,20 +415,38 @@ static __attribute__((noinline)) int lookup_slow(zcal_handle *h,
     zcal_internal_maybe_recheck(h, now_ns, heartbeat_ns);
     heartbeat_ns = zcal_internal_heartbeat(h);
   }
-  return answer(h, key, method, now_ns, heartbeat_ns, out);
+  return answer(h, key, method, depth_class, now_ns, heartbeat_ns, out);
 }
 
-int zcal_lookup(zcal_handle *h, const struct zcal_key *key, uint8_t method,
-                struct zcal_result *out) {
+static inline int lookup_class(zcal_handle *h, const struct zcal_key *key,
+                               uint8_t method, int depth_class,
+                               struct zcal_result *out) {
   if (!h || !key || !out) return -EINVAL;
   const uint64_t now_ns = zcal_internal_now_ns();
   if (size_check_due(h, now_ns) || h->broken ||
       ZCAL_LOAD_ACQ(h->generation_word) != h->generation)
-    return lookup_slow(h, key, method, now_ns, out);
+    return lookup_slow(h, key, method, depth_class, now_ns, out);
   const uint64_t heartbeat_ns = zcal_internal_heartbeat(h);
   if ((h->flags & ZCAL_FLAG_RETIRED) || heartbeat_old(now_ns, heartbeat_ns))
-    return lookup_slow(h, key, method, now_ns, out);
-  return answer(h, key, method, now_ns, heartbeat_ns, out);
+    return lookup_slow(h, key, method, depth_class, now_ns, out);
+  return answer(h, key, method, depth_class, now_ns, heartbeat_ns, out);
+}
+
+int zcal_lookup(zcal_handle *h, const struct zcal_key *key, uint8_t method,
+                struct zcal_result *out) {
+  return lookup_class(h, key, method, ZCAL_CLASS_STREAM, out);
+}
+
+int zcal_lookup_depth(zcal_handle *h, const struct zcal_key *key,
+                      uint8_t method, uint32_t depth, struct zcal_result *out) {
+  return lookup_class(h, key, method, zcal_internal_class_of_depth(depth), out);
+}
+
+const uint16_t zcal_internal_class_codes[ZCAL_DEPTH_CLASSES] = {
+    ZCAL_DEPTH_1, ZCAL_DEPTH_4, ZCAL_DEPTH_16, ZCAL_DEPTH_STREAM};
+
+uint16_t zcal_depth_class(uint32_t depth) {
+  return zcal_internal_class_codes[zcal_internal_class_of_depth(depth)];
 }
 
 int zcal_key_from_sockaddr(const struct sockaddr *addr, socklen_t len,
@@ -446,13 +529,30 @@ int zcal_lookup_fd(zcal_handle *h, int fd, uint8_t method,
   return zcal_lookup(h, &key, method, out);
 }
 
+static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
+                                  uint8_t method, int depth_class,
+                                  uint64_t size_bytes, uint64_t max_age_ns,
+                                  int fallback) {
+  struct zcal_result r;
+  if (!h || !key || lookup_class(h, key, method, depth_class, &r) != 0)
+    return fallback != 0;
+  if (max_age_ns != 0 && r.heartbeat_age_ns > max_age_ns) return fallback != 0;
+  return zcal_result_should_zerocopy(&r, size_bytes, fallback);
+}
+
 int zcal_should_zerocopy(zcal_handle *h, const struct zcal_key *key,
                          uint8_t method, uint64_t size_bytes,
                          uint64_t max_age_ns, int fallback) {
-  struct zcal_result r;
-  if (!h || !key || zcal_lookup(h, key, method, &r) != 0) return fallback != 0;
-  if (max_age_ns != 0 && r.heartbeat_age_ns > max_age_ns) return fallback != 0;
-  return zcal_result_should_zerocopy(&r, size_bytes, fallback);
+  return should_zerocopy(h, key, method, ZCAL_CLASS_STREAM, size_bytes,
+                         max_age_ns, fallback);
+}
+
+int zcal_should_zerocopy_depth(zcal_handle *h, const struct zcal_key *key,
+                               uint8_t method, uint32_t depth,
+                               uint64_t size_bytes, uint64_t max_age_ns,
+                               int fallback) {
+  return should_zerocopy(h, key, method, zcal_internal_class_of_depth(depth),
+                         size_bytes, max_age_ns, fallback);
 }
 
 int zcal_read_info(zcal_handle *h, struct zcal_info *out) {

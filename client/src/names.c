@@ -60,3 +60,13 @@ const char *zcal_scope_name(uint8_t scope) {
     default: return "unknown";
   }
 }
+
+const char *zcal_depth_name(uint16_t depth_class) {
+  switch (depth_class) {
+    case ZCAL_DEPTH_STREAM: return "stream";
+    case ZCAL_DEPTH_1: return "1";
+    case ZCAL_DEPTH_4: return "4";
+    case ZCAL_DEPTH_16: return "16";
+    default: return "unknown";
+  }
+}

@@ -108,6 +108,10 @@ static int check_name(const char *name) {
 
 static int validate_entry(const zcal_handle *h, uint32_t index,
                           const struct zcal_shm_entry *e) {
+  /* An entry of a depth class this reader does not know (a later minor's,
+   * or garbage) is skipped, not checked: its fields may mean what that
+   * minor says, and one such entry must not cost the reader the table. */
+  if (zcal_internal_class_index(e->depth_class) < 0) return 0;
   if (e->confidence_ppm > 1000000u && e->confidence_ppm != ZCAL_CONFIDENCE_UNKNOWN) {
     zcal_internal_set_detail("segment %s: entry %" PRIu32
                              ": confidence %" PRIu32 " ppm exceeds 1000000" ZCAL_CORRUPT,
@@ -289,12 +293,13 @@ static int attach_mapping(zcal_handle *h) {
   /* Aligned so that each answer sits in one cache line (handle.h). */
   h->answers = aligned_alloc(_Alignof(struct zcal_answer), n * sizeof *h->answers);
   h->interfaces = calloc(n, sizeof *h->interfaces);
+  h->depth_entry = calloc(n, sizeof *h->depth_entry);
   h->slots = calloc(slots, sizeof *h->slots);
   uint32_t buckets = slots / (ZCAL_SLOTS_PER_ENTRY / ZCAL_FILTER_PER_ENTRY);
   h->v4_filter = calloc(buckets, sizeof *h->v4_filter);
   h->v6_filter = calloc(buckets, sizeof *h->v6_filter);
   if (!h->entries || !h->scratch || !h->answers || !h->interfaces ||
-      !h->slots || !h->v4_filter || !h->v6_filter) {
+      !h->depth_entry || !h->slots || !h->v4_filter || !h->v6_filter) {
     zcal_internal_set_detail("segment %s: out of memory for %zu entries",
                              h->name, n);
     return -ENOMEM;
@@ -319,6 +324,7 @@ static void release(zcal_handle *h) {
   free(h->scratch);
   free(h->answers);
   free(h->interfaces);
+  free(h->depth_entry);
   free(h->slots);
   free(h->v4_filter);
   free(h->v6_filter);

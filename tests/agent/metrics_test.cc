@@ -113,7 +113,7 @@ std::shared_ptr<Metrics> Populated() {
   MethodResult estimate;
   estimate.verdict = Verdict::kThreshold;
   estimate.threshold_bytes = 24576;
-  host_default.methods[Method::kMsgZerocopy] = estimate;
+  host_default.methods[{Method::kMsgZerocopy, zcal::agent::DepthClass::kStream}] = estimate;
   metrics->SetHostDefault(host_default);
   return metrics;
 }
@@ -121,10 +121,10 @@ std::shared_ptr<Metrics> Populated() {
 TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
   const std::string text = Populated()->Text();
   EXPECT_TRUE(Contains(
-      text, "zcal_threshold_bytes{path=\"loopback\",method=\"uring_send_zc\"} 16384"))
+      text, "zcal_threshold_bytes{path=\"loopback\",method=\"uring_send_zc\",depth=\"stream\"} 16384"))
       << text;
   EXPECT_TRUE(Contains(
-      text, "zcal_threshold_bytes{path=\"loopback\",method=\"msg_zerocopy\"} +Inf"))
+      text, "zcal_threshold_bytes{path=\"loopback\",method=\"msg_zerocopy\",depth=\"stream\"} +Inf"))
       << text;
   EXPECT_FALSE(Contains(text, "zcal_threshold_bytes{path=\"loopback\",method="
                               "\"uring_send_zc_fixed\"}"))
@@ -142,7 +142,36 @@ TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
   EXPECT_TRUE(Contains(text, "zcal_published_stale 1"));
   EXPECT_TRUE(Contains(text,
                        "zcal_measured_threshold_bytes{path=\"loopback\","
-                       "method=\"uring_send_zc\"} 32768"));
+                       "method=\"uring_send_zc\",depth=\"stream\"} 32768"));
+}
+
+TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
+  auto metrics = std::make_shared<Metrics>("9.9.9");
+  std::map<std::string, std::map<Method, MethodState>> paths;
+  paths["discard"][Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 49152);
+  paths["discard"][Method::kMsgZerocopy].depth = zcal::agent::DepthClass::k4;
+  metrics->SetPublished(paths, false);
+  HostDefaultInfo host_default;
+  host_default.source = "estimated";
+  MethodResult one;
+  one.verdict = Verdict::kThreshold;
+  one.threshold_bytes = 65536;
+  host_default.methods[{Method::kMsgZerocopy, zcal::agent::DepthClass::k1}] = one;
+  MethodResult stream = one;
+  stream.threshold_bytes = 24576;
+  host_default.methods[{Method::kMsgZerocopy, zcal::agent::DepthClass::kStream}] = stream;
+  metrics->SetHostDefault(host_default);
+  const std::string text = metrics->Text();
+  EXPECT_TRUE(Contains(
+      text, "zcal_threshold_bytes{path=\"discard\",method=\"msg_zerocopy\",depth=\"4\"} 49152"))
+      << text;
+  EXPECT_TRUE(Contains(text, "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
+                             "depth=\"1\",estimated=\"0\"} 65536"))
+      << text;
+  EXPECT_TRUE(Contains(text, "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
+                             "depth=\"stream\",estimated=\"0\"} 24576"))
+      << text;
 }
 
 TEST(Metrics, PublishesTheLoadEachResultWasMeasuredUnder) {
@@ -344,7 +373,7 @@ TEST(Metrics, SaysWhatEachPathIsAndWhereTheHostDefaultComesFrom) {
                        "interface=\"eth0\"} 1"));
   EXPECT_TRUE(Contains(text,
                        "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
-                       "estimated=\"1\"} 24576"));
+                       "depth=\"stream\",estimated=\"1\"} 24576"));
 
   auto metrics = std::make_shared<Metrics>("9.9.9");
   HostDefaultInfo none;

@@ -366,7 +366,7 @@ TEST_F(PublisherTest, MetricsSayWhereTheHostDefaultComesFromOrWhyThereIsNone) {
       << text;
   EXPECT_TRUE(Contains(text,
                        "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
-                       "estimated=\"1\"} 16384"))
+                       "depth=\"stream\",estimated=\"1\"} 16384"))
       << text;
 }
 

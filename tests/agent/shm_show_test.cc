@@ -93,7 +93,7 @@ TEST_F(ZcalShow, PrintsHeaderAndEveryEntry) {
   auto r = Show({}, {"ZCAL_SEGMENT=" + name.str()});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   for (const char* expected :
-       {"stale       yes", "entries     5 of 8", "ABI 1.1", "SCOPE", "peer 10.1.0.0/16",
+       {"stale       yes", "entries     5 of 8", "ABI 1.2", "SCOPE", "DEPTH", "peer 10.1.0.0/16",
         "peer 2001:db8::/32", "interface eth0", "loopback", "host_default (estimated)",
         "host default estimated from the discard path",
         "kernel_copied", "uring_send_zc", "16384", "0.50", "unknown", "0000000000abcdef",
@@ -135,6 +135,34 @@ TEST_F(ZcalShow, PrintsJson) {
   EXPECT_EQ(entries[4]["estimated"], true);
   EXPECT_EQ(entries[3]["estimated"], false);
   EXPECT_EQ(doc["host_default"]["source"], "unknown") << "published without saying";
+  EXPECT_EQ(entries[0]["depth"], "stream");
+}
+
+TEST_F(ZcalShow, ShowsTheDepthClassOfEachEntry) {
+  ScopedName name("show-depth");
+  auto writer = MakeWriter(name, 8);
+  PublishedEntry one = Entry(ScopeKind::kHostDefault, 65536);
+  one.depth = zcal::agent::DepthClass::k1;
+  PublishedEntry four = Entry(ScopeKind::kHostDefault, 49152);
+  four.depth = zcal::agent::DepthClass::k4;
+  ASSERT_TRUE(writer->Publish(
+      std::vector<PublishedEntry>{one, four, Entry(ScopeKind::kHostDefault, 24576)}, false));
+  auto json = Show({"--segment", name.str(), "--json"});
+  ASSERT_EQ(json.exit_status, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& entries = doc["entries"];
+  ASSERT_EQ(entries.size(), 3u);
+  // As stored: the stream entry first, then the others in the given order.
+  EXPECT_EQ(entries[0]["depth"], "stream");
+  EXPECT_EQ(entries[0]["threshold_bytes"], 24576);
+  EXPECT_EQ(entries[1]["depth"], "1");
+  EXPECT_EQ(entries[1]["threshold_bytes"], 65536);
+  EXPECT_EQ(entries[2]["depth"], "4");
+  auto text = Show({"--segment", name.str()});
+  ASSERT_EQ(text.exit_status, 0) << text.err;
+  EXPECT_NE(text.out.find("DEPTH"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("host_default  msg_zerocopy  1       threshold"), std::string::npos)
+      << text.out;
 }
 
 TEST_F(ZcalShow, SaysWhyThereIsNoHostDefault) {

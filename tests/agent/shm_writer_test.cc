@@ -272,6 +272,74 @@ TEST(ShmWriter, RejectsMoreEntriesThanTheLargestSegmentAndDuplicates) {
       << result.error().message;
 }
 
+PublishedEntry AtDepth(PublishedEntry e, zcal::agent::DepthClass depth) {
+  e.depth = depth;
+  return e;
+}
+
+TEST(ShmWriter, WritesEveryStreamEntryBeforeTheOtherClasses) {
+  using zcal::agent::DepthClass;
+  ScopedName name("depth-order");
+  auto writer = MakeWriter(name, 8);
+  const std::vector<PublishedEntry> table = {
+      AtDepth(PeerEntry("10.1.0.0", 16, 8192), DepthClass::k1),
+      AtDepth(Entry(ScopeKind::kHostDefault, 65536), DepthClass::k1),
+      PeerEntry("10.1.0.0", 16, 4096),
+      AtDepth(Entry(ScopeKind::kHostDefault, 32768), DepthClass::k16),
+      Entry(ScopeKind::kHostDefault, 24576),
+  };
+  ASSERT_TRUE(writer->Publish(table, false));
+  zcal_handle* h = nullptr;
+  ASSERT_EQ(zcal_open(name.c_str(), &h), 0) << zcal_error_detail();
+  zcal_info info;
+  ASSERT_EQ(zcal_read_info(h, &info), 0);
+  EXPECT_EQ(info.abi_minor, ZCAL_ABI_MINOR);
+  ASSERT_EQ(info.count, 5u);
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> stored;
+  for (std::uint32_t i = 0; i < info.count; ++i) {
+    zcal_shm_entry e;
+    ASSERT_EQ(zcal_read_entry(h, i, &e), 0);
+    stored.emplace_back(e.depth_class, e.threshold_bytes);
+  }
+  EXPECT_EQ(stored, (std::vector<std::pair<std::uint16_t, std::uint64_t>>{
+                        {ZCAL_DEPTH_STREAM, 4096},
+                        {ZCAL_DEPTH_STREAM, 24576},
+                        {ZCAL_DEPTH_1, 8192},
+                        {ZCAL_DEPTH_1, 65536},
+                        {ZCAL_DEPTH_16, 32768}}));
+  zcal_key key;
+  ASSERT_EQ(zcal_key_from_string("10.1.2.3", nullptr, &key), 0);
+  zcal_result r;
+  ASSERT_EQ(zcal_lookup_depth(h, &key, kZc, 1, &r), 0);
+  EXPECT_EQ(r.threshold_bytes, 8192u);
+  zcal_close(h);
+}
+
+TEST(ShmWriter, RejectsAClassWithoutItsStreamEntryAndTwinClasses) {
+  using zcal::agent::DepthClass;
+  ScopedName name("depth-refuse");
+  auto writer = MakeWriter(name, 8);
+  ASSERT_TRUE(writer->Publish(std::vector<PublishedEntry>{Entry(ScopeKind::kLoopback, 1)}, false));
+  auto result = writer->Publish(
+      std::vector<PublishedEntry>{Entry(ScopeKind::kLoopback, 1),
+                                  AtDepth(PeerEntry("10.1.0.0", 16, 8192), DepthClass::k4)},
+      false);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(result.error().message.find("entry 1 (depth class 4) has no stream entry"),
+            std::string::npos)
+      << result.error().message;
+  result = writer->Publish(
+      std::vector<PublishedEntry>{Entry(ScopeKind::kLoopback, 1),
+                                  AtDepth(Entry(ScopeKind::kLoopback, 2), DepthClass::k4),
+                                  AtDepth(Entry(ScopeKind::kLoopback, 3), DepthClass::k4)},
+      false);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message.find("entries 1 and 2 have the same scope, method and depth"),
+            std::string::npos)
+      << result.error().message;
+}
+
 TEST(ShmWriter, RejectsInvalidOptions) {
   ScopedName name("options");
   auto attempt = [](ShmWriterOptions o) { return ShmWriter::Create(o); };

@@ -149,6 +149,27 @@ TEST(State, FilesWrittenBeforeTheLoadStillRead) {
   EXPECT_FALSE(zc.load);
 }
 
+TEST(State, KeepsTheDepthClassOfAResultMeasuredAtADepth) {
+  AgentState state = SampleState();
+  state.paths.at("loopback").at(Method::kUringSendZc).depth = DepthClass::k4;
+  const std::string text = SerializeState(state);
+  const nlohmann::json document = nlohmann::json::parse(text);
+  EXPECT_EQ(document["paths"]["loopback"]["uring_send_zc"]["depth"], "4");
+  const Result<AgentState> parsed = ParseState(text, "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->paths.at("loopback").at(Method::kUringSendZc).depth, DepthClass::k4);
+  // A stream's result is written as before depth classes, and read so.
+  const nlohmann::json stream = nlohmann::json::parse(SerializeState(SampleState()));
+  EXPECT_FALSE(stream["paths"]["loopback"]["uring_send_zc"].contains("depth"));
+  nlohmann::json bad = document;
+  bad["paths"]["loopback"]["uring_send_zc"]["depth"] = "8";
+  const Result<AgentState> refused = ParseState(bad.dump(), "state.json");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("paths.loopback.uring_send_zc.depth: not one of"),
+            std::string::npos)
+      << refused.error().message;
+}
+
 TEST(State, InvalidLoadsAreRejectedNamingTheKey) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](nlohmann::json& l) { l = "busy"; }, "uring_send_zc.load: not an object or null"},

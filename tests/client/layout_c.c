@@ -35,6 +35,7 @@ const size_t zcal_test_c_layout[] = {
     offsetof(struct zcal_shm_entry, measured_at_ns),
     offsetof(struct zcal_shm_entry, fingerprint),
     offsetof(struct zcal_shm_entry, confidence_ppm),
+    offsetof(struct zcal_shm_entry, depth_class),
     offsetof(struct zcal_shm_entry, reserved),
 };
 const size_t zcal_test_c_layout_count =

@@ -19,7 +19,7 @@ namespace {
 // Offsets from docs/shm-abi.md, in the order layout_c.c lists them.
 const std::vector<std::size_t> kDocumented = {
     128, 0, 8, 10, 12, 16, 20, 24, 32, 40, 48, 56, 60, 64, 72, 80,
-    96,  0, 1, 2,  3,  4,  5,  6,  8,  24, 40, 48, 56, 64, 72};
+    96,  0, 1, 2,  3,  4,  5,  6,  8,  24, 40, 48, 56, 64, 68, 72};
 
 TEST(Layout, CxxOffsetsMatchTheDocumentedLayout) {
   const std::vector<std::size_t> cxx = {
@@ -53,6 +53,7 @@ TEST(Layout, CxxOffsetsMatchTheDocumentedLayout) {
       offsetof(zcal_shm_entry, measured_at_ns),
       offsetof(zcal_shm_entry, fingerprint),
       offsetof(zcal_shm_entry, confidence_ppm),
+      offsetof(zcal_shm_entry, depth_class),
       offsetof(zcal_shm_entry, reserved),
   };
   EXPECT_EQ(cxx, kDocumented);

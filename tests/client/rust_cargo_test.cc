@@ -51,7 +51,11 @@ std::vector<PublishedEntry> Table() {
   PublishedEntry never = Entry(ScopeKind::kHostDefault, cal::Method::kUringSendZc,
                                cal::Verdict::kNever, std::nullopt);
   never.reason = cal::Reason::kSlower;
+  PublishedEntry one = Entry(ScopeKind::kPeer, cal::Method::kMsgZerocopy,
+                             cal::Verdict::kThreshold, 16384, "10.1.0.0", 16);
+  one.depth = zcal::agent::DepthClass::k1;
   return {
+      one,
       Entry(ScopeKind::kLoopback, cal::Method::kMsgZerocopy, cal::Verdict::kThreshold, 8192),
       Entry(ScopeKind::kPeer, cal::Method::kMsgZerocopy, cal::Verdict::kThreshold, 4096,
             "10.1.0.0", 16),

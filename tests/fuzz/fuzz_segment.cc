@@ -37,6 +37,9 @@ void Exercise(zcal_handle* h, const std::uint8_t* data, std::size_t size) {
       zcal_result r;
       Check(zcal_lookup(h, &key, method, &r));
       zcal_should_zerocopy(h, &key, method, 65536, 1000000000u, 1);
+      for (const std::uint32_t depth : {0u, 1u, 4u, 16u, 100u}) {
+        Check(zcal_lookup_depth(h, &key, method, depth, &r));
+      }
     }
   }
   // Keys from the input itself reach arbitrary prefixes.
@@ -46,6 +49,14 @@ void Exercise(zcal_handle* h, const std::uint8_t* data, std::size_t size) {
     std::memcpy(key.address, data + size - 16, 16);
     zcal_result r;
     Check(zcal_lookup(h, &key, data[0], &r));
+    Check(zcal_lookup_depth(h, &key, data[0], data[1], &r));
+    // A guard over the same table: per-send answers and completions.
+    zcal_guard guard;
+    zcal_guard_init_key(&guard, sizeof guard, h, &key, data[0], data[2] & 1, 0);
+    for (std::size_t i = 0; i < 64 && i < size; ++i) {
+      zcal_guard_should_zerocopy(&guard, std::uint64_t{data[i]} << 10);
+      if (data[i] & 1) zcal_guard_completed(&guard, data[i] >> 4, (data[i] >> 1) & 1);
+    }
   }
 }
 

@@ -107,7 +107,7 @@ TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
   const std::string metrics = Scrape(agent->MetricsPort());
   for (const std::string& method : kZerocopyMethods) {
     EXPECT_TRUE(Contains(metrics, "zcal_threshold_bytes{path=\"loopback\",method=\"" +
-                                      method + "\"} +Inf"))
+                                      method + "\",depth=\"stream\"} +Inf"))
         << metrics;
     EXPECT_TRUE(Contains(metrics, "zcal_verdict{path=\"loopback\",method=\"" +
                                       method + "\",verdict=\"never\"} 1"));

@@ -27,9 +27,9 @@
 #include "zcal/agent/report/segment_table.h"
 #include "zcal/agent/state/load_json.h"
 #include "zcal/agent/state/state.h"
-#include "zcal/zcal.hpp"
 #include "zcal/common/clock.h"
 #include "zcal/common/text.h"
+#include "zcal/zcal.hpp"
 
 namespace zcal::agent {
 
@@ -90,11 +90,12 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
   out << "entries     " << info.count << " of " << info.capacity << "\n";
   if (entries.empty()) return;
 
+  constexpr int kColumns = 9;
   struct Row {
-    std::string cells[8];
+    std::string cells[kColumns];
   };
   std::vector<Row> rows;
-  rows.push_back({{"SCOPE", "METHOD", "VERDICT", "THRESHOLD", "CONFIDENCE",
+  rows.push_back({{"SCOPE", "METHOD", "DEPTH", "VERDICT", "THRESHOLD", "CONFIDENCE",
                    "REASON", "MEASURED", "FINGERPRINT"}});
   for (const zcal_shm_entry& e : entries) {
     std::ostringstream confidence;
@@ -103,6 +104,7 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
     const char* reason = zcal_reason_name(e.reason);
     rows.push_back({{ScopeText(e) + (Estimated(e) ? " (estimated)" : ""),
                      zcal_method_name(e.method),
+                     DepthText(e),
                      zcal_verdict_name(e.verdict),
                      (e.entry_flags & ZCAL_ENTRY_HAS_THRESHOLD)
                          ? std::to_string(e.threshold_bytes)
@@ -112,14 +114,14 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
                          AgeOf(now_ns, e.measured_at_ns) + ")",
                      common::Hex64(e.fingerprint)}});
   }
-  std::size_t width[8] = {};
+  std::size_t width[kColumns] = {};
   for (const Row& row : rows)
-    for (int c = 0; c < 8; ++c) width[c] = std::max(width[c], row.cells[c].size());
+    for (int c = 0; c < kColumns; ++c) width[c] = std::max(width[c], row.cells[c].size());
   out << "\n";
   for (const Row& row : rows) {
-    for (int c = 0; c < 8; ++c) {
+    for (int c = 0; c < kColumns; ++c) {
       out << row.cells[c];
-      if (c < 7) out << std::string(width[c] - row.cells[c].size() + 2, ' ');
+      if (c < kColumns - 1) out << std::string(width[c] - row.cells[c].size() + 2, ' ');
     }
     out << "\n";
   }

@@ -107,7 +107,10 @@ void Metrics::PeerView::AppendTo(std::vector<MetricFamily>& out) const {
       const double value = r.verdict == calibrator::Verdict::kNever
                                ? std::numeric_limits<double>::infinity()
                                : static_cast<double>(r.threshold_bytes.value_or(0));
-      AddValue(threshold, value, Labelled({{"interface", interface}, {"method", m}}));
+      AddValue(threshold, value,
+               Labelled({{"interface", interface},
+                         {"method", m},
+                         {"depth", std::string(DepthClassName(a.state.depth))}}));
       if (a.spread_bytes) {
         AddValue(spread, static_cast<double>(*a.spread_bytes),
                  Labelled({{"interface", interface}, {"method", m}}));

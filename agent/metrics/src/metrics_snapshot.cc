@@ -50,6 +50,9 @@ std::string MethodLabel(Method method) {
   return std::string(calibrator::MethodName(method));
 }
 
+// Bounded: DepthClass has at most 8 values (depth_class.h).
+std::string DepthLabel(DepthClass depth) { return std::string(DepthClassName(depth)); }
+
 // +Inf for never: no size is large enough. Inconclusive has no value.
 std::optional<double> ThresholdValue(const MethodResult& result) {
   switch (result.verdict) {
@@ -176,9 +179,10 @@ void Metrics::Snapshot::AppendHostDefault(
                 "Published host-default threshold per method (+Inf for "
                 "never); estimated is 1 when it comes from the discard path "
                 "rather than from a NIC.");
-  for (const auto& [method, result] : host_default_->methods) {
+  for (const auto& [key, result] : host_default_->methods) {
     if (const auto value = ThresholdValue(result)) {
-      f.Add(*value, {{"method", MethodLabel(method)},
+      f.Add(*value, {{"method", MethodLabel(key.first)},
+                     {"depth", DepthLabel(key.second)},
                      {"estimated", host_default_->estimated ? "1" : "0"}});
     }
   }
@@ -200,7 +204,7 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     each([&](const std::string& path, const std::string& method,
              const MethodState& s) {
       if (const auto value = ThresholdValue(s.published)) {
-        f.Add(*value, {{"path", path}, {"method", method}});
+        f.Add(*value, {{"path", path}, {"method", method}, {"depth", DepthLabel(s.depth)}});
       }
     });
   }
@@ -238,7 +242,8 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     each([&](const std::string& path, const std::string& method,
              const MethodState& s) {
       if (s.published.confidence) {
-        f.Add(*s.published.confidence, {{"path", path}, {"method", method}});
+        f.Add(*s.published.confidence,
+              {{"path", path}, {"method", method}, {"depth", DepthLabel(s.depth)}});
       }
     });
   }
@@ -299,9 +304,13 @@ void Metrics::Snapshot::AppendLastCalibration(
     GaugeFamily f(out, "zcal_measured_threshold_bytes",
                   "Threshold found by the last calibration, before "
                   "hysteresis; +Inf for never; absent when inconclusive.");
+    // A calibration's results carry no depth yet: every probe keeps its
+    // pool in flight, a stream.
     for (const auto& [key, result] : fresh_) {
       if (const auto value = ThresholdValue(result)) {
-        f.Add(*value, {{"path", key.first}, {"method", MethodLabel(key.second)}});
+        f.Add(*value, {{"path", key.first},
+                       {"method", MethodLabel(key.second)},
+                       {"depth", DepthLabel(DepthClass::kStream)}});
       }
     }
   }

@@ -99,6 +99,7 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
       PublishedEntry e = where;
       e.scope = scope;
       e.method = method;
+      e.depth = s.depth;
       e.verdict = s.published.verdict;
       e.threshold_bytes = s.published.threshold_bytes;
       e.confidence = s.published.confidence;

@@ -49,6 +49,11 @@ static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED)
 static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
 static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
 static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
+static_assert(static_cast<int>(DepthClass::kStream) == ZCAL_DEPTH_STREAM);
+static_assert(static_cast<int>(DepthClass::k1) == ZCAL_DEPTH_1);
+static_assert(static_cast<int>(DepthClass::k4) == ZCAL_DEPTH_4);
+static_assert(static_cast<int>(DepthClass::k16) == ZCAL_DEPTH_16);
+static_assert(std::size(kDepthClasses) == ZCAL_DEPTH_CLASSES);
 static_assert(sizeof(zcal_shm_entry) % 8 == 0 && sizeof(zcal_shm_header) % 8 == 0);
 
 // Encodes entry `index` of segment `name`.
@@ -61,6 +66,7 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
   out.method = static_cast<std::uint8_t>(in.method);
   out.verdict = static_cast<std::uint8_t>(in.verdict);
   out.reason = static_cast<std::uint8_t>(in.reason);
+  out.depth_class = static_cast<std::uint16_t>(in.depth);
   out.measured_at_ns = in.measured_at_ns;
   out.fingerprint = in.fingerprint;
   switch (in.scope) {
@@ -126,9 +132,10 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
 
 // What makes two entries the same for a reader: every byte before the
 // threshold (scope, method, family, prefix, address, interface), with the
-// verdict, reason and flags masked out.
+// verdict, reason and flags masked out; then the depth class.
 struct EntryKey {
   std::array<std::uint8_t, offsetof(zcal_shm_entry, threshold_bytes)> bytes;
+  std::uint16_t depth_class;
   std::size_t index;
 };
 EntryKey KeyOf(const zcal_shm_entry& e, std::size_t index) {
@@ -138,6 +145,7 @@ EntryKey KeyOf(const zcal_shm_entry& e, std::size_t index) {
   key.bytes[offsetof(zcal_shm_entry, reason)] = 0;
   key.bytes[offsetof(zcal_shm_entry, entry_flags)] = 0;
   key.bytes[offsetof(zcal_shm_entry, entry_flags) + 1] = 0;
+  key.depth_class = e.depth_class;
   key.index = index;
   return key;
 }
@@ -156,17 +164,35 @@ Result<std::vector<zcal_shm_entry>> EncodeTable(std::span<const PublishedEntry> 
     encoded.push_back(*entry);
     keys.push_back(KeyOf(*entry, i));
   }
+  // The stream entry (class 0) sorts first among those of its scope and method.
   std::sort(keys.begin(), keys.end(), [](const EntryKey& a, const EntryKey& b) {
-    return std::tie(a.bytes, a.index) < std::tie(b.bytes, b.index);
+    return std::tie(a.bytes, a.depth_class, a.index) <
+           std::tie(b.bytes, b.depth_class, b.index);
   });
-  for (std::size_t i = 1; i < keys.size(); ++i) {
-    if (keys[i].bytes == keys[i - 1].bytes) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool same_scope = i > 0 && keys[i].bytes == keys[i - 1].bytes;
+    if (same_scope && keys[i].depth_class == keys[i - 1].depth_class) {
       return Fail(Errc::kInvalidArgument,
                   "segment " + name + ": entries " + std::to_string(keys[i - 1].index) +
                       " and " + std::to_string(keys[i].index) +
-                      " have the same scope and method; publish one of them");
+                      " have the same scope, method and depth class; publish one of them");
+    }
+    // A reader of ABI minor 1 takes the first entry of a scope and method
+    // for its answer: without a stream entry it would take another class's.
+    if (!same_scope && keys[i].depth_class != ZCAL_DEPTH_STREAM) {
+      return Fail(Errc::kInvalidArgument,
+                  "segment " + name + ": entry " + std::to_string(keys[i].index) +
+                      " (depth class " +
+                      std::string(DepthClassName(entries[keys[i].index].depth)) +
+                      ") has no stream entry of its scope and method; publish the "
+                      "stream result too");
     }
   }
+  // Every stream entry before every other class: readers of minor 1 match
+  // the first entry of a scope and method, so they find the stream's.
+  std::stable_partition(encoded.begin(), encoded.end(), [](const zcal_shm_entry& e) {
+    return e.depth_class == ZCAL_DEPTH_STREAM;
+  });
   return encoded;
 }
 

@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "zcal/common/clock.h"
 #include "report_assets.h"
 #include "zcal/agent/report/report.h"
+#include "zcal/common/clock.h"
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
 
@@ -209,7 +209,7 @@ void AgentSection(std::string& out, const ReportModel& model) {
                   : "",
       Escape(p.contains("host_default") ? p["host_default"].value("text", "") : ""));
   out += "<table class=\"verdicts\"><thead><tr><th>Scope</th><th>Method</th>"
-         "<th>Verdict</th><th>Threshold</th><th>Confidence</th><th>Reason</th>"
+         "<th>Depth</th><th>Verdict</th><th>Threshold</th><th>Confidence</th><th>Reason</th>"
          "</tr></thead><tbody>\n";
   for (const json& e : p.value("entries", json::array())) {
     std::string scope = e.value("scope", "");
@@ -222,9 +222,10 @@ void AgentSection(std::string& out, const ReportModel& model) {
     const json threshold = e.value("threshold_bytes", json());
     const json confidence = e.value("confidence", json());
     out += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td></tr>\n",
-        Escape(scope), Escape(e.value("method", "")), Escape(e.value("verdict", "")),
+        Escape(scope), Escape(e.value("method", "")), Escape(e.value("depth", "stream")),
+        Escape(e.value("verdict", "")),
         threshold.is_number() ? Size(threshold.get<std::uint64_t>()) : "-",
         confidence.is_number() ? fmt::format("{:.2f}", confidence.get<double>()) : "unknown",
         Escape(e.value("reason", json()).is_string() ? e["reason"].get<std::string>() : "-"));

@@ -59,6 +59,11 @@ std::string ScopeText(const zcal_shm_entry& e) {
   }
 }
 
+std::string DepthText(const zcal_shm_entry& e) {
+  const std::string name = zcal_depth_name(e.depth_class);
+  return name == "unknown" ? name + " " + std::to_string(e.depth_class) : name;
+}
+
 bool Estimated(const zcal_shm_entry& e) {
   return (e.entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
 }
@@ -133,6 +138,7 @@ nlohmann::json ThresholdsJson(const SegmentTable& table, std::uint64_t now_ns) {
                          ? nlohmann::json(InterfaceText(e))
                          : nlohmann::json(nullptr);
     j["method"] = zcal_method_name(e.method);
+    j["depth"] = DepthText(e);
     j["verdict"] = zcal_verdict_name(e.verdict);
     j["threshold_bytes"] = (e.entry_flags & ZCAL_ENTRY_HAS_THRESHOLD)
                                ? nlohmann::json(e.threshold_bytes)

@@ -30,7 +30,7 @@ HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
     result.threshold_bytes = entry.threshold_bytes;
     result.reason = entry.reason;
     result.confidence = entry.confidence;
-    info.methods[entry.method] = std::move(result);
+    info.methods[{entry.method, entry.depth}] = std::move(result);
     info.estimated = info.estimated || entry.estimated;
   }
   return info;

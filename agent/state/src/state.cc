@@ -46,13 +46,17 @@ std::string SerializeState(const AgentState& state) {
   for (const auto& [path, methods] : state.paths) {
     json by_method = json::object();
     for (const auto& [method, s] : methods) {
-      by_method[std::string(calibrator::MethodName(method))] = json{
+      json entry = json{
           {"published", MethodResultToJson(s.published)},
           {"measured_at_ns", s.measured_at_ns},
           {"load", HostLoadToJson(s.load)},
           {"pending",
            s.pending ? MethodResultToJson(*s.pending) : json(nullptr)},
       };
+      // Only a result measured at a depth says so: a stream's file stays
+      // what earlier agents read.
+      if (s.depth != DepthClass::kStream) entry["depth"] = std::string(DepthClassName(s.depth));
+      by_method[std::string(calibrator::MethodName(method))] = std::move(entry);
     }
     paths[path] = std::move(by_method);
   }
@@ -156,6 +160,16 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
                                         ".load: " + parsed.error().message);
         }
         s.load = *parsed;
+      }
+      if (const auto depth = entry.find("depth"); depth != entry.end()) {
+        const auto parsed = depth->is_string()
+                                ? ParseDepthClass(depth->get<std::string>())
+                                : std::nullopt;
+        if (!parsed) {
+          return Fail(Errc::kParse, where + ": paths." + path + "." + name +
+                                        ".depth: not one of 1, 4, 16, stream");
+        }
+        s.depth = *parsed;
       }
       if (entry.contains("pending") && !entry["pending"].is_null()) {
         auto pending = MethodResultFromJson(entry["pending"], *method);

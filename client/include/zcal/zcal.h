@@ -51,8 +51,9 @@ extern "C" {
 #define ZCAL_MAGIC UINT64_C(0x004d48534c41435a)
 /** Readers accept any minor of their major (fields are only appended). */
 #define ZCAL_ABI_MAJOR 1
-/* Minor 1: ZCAL_SCOPE_DISCARD, ZCAL_ENTRY_ESTIMATED, host_default_source. */
-#define ZCAL_ABI_MINOR 1
+/* Minor 1: ZCAL_SCOPE_DISCARD, ZCAL_ENTRY_ESTIMATED, host_default_source.
+ * Minor 2: zcal_shm_entry.depth_class (ZCAL_DEPTH_*). */
+#define ZCAL_ABI_MINOR 2
 
 #define ZCAL_DEFAULT_SEGMENT "/zcal"
 /** Environment variable naming the segment when zcal_open gets NULL. */
@@ -124,6 +125,22 @@ extern "C" {
 #define ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN 5 /**< none: the NIC's IOMMU mode is unknown */
 #define ZCAL_HOST_DEFAULT_NONE_DISABLED 6    /**< none: the configuration asks for none */
 
+/* zcal_shm_entry.depth_class (minor 2): how many zerocopy sends of one
+ * connection were in flight when the entry was measured. The code of a
+ * class is its depth; 0 is a bulk stream (as many as the probe's 2 MiB of
+ * buffers: 32 sends of 64 KiB, more of smaller ones), which is what a
+ * minor-0/1 writer's zeroed field says. A reader skips an entry whose code
+ * it does not know. For each scope and method the stream entry comes
+ * before the others of its scope and method (docs/shm-abi.md). */
+#define ZCAL_DEPTH_STREAM 0 /**< a bulk stream; every scope and method has it */
+#define ZCAL_DEPTH_1 1      /**< one in flight: each send waits for the last */
+#define ZCAL_DEPTH_4 4
+#define ZCAL_DEPTH_16 16
+/** A connection with this many sends in flight or more is a stream. */
+#define ZCAL_DEPTH_STREAM_FROM 32u
+/** Depth classes a reader of this header knows, the stream included. */
+#define ZCAL_DEPTH_CLASSES 4
+
 /** confidence_ppm when the agent does not know its confidence. */
 #define ZCAL_CONFIDENCE_UNKNOWN UINT32_C(0xffffffff)
 
@@ -182,7 +199,8 @@ struct zcal_shm_entry {
   uint64_t measured_at_ns;    /**< CLOCK_REALTIME of the measurement */
   uint64_t fingerprint;       /**< host facts (kernel, NIC, IOMMU) hash */
   uint32_t confidence_ppm;    /**< 0..1000000, or ZCAL_CONFIDENCE_UNKNOWN */
-  uint32_t reserved0;
+  uint16_t depth_class;       /**< (minor 2) ZCAL_DEPTH_*; 0 before */
+  uint16_t reserved0;
   uint8_t reserved[24];       /**< zero; future fields are carved from here */
 };
 
@@ -217,6 +235,8 @@ ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, threshold_bytes) == 40,
                    "threshold_bytes at 40");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, confidence_ppm) == 64,
                    "confidence_ppm at 64");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, depth_class) == 68,
+                   "depth_class at 68");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, reserved) == 72,
                    "reserved at 72");
 
@@ -260,7 +280,15 @@ struct zcal_result {
   uint8_t stale;             /**< 1: republished state, not yet confirmed */
   uint8_t has_threshold;
   uint8_t estimated;         /**< 1: ZCAL_ENTRY_ESTIMATED (see there) */
-  uint8_t reserved[4];
+  /** (libzcal 1.2) ZCAL_DEPTH_* of the entry that answered: the class the
+   *  asked depth falls in, or ZCAL_DEPTH_STREAM (zcal_lookup, and every
+   *  fallback). 0 from an older library. */
+  uint16_t depth_class;
+  /** (libzcal 1.2) 1: a depth lookup found no entry of its class for the
+   *  matching scope (an agent of ABI minor 1, a class not calibrated) and
+   *  answered with that scope's stream entry instead. */
+  uint8_t depth_fallback;
+  uint8_t reserved[1];
 };
 
 /** Header fields and segment facts, for tools such as `zcal show`. */
@@ -397,12 +425,48 @@ int zcal_read_info(zcal_handle *handle, struct zcal_info *out);
 int zcal_read_entry(const zcal_handle *handle, uint32_t index,
                     struct zcal_shm_entry *out);
 
+/**
+ * (libzcal 1.2) The depth class a connection with `depth` zerocopy sends
+ * in flight falls in, counting the send being decided (0 is taken as 1):
+ * the largest class at or below the depth, ZCAL_DEPTH_STREAM from
+ * ZCAL_DEPTH_STREAM_FROM on. 1..3 -> 1, 4..15 -> 4, 16..31 -> 16, 32.. ->
+ * ZCAL_DEPTH_STREAM. A class below the depth, not above: it was measured
+ * with fewer sends in flight, so with a cost per completion at least the
+ * connection's, and its threshold errs towards copying (docs/shm-abi.md).
+ */
+uint16_t zcal_depth_class(uint32_t depth);
+
+/**
+ * (libzcal 1.2) zcal_lookup for a connection with `depth` zerocopy sends in
+ * flight (counting this one; see zcal_depth_class): the entry of the
+ * matching scope (found as zcal_lookup finds it) for the depth's class;
+ * when that scope has none for the class, its stream entry, with
+ * out->depth_fallback set. A class is never taken from a less specific
+ * scope: the path measured matters more than the depth. Entries of a class
+ * this reader does not know are skipped. Costs as zcal_lookup, plus one
+ * array read. Returns as zcal_lookup.
+ */
+int zcal_lookup_depth(zcal_handle *handle, const struct zcal_key *key,
+                      uint8_t method, uint32_t depth, struct zcal_result *out);
+
+/**
+ * (libzcal 1.2) zcal_should_zerocopy for a connection with `depth`
+ * zerocopy sends in flight (see zcal_lookup_depth). zcal_should_zerocopy
+ * answers for a stream, as it always did.
+ */
+int zcal_should_zerocopy_depth(zcal_handle *handle, const struct zcal_key *key,
+                               uint8_t method, uint32_t depth,
+                               uint64_t size_bytes, uint64_t max_age_ns,
+                               int fallback);
+
 /** Lower-case names for tools: "msg_zerocopy", "threshold", "slower",
  *  "peer"...; "unknown" for codes this reader does not know. */
 const char *zcal_method_name(uint8_t method);
 const char *zcal_verdict_name(uint8_t verdict);
 const char *zcal_reason_name(uint8_t reason); /* "" for ZCAL_REASON_NONE */
 const char *zcal_scope_name(uint8_t scope); /* "discard" from minor 1 */
+/** (libzcal 1.2) "stream", "1", "4", "16"; "unknown" for other codes. */
+const char *zcal_depth_name(uint16_t depth_class);
 
 /**
  * A sentence about the last failure of zcal_open, zcal_refresh, zcal_lookup
@@ -433,6 +497,21 @@ const char *zcal_error_detail(void);
  *            again, with retry_sends doubled (up to
  *            ZCAL_GUARD_RETRY_SENDS_MAX); a completion that was not copied
  *            turns it ON, with retry_sends back at ZCAL_GUARD_RETRY_SENDS.
+ *
+ * (libzcal 1.2) The answer is that of the connection's depth class
+ * (zcal_depth_class): its depth is the send being decided, plus the sends
+ * answered 1 that zcal_guard_completed has not yet reported complete
+ * (in_flight), plus the sends answered 0 since a report of completions
+ * last left nothing in flight (unreported, up to ZCAL_DEPTH_STREAM_FROM).
+ * The last term is there because a copied send has no completion: a
+ * connection that copies because its class says so would otherwise never
+ * show the depth at which it would send with zerocopy, and a bulk stream
+ * between the thresholds of depth 1 and of the stream would copy for good.
+ * A connection whose sends wait for each other (request, reply) then
+ * answers at a deeper class once in ZCAL_DEPTH_STREAM_FROM copied sends at
+ * most, and the completion of that send takes it back; a stream keeps
+ * sends in flight, and its class. An application that never reports
+ * completions gets the stream's answer, as before 1.2.
  *
  * So a transient fallback (a route change) costs at most retry_sends
  * copied sends, and a lasting one an ever smaller share of probes. Any
@@ -482,14 +561,27 @@ struct zcal_guard {
     uint64_t handle_word; /**< keeps the layout of 32-bit builds */
   };
   struct zcal_key key;       /**< the socket's peer */
-  struct zcal_result result; /**< the cached answer */
-  uint8_t reserved[64];      /**< zero; future fields come from here */
+  struct zcal_result result; /**< the cached answer of the stream class */
+  /* (libzcal 1.2; zero from an older library) */
+  uint64_t in_flight;   /**< sends answered 1, not yet reported complete */
+  /** Per class (1, 4, 16, stream): sizes from this on are answered 1, the
+   *  verdict and the fallback folded in; UINT64_MAX: never. */
+  uint64_t class_from_bytes[ZCAL_DEPTH_CLASSES];
+  uint32_t unreported;  /**< sends answered 0 since completions were reported */
+  uint16_t depth_class; /**< ZCAL_DEPTH_* of the last answer */
+  /** Bit k: class k (1, 4, 16, stream) has no entry of its own and
+   *  answers with the scope's stream entry (zcal_result.depth_fallback). */
+  uint8_t class_fallbacks;
+  uint8_t reserved1;
+  uint8_t reserved[16];      /**< zero; future fields come from here */
 };
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 80, "key at 80");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 192, "reserved at 192");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, in_flight) == 192, "in_flight at 192");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, unreported) == 232, "unreported at 232");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 240, "reserved at 240");
 
 /**
  * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
@@ -517,8 +609,10 @@ int zcal_guard_init_key(struct zcal_guard *guard, size_t guard_size,
                         uint8_t method, int fallback, uint64_t max_age_ns);
 
 /**
- * Per send: 1 to send `size_bytes` with zerocopy, 0 to copy. The
- * threshold's answer (or the fallback), turned to 0 while the guard is
+ * Per send: 1 to send `size_bytes` with zerocopy, 0 to copy; the caller
+ * sends as answered (each 1 counts as a send in flight until reported
+ * complete). The threshold of the connection's depth class (above; or the
+ * fallback), turned to 0 while the guard is
  * OFF; each 0 given for that reason counts towards the retry. Looks up
  * again when the generation changed, and without an answer every
  * ZCAL_GUARD_LOOKUP_RETRY_SENDS sends. No system call (but in that lookup),
@@ -530,7 +624,9 @@ int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);
  * Reports zerocopy completions of this connection: `completions` of them,
  * `copied` of those reported as copied (a MSG_ZEROCOPY notification covers
  * ee_data - ee_info + 1 sends, all copied or not by its ee_code; an
- * io_uring notification CQE one). Moves the state as described above.
+ * io_uring notification CQE one). Moves the state as described above,
+ * takes the completions off in_flight (not below 0) and, when that leaves
+ * none in flight, sets unreported to 0.
  * Returns 0, or -EINVAL (NULL guard, copied > completions).
  */
 int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,

@@ -89,6 +89,16 @@ class Segment {
     return result;
   }
 
+  /// The answer for a connection with `depth` zerocopy sends in flight,
+  /// counting this one (zcal_lookup_depth): the class's entry, or the
+  /// scope's stream entry with depth_fallback set.
+  Outcome<zcal_result> LookupDepth(const zcal_key& key, Method method, std::uint32_t depth) {
+    zcal_result result;
+    const int rc = zcal_lookup_depth(handle_, &key, static_cast<std::uint8_t>(method), depth,
+                                     &result);
+    if (rc != 0) return Outcome<zcal_result>::Failure(rc);
+    return result;
+  }
   Outcome<zcal_result> LookupFd(int fd, Method method) {
     zcal_result result;
     const int rc = zcal_lookup_fd(handle_, fd,
@@ -107,6 +117,14 @@ class Segment {
                                 fallback ? 1 : 0) != 0;
   }
 
+  /// See zcal_should_zerocopy_depth.
+  bool ShouldZerocopyDepth(const zcal_key& key, Method method, std::uint32_t depth,
+                           std::uint64_t size_bytes, std::chrono::nanoseconds max_age,
+                           bool fallback) {
+    return zcal_should_zerocopy_depth(handle_, &key, static_cast<std::uint8_t>(method), depth,
+                                      size_bytes, static_cast<std::uint64_t>(max_age.count()),
+                                      fallback ? 1 : 0) != 0;
+  }
   Outcome<zcal_info> Info() {
     zcal_info info;
     const int rc = zcal_read_info(handle_, &info);
@@ -136,6 +154,10 @@ inline std::optional<zcal_key> MakeKey(const char* address,
   if (zcal_key_from_string(address, interface, &key) != 0) return std::nullopt;
   return key;
 }
+
+/// The depth class of a connection with `depth` sends in flight
+/// (zcal_depth_class): ZCAL_DEPTH_1, _4, _16 or ZCAL_DEPTH_STREAM.
+inline std::uint16_t DepthClassOf(std::uint32_t depth) { return zcal_depth_class(depth); }
 
 /// Per-connection cache: looks up again only after a publish. Uses the
 /// fallback while there is no answer.
@@ -216,6 +238,10 @@ class Guard {
   }
   /// ZCAL_GUARD_ON, ZCAL_GUARD_OFF or ZCAL_GUARD_PROBING.
   std::uint8_t state() const { return guard_.state; }
+  /// ZCAL_DEPTH_* of the class the last answer came from.
+  std::uint16_t depth_class() const { return guard_.depth_class; }
+  /// Sends answered true, not yet reported complete.
+  std::uint64_t in_flight() const { return guard_.in_flight; }
   /// Counters and the cached answer.
   const zcal_guard& get() const { return guard_; }
 

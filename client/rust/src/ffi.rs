@@ -40,7 +40,9 @@ pub struct RawResult {
     pub stale: u8,
     pub has_threshold: u8,
     pub estimated: u8,
-    pub reserved: [u8; 4],
+    pub depth_class: u16,
+    pub depth_fallback: u8,
+    pub reserved: [u8; 1],
 }
 
 /// The handle pointer of `struct zcal_guard`, in a 64-bit word on every
@@ -72,12 +74,27 @@ pub struct RawGuard {
     pub handle: HandleWord,
     pub key: RawKey,
     pub result: RawResult,
-    pub reserved: [u8; 64],
+    pub in_flight: u64,
+    pub class_from_bytes: [u64; DEPTH_CLASSES],
+    pub unreported: u32,
+    pub depth_class: u16,
+    pub class_fallbacks: u8,
+    pub reserved1: u8,
+    pub reserved: [u8; 16],
 }
 
 const _: () = assert!(std::mem::size_of::<RawKey>() == 40);
 const _: () = assert!(std::mem::size_of::<RawResult>() == 72);
 const _: () = assert!(std::mem::size_of::<RawGuard>() == 256);
+
+/// `ZCAL_DEPTH_*`: the codes of the depth classes (the code is the depth;
+/// 0 a stream), and the depth from which a connection is a stream.
+pub const DEPTH_STREAM: u16 = 0;
+pub const DEPTH_1: u16 = 1;
+pub const DEPTH_4: u16 = 4;
+pub const DEPTH_16: u16 = 16;
+pub const DEPTH_STREAM_FROM: u32 = 32;
+pub const DEPTH_CLASSES: usize = 4;
 
 pub const FAMILY_IPV4: u8 = 4;
 pub const FAMILY_IPV6: u8 = 6;
@@ -93,6 +110,14 @@ extern "C" {
         method: u8,
         out: *mut RawResult,
     ) -> c_int;
+    pub fn zcal_lookup_depth(
+        handle: *mut Handle,
+        key: *const RawKey,
+        method: u8,
+        depth: u32,
+        out: *mut RawResult,
+    ) -> c_int;
+    pub fn zcal_depth_class(depth: u32) -> u16;
     pub fn zcal_lookup_fd(handle: *mut Handle, fd: c_int, method: u8, out: *mut RawResult)
         -> c_int;
     pub fn zcal_error_detail() -> *const c_char;
@@ -140,7 +165,12 @@ mod tests {
             assert_eq!(offset(&guard, addr_of!((*g).handle)), 72);
             assert_eq!(offset(&guard, addr_of!((*g).key)), 80);
             assert_eq!(offset(&guard, addr_of!((*g).result)), 120);
-            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 192);
+            assert_eq!(offset(&guard, addr_of!((*g).in_flight)), 192);
+            assert_eq!(offset(&guard, addr_of!((*g).class_from_bytes)), 200);
+            assert_eq!(offset(&guard, addr_of!((*g).unreported)), 232);
+            assert_eq!(offset(&guard, addr_of!((*g).depth_class)), 236);
+            assert_eq!(offset(&guard, addr_of!((*g).class_fallbacks)), 238);
+            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 240);
         }
         let result = MaybeUninit::<RawResult>::uninit();
         let r = result.as_ptr();
@@ -149,6 +179,8 @@ mod tests {
             assert_eq!(offset(&result, addr_of!((*r).confidence_ppm)), 56);
             assert_eq!(offset(&result, addr_of!((*r).verdict)), 60);
             assert_eq!(offset(&result, addr_of!((*r).estimated)), 67);
+            assert_eq!(offset(&result, addr_of!((*r).depth_class)), 68);
+            assert_eq!(offset(&result, addr_of!((*r).depth_fallback)), 70);
         }
         let key = MaybeUninit::<RawKey>::uninit();
         let k = key.as_ptr();

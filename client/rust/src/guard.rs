@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::ffi;
-use crate::thresholds::{key_of, Method, Thresholds};
+use crate::thresholds::{key_of, DepthClass, Method, Thresholds};
 
 /// After a copied completion the guard answers no to this many sends (that
 /// the threshold would have sent with zerocopy) before it probes again.
@@ -162,6 +162,15 @@ impl<'a> Guard<'a> {
     /// Times the guard went off.
     pub fn turned_off(&self) -> u64 {
         self.raw.turned_off
+    }
+    /// The depth class of the last answer: the class of the sends in flight
+    /// (answered yes, not yet reported complete) plus the send decided.
+    pub fn depth_class(&self) -> DepthClass {
+        DepthClass::from_code(self.raw.depth_class)
+    }
+    /// Sends answered yes and not yet reported complete.
+    pub fn in_flight(&self) -> u64 {
+        self.raw.in_flight
     }
     /// Whether an agent's answer is in use (else the fallback).
     pub fn has_answer(&self) -> bool {

@@ -28,4 +28,4 @@ mod thresholds;
 
 pub use error::Error;
 pub use guard::{Guard, GuardState, RETRY_SENDS, RETRY_SENDS_MAX};
-pub use thresholds::{Answer, Method, Scope, Thresholds, Verdict};
+pub use thresholds::{Answer, DepthClass, Method, Scope, Thresholds, Verdict, DEPTH_STREAM_FROM};

@@ -46,6 +46,43 @@ pub enum Scope {
     Unknown(u8),
 }
 
+/// How many zerocopy sends of a connection were in flight when an answer
+/// was measured (`ZCAL_DEPTH_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DepthClass {
+    /// One in flight: each send waits for the completion of the last.
+    One,
+    Four,
+    Sixteen,
+    /// A bulk stream: [`DEPTH_STREAM_FROM`] or more in flight.
+    Stream,
+    /// A code a later agent may publish.
+    Unknown(u16),
+}
+
+/// A connection with this many zerocopy sends in flight or more is a stream.
+pub const DEPTH_STREAM_FROM: u32 = ffi::DEPTH_STREAM_FROM;
+
+impl DepthClass {
+    pub(crate) fn from_code(code: u16) -> DepthClass {
+        match code {
+            ffi::DEPTH_1 => DepthClass::One,
+            ffi::DEPTH_4 => DepthClass::Four,
+            ffi::DEPTH_16 => DepthClass::Sixteen,
+            ffi::DEPTH_STREAM => DepthClass::Stream,
+            other => DepthClass::Unknown(other),
+        }
+    }
+
+    /// The class of a connection with `depth` zerocopy sends in flight,
+    /// counting the one being decided: the largest class at or below it
+    /// (`zcal_depth_class`).
+    pub fn of_depth(depth: u32) -> DepthClass {
+        // SAFETY: a pure function of its argument.
+        DepthClass::from_code(unsafe { ffi::zcal_depth_class(depth) })
+    }
+}
+
 /// One answer of [`Thresholds::lookup`]: a copy, valid until the segment's
 /// generation changes ([`Thresholds::generation`]).
 #[derive(Clone, Copy)]
@@ -123,6 +160,16 @@ impl Answer {
     /// measurement of this peer's path.
     pub fn estimated(&self) -> bool {
         self.raw.estimated != 0
+    }
+    /// The depth class of the entry that answered.
+    pub fn depth_class(&self) -> DepthClass {
+        DepthClass::from_code(self.raw.depth_class)
+    }
+    /// A depth lookup found no entry of its class for the matching scope
+    /// (an older agent, a class not calibrated) and answered with that
+    /// scope's stream entry.
+    pub fn depth_fallback(&self) -> bool {
+        self.raw.depth_fallback != 0
     }
 }
 
@@ -220,6 +267,23 @@ impl Thresholds {
         let mut raw = empty_result();
         // SAFETY: the handle is open; key and raw are valid for the call.
         let rc = unsafe { ffi::zcal_lookup(self.raw(), &key, method as u8, &mut raw) };
+        if rc == 0 {
+            Ok(Answer { raw })
+        } else {
+            Err(Error::from_rc(rc))
+        }
+    }
+
+    /// [`Thresholds::lookup`] for a connection with `depth` zerocopy sends
+    /// in flight, counting this one: the entry of the depth's class in the
+    /// matching scope, or that scope's stream entry
+    /// ([`Answer::depth_fallback`]). `lookup` answers for a stream.
+    pub fn lookup_depth(&self, peer: IpAddr, method: Method, depth: u32) -> Result<Answer, Error> {
+        let key = key_of(peer);
+        let mut raw = empty_result();
+        // SAFETY: the handle is open; key and raw are valid for the call.
+        let rc =
+            unsafe { ffi::zcal_lookup_depth(self.raw(), &key, method as u8, depth, &mut raw) };
         if rc == 0 {
             Ok(Answer { raw })
         } else {

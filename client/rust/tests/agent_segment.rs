@@ -4,13 +4,14 @@
 //
 //   loopback        msg_zerocopy  threshold 8192
 //   10.1.0.0/16     msg_zerocopy  threshold 4096
+//   10.1.0.0/16     msg_zerocopy  depth 1: threshold 16384
 //   10.9.0.0/16     msg_zerocopy  inconclusive (noisy)
 //   2001:db8::/32   msg_zerocopy  always
 //   host default    uring_send_zc never (slower)
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;
 
-use zcal::{Error, Guard, GuardState, Method, Scope, Thresholds, Verdict};
+use zcal::{DepthClass, Error, Guard, GuardState, Method, Scope, Thresholds, Verdict};
 
 fn segment() -> Thresholds {
     let name = std::env::var("ZCAL_TEST_SEGMENT").expect(
@@ -77,6 +78,38 @@ fn looks_up_peers_by_address() {
         thresholds.lookup(ip("192.0.2.1"), Method::MsgZerocopy).err(),
         Some(Error::NoEntry)
     );
+}
+
+#[test]
+fn looks_up_the_class_of_a_depth() {
+    let thresholds = segment();
+    let one = thresholds.lookup_depth(ip("10.1.2.3"), Method::MsgZerocopy, 1).unwrap();
+    assert_eq!(one.threshold_bytes(), Some(16384));
+    assert_eq!(one.depth_class(), DepthClass::One);
+    assert!(!one.depth_fallback());
+    let stream = thresholds
+        .lookup_depth(ip("10.1.2.3"), Method::MsgZerocopy, zcal::DEPTH_STREAM_FROM)
+        .unwrap();
+    assert_eq!(stream.threshold_bytes(), Some(4096));
+    assert_eq!(stream.depth_class(), DepthClass::Stream);
+    let four = thresholds.lookup_depth(ip("10.1.2.3"), Method::MsgZerocopy, 4).unwrap();
+    assert_eq!(four.threshold_bytes(), Some(4096), "no class 4: the stream's");
+    assert!(four.depth_fallback());
+    let plain = thresholds.lookup(ip("10.1.2.3"), Method::MsgZerocopy).unwrap();
+    assert_eq!(plain.threshold_bytes(), Some(4096));
+    assert_eq!(DepthClass::of_depth(3), DepthClass::One);
+    assert_eq!(DepthClass::of_depth(16), DepthClass::Sixteen);
+    assert_eq!(DepthClass::of_depth(1000), DepthClass::Stream);
+
+    // A guard whose sends wait for their completions answers at depth 1.
+    let mut guard =
+        Guard::for_peer(Some(&thresholds), ip("10.1.2.3"), Method::MsgZerocopy, false, None)
+            .unwrap();
+    assert!(guard.should_zerocopy(16384));
+    assert_eq!(guard.depth_class(), DepthClass::One);
+    assert_eq!(guard.in_flight(), 1);
+    guard.completed(1, 0).unwrap();
+    assert!(!guard.should_zerocopy(8192), "8 KiB wins for a stream only");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/calibrator/decision.h"
@@ -33,6 +34,9 @@ struct MethodState {
   /// written without it) and for a peer aggregate, which is no one
   /// calibration.
   std::optional<probes::HostLoad> load;
+  /// The depth `published` was measured at: what the segment entry and the
+  /// metrics say. Stream until the probes send at a depth.
+  DepthClass depth = DepthClass::kStream;
 };
 
 /// The path name of a peer's results: "peer/ADDR:PORT" (metric label,

@@ -7,8 +7,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "zcal/agent/domain/depth_class.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/host/host_facts.h"
@@ -57,8 +59,9 @@ struct HostDefaultInfo {
   std::string source;     ///< "peers", "estimated", "none"
   std::string reason;     ///< why "none": "no_path", "iommu_translates", ...
   std::string interface;  ///< the NIC it stands for; "" when unknown
-  /// The published host-default verdict per method (empty for "none").
-  std::map<calibrator::Method, calibrator::MethodResult> methods;
+  /// The published host-default verdict per method and depth class
+  /// (empty for "none").
+  std::map<std::pair<calibrator::Method, DepthClass>, calibrator::MethodResult> methods;
   bool estimated = false;  ///< from the discard path, not from a NIC
 };
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "zcal/agent/domain/depth_class.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 
@@ -41,6 +42,9 @@ struct PublishedEntry {
   std::uint8_t prefix_len = 0;  ///< kPeer: <= 32 (IPv4) or 128 (IPv6)
   std::string interface;        ///< kInterface: 1 to 15 bytes
   calibrator::Method method = calibrator::Method::kMsgZerocopy;
+  /// The depth the result was measured at. Every scope and method that has
+  /// an entry of another class has a stream entry too (the writer checks).
+  DepthClass depth = DepthClass::kStream;
   calibrator::Verdict verdict = calibrator::Verdict::kNever;
   std::optional<std::uint64_t> threshold_bytes;  ///< required with kThreshold
   std::optional<double> confidence;              ///< [0,1]; nullopt = unknown

@@ -36,7 +36,7 @@ SegmentTable ReadSegmentTable(const std::string& name);
 ///  "agent_pid", "created_ns", "publish_time_ns", "publish_age_seconds",
 ///  "heartbeat_ns", "heartbeat_age_seconds", "stale", "retired",
 ///  "host_default": {"source", "reason", "text"}, "entries": [{"scope",
-///  "address", "prefix_len", "interface", "method", "verdict",
+///  "address", "prefix_len", "interface", "method", "depth", "verdict",
 ///  "threshold_bytes", "confidence", "reason", "measured_at_ns",
 ///  "age_seconds", "fingerprint", "estimated"}]}; ages against `now_ns`
 /// (CLOCK_REALTIME).
@@ -45,6 +45,9 @@ nlohmann::json ThresholdsJson(const SegmentTable& table, std::uint64_t now_ns);
 /// Pieces of the description, for `zcal show`'s table.
 std::optional<double> AgeSeconds(std::uint64_t now_ns, std::uint64_t then_ns);
 std::string ScopeText(const zcal_shm_entry& e);  ///< "peer 10.0.0.0/8", ...
+/// The depth class (ABI minor 2): "stream", "1", "4", "16"; "unknown N"
+/// for a code that readers skip.
+std::string DepthText(const zcal_shm_entry& e);
 bool Estimated(const zcal_shm_entry& e);
 std::optional<double> Confidence(const zcal_shm_entry& e);  ///< nullopt unknown
 

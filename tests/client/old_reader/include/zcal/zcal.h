@@ -1,0 +1,543 @@
+/*
+ * zcal.h - the zcal shared-memory ABI and its reader.
+ *
+ * The zcal agent publishes, per host, from which message size zerocopy send
+ * pays off, in one POSIX shared-memory segment (default "/zcal"). This header
+ * is the whole contract: the segment layout (struct zcal_shm_header followed
+ * by `capacity` struct zcal_shm_entry) and a reader that maps it read-only,
+ * validates everything it uses, and answers "use zerocopy for this size?"
+ * without system calls. See docs/shm-abi.md (layout and compatibility rule)
+ * and docs/client.md (how a transport uses it).
+ *
+ * C11 and valid C++. Link with `pkg-config --libs zcal`.
+ *
+ * Thread safety: a zcal_handle is not thread-safe (it keeps a private copy
+ * of the table and may remap). Use one handle per thread, or serialize
+ * calls on a shared handle. Different handles are independent.
+ *
+ * Errors: functions return 0 or a negative errno value:
+ *   -ENOENT   no segment of that name (no agent has published yet)
+ *   -EPROTO   the segment is incompatible (magic, major version), corrupt
+ *             (sizes, count above capacity, a field out of range, truncated,
+ *             its header changed after open) or writable by every user
+ *   -ESTALE   the segment file changed size under an open handle (someone
+ *             truncated it): the handle no longer reads it, and reopens the
+ *             name at most once a second (lookups) or on zcal_refresh
+ *   -EAGAIN   the writer stayed busy beyond the retry bound (ZCAL_READ_RETRIES)
+ *   -EACCES   not allowed to open the segment
+ *   -EINVAL   a bad argument (NULL pointer, malformed name or address)
+ *   -ENOMEM   out of memory
+ *   -ENODATA  (lookups) no entry matches the key and method
+ * After a failing zcal_open, zcal_refresh, zcal_lookup or zcal_lookup_fd
+ * (other than -ENODATA, which is common and cheap), zcal_error_detail()
+ * gives a sentence saying what was wrong, for people.
+ */
+#ifndef ZCAL_ZCAL_H
+#define ZCAL_ZCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Segment layout                                                          */
+/* ---------------------------------------------------------------------- */
+
+/** "ZCALSHM\0" read as a little-endian uint64. Written last at creation. */
+#define ZCAL_MAGIC UINT64_C(0x004d48534c41435a)
+/** Readers accept any minor of their major (fields are only appended). */
+#define ZCAL_ABI_MAJOR 1
+/* Minor 1: ZCAL_SCOPE_DISCARD, ZCAL_ENTRY_ESTIMATED, host_default_source. */
+#define ZCAL_ABI_MINOR 1
+
+#define ZCAL_DEFAULT_SEGMENT "/zcal"
+/** Environment variable naming the segment when zcal_open gets NULL. */
+#define ZCAL_SEGMENT_ENV "ZCAL_SEGMENT"
+
+/** Upper bound on `capacity` a reader accepts and a writer creates. */
+#define ZCAL_MAX_CAPACITY 65536u
+/** Longest interface name, NUL included (IFNAMSIZ). */
+#define ZCAL_IFNAME_SIZE 16
+
+/* zcal_shm_header.flags */
+/** Republished from saved state at agent start, not yet confirmed. */
+#define ZCAL_FLAG_STALE UINT32_C(0x1)
+/** A newer segment replaced this one under the same name: reopen it. */
+#define ZCAL_FLAG_RETIRED UINT32_C(0x2)
+
+/* zcal_shm_entry.scope: which traffic an entry applies to. */
+#define ZCAL_SCOPE_HOST_DEFAULT 0 /**< anything without a better match */
+#define ZCAL_SCOPE_LOOPBACK 1     /**< peers at 127.0.0.0/8, ::1 */
+#define ZCAL_SCOPE_PEER 2         /**< peers within address/prefix_len */
+#define ZCAL_SCOPE_INTERFACE 3    /**< traffic leaving `interface` */
+/** (minor 1) The discard path: the sender's own costs with real zerocopy
+ *  completions, measured in a private namespace. For people and tools;
+ *  zcal_lookup never answers with it (it is no traffic's path). */
+#define ZCAL_SCOPE_DISCARD 4
+
+/* zcal_shm_entry.family, and zcal_key.family */
+#define ZCAL_FAMILY_NONE 0
+#define ZCAL_FAMILY_IPV4 4
+#define ZCAL_FAMILY_IPV6 6
+
+/* Send methods (zcal::calibrator::Method). */
+#define ZCAL_METHOD_COPY 0
+#define ZCAL_METHOD_MSG_ZEROCOPY 1
+#define ZCAL_METHOD_URING_SEND 2
+#define ZCAL_METHOD_URING_SEND_ZC 3
+#define ZCAL_METHOD_URING_SEND_ZC_FIXED 4
+
+/* Verdicts (zcal::calibrator::Verdict). */
+#define ZCAL_VERDICT_THRESHOLD 0    /**< zerocopy from threshold_bytes on */
+#define ZCAL_VERDICT_ALWAYS 1       /**< zerocopy at every size */
+#define ZCAL_VERDICT_NEVER 2        /**< never zerocopy; see reason */
+#define ZCAL_VERDICT_INCONCLUSIVE 3 /**< the agent could not decide */
+
+/* Reasons (zcal::calibrator::Reason). */
+#define ZCAL_REASON_NONE 0
+#define ZCAL_REASON_SLOWER 1
+#define ZCAL_REASON_KERNEL_COPIED 2
+#define ZCAL_REASON_UNSUPPORTED 3
+#define ZCAL_REASON_FAILED 4
+#define ZCAL_REASON_NOISY 5
+#define ZCAL_REASON_NO_BASELINE 6
+
+/* zcal_shm_entry.entry_flags */
+/** threshold_bytes is meaningful (required with ZCAL_VERDICT_THRESHOLD). */
+#define ZCAL_ENTRY_HAS_THRESHOLD 0x1
+/** (minor 1) An estimate, not a measurement of this scope: a host default
+ *  taken from the discard path (which sees neither NIC nor IOMMU), only
+ *  where the egress NIC's IOMMU does not translate. Lower confidence. */
+#define ZCAL_ENTRY_ESTIMATED 0x2
+
+/* zcal_shm_header.host_default_source (minor 1): where the host-default
+ * entries come from, or why there are none. 0 from a minor-0 writer. */
+#define ZCAL_HOST_DEFAULT_UNKNOWN 0          /**< not said (minor-0 writer) */
+#define ZCAL_HOST_DEFAULT_PEERS 1            /**< peer paths through the NIC */
+#define ZCAL_HOST_DEFAULT_ESTIMATED 2        /**< the discard path, estimated */
+#define ZCAL_HOST_DEFAULT_NONE_NO_PATH 3     /**< none: no path crossing a NIC measured */
+#define ZCAL_HOST_DEFAULT_NONE_IOMMU 4       /**< none: the NIC's IOMMU translates */
+#define ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN 5 /**< none: the NIC's IOMMU mode is unknown */
+#define ZCAL_HOST_DEFAULT_NONE_DISABLED 6    /**< none: the configuration asks for none */
+
+/** confidence_ppm when the agent does not know its confidence. */
+#define ZCAL_CONFIDENCE_UNKNOWN UINT32_C(0xffffffff)
+
+/**
+ * The segment header, at offset 0. All multi-byte fields in host byte order.
+ *
+ * Seqlock: `seq` is odd while the writer changes count, flags, generation,
+ * publish_time_ns or any entry. A reader copies what it needs like this,
+ * and gives up with -EAGAIN after ZCAL_READ_RETRIES attempts:
+ *
+ *     do {
+ *         s1 = load_acquire(&h->seq);
+ *         if (s1 & 1) continue;               // writer busy
+ *         copy each 8-byte word with load_acquire;
+ *         s2 = load_relaxed(&h->seq);         // ordered by the acquires
+ *     } while (s1 != s2);
+ *
+ * The writer stores seq+1 (odd), every changed word with a release store,
+ * then seq+2 (even) with a release store. heartbeat_ns is outside the
+ * seqlock: a single word the writer stores (release) at any time.
+ */
+struct zcal_shm_header {
+  uint64_t magic;           /**< ZCAL_MAGIC */
+  uint16_t abi_major;       /**< ZCAL_ABI_MAJOR */
+  uint16_t abi_minor;       /**< ZCAL_ABI_MINOR of the writer */
+  uint32_t header_size;     /**< bytes; entries start here; multiple of 8 */
+  uint32_t entry_size;      /**< bytes between entries; multiple of 8 */
+  uint32_t capacity;        /**< entries the segment has room for */
+  uint64_t seq;             /**< seqlock counter, odd while writing */
+  uint64_t generation;      /**< changes on every publish (see below) */
+  uint64_t publish_time_ns; /**< CLOCK_REALTIME of the last publish, 0 none */
+  uint64_t heartbeat_ns;    /**< CLOCK_REALTIME, refreshed while alive */
+  uint32_t count;           /**< entries in use, <= capacity */
+  uint32_t flags;           /**< ZCAL_FLAG_* */
+  uint32_t agent_pid;       /**< process id of the writer */
+  uint32_t host_default_source; /**< (minor 1) ZCAL_HOST_DEFAULT_*, seqlock */
+  uint64_t created_ns;      /**< CLOCK_REALTIME when the segment was made */
+  uint8_t reserved[48];     /**< zero; future fields are carved from here */
+};
+
+/**
+ * One published decision: for traffic matching the scope, sent with
+ * `method`, the verdict. 96 bytes, 8-byte aligned.
+ */
+struct zcal_shm_entry {
+  uint8_t scope;          /**< ZCAL_SCOPE_* */
+  uint8_t method;         /**< ZCAL_METHOD_* */
+  uint8_t verdict;        /**< ZCAL_VERDICT_* */
+  uint8_t reason;         /**< ZCAL_REASON_* */
+  uint8_t family;         /**< ZCAL_FAMILY_* (peer scope), else NONE */
+  uint8_t prefix_len;     /**< peer: bits of address that match, <=32/128 */
+  uint16_t entry_flags;   /**< ZCAL_ENTRY_* */
+  uint8_t address[16];    /**< peer: network order; IPv4 in bytes 0..3 */
+  char interface[ZCAL_IFNAME_SIZE]; /**< interface scope: NUL-terminated */
+  uint64_t threshold_bytes;   /**< with ZCAL_ENTRY_HAS_THRESHOLD */
+  uint64_t measured_at_ns;    /**< CLOCK_REALTIME of the measurement */
+  uint64_t fingerprint;       /**< host facts (kernel, NIC, IOMMU) hash */
+  uint32_t confidence_ppm;    /**< 0..1000000, or ZCAL_CONFIDENCE_UNKNOWN */
+  uint32_t reserved0;
+  uint8_t reserved[24];       /**< zero; future fields are carved from here */
+};
+
+#define ZCAL_HEADER_SIZE_V1 128
+#define ZCAL_ENTRY_SIZE_V1 96
+
+#ifdef __cplusplus
+#define ZCAL_STATIC_ASSERT static_assert
+#else
+#define ZCAL_STATIC_ASSERT _Static_assert
+#endif
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_shm_header) == ZCAL_HEADER_SIZE_V1,
+                   "zcal_shm_header is 128 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_header, seq) == 24, "seq at 24");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_header, generation) == 32,
+                   "generation at 32");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_header, heartbeat_ns) == 48,
+                   "heartbeat_ns at 48");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_header, count) == 56,
+                   "count at 56");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_header, created_ns) == 72,
+                   "created_ns at 72");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_header, reserved) == 80,
+                   "reserved at 80");
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_shm_entry) == ZCAL_ENTRY_SIZE_V1,
+                   "zcal_shm_entry is 96 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, address) == 8,
+                   "address at 8");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, interface) == 24,
+                   "interface at 24");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, threshold_bytes) == 40,
+                   "threshold_bytes at 40");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, confidence_ppm) == 64,
+                   "confidence_ppm at 64");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_shm_entry, reserved) == 72,
+                   "reserved at 72");
+
+/* ---------------------------------------------------------------------- */
+/* Reader                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/** Seqlock attempts before a read gives up with -EAGAIN. */
+#define ZCAL_READ_RETRIES 4096
+/** A lookup re-checks the segment's name when the heartbeat is older. */
+#define ZCAL_RECHECK_AFTER_NS UINT64_C(5000000000)
+
+typedef struct zcal_handle zcal_handle;
+
+/** What a lookup is about: a peer address and/or an interface. */
+struct zcal_key {
+  uint8_t family;      /**< ZCAL_FAMILY_*; NONE: no address */
+  uint8_t reserved[7];
+  uint8_t address[16]; /**< network order; IPv4 in bytes 0..3 */
+  char interface[ZCAL_IFNAME_SIZE]; /**< "" for none */
+};
+
+/** The answer for one key and method. */
+struct zcal_result {
+  /** Sizes >= this are sent with zerocopy: threshold_bytes for THRESHOLD,
+   *  0 for ALWAYS, UINT64_MAX for NEVER and INCONCLUSIVE. */
+  uint64_t zerocopy_from_bytes;
+  uint64_t threshold_bytes;  /**< as published; 0 without a threshold */
+  uint64_t generation;       /**< segment generation read; see zcal_generation */
+  uint64_t measured_at_ns;   /**< CLOCK_REALTIME of the measurement */
+  uint64_t age_ns;           /**< now - measured_at_ns (0 if in the future) */
+  uint64_t heartbeat_age_ns; /**< now - last heartbeat: is the agent alive */
+                             /* (ages use CLOCK_REALTIME_COARSE: +-4 ms) */
+  uint64_t fingerprint;
+  uint32_t confidence_ppm;   /**< or ZCAL_CONFIDENCE_UNKNOWN */
+  uint8_t verdict;           /**< ZCAL_VERDICT_* */
+  uint8_t reason;            /**< ZCAL_REASON_* */
+  uint8_t method;
+  uint8_t scope;             /**< which scope matched: ZCAL_SCOPE_* */
+  uint8_t prefix_len;        /**< of the matching peer entry */
+  uint8_t stale;             /**< 1: republished state, not yet confirmed */
+  uint8_t has_threshold;
+  uint8_t estimated;         /**< 1: ZCAL_ENTRY_ESTIMATED (see there) */
+  uint8_t reserved[4];
+};
+
+/** Header fields and segment facts, for tools such as `zcal show`. */
+struct zcal_info {
+  uint64_t segment_bytes;  /**< size of the mapped file */
+  uint64_t generation;
+  uint64_t publish_time_ns;
+  uint64_t heartbeat_ns;
+  uint64_t created_ns;
+  uint32_t capacity;
+  uint32_t count;
+  uint32_t flags;          /**< ZCAL_FLAG_* */
+  uint32_t agent_pid;
+  uint32_t header_size;
+  uint32_t entry_size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  uint32_t host_default_source; /**< ZCAL_HOST_DEFAULT_* (0 from minor 0) */
+};
+
+/**
+ * Opens and maps the segment `name` read-only, validates it and takes a
+ * first consistent copy of its table.
+ *
+ * name: "/NAME" (one leading slash, no other, at most 250 bytes); NULL
+ *       means $ZCAL_SEGMENT, or ZCAL_DEFAULT_SEGMENT when that is unset.
+ * Returns 0 and sets *out, or -ENOENT, -EPROTO, -EAGAIN, -EACCES, -EINVAL,
+ * -ENOMEM (*out is then NULL). Never crashes on what it finds, and never
+ * maps or reads beyond the file size it checked (fstat).
+ */
+int zcal_open(const char *name, zcal_handle **out);
+
+/** Unmaps and frees. NULL is a no-op. */
+void zcal_close(zcal_handle *handle);
+
+/**
+ * The segment's current generation: one load from the mapping's first
+ * page, no system call, about a nanosecond. It changes on every publish and whenever the segment was
+ * replaced (a restarted agent retires the old one), and never repeats
+ * across segments (it starts at the creation time in ns). A transport
+ * caches a zcal_result per connection and looks up again only when
+ * zcal_generation() != result.generation. Returns 0 for NULL.
+ */
+uint64_t zcal_generation(const zcal_handle *handle);
+
+/**
+ * Re-checks the segment's name: when it now refers to another segment
+ * (agent restarted) or the file size changed, maps that one instead. A
+ * lookup does this by itself when the segment is retired or its heartbeat
+ * is older than ZCAL_RECHECK_AFTER_NS (at most once a second).
+ * It first compares the file size with the mapping: a file that shrank is
+ * no longer read (lookups then return -ESTALE until a reopen succeeds).
+ * Returns 0 (also when nothing changed), or -ENOENT (the name is gone: the
+ * handle keeps serving the last table it read), -EPROTO, -EAGAIN, -EACCES,
+ * -ENOMEM (the handle keeps its current mapping, unless that shrank).
+ */
+int zcal_refresh(zcal_handle *handle);
+
+/**
+ * Fills a key from a socket address (AF_INET, AF_INET6; IPv4-mapped IPv6
+ * addresses become IPv4). The interface is left empty.
+ * Returns 0, -EINVAL (NULL or short), -EAFNOSUPPORT (other families).
+ */
+int zcal_key_from_sockaddr(const struct sockaddr *addr, socklen_t len,
+                           struct zcal_key *key);
+
+/**
+ * Fills a key from numeric address text ("192.0.2.7", "2001:db8::1") and
+ * an interface name; either may be NULL (not both).
+ * Returns 0 or -EINVAL (unparseable address, name too long).
+ */
+int zcal_key_from_string(const char *address, const char *interface,
+                         struct zcal_key *key);
+
+/**
+ * Finds the entry for `key` and `method`: the longest matching peer prefix,
+ * else the loopback entry for a loopback address, else the interface entry,
+ * else the host default. Takes a new copy of the table first when the
+ * generation changed. About 20 ns with 256 entries on a current x86 core
+ * (bench/shm_lookup_bench), no system call unless the generation changed.
+ * Compares the file size with the mapping (fstat) before touching it when
+ * the last comparison is 100 ms old or more.
+ * Returns 0 and fills *out, -ENODATA (no entry for this method matches),
+ * -EAGAIN, -EPROTO (the segment became corrupt), -ESTALE (the file shrank),
+ * -EINVAL.
+ */
+int zcal_lookup(zcal_handle *handle, const struct zcal_key *key,
+                uint8_t method, struct zcal_result *out);
+
+/**
+ * zcal_lookup keyed by a connected socket's peer address (getpeername).
+ * Returns as zcal_lookup, and -ENOTCONN, -EBADF, -ENOTSOCK, -EAFNOSUPPORT
+ * (not an IP socket).
+ */
+int zcal_lookup_fd(zcal_handle *handle, int fd, uint8_t method,
+                   struct zcal_result *out);
+
+/**
+ * The decision for one cached result: 1 to send `size_bytes` with
+ * zerocopy, 0 to copy. An INCONCLUSIVE verdict or an unknown verdict code
+ * gives `fallback`.
+ */
+static inline int zcal_result_should_zerocopy(const struct zcal_result *r,
+                                              uint64_t size_bytes,
+                                              int fallback) {
+  if (r->verdict != ZCAL_VERDICT_THRESHOLD && r->verdict != ZCAL_VERDICT_ALWAYS &&
+      r->verdict != ZCAL_VERDICT_NEVER)
+    return fallback != 0;
+  return size_bytes >= r->zerocopy_from_bytes;
+}
+
+/**
+ * Hot-path decision: 1 to send `size_bytes` with zerocopy, 0 to copy.
+ * Returns `fallback` (as 0/1) when handle is NULL (no agent), no entry
+ * matches, the segment cannot be read, the verdict is inconclusive, or the
+ * agent's heartbeat is older than max_age_ns (0: no bound). Stale data
+ * (republished at agent start) is used: it is the last good calibration.
+ */
+int zcal_should_zerocopy(zcal_handle *handle, const struct zcal_key *key,
+                         uint8_t method, uint64_t size_bytes,
+                         uint64_t max_age_ns, int fallback);
+
+/**
+ * Header fields of the table copy the handle holds (taken anew if the
+ * generation changed); compares the file size first (fstat).
+ * Returns 0, -EAGAIN, -EPROTO, -ESTALE, -EINVAL.
+ */
+int zcal_read_info(zcal_handle *handle, struct zcal_info *out);
+
+/**
+ * Entry `index` (0 <= index < info.count) of the same table copy as the
+ * last zcal_read_info, as stored. Returns 0 or -EINVAL (index out of range).
+ */
+int zcal_read_entry(const zcal_handle *handle, uint32_t index,
+                    struct zcal_shm_entry *out);
+
+/** Lower-case names for tools: "msg_zerocopy", "threshold", "slower",
+ *  "peer"...; "unknown" for codes this reader does not know. */
+const char *zcal_method_name(uint8_t method);
+const char *zcal_verdict_name(uint8_t verdict);
+const char *zcal_reason_name(uint8_t reason); /* "" for ZCAL_REASON_NONE */
+const char *zcal_scope_name(uint8_t scope); /* "discard" from minor 1 */
+
+/**
+ * A sentence about the last failure of zcal_open, zcal_refresh, zcal_lookup
+ * or zcal_lookup_fd in the calling thread ("segment /zcal: ABI major 2,
+ * this reader reads 1: ..."); "" when there is none.
+ */
+const char *zcal_error_detail(void);
+
+/* ---------------------------------------------------------------------- */
+/* Per-connection guard (symbol version ZCAL_1.1)                         */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The kernel may copy a zerocopy send after all (a route through a device
+ * without scatter-gather, a local peer, loopback) and says so in each
+ * completion: SO_EE_CODE_ZEROCOPY_COPIED in ee_code of a MSG_ZEROCOPY
+ * notification, IORING_NOTIF_USAGE_ZC_COPIED in the res of an io_uring
+ * notification CQE (with IORING_SEND_ZC_REPORT_USAGE). A connection whose
+ * zerocopy sends are copied pays zerocopy's costs (pinning, completions)
+ * and copies as well. A guard turns zerocopy off for such a connection, as
+ * folly's and libfabric's sockets do for theirs:
+ *
+ *   ON       answers as the published threshold does (zcal_lookup for the
+ *            socket's peer, re-done when the generation changes);
+ *   OFF      after a completion reported as copied: answers 0 to the next
+ *            retry_sends sends it would have answered 1 to, then
+ *   PROBING  answers as ON: a completion reported as copied turns it OFF
+ *            again, with retry_sends doubled (up to
+ *            ZCAL_GUARD_RETRY_SENDS_MAX); a completion that was not copied
+ *            turns it ON, with retry_sends back at ZCAL_GUARD_RETRY_SENDS.
+ *
+ * So a transient fallback (a route change) costs at most retry_sends
+ * copied sends, and a lasting one an ever smaller share of probes. Any
+ * copied completion counts, also from sends made before the guard turned
+ * off. The per-send call, zcal_guard_should_zerocopy, makes no system call
+ * and never allocates: one load of the segment's generation, a comparison
+ * with the cached answer, and the state.
+ *
+ * The struct is the caller's (on the stack, in its connection object): one
+ * per connection, not thread-safe, as its handle. Its fields are for
+ * reading (counters, state); only the zcal_guard_* functions write them.
+ * It has its size and reserved space, so that a later libzcal can add
+ * fields without changing its size for callers built against this header.
+ */
+
+/** Answers no after a copied completion to this many sends, at first. */
+#define ZCAL_GUARD_RETRY_SENDS UINT64_C(1024)
+/** retry_sends doubles with each failed probe, up to this. */
+#define ZCAL_GUARD_RETRY_SENDS_MAX (UINT64_C(1) << 20)
+/** A guard without an answer (the lookup failed) looks up again after
+ *  this many sends, or at the next generation: a handle whose segment
+ *  shrank (-ESTALE) or whose writer is stuck (-EAGAIN) shows no new
+ *  generation, and only a lookup can reopen it. */
+#define ZCAL_GUARD_LOOKUP_RETRY_SENDS UINT64_C(1024)
+
+/* zcal_guard.state */
+#define ZCAL_GUARD_ON 0      /**< zerocopy as the threshold says */
+#define ZCAL_GUARD_OFF 1     /**< copied completions seen: copy */
+#define ZCAL_GUARD_PROBING 2 /**< trying zerocopy again */
+
+struct zcal_guard {
+  uint32_t size;      /**< bytes of this struct the library knows, set at init */
+  uint8_t method;     /**< ZCAL_METHOD_* the connection sends with */
+  uint8_t fallback;   /**< answer without an entry: 0 copy, 1 zerocopy */
+  uint8_t state;      /**< ZCAL_GUARD_* */
+  uint8_t have_result; /**< 1: `result` holds the answer in use */
+  uint64_t generation; /**< segment generation `result` was read at */
+  uint64_t max_age_ns; /**< heartbeat age beyond which `result` is not used */
+  uint64_t sends_until_retry; /**< OFF: sends still answered 0 */
+  uint64_t retry_sends;       /**< OFF lasts this many sends (1024..2^20) */
+  uint64_t completions;       /**< reported with zcal_guard_completed */
+  uint64_t copied;            /**< of them reported as copied */
+  uint64_t turned_off;        /**< times the guard went OFF */
+  uint64_t sends_until_lookup; /**< no answer: sends until it looks up again */
+  union {
+    zcal_handle *handle; /**< the segment (NULL: no agent) */
+    uint64_t handle_word; /**< keeps the layout of 32-bit builds */
+  };
+  struct zcal_key key;       /**< the socket's peer */
+  struct zcal_result result; /**< the cached answer */
+  uint8_t reserved[64];      /**< zero; future fields come from here */
+};
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 80, "key at 80");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 192, "reserved at 192");
+
+/**
+ * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
+ * for the connected socket `fd`, keyed by its peer address (getpeername),
+ * and looks up its threshold in `handle` (NULL: no agent; the guard then
+ * answers `fallback`, guarded the same way). max_age_ns: a looked-up answer
+ * whose agent heartbeat is older than this is not used (0: no bound), as
+ * in zcal_should_zerocopy. The handle must outlive the guard.
+ * Returns 0, -EINVAL (NULL guard, guard_size below sizeof(struct
+ * zcal_guard)), -ENOTCONN, -EBADF, -ENOTSOCK (getpeername), -EAFNOSUPPORT
+ * (not an IP socket). No failure of the lookup fails the init: without an
+ * answer the guard uses `fallback`.
+ */
+int zcal_guard_init(struct zcal_guard *guard, size_t guard_size,
+                    zcal_handle *handle, int fd, uint8_t method, int fallback,
+                    uint64_t max_age_ns);
+
+/**
+ * zcal_guard_init for a key instead of a socket (a peer the transport
+ * knows, or a socket not connected yet). Returns 0 or -EINVAL (NULL guard
+ * or key, guard_size too small).
+ */
+int zcal_guard_init_key(struct zcal_guard *guard, size_t guard_size,
+                        zcal_handle *handle, const struct zcal_key *key,
+                        uint8_t method, int fallback, uint64_t max_age_ns);
+
+/**
+ * Per send: 1 to send `size_bytes` with zerocopy, 0 to copy. The
+ * threshold's answer (or the fallback), turned to 0 while the guard is
+ * OFF; each 0 given for that reason counts towards the retry. Looks up
+ * again when the generation changed, and without an answer every
+ * ZCAL_GUARD_LOOKUP_RETRY_SENDS sends. No system call (but in that lookup),
+ * no allocation. Returns 0 for a NULL guard.
+ */
+int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);
+
+/**
+ * Reports zerocopy completions of this connection: `completions` of them,
+ * `copied` of those reported as copied (a MSG_ZEROCOPY notification covers
+ * ee_data - ee_info + 1 sends, all copied or not by its ee_code; an
+ * io_uring notification CQE one). Moves the state as described above.
+ * Returns 0, or -EINVAL (NULL guard, copied > completions).
+ */
+int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
+                         uint64_t copied);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCAL_ZCAL_H */
