@@ -73,10 +73,15 @@ Result<std::vector<std::uint32_t>> ParseDepthClasses(std::string_view text) {
 std::vector<std::uint32_t> DefaultDepthClasses() { return {1, 4, 16, kStreamDepth}; }
 
 std::uint32_t ClassOf(std::uint32_t depth, const std::vector<std::uint32_t>& classes) {
+  if (classes.empty()) return kStreamDepth;
+  depth = std::max<std::uint32_t>(depth, 1);
+  const bool stream = classes.back() == kStreamDepth;
+  if (stream && (depth >= kStreamDepthFrom || classes.size() == 1)) return kStreamDepth;
+  std::uint32_t below = classes.front();  // the smallest: none is at or below
   for (std::uint32_t c : classes) {
-    if (c != kStreamDepth && c >= depth) return c;
+    if (c != kStreamDepth && c <= depth) below = c;
   }
-  return kStreamDepth;
+  return below;
 }
 
 }  // namespace zcal::calibrator

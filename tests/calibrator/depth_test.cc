@@ -46,15 +46,22 @@ TEST(Depth, ClassListsRefuseDuplicatesEmptiesAndMoreThanEight) {
   EXPECT_FALSE(NormalizeDepthClasses({1, 129}));
 }
 
-TEST(Depth, ADepthBetweenClassesTakesTheNextClassUp) {
+// The rule libzcal's zcal_depth_class applies to the published classes:
+// 1..3 -> 1, 4..15 -> 4, 16..31 -> 16, 32.. -> stream.
+TEST(Depth, ADepthBetweenClassesTakesTheClassBelowItAndStreamFrom32) {
   const Classes classes{1, 4, 16, kStreamDepth};
+  EXPECT_EQ(ClassOf(0, classes), 1u);
   EXPECT_EQ(ClassOf(1, classes), 1u);
-  EXPECT_EQ(ClassOf(2, classes), 4u);
+  EXPECT_EQ(ClassOf(3, classes), 1u);
   EXPECT_EQ(ClassOf(4, classes), 4u);
-  EXPECT_EQ(ClassOf(5, classes), 16u);
-  EXPECT_EQ(ClassOf(17, classes), kStreamDepth);
+  EXPECT_EQ(ClassOf(15, classes), 4u);
+  EXPECT_EQ(ClassOf(16, classes), 16u);
+  EXPECT_EQ(ClassOf(31, classes), 16u);
+  EXPECT_EQ(ClassOf(kStreamDepthFrom, classes), kStreamDepth);
   EXPECT_EQ(ClassOf(3, Classes{kStreamDepth}), kStreamDepth);
   EXPECT_EQ(ClassOf(3, Classes{}), kStreamDepth);
+  EXPECT_EQ(ClassOf(2, Classes{4, 16}), 4u) << "none below: the smallest";
+  EXPECT_EQ(ClassOf(100, Classes{4, 16}), 16u) << "no stream class: the deepest";
 }
 
 }  // namespace

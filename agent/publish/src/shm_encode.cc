@@ -11,6 +11,8 @@
 #include <cstring>
 #include <tuple>
 
+#include "zcal/calibrator/depth.h"
+
 namespace zcal::agent {
 namespace {
 
@@ -23,6 +25,9 @@ static_assert(static_cast<int>(ScopeKind::kLoopback) == ZCAL_SCOPE_LOOPBACK);
 static_assert(static_cast<int>(ScopeKind::kPeer) == ZCAL_SCOPE_PEER);
 static_assert(static_cast<int>(ScopeKind::kInterface) == ZCAL_SCOPE_INTERFACE);
 static_assert(static_cast<int>(ScopeKind::kDiscard) == ZCAL_SCOPE_DISCARD);
+// The calibrator and libzcal place a depth between classes by one rule.
+static_assert(calibrator::kStreamDepthFrom == ZCAL_DEPTH_STREAM_FROM);
+static_assert(calibrator::kStreamDepth == ZCAL_DEPTH_STREAM);
 static_assert(static_cast<int>(HostDefaultSource::kPeers) == ZCAL_HOST_DEFAULT_PEERS);
 static_assert(static_cast<int>(HostDefaultSource::kEstimated) == ZCAL_HOST_DEFAULT_ESTIMATED);
 static_assert(static_cast<int>(HostDefaultSource::kNoPath) == ZCAL_HOST_DEFAULT_NONE_NO_PATH);

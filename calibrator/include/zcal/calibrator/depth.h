@@ -51,10 +51,18 @@ Result<std::vector<std::uint32_t>> NormalizeDepthClasses(std::vector<std::uint32
 /// moderately deep queue, and a bulk stream.
 std::vector<std::uint32_t> DefaultDepthClasses();
 
-/// The class a connection at `depth` sends in (depth >= 1): the smallest
-/// class at or above it, `stream` beyond the deepest numeric class.
-/// Fewer sends in flight than a class means more completions paid per
-/// send, so rounding up is the cautious side. `classes` as returned by
+/// From this many sends in flight on, a connection sends as a stream does:
+/// the fewest the stream probes keep in flight at sizes up to 64 KiB (2 MiB
+/// of buffers). libzcal's ZCAL_DEPTH_STREAM_FROM, the same rule.
+inline constexpr std::uint32_t kStreamDepthFrom = 32;
+
+/// The class a connection at `depth` sends in (0 is taken as 1): `stream`
+/// from kStreamDepthFrom on when it is a class, otherwise the largest
+/// numeric class at or below the depth (the smallest class when none is).
+/// A class below the depth, not above: it was measured with fewer sends in
+/// flight, so with a cost per completion at least the connection's, and
+/// its threshold errs towards copying. libzcal's zcal_depth_class for the
+/// published classes 1, 4, 16 and stream. `classes` as returned by
 /// ParseDepthClasses; kStreamDepth when it is empty.
 std::uint32_t ClassOf(std::uint32_t depth, const std::vector<std::uint32_t>& classes);
 
