@@ -52,39 +52,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-pass=0 fail=0 skip=0
-step() {  # step NAME COMMAND...: runs the command, counts and reports it
-  local name=$1
-  shift
-  local out
-  # In the background and waited for, so that an interrupt reaches the
-  # trap at once and cleanup can stop the step.
-  "$@" >"$work/step.out" 2>&1 &
-  running=$!
-  wait "$running"
-  local rc=$?
-  running=""
-  out=$(cat "$work/step.out")
-  if ((rc == 0)); then
-    pass=$((pass + 1))
-    echo "ok    $name"
-    [[ -z ${ZCAL_TEST_VERBOSE:-} ]] || printf '%s\n' "$out" | sed 's/^/      /'
-  else
-    fail=$((fail + 1))
-    echo "FAIL  $name"
-    printf '%s\n' "$out" | sed 's/^/      /'
-  fi
-}
-skipped() {  # skipped NAME WHY
-  skip=$((skip + 1))
-  echo "skip  $1 ($2)"
-}
-finish() {
-  echo "      (container stage: $((SECONDS - ${started:-0})) s)"
-  echo "container: $pass passed, $fail failed, $skip skipped"
-  ((fail == 0))
-  exit
-}
+STEPS_OUT=$work/step.out
+STEPS_NAME=container
+# shellcheck source=scripts/steps.sh
+source scripts/steps.sh
 started=$SECONDS
 
 zcal=$(realpath -m "${1:-build/agent/cli/zcal}")

@@ -19,30 +19,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-pass=0 fail=0 skip=0
-step() {  # step NAME COMMAND...: runs the command, counts and reports it
-  local name=$1
-  shift
-  local out
-  if out=$("$@" 2>&1); then
-    pass=$((pass + 1))
-    echo "ok    $name"
-  else
-    fail=$((fail + 1))
-    echo "FAIL  $name"
-    printf '%s\n' "$out" | sed 's/^/      /'
-  fi
-}
-skipped() {  # skipped NAME WHY
-  skip=$((skip + 1))
-  echo "skip  $1 ($2)"
-}
-finish() {
-  echo "      (package stage: $((SECONDS - ${started:-0})) s)"
-  echo "package: $pass passed, $fail failed, $skip skipped"
-  ((fail == 0))
-  exit
-}
+STEPS_NAME=package
+# shellcheck source=scripts/steps.sh
+source scripts/steps.sh
 
 packages=(zcal libzcal1 libzcal-dev)
 version=$(dpkg-parsechangelog -S Version 2>/dev/null || echo unknown)

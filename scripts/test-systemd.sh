@@ -46,31 +46,10 @@ set -uo pipefail
 [[ -z ${1:-} ]] || deb_arg=$(realpath -m -- "$1")
 cd "$(dirname "$0")/.." || exit 1
 
-pass=0 fail=0 skip=0
-step() {  # step NAME COMMAND...: runs the command, counts and reports it
-  local name=$1
-  shift
-  local out
-  if out=$("$@" 2>&1); then
-    pass=$((pass + 1))
-    echo "ok    $name"
-    [[ -z $out ]] || printf '%s\n' "$out" | sed 's/^/      /'
-  else
-    fail=$((fail + 1))
-    echo "FAIL  $name"
-    printf '%s\n' "$out" | sed 's/^/      /'
-  fi
-}
-skipped() {  # skipped NAME WHY
-  skip=$((skip + 1))
-  echo "skip  $1 ($2)"
-}
-finish() {
-  echo "      (systemd stage: $((SECONDS - ${started:-0})) s)"
-  echo "systemd: $pass passed, $fail failed, $skip skipped"
-  ((fail == 0))
-  exit
-}
+STEPS_SHOW_OK=1
+STEPS_NAME=systemd
+# shellcheck source=scripts/steps.sh
+source scripts/steps.sh
 started=$SECONDS
 
 deb_dir=${deb_arg:-$PWD/build-deb}
