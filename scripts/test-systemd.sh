@@ -304,9 +304,12 @@ fi
 # --- 6. reload -------------------------------------------------------------------
 # The libfabric value of msg_zerocopy's host default as zcal show prints it:
 # a threshold in bytes, 0 for always, -1 for never.
+# (The columns after the method: the depth class, the verdict, the bytes;
+# libfabric reads the stream class's.)
 libfabric_value() {
-  show | awk '$1 == "host_default" && $2 == "(estimated)" && $3 == "msg_zerocopy" {
-    if ($4 == "threshold") print $5; else if ($4 == "always") print 0; else print -1 }'
+  show | awk '$1 == "host_default" && $2 == "(estimated)" && $3 == "msg_zerocopy" &&
+              $4 == "stream" {
+    if ($5 == "threshold") print $6; else if ($5 == "always") print 0; else print -1 }'
 }
 main_pid() { inside systemctl show -p MainPID --value zcal-agent; }
 # The journal's position now, to read only what follows it.
