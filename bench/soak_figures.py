@@ -92,7 +92,7 @@ def report(f, passed):
         print(f"  reloads           {f['sighups']} SIGHUPs: {f['reloads_success']:.0f} success, "
               f"{f['reloads_failure']:.0f} failure, {f['reloads_late']} counted late")
         print(f"  readers           {f['lookups']} lookups, {f['wrong_reads']} wrong reads, "
-              f"{f['reader_errors']} errors; {f['batches']} batches judged "
+              f"{f['reader_errors']} errors, {f.get('busy', 0)} busy; {f['batches']} batches judged "
               f"({f['spanning']} across a write), {f['skipped']} across more than one")
         for path, s in f["scrapes"].items():
             print(f"  scrape {path:<19} {s['count']} ok, {s['errors']} failed, "
