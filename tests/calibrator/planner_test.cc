@@ -372,7 +372,8 @@ TEST(SweepPlanner, ASeededClassReusesTheBaselinesAndKeepsToItsSizes) {
                                                grid[4], grid.back()}));
   // The decision is the class's own: the seeded stream samples of the
   // zerocopy method do not count at depth 4.
-  const auto& result = second.Result().paths.at("default").methods.at(Method::kMsgZerocopy);
+  const Analysis analysis = second.Result();
+  const auto& result = analysis.paths.at("default").methods.at(Method::kMsgZerocopy);
   std::size_t counted = 0;
   for (const SizeComparison& c : result.sizes) counted += c.zerocopy.samples;
   EXPECT_EQ(counted, 6u);
