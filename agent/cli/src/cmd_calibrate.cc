@@ -45,6 +45,7 @@ struct CalibrateArgs {
   std::string samples_out;
   std::string report;
   std::string root = "/";
+  std::string buffers = "pages";
   std::string key_file;
   std::optional<std::string> depths;  ///< --depth: classes; absent = stream only
 };
@@ -90,6 +91,12 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
   options.budget_seconds = args.budget_seconds;
   options.cancel = &g_interrupted;
   options.root = args.root;
+  const auto buffers = probes::ParseBufferMemory(args.buffers);
+  if (!buffers) {
+    return Fail(Errc::kInvalidArgument, "--buffers: unknown buffer memory \"" + args.buffers +
+                                            "\"; choose pages or hugepages");
+  }
+  options.buffers = *buffers;
   if (!args.key_file.empty()) {
     if (options.target.kind != probes::TargetKind::kPeer) {
       return Fail(Errc::kInvalidArgument,
@@ -213,6 +220,7 @@ struct Calibrated {
   std::size_t probes_run = 0;
   bool cancelled = false;
   std::optional<probes::SessionLoss> session_lost;
+  probes::PageKind pages = probes::PageKind::kSmall;  ///< what the buffers got
 };
 
 // The class whose results stand where one class's did before depths: the
@@ -280,6 +288,8 @@ nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::Calibrat
   doc["margin"] = options.decision.margin;
   doc["host"] = probes::ToJson(report.host);
   doc["host_load"] = HostLoadToJson(report.load);
+  doc["buffers"] = {{"memory", probes::BufferMemoryName(options.buffers)},
+                    {"pages", probes::PageKindName(all.pages)}};
   doc["probes"] = ProbesJson(options, all.samples);
   doc["timings"] = {
       {"duration_seconds", all.duration_seconds},
@@ -322,6 +332,8 @@ void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& optio
   }
   PrintHost(out, last.host);
   PrintHostLoad(out, last.load);
+  out << "  buffers      " << probes::BufferMemoryName(options.buffers) << ": "
+      << probes::PageKindName(all.pages) << "\n";
   out << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
                      all.probes_run, all.samples.size(), all.duration_seconds,
                      options.budget_seconds);
@@ -383,11 +395,19 @@ int RunCalibrate(const CalibrateArgs& args) {
     return ExitStatusOf(report_file.error(), kExitUsage);
   }
 
+  // Huge pages that cannot be had fail here, once, not in every probe.
+  const auto pages = probes::CheckBufferMemory(options->buffers, options->root);
+  if (!pages) {
+    std::cerr << "zcal calibrate: --buffers " << args.buffers << ": " << pages.error().message
+              << "\n";
+    return kExitNoProbe;
+  }
   auto all = CalibrateInterruptibly(*options, *depths);
   if (!all) {
     std::cerr << "zcal calibrate: " << all.error().message << "\n";
     return ExitStatusOf(all.error(), kExitNoProbe);
   }
+  all->pages = *pages;
   if (*samples_out) {
     if (auto written = (*samples_out)->Commit(cal::WriteSamplesCsv(all->samples)); !written) {
       std::cerr << "zcal calibrate: --samples-out " << written.error().message << "\n";
@@ -468,6 +488,11 @@ Command AddCalibrateCommand(CLI::App& parent) {
                   "many as the probe's buffers allow, a bulk stream). One "
                   "calibration per class, the budget shared evenly; the baselines "
                   "are probed at stream (default: stream only)");
+  app->add_option("--buffers", args->buffers,
+                  "Memory of the probes' buffers: pages (4 KiB) or hugepages (2 MiB: "
+                  "hugetlbfs when vm.nr_hugepages reserves some, else transparent huge "
+                  "pages; fails with what to do when neither can be had)")
+      ->capture_default_str();
   app->add_option("--root", args->root,
                   "Read sysfs and procfs under this directory instead of / (tests)")
       ->capture_default_str();
