@@ -459,8 +459,8 @@ def report_buffers(runs, figures, notes, sizes_wanted):
             print(f"  depth {depth:6} {'buffers':10}{header}  crossover per round")
             thresholds = {b: [dec[depth][method] for dec in figures[b][0]] for b in figures}
             for b in figures:
-                crossing = joined(regret.size_text(t) + ("?" if v == "inconclusive" else "")
-                                  for t, v in thresholds[b])
+                crossing = "/".join(regret.size_text(t) + ("?" if v == "inconclusive" else "")
+                                    for t, v in thresholds[b])
                 cells = "".join(f"{spread_text([r[s] for r in per[b]]):>17}" for s in sizes)
                 print(f"  {'':12} {b:10}{cells}  {crossing}")
             if len(figures) < 2:
