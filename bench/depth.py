@@ -410,6 +410,12 @@ def spread_text(values):
         else f"{mean:.2f}"
 
 
+def median_size(thresholds):
+    """The median crossover of the rounds, never above every size."""
+    middle = statistics.median_low(sorted(key(t) for t in thresholds))
+    return regret.size_text(None if middle == float("inf") else int(middle))
+
+
 def mean_of(rounds, size):
     return statistics.mean(r[size] for r in rounds)
 
@@ -477,7 +483,10 @@ def report_buffers(runs, figures, notes, sizes_wanted):
             moves = [f"{regret.size_text(s)} "
                      f"({mean_of(per['hugepages'], s) - mean_of(per['pages'], s):+.2f})"
                      for s in beyond]
-            print(f"  {'':12} crossover {BEYOND if t_apart else WITHIN}; ratios {BEYOND} at "
+            medians = ", ".join(f"{b} {median_size([t for t, _ in thresholds[b]])}"
+                                for b in figures)
+            print(f"  {'':12} crossover (median {medians}) {BEYOND if t_apart else WITHIN}; "
+                  f"ratios {BEYOND} at "
                   f"{', '.join(moves) or 'no size'} of {len(sizes)}")
     if len(figures) > 1 and len(runs) > 1:
         print(f"\nverdict: huge pages move {'an answer' if moved else 'no answer'} beyond the "
