@@ -133,9 +133,12 @@ TEST(BufferPool, SmallPagesAreNotCountedAsHuge) {
   auto pool = BufferPool::Allocate(8, 4096);
   ASSERT_TRUE(pool);
   EXPECT_EQ((*pool)->pages(), PageKind::kSmall);
-  // MAP_POPULATE faults 4 KiB pages before any advice: never a huge page,
-  // whatever THP's mode.
+  // Advised against huge pages: none, whatever THP's mode, even for a
+  // pool of whole huge pages.
   EXPECT_EQ(TransparentHugeBytes((*pool)->base(), (*pool)->mapped_bytes()), 0u);
+  auto large = BufferPool::Allocate(4, 1 << 20);
+  ASSERT_TRUE(large);
+  EXPECT_EQ(TransparentHugeBytes((*large)->base(), (*large)->mapped_bytes()), 0u);
 }
 
 TEST(BufferPool, RefusesHugePagesWithWhatToDoWhenNoneCanBeHad) {

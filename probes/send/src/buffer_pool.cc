@@ -23,12 +23,16 @@ std::size_t StrideOf(std::uint64_t size_bytes) {
 
 Result<PageMapping> MapSmallPages(std::size_t bytes) {
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) {
     return Fail(Errc::kFailed, "cannot map " + std::to_string(bytes) +
                                    " bytes of message buffers (" +
                                    std::strerror(errno) + ")");
   }
+  // With THP "always" the faults below would take huge pages: 4 KiB pages
+  // are what this pool promises, so that the two kinds can be compared.
+  // Without THP in the kernel the advice fails, and the pages are small.
+  ::madvise(memory, bytes, MADV_NOHUGEPAGE);
   std::memset(memory, kFill, bytes);
   return PageMapping{static_cast<std::byte*>(memory), bytes, PageKind::kSmall};
 }
