@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "zcal/common/errno_text.h"
 #include "zcal/common/text.h"
@@ -42,29 +43,31 @@ std::optional<std::uint64_t> ParseCount(std::string_view text) {
   return value;
 }
 
-Result<PageMapping> TryHugetlb(std::size_t length, int fill, const std::string& root,
-                               Refusal& refusal) {
+using Attempt = tl::expected<PageMapping, Refusal>;
+
+Attempt Refuse(std::string why, bool thp_off = false) {
+  return tl::unexpected(Refusal{std::move(why), thp_off});
+}
+
+Attempt TryHugetlb(std::size_t length, int fill, const std::string& root) {
   const auto reserved_text = ReadFirstLine(UnderRoot(root, "proc/sys/vm/nr_hugepages"));
   if (!reserved_text) {
-    refusal.why = "hugetlbfs is not available (" + reserved_text.error().message + ")";
-    return Fail(Errc::kUnsupported, refusal.why);
+    return Refuse("hugetlbfs is not available (" + reserved_text.error().message + ")");
   }
   const auto reserved = ParseCount(*reserved_text).value_or(0);
   const auto overcommit_text =
       ReadFirstLine(UnderRoot(root, "proc/sys/vm/nr_overcommit_hugepages"));
   const auto overcommit = overcommit_text ? ParseCount(*overcommit_text).value_or(0) : 0;
   if (reserved == 0 && overcommit == 0) {
-    refusal.why = "none reserved (vm.nr_hugepages is 0)";
-    return Fail(Errc::kUnsupported, refusal.why);
+    return Refuse("none reserved (vm.nr_hugepages is 0)");
   }
   void* memory =
       ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | kMapHuge2Mb | MAP_POPULATE, -1, 0);
   if (memory == MAP_FAILED) {
-    refusal.why = "hugetlbfs gave no " + std::to_string(length / kHugePageBytes) +
+    return Refuse("hugetlbfs gave no " + std::to_string(length / kHugePageBytes) +
                   " free 2 MiB pages (vm.nr_hugepages is " + std::to_string(reserved) +
-                  ", others may hold them; mmap: " + common::ErrnoText(errno) + ")";
-    return Fail(Errc::kUnsupported, refusal.why);
+                  ", others may hold them; mmap: " + common::ErrnoText(errno) + ")");
   }
   std::memset(memory, fill, length);
   return PageMapping{static_cast<std::byte*>(memory), length, PageKind::kHugetlb};
@@ -84,32 +87,26 @@ std::byte* MapAligned(std::size_t length) {
   return reinterpret_cast<std::byte*>(aligned);
 }
 
-Result<PageMapping> TryTransparent(std::size_t length, int fill, const std::string& root,
-                                   Refusal& refusal) {
+Attempt TryTransparent(std::size_t length, int fill, const std::string& root) {
   const auto enabled_path = UnderRoot(root, kThpEnabled);
   const auto enabled = ReadFirstLine(enabled_path);
   if (!enabled) {
-    refusal = {"transparent huge pages are not available (" + enabled.error().message + ")",
-               true};
-    return Fail(Errc::kUnsupported, refusal.why);
+    return Refuse("transparent huge pages are not available (" + enabled.error().message + ")",
+                  true);
   }
   if (enabled->find("[never]") != std::string::npos) {
-    refusal = {"transparent huge pages are disabled (" + enabled_path.string() +
-                   " is [never])",
-               true};
-    return Fail(Errc::kUnsupported, refusal.why);
+    return Refuse(
+        "transparent huge pages are disabled (" + enabled_path.string() + " is [never])", true);
   }
   std::byte* base = MapAligned(length);
   if (base == nullptr) {
-    refusal.why = "cannot map " + std::to_string(length) + " bytes for transparent huge pages (" +
-                  common::ErrnoText(errno) + ")";
-    return Fail(Errc::kUnsupported, refusal.why);
+    return Refuse("cannot map " + std::to_string(length) +
+                  " bytes for transparent huge pages (" + common::ErrnoText(errno) + ")");
   }
   if (::madvise(base, length, MADV_HUGEPAGE) != 0) {
     const int err = errno;
     ::munmap(base, length);
-    refusal = {"madvise(MADV_HUGEPAGE) failed with " + common::ErrnoText(err), true};
-    return Fail(Errc::kUnsupported, refusal.why);
+    return Refuse("madvise(MADV_HUGEPAGE) failed with " + common::ErrnoText(err), true);
   }
   // The kernel gives a huge page at the first fault of an advised range;
   // the fill is that fault.
@@ -123,10 +120,9 @@ Result<PageMapping> TryTransparent(std::size_t length, int fill, const std::stri
   }
   if (huge < length) {
     ::munmap(base, length);
-    refusal.why = "transparent huge pages backed only " + std::to_string(huge / 1024) + " of " +
+    return Refuse("transparent huge pages backed only " + std::to_string(huge / 1024) + " of " +
                   std::to_string(length / 1024) +
-                  " KiB (memory too fragmented; /proc/self/smaps AnonHugePages)";
-    return Fail(Errc::kUnsupported, refusal.why);
+                  " KiB (memory too fragmented; /proc/self/smaps AnonHugePages)");
   }
   return PageMapping{base, length, PageKind::kTransparent};
 }
@@ -135,12 +131,12 @@ Result<PageMapping> TryTransparent(std::size_t length, int fill, const std::stri
 
 Result<PageMapping> MapHugePages(std::size_t bytes, int fill, const std::string& root) {
   const std::size_t length = RoundUp(bytes);
-  Refusal hugetlb;
-  auto mapped = TryHugetlb(length, fill, root, hugetlb);
-  if (mapped) return mapped;
-  Refusal thp;
-  mapped = TryTransparent(length, fill, root, thp);
-  if (mapped) return mapped;
+  const Attempt hugetlb_attempt = TryHugetlb(length, fill, root);
+  if (hugetlb_attempt) return *hugetlb_attempt;
+  const Attempt thp_attempt = TryTransparent(length, fill, root);
+  if (thp_attempt) return *thp_attempt;
+  const Refusal& hugetlb = hugetlb_attempt.error();
+  const Refusal& thp = thp_attempt.error();
   const std::string pages = std::to_string(length / kHugePageBytes);
   return Fail(Errc::kUnsupported,
               "huge pages: " + hugetlb.why + " and " + thp.why + ": reserve some with sysctl " +
