@@ -14,6 +14,7 @@
 
 #include "huge_pages.h"
 #include "scratch_dir.h"
+#include "zcal/probes/calibration/calibration.h"
 #include "zcal/probes/send/capabilities.h"
 #include "zcal/probes/send/probe.h"
 #include "zcal/probes/sink/sink.h"
@@ -264,6 +265,29 @@ TEST(BufferPool, RegisteredBuffersSendFromHugePages) {
     EXPECT_GT(sample.bytes, options.size_bytes);
     EXPECT_EQ((*sink)->Stats().bytes_received - before, sample.bytes);
   }
+}
+
+// The calibration's choice reaches every probe: on a host without huge
+// pages no probe runs (none sends from small pages instead), and the
+// calibration says why.
+TEST(CalibrationBuffers, EveryProbeAsksForTheCalibrationsMemory) {
+  const HugePageRoot none("0", "always madvise [never]");
+  CalibrationOptions options;
+  options.methods = {calibrator::Method::kCopy, calibrator::Method::kMsgZerocopy};
+  options.min_size = 4096;
+  options.max_size = 16384;
+  options.budget_seconds = 1;
+  options.root = none.root();
+  options.read_host = false;
+  options.buffers = BufferMemory::kHugePages;
+  auto refused = RunCalibration(options);
+  ASSERT_FALSE(refused) << refused->probes_run << " probes sent anyway";
+  EXPECT_NE(refused.error().message.find("copy: huge pages: none reserved"), std::string::npos)
+      << refused.error().message;
+  options.buffers = BufferMemory::kPages;
+  auto report = RunCalibration(options);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_GT(report->probes_run, 0u) << "4 KiB pages need no huge pages";
 }
 
 }  // namespace
