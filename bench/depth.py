@@ -48,11 +48,23 @@ nothing probed between them ("placed by its curve fit", with the sizes
 around), or zerocopy cheaper at every size probed between them
 ("CONTRADICTED"). It says where a class does not differ from stream.
 
+With --buffers pages,hugepages each round also runs zcal's calibration
+with its buffers in 2 MiB huge pages (`--buffers hugepages`, the two in
+alternating order from round to round; zcal_R_hugepages.csv beside
+zcal_R.csv) and prints, per method and depth class, the crossover of each
+round and zerocopy's CPU per byte over its baseline's at the sizes every
+round probed, for 4 KiB pages and huge pages side by side, and whether
+the two differ beyond the noise: beyond it when the rounds of one lie all
+above or all below the rounds of the other (the run-to-run spread of a
+configuration across rounds is the noise; it needs two rounds or more).
+The references send from 4 KiB pages and judge the pages calibration.
+
 Exit status 0 when it ran, whatever the figures; 2 with one line on stderr
 when an option, a table or a tool cannot be used.
 
 usage: bench/depth.py [--zcal ZCAL] [--build DIR] [--rounds N] [--seconds S]
-                      [--budget S] [--sizes SIZE,...] [--record DIR | --from DIR]
+                      [--budget S] [--sizes SIZE,...] [--buffers pages[,hugepages]]
+                      [--record DIR | --from DIR]
 """
 import argparse
 import csv
@@ -91,6 +103,9 @@ TARGET_PP = 0.5
 EXPLAINED = "its measured costs say so"
 CONTRADICTED = "CONTRADICTED by its measured costs"
 FITTED = "placed by its curve fit"
+BUFFERS = ("pages", "hugepages")
+BEYOND = "beyond the noise"
+WITHIN = "within the noise"
 
 
 class Parser(argparse.ArgumentParser):
@@ -131,12 +146,43 @@ def sendmsg_run(binary, method, size, depth, seconds):
     return result["mb_per_s"], 100 * result["cpu_ns_per_byte"] * result["mb_per_s"] / 1e3
 
 
+def parse_buffers(text):
+    kinds = [k.strip() for k in text.split(",")]
+    bad = [k for k in kinds if k not in BUFFERS]
+    if bad or len(set(kinds)) != len(kinds) or "pages" not in kinds:
+        raise BenchError(f"--buffers {text}: pages or pages,hugepages (the references judge "
+                         "the pages calibration)")
+    return [k for k in BUFFERS if k in kinds]
+
+
+def zcal_samples(out_dir, index, buffers):
+    return out_dir / (f"zcal_{index}.csv" if buffers == "pages"
+                      else f"zcal_{index}_{buffers}.csv")
+
+
+def calibrate_round(args, index, out_dir):
+    """zcal's calibration of every class, once per kind of buffers, the
+    kinds in turn first; writes buffers_R.txt with the pages each got."""
+    kinds = args.buffers if index % 2 else args.buffers[::-1]
+    notes = []
+    for buffers in kinds:
+        load = os.getloadavg()[0]
+        stdout = regret.run_zcal(args.zcal, [
+            "calibrate", "--path", "discard", "--depth", ",".join(DEPTHS), "--buffers", buffers,
+            "--min", str(args.sizes[0]), "--max", str(args.sizes[-1]),
+            "--budget", str(args.budget),
+            "--samples-out", str(zcal_samples(out_dir, index, buffers))])
+        had = [line.split(":", 1)[1].strip() for line in stdout.splitlines()
+               if line.strip().startswith("buffers ")]
+        notes.append(f"{buffers}: {had[0] if had else 'unknown'}; load average {load:.1f}")
+        print(f"round {index}: zcal calibrate --buffers {notes[-1]}", file=sys.stderr)
+    (out_dir / f"buffers_{index}.txt").write_text("\n".join(notes) + "\n")
+
+
 def measure_round(args, example, index, out_dir):
-    """Writes zcal_R.csv and ref_R_D.csv for every class D."""
-    regret.run_zcal(args.zcal, ["calibrate", "--path", "discard", "--depth", ",".join(DEPTHS),
-                                "--min", str(args.sizes[0]), "--max", str(args.sizes[-1]),
-                                "--budget", str(args.budget),
-                                "--samples-out", str(out_dir / f"zcal_{index}.csv")])
+    """Writes zcal_R.csv (zcal_R_hugepages.csv) and ref_R_D.csv for every
+    class D."""
+    calibrate_round(args, index, out_dir)
     rows = {d: [] for d in DEPTHS}
     whole = max(1, round(args.seconds - 0.2))
     sendmsg = str(Path(args.build) / "bench" / "fidelity_ref_sendmsg")
@@ -346,6 +392,109 @@ def report(runs, rows, decisions, zcal_costs, extra):
             print("  " + line)
 
 
+def ratio_rows(costs, method):
+    """{size: zerocopy / baseline CPU per byte} where both were probed."""
+    return {s: costs[(m, s)] / costs[(BASELINE[method], s)]
+            for (m, s) in costs if m == method and (BASELINE[method], s) in costs}
+
+
+def apart(a, b):
+    """Whether two sets of rounds do not overlap (None: never, above all)."""
+    a, b = [key(x) for x in a], [key(x) for x in b]
+    return min(a) > max(b) or min(b) > max(a)
+
+
+def spread_text(values):
+    mean = statistics.mean(values)
+    return f"{mean:.2f} [{min(values):.2f}-{max(values):.2f}]" if len(values) > 1 \
+        else f"{mean:.2f}"
+
+
+def median_size(thresholds):
+    """The median crossover of the rounds, never above every size."""
+    middle = statistics.median_low(sorted(key(t) for t in thresholds))
+    return regret.size_text(None if middle == float("inf") else int(middle))
+
+
+def mean_of(rounds, size):
+    return statistics.mean(r[size] for r in rounds)
+
+
+def buffer_figures(args, out_dir, runs, extra):
+    """{buffers: ([decisions per round], [zcal costs per round])} and the
+    notes each round recorded."""
+    figures = {}
+    for buffers in args.buffers:
+        decided, costs = [], []
+        for run in runs:
+            path = zcal_samples(out_dir, run, buffers)
+            decided.append(decide_by_depth(args.zcal, path, extra))
+            costs.append(zcal_costs_by_depth(path))
+        figures[buffers] = (decided, costs)
+    notes = []
+    for run in runs:
+        note = out_dir / f"buffers_{run}.txt"
+        if note.exists():
+            notes += [f"round {run}: " + line for line in note.read_text().splitlines()]
+    return figures, notes
+
+
+def report_buffers(runs, figures, notes, sizes_wanted):
+    """Pages against huge pages, per method and class; returns whether any
+    crossover moved beyond the noise."""
+    print(f"\nbuffer memory: zcal's own probes on the discard path with 4 KiB pages and with "
+          f"huge pages, {len(runs)} round(s); crossover per round (? inconclusive), "
+          "zerocopy/baseline CPU per byte at the sizes every round probed: mean [min-max] over "
+          "the rounds")
+    for line in notes:
+        print(f"  {line}")
+    moved, ratios_moved, ratios_all = [], 0, 0
+    for method in BASELINE:
+        present = [d for d in DEPTHS if all(method in dec[d] for b in figures
+                                            for dec in figures[b][0])]
+        if not present:
+            continue
+        print(f"\n{method} (against {BASELINE[method]})")
+        for depth in present:
+            per = {b: [ratio_rows(c[depth], method) for c in figures[b][1]] for b in figures}
+            # The bench's sizes that every round probed (the planner's coarse
+            # grid meets them); its refinements differ from round to round.
+            sizes = sorted(set(sizes_wanted).intersection(*[set(r) for b in per
+                                                             for r in per[b]]))
+            header = "".join(f"{regret.size_text(s):>17}" for s in sizes)
+            print(f"  depth {depth:6} {'buffers':10}{header}  crossover per round")
+            thresholds = {b: [dec[depth][method] for dec in figures[b][0]] for b in figures}
+            for b in figures:
+                crossing = "/".join(regret.size_text(t) + ("?" if v == "inconclusive" else "")
+                                    for t, v in thresholds[b])
+                cells = "".join(f"{spread_text([r[s] for r in per[b]]):>17}" for s in sizes)
+                print(f"  {'':12} {b:10}{cells}  {crossing}")
+            if len(figures) < 2:
+                continue
+            if len(runs) < 2:
+                print(f"  {'':12} noise: needs --rounds 2 or more")
+                continue
+            t_apart = apart(*[[t for t, _ in thresholds[b]] for b in figures])
+            beyond = [s for s in sizes if apart(*[[r[s] for r in per[b]] for b in figures])]
+            ratios_moved += len(beyond)
+            ratios_all += len(sizes)
+            if t_apart:
+                moved.append(f"{method} depth {depth}")
+            moves = [f"{regret.size_text(s)} "
+                     f"({mean_of(per['hugepages'], s) - mean_of(per['pages'], s):+.2f})"
+                     for s in beyond]
+            medians = ", ".join(f"{b} {median_size([t for t, _ in thresholds[b]])}"
+                                for b in figures)
+            print(f"  {'':12} crossover (median {medians}) {BEYOND if t_apart else WITHIN}; "
+                  f"ratios {BEYOND} at "
+                  f"{', '.join(moves) or 'no size'} of {len(sizes)}")
+    if len(figures) > 1 and len(runs) > 1:
+        print(f"\nverdict: huge pages move {'an answer' if moved else 'no answer'} beyond the "
+              f"noise here{': ' + ', '.join(moved) if moved else ''} (ratios apart at "
+              f"{ratios_moved} of {ratios_all} method, class and size cells)")
+    return bool(moved)
+
+
 def evaluate(args, out_dir, runs):
     extra = args.analyze_args.split()
     tables, decisions, zcal_costs = {}, {}, {}
@@ -356,8 +505,11 @@ def evaluate(args, out_dir, runs):
             tables[(run, depth)] = regret.read_costs(out_dir / f"ref_{run}_{depth}.csv")
         decisions[run] = decide_by_depth(args.zcal, out_dir / f"zcal_{run}.csv", extra)
         zcal_costs[run] = zcal_costs_by_depth(out_dir / f"zcal_{run}.csv")
+    buffers = buffer_figures(args, out_dir, runs, extra) if len(args.buffers) > 1 else None
     rows = judge_depths(runs, tables, decisions)
     report(runs, rows, decisions, zcal_costs, extra)
+    if buffers:
+        report_buffers(runs, *buffers, args.sizes)
     return 0
 
 
@@ -365,7 +517,8 @@ def recorded_runs(from_dir):
     out_dir = Path(from_dir)
     if not out_dir.is_dir():
         raise BenchError(f"--from {from_dir}: not a folder")
-    runs = sorted(p.stem.split("_", 1)[1] for p in out_dir.glob("zcal_*.csv"))
+    runs = sorted(p.stem.split("_", 1)[1] for p in out_dir.glob("zcal_*.csv")
+                  if p.stem.count("_") == 1)
     if not runs:
         raise BenchError(f"--from {from_dir}: no zcal_R.csv in it (what --record writes)")
     missing = [f"ref_{r}_{d}.csv" for r in runs for d in DEPTHS
@@ -374,6 +527,14 @@ def recorded_runs(from_dir):
         raise BenchError(f"--from {from_dir}: missing {', '.join(missing)} (--record writes "
                          "zcal_R.csv and ref_R_D.csv for every class D)")
     return out_dir, runs
+
+
+def check_recorded_buffers(args, out_dir, runs):
+    missing = [zcal_samples(out_dir, r, b).name for r in runs for b in args.buffers
+               if not zcal_samples(out_dir, r, b).exists()]
+    if missing:
+        raise BenchError(f"--from {out_dir}: missing {', '.join(missing)} (--record with "
+                         f"--buffers {','.join(args.buffers)} writes them)")
 
 
 def measure(args):
@@ -422,6 +583,9 @@ def main():
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
                         help="reference sizes in bytes or K (default "
                              f"{','.join(str(s) for s in DEFAULT_SIZES)})")
+    parser.add_argument("--buffers", default="pages",
+                        help="buffer memory of zcal's calibrations, compared side by side: "
+                             "pages or pages,hugepages (default pages)")
     parser.add_argument("--record", help="keep the measured tables in this folder")
     parser.add_argument("--from", dest="from_dir", help="judge tables recorded in this folder")
     parser.add_argument("--analyze-args", default=regret.JUDGED_OBJECTIVE,
@@ -438,8 +602,10 @@ def main():
         parser.error("--record and --from: one or the other (--from measures nothing)")
     try:
         args.sizes = parse_sizes(args.sizes)
+        args.buffers = parse_buffers(args.buffers)
         if args.from_dir:
             out_dir, runs = recorded_runs(args.from_dir)
+            check_recorded_buffers(args, out_dir, runs)
             return evaluate(args, out_dir, runs)
         return measure(args)
     except BenchError as error:

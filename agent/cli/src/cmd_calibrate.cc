@@ -45,6 +45,7 @@ struct CalibrateArgs {
   std::string samples_out;
   std::string report;
   std::string root = "/";
+  std::string buffers = "pages";
   std::string key_file;
   std::optional<std::string> depths;  ///< --depth: classes; absent = stream only
 };
@@ -90,6 +91,12 @@ Result<probes::CalibrationOptions> ToOptions(const CalibrateArgs& args) {
   options.budget_seconds = args.budget_seconds;
   options.cancel = &g_interrupted;
   options.root = args.root;
+  const auto buffers = probes::ParseBufferMemory(args.buffers);
+  if (!buffers) {
+    return Fail(Errc::kInvalidArgument, "--buffers: unknown buffer memory \"" + args.buffers +
+                                            "\"; choose pages or hugepages");
+  }
+  options.buffers = *buffers;
   if (!args.key_file.empty()) {
     if (options.target.kind != probes::TargetKind::kPeer) {
       return Fail(Errc::kInvalidArgument,
@@ -227,7 +234,7 @@ nlohmann::json ClassJson(const probes::ClassAnalysis& c) {
 }
 
 nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::CalibrationOptions& options,
-                               const probes::CalibrationReport& all) {
+                               const probes::CalibrationReport& all, probes::PageKind pages) {
   // The top level is the stream class's document (or the shallowest
   // class's), as before depth classes existed; "depths" has every class's.
   const probes::CalibrationReport& report = all;
@@ -240,6 +247,8 @@ nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::Calibrat
   doc["margin"] = options.decision.margin;
   doc["host"] = probes::ToJson(report.host);
   doc["host_load"] = HostLoadToJson(report.load);
+  doc["buffers"] = {{"memory", probes::BufferMemoryName(options.buffers)},
+                    {"pages", probes::PageKindName(pages)}};
   doc["probes"] = ProbesJson(options, all.samples);
   doc["timings"] = {
       {"duration_seconds", all.duration_seconds},
@@ -265,7 +274,7 @@ nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::Calibrat
 }
 
 void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& options,
-                      const probes::CalibrationReport& all) {
+                      const probes::CalibrationReport& all, probes::PageKind pages) {
   const bool several = all.classes.size() > 1 || all.classes.front().depth != cal::kStreamDepth;
   for (const probes::ClassAnalysis& c : all.classes) {
     if (several) {
@@ -285,6 +294,8 @@ void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& optio
   }
   PrintHost(out, last.host);
   PrintHostLoad(out, last.load);
+  out << "  buffers      " << probes::BufferMemoryName(options.buffers) << ": "
+      << probes::PageKindName(pages) << "\n";
   out << fmt::format("\n{} probes ({} samples) in {:.1f} s of a {:.0f} s budget\n",
                      all.probes_run, all.samples.size(), all.duration_seconds,
                      options.budget_seconds);
@@ -347,6 +358,13 @@ int RunCalibrate(const CalibrateArgs& args) {
     return ExitStatusOf(report_file.error(), kExitUsage);
   }
 
+  // Huge pages that cannot be had fail here, once, not in every probe.
+  const auto pages = probes::CheckBufferMemory(options->buffers, options->root);
+  if (!pages) {
+    std::cerr << "zcal calibrate: --buffers " << args.buffers << ": " << pages.error().message
+              << "\n";
+    return kExitNoProbe;
+  }
   options->depths = *depths;
   auto all = CalibrateInterruptibly(*options);
   if (!all) {
@@ -360,9 +378,9 @@ int RunCalibrate(const CalibrateArgs& args) {
     }
   }
   if (args.json) {
-    std::cout << CalibrationJson(args, *options, *all).dump(2) << "\n";
+    std::cout << CalibrationJson(args, *options, *all, *pages).dump(2) << "\n";
   } else {
-    PrintCalibration(std::cout, *options, *all);
+    PrintCalibration(std::cout, *options, *all, *pages);
   }
   if (*report_file) {
     if (auto written = WriteCalibrationReport(**report_file, args, *options, *all); !written) {
@@ -433,6 +451,11 @@ Command AddCalibrateCommand(CLI::App& parent) {
                   "many as the probe's buffers allow, a bulk stream). One "
                   "calibration per class, the budget shared evenly; the baselines "
                   "are probed at stream (default: stream only)");
+  app->add_option("--buffers", args->buffers,
+                  "Memory of the probes' buffers: pages (4 KiB) or hugepages (2 MiB: "
+                  "hugetlbfs when vm.nr_hugepages reserves some, else transparent huge "
+                  "pages; fails with what to do when neither can be had)")
+      ->capture_default_str();
   app->add_option("--root", args->root,
                   "Read sysfs and procfs under this directory instead of / (tests)")
       ->capture_default_str();

@@ -156,6 +156,7 @@ ProbeOptions ProbeFor(const CalibrationOptions& options, const calibrator::Probe
   }
   probe.cancel = options.cancel;
   probe.root = options.root;
+  probe.buffers = options.buffers;
   return probe;
 }
 

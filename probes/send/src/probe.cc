@@ -102,8 +102,10 @@ ProbeOutcome ProbeOn(const ProbeOptions& options, const ProbeConnect& connect,
   const std::uint32_t count =
       std::max(PoolBuffers(options.method, options.size_bytes, options.in_flight_bytes),
                zerocopy ? options.depth : 0U);
-  auto pool = arena != nullptr ? arena->Pool(count, options.size_bytes)
-                               : BufferPool::Allocate(count, options.size_bytes);
+  auto pool = arena != nullptr
+                  ? arena->Pool(count, options.size_bytes, options.buffers, options.root)
+                  : BufferPool::Allocate(count, options.size_bytes, options.buffers,
+                                         options.root);
   if (!pool) return Failed(sample, pool.error());
   auto socket = connect();
   if (!socket) return Failed(sample, socket.error(), socket.error().failure);

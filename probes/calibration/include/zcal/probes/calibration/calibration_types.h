@@ -21,6 +21,7 @@
 #include "zcal/probes/host/cpu_accounting.h"
 #include "zcal/probes/host/host_facts.h"
 #include "zcal/probes/peer/peer_keys.h"
+#include "zcal/probes/send/buffer_pool.h"
 #include "zcal/probes/types/peer_failure.h"
 #include "zcal/probes/types/target.h"
 
@@ -67,6 +68,9 @@ struct CalibrationOptions {
   /// kPeer: the key presented to the peer's sink; absent = none (only a
   /// sink with `auth: none` accepts that).
   std::optional<peer::PeerKey> peer_key;
+  /// The probes' buffer memory (ProbeOptions::buffers): 4 KiB pages or
+  /// 2 MiB huge pages. One kind per calibration.
+  BufferMemory buffers = BufferMemory::kPages;
 
   /// path_name, or the target's spelling when it is empty.
   std::string PathName() const {

@@ -11,6 +11,7 @@
 #include "zcal/calibrator/method.h"
 #include "zcal/calibrator/sample.h"
 #include "zcal/common/address.h"
+#include "zcal/probes/send/buffer_pool.h"
 
 namespace zcal::probes {
 
@@ -48,7 +49,13 @@ struct ProbeOptions {
   /// When set to true by another thread, the probe stops within ~1 s and
   /// returns kFailed with the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
-  std::string root = "/";  ///< procfs root for host CPU time (/proc/stat)
+  /// The memory of the buffers: 4 KiB pages, or 2 MiB huge pages (the
+  /// probe fails with kUnsupported and BufferPool::Allocate's sentence
+  /// when none can be had). Not in the sample: the caller knows it.
+  BufferMemory buffers = BufferMemory::kPages;
+  /// sysfs/procfs root for host CPU time (/proc/stat) and, with huge pages,
+  /// what the host reserved (BufferPool::Allocate).
+  std::string root = "/";
 };
 
 /// Number of buffers of `size_bytes` a probe of `method` keeps in flight
