@@ -71,6 +71,21 @@ std::string DepthText(const ExportValues& values) {
              : values.depth_asked + " (class " + name + ")";
 }
 
+// The first line of env and libfabric: what was asked and what stands in.
+std::string Comment(ExportFormat format, const ExportValues& values) {
+  std::string out = "zcal export --format " + std::string(ExportFormatName(format)) +
+                    ": segment " + values.segment + ", for " + values.key;
+  if (!values.depth_asked.empty() || values.depth != DepthClass::kStream)
+    out += ", depth " + DepthText(values);
+  if (const std::string fell = values.DepthFallbackNames(); !fell.empty())
+    out += ", stream entry for " + fell;
+  if (values.stale) out += ", stale";
+  if (values.any_fallback()) out += ", with fallback values";
+  if (const std::string missing = values.MissingNames(); !missing.empty())
+    out += ", missing " + missing;
+  return out;
+}
+
 std::string StatusText(const ExportedMethod& m) {
   switch (m.source) {
     case ExportSource::kFallback:
@@ -200,15 +215,7 @@ std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& 
 
 Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
                                  const nlohmann::json& show) {
-  const std::string comment = "zcal export --format " + std::string(ExportFormatName(format)) +
-                              ": segment " + values.segment + ", for " + values.key +
-                              ", depth " + DepthText(values) +
-                              (values.DepthFallbackNames().empty()
-                                   ? ""
-                                   : ", stream entry for " + values.DepthFallbackNames()) +
-                              (values.stale ? ", stale" : "") +
-                              (values.any_fallback() ? ", with fallback values" : "") +
-                              (values.MissingNames().empty() ? "" : ", missing " + values.MissingNames());
+  const std::string comment = Comment(format, values);
   switch (format) {
     case ExportFormat::kEnv:
     case ExportFormat::kLibfabric: {
