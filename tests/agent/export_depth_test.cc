@@ -2,7 +2,10 @@
 // for, each format's default, the entries read from a segment with depth
 // classes (the class's, else the scope's stream entry, said so), what each
 // format writes of it, and the configuration's key.
+#include <map>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -3,6 +3,10 @@
 // writer: the class's values where the scope has them, the stream entry
 // and a marker where it has not, --strict-depth's refusal, and every bad
 // depth refused with one line, exit 2 and nothing written or run.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
