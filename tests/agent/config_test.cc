@@ -155,14 +155,14 @@ TEST(Config, ExportsAreReadWithTheirKeyAndFallback) {
   ASSERT_TRUE(config) << config.error().message;
   ASSERT_EQ(config->exports.size(), 4u);
   EXPECT_EQ(config->exports[0],
-            (ExportConfig{ExportFormat::kLibfabric, "/tmp/zcal-fabric.env", "198.18.0.2", "", "", "", {}}));
+            (ExportConfig{ExportFormat::kLibfabric, "/tmp/zcal-fabric.env", "198.18.0.2", "", "", "", {}, std::nullopt, false}));
   EXPECT_EQ(config->exports[1],
-            (ExportConfig{ExportFormat::kSpdkRpc, "/tmp/zcal.rpc", "", "eth0", "", "16KiB", {}}));
+            (ExportConfig{ExportFormat::kSpdkRpc, "/tmp/zcal.rpc", "", "eth0", "", "16KiB", {}, std::nullopt, false}));
   EXPECT_EQ(config->exports[2],
-            (ExportConfig{ExportFormat::kEnv, "/tmp/zcal.env", "", "", "loopback", "", {}}));
+            (ExportConfig{ExportFormat::kEnv, "/tmp/zcal.env", "", "", "loopback", "", {}, std::nullopt, false}));
   EXPECT_EQ(config->exports[3],
             (ExportConfig{ExportFormat::kEnv, "/tmp/zcal-uring.env", "", "", "loopback", "",
-                          {calibrator::Method::kUringSendZc, calibrator::Method::kUringSendZcFixed}}));
+                          {calibrator::Method::kUringSendZc, calibrator::Method::kUringSendZcFixed}, std::nullopt, false}));
   // exports: with nothing, or an empty list, is none (the default).
   const Result<Config> none = ParseConfig("exports: []\n", "none.yaml");
   ASSERT_TRUE(none) << none.error().message;

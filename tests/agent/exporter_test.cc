@@ -16,6 +16,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "shm_test_util.h"
 #include "test_util.h"
 #include "zcal/agent/service/publisher.h"
 #include "zcal/common/clock.h"
@@ -270,6 +271,44 @@ TEST(ExportComparison, JsonIgnoresHeartbeatsAndAgesButNotVerdicts) {
   EXPECT_EQ(ComparableText(ExportFormat::kJson, a), ComparableText(ExportFormat::kJson, b));
   EXPECT_NE(ComparableText(ExportFormat::kJson, b), ComparableText(ExportFormat::kJson, c));
   EXPECT_NE(ComparableText(ExportFormat::kEnv, "A=1\n"), ComparableText(ExportFormat::kEnv, "A=2\n"));
+}
+
+// The publisher writes stream entries only today; the segment with depth
+// classes comes from the writer itself, as a later agent's would.
+TEST(ExporterDepth, AnExportAtADepthWritesItsClassAndTheStreamEntryWhereItHasNone) {
+  zcal::test::ScopedName name("exporter-depth");
+  auto writer = zcal::test::MakeWriter(name);
+  PublishedEntry four = zcal::test::Entry(ScopeKind::kHostDefault, 49152);
+  four.depth = DepthClass::k4;
+  ASSERT_TRUE(writer->Publish(
+      std::vector<PublishedEntry>{zcal::test::Entry(ScopeKind::kHostDefault, 24576), four},
+      false));
+  TempDir dir;
+  ExportConfig at_four;
+  at_four.format = ExportFormat::kLibfabric;
+  at_four.path = (dir.path() / "four.env").string();
+  at_four.scope = "host_default";
+  at_four.depth = *ParseExportDepth("6");
+  ExportConfig at_sixteen = at_four;
+  at_sixteen.path = (dir.path() / "sixteen.env").string();
+  at_sixteen.depth = *ParseExportDepth("16");
+  ExportConfig strict = at_sixteen;
+  strict.path = (dir.path() / "strict.env").string();
+  strict.strict_depth = true;
+  auto metrics = std::make_shared<Metrics>("test");
+  Exporter exporter(metrics, common::SystemClock());
+  exporter.Configure({at_four, at_sixteen, strict});
+  exporter.Update(name.str());
+  const std::string four_text = ReadFile(dir.path() / "four.env");
+  EXPECT_TRUE(Contains(four_text, "FI_TCP_ZEROCOPY_SIZE=49152\n")) << four_text;
+  EXPECT_TRUE(Contains(four_text, "ZCAL_DEPTH=4\n")) << four_text;
+  const std::string sixteen_text = ReadFile(dir.path() / "sixteen.env");
+  EXPECT_TRUE(Contains(sixteen_text, "FI_TCP_ZEROCOPY_SIZE=24576\n")) << sixteen_text;
+  EXPECT_TRUE(Contains(sixteen_text, "ZCAL_DEPTH_FALLBACK=msg_zerocopy\n")) << sixteen_text;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "strict.env"))
+      << "--strict-depth's refusal leaves the file alone";
+  EXPECT_TRUE(Contains(metrics->Text(), "zcal_export_errors_total{format=\"libfabric\"} 1"))
+      << metrics->Text();
 }
 
 }  // namespace

@@ -82,11 +82,11 @@ const std::vector<Case>& Cases() {
       {"host.root", [](Config& c) { c.host_root = "/tmp/root"; },
        [](ConfigChange& e) { e.host_root = true; }},
       {"exports",
-       [](Config& c) { c.exports.push_back(ExportConfig{ExportFormat::kEnv, "/run/zcal/zcal.env", "", "", "loopback", "", {}}); },
+       [](Config& c) { c.exports.push_back(ExportConfig{ExportFormat::kEnv, "/run/zcal/zcal.env", "", "", "loopback", "", {}, std::nullopt, false}); },
        [](ConfigChange& e) { e.exports = true; }},
       {"exports[0].fallback",
        [](Config& c) {
-         c.exports.push_back(ExportConfig{ExportFormat::kEnv, "/run/zcal/zcal.env", "", "", "loopback", "", {}});
+         c.exports.push_back(ExportConfig{ExportFormat::kEnv, "/run/zcal/zcal.env", "", "", "loopback", "", {}, std::nullopt, false});
          c.exports[0].fallback = "never";
        },
        [](ConfigChange& e) { e.exports = true; }},

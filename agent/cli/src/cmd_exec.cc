@@ -30,7 +30,7 @@ constexpr int kExitNotFound = 127;
 
 struct ExecArgs {
   ExportKeyArgs key;
-  ExportMethodsOption methods;
+  ExportPlanOptions plan;
   std::string formats = "env,libfabric";
   std::vector<std::string> command;
 };
@@ -70,7 +70,7 @@ int RunExec(const ExecArgs& args) {
     return Refuse("name the command after --, as in: zcal exec -- CMD ARGS", kExitUsage);
   auto formats = ParseFormats(args.formats);
   if (!formats) return Refuse(formats.error().message, ExitStatusOf(formats.error()));
-  auto plan = args.methods.Plan(*formats);
+  auto plan = args.plan.Plan(*formats);
   if (!plan) return Refuse(plan.error().message, ExitStatusOf(plan.error()));
 
   std::ostringstream warnings;
@@ -107,7 +107,7 @@ Command AddExecCommand(CLI::App& parent) {
       "environment; its exit status is zcal's. The same refusals as zcal export (for the "
       "methods the formats' consumers read); 126 or 127 when CMD cannot be run.");
   AddExportKeyOptions(*app, args->key);
-  args->methods.Add(*app);
+  args->plan.Add(*app);
   app->add_option("--format", args->formats,
                   "Comma-separated formats whose variables to set: env, libfabric "
                   "(default: env,libfabric)");

@@ -21,7 +21,7 @@ namespace {
 
 struct ExportArgs {
   ExportKeyArgs key;
-  ExportMethodsOption methods;
+  ExportPlanOptions plan;
   std::string format;
   std::string output;
 };
@@ -38,7 +38,7 @@ int RunExport(const ExportArgs& args) {
                         "name a format with --format: env, json, libfabric, spdk or spdk-rpc"});
   auto format = ParseExportFormat(args.format);
   if (!format) return Refuse(format.error());
-  auto plan = args.methods.Plan(std::span(&*format, 1));
+  auto plan = args.plan.Plan(std::span(&*format, 1));
   if (!plan) return Refuse(plan.error());
   // The file's directory is checked before the segment is read, and
   // nothing is written unless everything succeeded (the temporary file is
@@ -80,7 +80,7 @@ Command AddExportCommand(CLI::App& parent) {
       "reads, unless --fallback; env marks the other methods it lacks.");
   app->add_option("--format", args->format, "env, libfabric, spdk, spdk-rpc or json (required)");
   AddExportKeyOptions(*app, args->key);
-  args->methods.Add(*app);
+  args->plan.Add(*app);
   app->add_option("-o,--output", args->output,
                   "Write to this file atomically (keeping an existing file's mode and "
                   "owner) instead of standard output");

@@ -1,5 +1,6 @@
 #include "export_options.h"
 
+#include <optional>
 #include <vector>
 
 namespace zcal::agent {
@@ -22,24 +23,40 @@ void AddExportKeyOptions(CLI::App& app, ExportKeyArgs& args) {
                  "(default: fail for a method the consumer reads, mark the others)");
   app.add_flag("--fresh", args.fresh,
                "Refuse a stale table (republished at agent start, not yet confirmed)");
+  app.add_flag("--strict-depth", args.strict_depth,
+               "Refuse a scope's stream entry in place of --depth's class: a method without "
+               "an entry of that class has no usable entry (default: the stream entry "
+               "answers, marked ZCAL_DEPTH_FALLBACK)");
 }
 
-void ExportMethodsOption::Add(CLI::App& app) {
-  option_ = app.add_option(
-      "--methods", text_,
+void ExportPlanOptions::Add(CLI::App& app) {
+  methods_option_ = app.add_option(
+      "--methods", methods_,
       "Comma-separated zerocopy methods the consumer reads (msg_zerocopy, uring_send_zc, "
       "uring_send_zc_fixed): only these are written, and each must have a usable entry "
       "(default: the format's; env marks a method without one)");
+  depth_option_ = app.add_option(
+      "--depth", depth_,
+      "Zerocopy sends the consumer keeps in flight per connection: 1, 4, 16, stream, or a "
+      "number from 1 to 128, which takes its class (the class at or below it, stream from "
+      "32); the values are that class's entries, the scope's stream entry where it has "
+      "none (default: the format's consumer's, stream for every format)");
 }
 
-Result<ExportPlan> ExportMethodsOption::Plan(std::span<const ExportFormat> formats) const {
+Result<ExportPlan> ExportPlanOptions::Plan(std::span<const ExportFormat> formats) const {
+  std::optional<ExportDepth> depth;
+  if (depth_option_ != nullptr && depth_option_->count() > 0) {
+    auto parsed = ParseExportDepth(depth_);
+    if (!parsed) return tl::unexpected(parsed.error());
+    depth = std::move(*parsed);
+  }
   std::vector<calibrator::Method> named;
-  if (option_ != nullptr && option_->count() > 0) {
-    auto parsed = ParseExportMethods(text_);
+  if (methods_option_ != nullptr && methods_option_->count() > 0) {
+    auto parsed = ParseExportMethods(methods_);
     if (!parsed) return tl::unexpected(parsed.error());
     named = std::move(*parsed);
   }
-  return PlanExport(formats, named);
+  return PlanExport(formats, named, "--methods", depth);
 }
 
 }  // namespace zcal::agent

@@ -116,14 +116,30 @@ bool ReadMethods(ConfigReader& reader, const YAML::Node& node, const std::string
   return true;
 }
 
+// depth: as zcal export's --depth, a class or a number of sends in flight.
+bool ReadDepth(ConfigReader& reader, const YAML::Node& node, const std::string& key,
+               ExportConfig& out) {
+  std::string text;
+  if (!reader.String(node, key, text)) return false;
+  auto depth = ParseExportDepth(text, key);
+  if (!depth) {
+    // The message starts with the key already.
+    reader.Error(node, "", depth.error().message);
+    return false;
+  }
+  out.depth = std::move(*depth);
+  return true;
+}
+
 }  // namespace
 
 void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
   config.exports.clear();
   if (node.IsNull()) return;
   if (!reader.ExpectSequence(node, "exports")) return;
-  static constexpr std::array<std::string_view, 7> kKeys = {
-      "format", "path", "for", "interface", "scope", "fallback", "methods"};
+  static constexpr std::array<std::string_view, 9> kKeys = {
+      "format", "path", "for", "interface", "scope", "fallback", "methods", "depth",
+      "strict_depth"};
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string key = "exports[" + std::to_string(i) + "]";
     const auto fields = reader.Map(node[i], key, kKeys);
@@ -173,6 +189,10 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
     }
     if (const auto it = fields->find("methods"); it != fields->end() && format_ok)
       ok = ReadMethods(reader, it->second, key + ".methods", e) && ok;
+    if (const auto it = fields->find("depth"); it != fields->end())
+      ok = ReadDepth(reader, it->second, key + ".depth", e) && ok;
+    if (const auto it = fields->find("strict_depth"); it != fields->end())
+      ok = reader.Bool(it->second, key + ".strict_depth", e.strict_depth) && ok;
     if (!ok) continue;
     const bool twice = std::any_of(config.exports.begin(), config.exports.end(),
                                    [&](const ExportConfig& o) { return o.path == e.path; });

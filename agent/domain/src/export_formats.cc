@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "zcal/calibrator/depth.h"
+
 namespace zcal::agent {
 
 namespace {
@@ -41,6 +43,12 @@ std::string Names(std::span<const Method> methods) {
 
 bool RequiresItsMethods(ExportFormat format) { return format != ExportFormat::kEnv; }
 
+// Sends in flight a class stands for, stream as the deepest.
+std::uint32_t InFlight(DepthClass depth) {
+  return depth == DepthClass::kStream ? calibrator::kMaxDepth + 1
+                                      : static_cast<std::uint32_t>(depth);
+}
+
 }  // namespace
 
 Result<ExportFormat> ParseExportFormat(std::string_view text) {
@@ -70,6 +78,36 @@ std::span<const Method> ExportFormatMethods(ExportFormat format) {
   return calibrator::kZerocopyMethods;
 }
 
+DepthClass ExportFormatDefaultDepth(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kEnv:
+    case ExportFormat::kJson:
+    case ExportFormat::kLibfabric:
+    case ExportFormat::kSpdk:
+    case ExportFormat::kSpdkRpc:
+      break;
+  }
+  return DepthClass::kStream;
+}
+
+Result<ExportDepth> ParseExportDepth(std::string_view text, std::string_view option) {
+  const Result<std::uint32_t> depth = calibrator::ParseDepth(text);
+  if (!depth) {
+    // The calibrator's sentence starts with "depth: "; the user wrote `option`.
+    std::string message = depth.error().message;
+    constexpr std::string_view kPrefix = "depth: ";
+    if (message.starts_with(kPrefix)) message.erase(0, kPrefix.size());
+    return Fail(Errc::kInvalidArgument, std::string(option) + ": " + message);
+  }
+  if (*depth == calibrator::kStreamDepth) return ExportDepth{DepthClass::kStream, "stream"};
+  // The published classes, ordered as ParseDepthClasses returns them, so
+  // that ClassOf applies libzcal's zcal_depth_class rule.
+  std::vector<std::uint32_t> classes;
+  for (DepthClass c : kDepthClasses) classes.push_back(static_cast<std::uint32_t>(c));
+  const std::uint32_t code = calibrator::ClassOf(*depth, classes);
+  return ExportDepth{static_cast<DepthClass>(code), std::string(text)};
+}
+
 Result<std::vector<Method>> ParseExportMethods(std::string_view list, std::string_view option) {
   const std::string all = Names(calibrator::kZerocopyMethods);
   const std::string what = std::string(option);
@@ -93,8 +131,19 @@ Result<std::vector<Method>> ParseExportMethods(std::string_view list, std::strin
 }
 
 Result<ExportPlan> PlanExport(std::span<const ExportFormat> formats, std::span<const Method> named,
-                              std::string_view option) {
+                              std::string_view option, const std::optional<ExportDepth>& depth) {
   ExportPlan plan;
+  if (depth) {
+    plan.depth = depth->depth_class;
+    plan.depth_asked = depth->asked;
+  } else {
+    bool first = true;
+    for (ExportFormat f : formats) {
+      const DepthClass d = ExportFormatDefaultDepth(f);
+      if (first || InFlight(d) < InFlight(plan.depth)) plan.depth = d;
+      first = false;
+    }
+  }
   if (named.empty()) {
     for (ExportFormat f : formats)
       for (Method m : ExportFormatMethods(f)) {

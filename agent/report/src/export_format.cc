@@ -63,6 +63,29 @@ nlohmann::json SpdkParams(std::string_view impl, const ExportedMethod& m) {
   return params;
 }
 
+// "4", or "8 (class 4)" when --depth named a depth within a class.
+std::string DepthText(const ExportValues& values) {
+  const std::string name(DepthClassName(values.depth));
+  return values.depth_asked.empty() || values.depth_asked == name
+             ? name
+             : values.depth_asked + " (class " + name + ")";
+}
+
+// The first line of env and libfabric: what was asked and what stands in.
+std::string Comment(ExportFormat format, const ExportValues& values) {
+  std::string out = "zcal export --format " + std::string(ExportFormatName(format)) +
+                    ": segment " + values.segment + ", for " + values.key;
+  if (!values.depth_asked.empty() || values.depth != DepthClass::kStream)
+    out += ", depth " + DepthText(values);
+  if (const std::string fell = values.DepthFallbackNames(); !fell.empty())
+    out += ", stream entry for " + fell;
+  if (values.stale) out += ", stale";
+  if (values.any_fallback()) out += ", with fallback values";
+  if (const std::string missing = values.MissingNames(); !missing.empty())
+    out += ", missing " + missing;
+  return out;
+}
+
 std::string StatusText(const ExportedMethod& m) {
   switch (m.source) {
     case ExportSource::kFallback:
@@ -125,6 +148,14 @@ std::string ExportValues::MissingNames() const {
   return out;
 }
 
+std::string ExportValues::DepthFallbackNames() const {
+  std::string out;
+  for (const ExportedMethod& m : methods)
+    if (m.depth_fallback)
+      out += (out.empty() ? "" : ",") + std::string(zcal_method_name(m.method));
+  return out;
+}
+
 std::string ThresholdText(const ExportedMethod& m) {
   if (m.missing()) return "";
   if (m.verdict == ZCAL_VERDICT_NEVER) return "never";
@@ -145,7 +176,11 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
                                                                  : std::to_string(m->threshold_bytes);
     const std::string source = values.any_fallback() ? "fallback" : "segment";
     return std::vector<std::pair<std::string, std::string>>{
-        {"FI_TCP_ZEROCOPY_SIZE", size}, {"FI_NET_ZEROCOPY_SIZE", size}, {"ZCAL_SOURCE", source}};
+        {"FI_TCP_ZEROCOPY_SIZE", size},
+        {"FI_NET_ZEROCOPY_SIZE", size},
+        {"ZCAL_SOURCE", source},
+        {"ZCAL_DEPTH", std::string(DepthClassName(values.depth))},
+        {"ZCAL_DEPTH_FALLBACK", values.DepthFallbackNames()}};
   }
   if (format != ExportFormat::kEnv)
     return Fail(Errc::kInvalidArgument, "format " + std::string(ExportFormatName(format)) +
@@ -158,10 +193,15 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
     vars.emplace_back(prefix + "_SCOPE", m.scope);
     vars.emplace_back(prefix + "_ESTIMATED", m.estimated ? "1" : "0");
     vars.emplace_back(prefix + "_MEASURED_AT", Utc(m.measured_at_ns));
+    vars.emplace_back(prefix + "_DEPTH",
+                      m.source == ExportSource::kSegment ? DepthClassName(m.depth) : "");
+    vars.emplace_back(prefix + "_DEPTH_FALLBACK", m.depth_fallback ? "1" : "0");
   }
   vars.emplace_back("ZCAL_SOURCE", values.any_fallback() ? "fallback" : "segment");
   vars.emplace_back("ZCAL_MISSING", values.MissingNames());
   vars.emplace_back("ZCAL_STALE", values.stale ? "1" : "0");
+  vars.emplace_back("ZCAL_DEPTH", std::string(DepthClassName(values.depth)));
+  vars.emplace_back("ZCAL_DEPTH_FALLBACK", values.DepthFallbackNames());
   vars.emplace_back("ZCAL_SEGMENT", values.segment);
   return vars;
 }
@@ -175,11 +215,7 @@ std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& 
 
 Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
                                  const nlohmann::json& show) {
-  const std::string comment = "zcal export --format " + std::string(ExportFormatName(format)) +
-                              ": segment " + values.segment + ", for " + values.key +
-                              (values.stale ? ", stale" : "") +
-                              (values.any_fallback() ? ", with fallback values" : "") +
-                              (values.MissingNames().empty() ? "" : ", missing " + values.MissingNames());
+  const std::string comment = Comment(format, values);
   switch (format) {
     case ExportFormat::kEnv:
     case ExportFormat::kLibfabric: {
@@ -224,9 +260,14 @@ Result<std::string> FormatExport(ExportFormat format, const ExportValues& values
             {"scope", m.scope},
             {"estimated", m.estimated},
             {"measured_at_ns", m.fallback() ? nlohmann::json(nullptr)
-                                            : nlohmann::json(m.measured_at_ns)}};
+                                            : nlohmann::json(m.measured_at_ns)},
+            {"depth", m.fallback() ? nlohmann::json(nullptr)
+                                   : nlohmann::json(DepthClassName(m.depth))},
+            {"depth_fallback", m.depth_fallback}};
       }
       doc["export"] = {{"key", values.key},
+                       {"depth", DepthClassName(values.depth)},
+                       {"depth_fallback", !values.DepthFallbackNames().empty()},
                        {"stale", values.stale},
                        {"source", values.any_fallback() ? "fallback" : "segment"},
                        {"methods", std::move(methods)}};

@@ -146,6 +146,14 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
   const std::string name = SegmentName(args.segment);
   selection.values.segment = name;
   selection.values.key = key->text;
+  selection.values.depth = plan.depth;
+  selection.values.depth_asked = plan.depth_asked;
+  // zcal_lookup_depth takes a count of sends in flight; the class's own
+  // count falls in it, and stream's is ZCAL_DEPTH_STREAM_FROM.
+  const std::uint32_t depth = plan.depth == DepthClass::kStream
+                                  ? ZCAL_DEPTH_STREAM_FROM
+                                  : static_cast<std::uint32_t>(plan.depth);
+  const std::string depth_name(DepthClassName(plan.depth));
   const std::string prefix = std::string(command) + ": warning: ";
   const std::string fallback_note =
       fallback ? "printing the fallback " + args.fallback + " (ZCAL_SOURCE=fallback)" : "";
@@ -186,21 +194,24 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
     warnings << prefix << why << ": using it (--fresh refuses a stale table)\n";
   }
 
-  std::vector<calibrator::Method> missing_required, missing_other;
+  std::vector<calibrator::Method> missing_required, missing_other, no_class;
   for (calibrator::Method method : plan.methods) {
     ExportedMethod e;
     e.method = static_cast<std::uint8_t>(method);
     zcal_result r{};
-    const int lr = zcal_lookup(handle.get(), &key->key, e.method, &r);
-    const bool usable = lr == 0 && (r.verdict == ZCAL_VERDICT_THRESHOLD ||
-                                    r.verdict == ZCAL_VERDICT_ALWAYS ||
-                                    r.verdict == ZCAL_VERDICT_NEVER);
+    const int lr = zcal_lookup_depth(handle.get(), &key->key, e.method, depth, &r);
+    const bool refused_stream = lr == 0 && r.depth_fallback != 0 && args.strict_depth;
+    const bool usable = lr == 0 && !refused_stream &&
+                        (r.verdict == ZCAL_VERDICT_THRESHOLD ||
+                         r.verdict == ZCAL_VERDICT_ALWAYS || r.verdict == ZCAL_VERDICT_NEVER);
     if (lr != 0 && lr != -ENODATA) return Fail(Errc::kFailed, OpenError(lr, name));
     if (!usable) {
       (Contains(plan.required, method) ? missing_required : missing_other).push_back(method);
+      if (refused_stream) no_class.push_back(method);
       e.source = ExportSource::kMissing;
       e.scope = "none";
       e.why = lr == -ENODATA ? "no_entry"
+              : refused_stream ? "no_depth_entry"
               : r.reason != ZCAL_REASON_NONE
                   ? "inconclusive:" + std::string(zcal_reason_name(r.reason))
                   : "inconclusive";
@@ -213,11 +224,24 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
     e.scope = ScopeOf(r, *key, table);
     e.estimated = r.estimated != 0;
     e.measured_at_ns = r.measured_at_ns;
+    e.depth = static_cast<DepthClass>(r.depth_class);
+    e.depth_fallback = r.depth_fallback != 0;
     selection.values.methods.push_back(std::move(e));
   }
+  if (const std::string fell = selection.values.DepthFallbackNames(); !fell.empty())
+    warnings << prefix << "segment " << name << " has no depth " << depth_name << " entry for "
+             << key->text << " and " << fell << ": the stream entry answers (ZCAL_DEPTH_FALLBACK="
+             << fell << "; --strict-depth refuses it)\n";
   const auto no_entry = [&](const std::vector<calibrator::Method>& methods) {
-    return "segment " + name + " has no usable entry (none, or inconclusive) for " + key->text +
-           " and " + MethodList(methods);
+    const bool depth_only = std::all_of(methods.begin(), methods.end(), [&](calibrator::Method m) {
+      return Contains(no_class, m);
+    });
+    if (depth_only)
+      return "--strict-depth: segment " + name + " has no depth " + depth_name + " entry for " +
+             key->text + " and " + MethodList(methods);
+    return "segment " + name + " has no usable entry (none, or inconclusive" +
+           (no_class.empty() ? std::string() : ", or none of depth " + depth_name) + ") for " +
+           key->text + " and " + MethodList(methods);
   };
   if (fallback) {
     std::vector<calibrator::Method> all = missing_required;
@@ -229,7 +253,10 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
   if (!missing_required.empty())
     return Fail(Errc::kNotFound, no_entry(missing_required) +
                                      ", which the consumer reads; --fallback VALUE gives it a "
-                                     "value of yours instead");
+                                     "value of yours instead" +
+                                     (no_class.empty() ? ""
+                                                       : ", and without --strict-depth the "
+                                                         "stream entry answers"));
   if (!missing_other.empty())
     warnings << prefix << no_entry(missing_other) << ": marked missing (ZCAL_MISSING="
              << selection.values.MissingNames() << ")\n";

@@ -19,9 +19,10 @@ namespace {
 constexpr std::size_t kMaxExportBytes = 4 << 20;
 
 std::string KeyText(const ExportConfig& e) {
-  if (!e.for_address.empty()) return "for " + e.for_address;
-  if (!e.interface.empty()) return "interface " + e.interface;
-  return "scope " + e.scope;
+  const std::string depth = e.depth ? ", depth " + e.depth->asked : "";
+  if (!e.for_address.empty()) return "for " + e.for_address + depth;
+  if (!e.interface.empty()) return "interface " + e.interface + depth;
+  return "scope " + e.scope + depth;
 }
 
 }  // namespace
@@ -70,12 +71,13 @@ void Exporter::UpdateOne(Slot& slot, const std::string& segment) {
   args.interface = e.interface;
   args.scope = e.scope;
   args.fallback = e.fallback;
+  args.strict_depth = e.strict_depth;
   // Warnings (a stale table, a fallback used, a method marked missing) are
   // in the text itself (ZCAL_STALE, ZCAL_SOURCE, ZCAL_MISSING, the comment
   // line), not for the agent's log.
   std::ostringstream warnings;
   const ExportFormat formats[] = {e.format};
-  auto plan = PlanExport(formats, e.methods, "methods");
+  auto plan = PlanExport(formats, e.methods, "methods", e.depth);
   if (!plan) return Failed(slot, plan.error().message);
   auto selection = SelectExport(args, *plan, "zcal agent", warnings, clock_->Wall());
   if (!selection) return Failed(slot, selection.error().message);

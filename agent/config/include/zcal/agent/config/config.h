@@ -115,6 +115,12 @@ struct ExportConfig {
   /// The methods the consumer reads, as zcal export's --methods (checked
   /// against the format with PlanExport); empty: the format's default.
   std::vector<calibrator::Method> methods;
+  /// The depth the consumer sends at, as zcal export's --depth; nullopt:
+  /// the format's default class (ExportFormatDefaultDepth).
+  std::optional<ExportDepth> depth;
+  /// As zcal export's --strict-depth: no stream entry in place of the
+  /// depth's class.
+  bool strict_depth = false;
 
   bool operator==(const ExportConfig&) const = default;
 };

@@ -49,8 +49,16 @@ struct ExportedMethod {
   /// Why there is no value from the segment (kFallback, kMissing), as a
   /// token a script can compare: "no_segment", "stale" (refused by
   /// --fresh), "no_entry", "inconclusive" or "inconclusive:REASON"
-  /// (REASON as zcal_reason_name: "noisy", ...). "" for kSegment.
+  /// (REASON as zcal_reason_name: "noisy", ...), "no_depth_entry" (the
+  /// scope has no entry of the asked class, and --strict-depth refuses
+  /// its stream entry). "" for kSegment.
   std::string why;
+  /// kSegment: the class of the entry that answered: the asked one, or
+  /// kStream when the scope has no entry of that class (depth_fallback).
+  DepthClass depth = DepthClass::kStream;
+  /// kSegment: the scope's stream entry answered for an asked class it
+  /// has no entry of.
+  bool depth_fallback = false;
   bool estimated = false;
   std::uint64_t measured_at_ns = 0;  ///< 0 unless kSegment
   bool fallback() const { return source == ExportSource::kFallback; }
@@ -61,10 +69,15 @@ struct ExportValues {
   std::string segment;  ///< "/zcal"
   std::string key;      ///< what was asked: "host_default", "198.18.0.1", ...
   bool stale = false;   ///< the table is republished state, not confirmed
+  DepthClass depth = DepthClass::kStream;  ///< the class asked for
+  std::string depth_asked;  ///< --depth as written ("8"); "" for the default
   std::vector<ExportedMethod> methods;
   bool any_fallback() const;
   /// The names of the kMissing methods, comma-separated ("" for none).
   std::string MissingNames() const;
+  /// The names of the methods whose stream entry answered for the asked
+  /// class (depth_fallback), comma-separated ("" for none).
+  std::string DepthFallbackNames() const;
 };
 
 /// The threshold in bytes, "always" or "never"; "" for a missing method.

@@ -19,8 +19,8 @@
 namespace zcal::agent {
 
 /// The key and its options, as the command line spells them (--segment,
-/// --for, --scope, --interface, --fallback, --fresh); at most one of
-/// for_address, scope and interface is set.
+/// --for, --scope, --interface, --fallback, --fresh, --strict-depth); at
+/// most one of for_address, scope and interface is set.
 struct ExportKeyArgs {
   std::string segment;  ///< "" = $ZCAL_SEGMENT, else /zcal
   std::string for_address;
@@ -28,6 +28,9 @@ struct ExportKeyArgs {
   std::string interface;
   std::string fallback;
   bool fresh = false;
+  /// A scope's stream entry does not stand in for the asked depth class:
+  /// a method without an entry of that class has no usable entry.
+  bool strict_depth = false;
 };
 
 struct ExportSelection {
@@ -35,12 +38,15 @@ struct ExportSelection {
   nlohmann::json show;  ///< zcal show --json's document; null without a segment
 };
 
-/// Reads the values of `plan.methods` for the key. A method without a
-/// usable entry (none, or inconclusive) takes the fallback when one is
-/// given; otherwise a required one refuses the whole export and any other
-/// is marked (ExportSource::kMissing). Warnings (a stale table, a fallback
-/// used, a method marked missing) go to `warnings` as lines starting with
-/// `command`. The error is one sentence: kInvalidArgument for a bad option
+/// Reads the values of `plan.methods` for the key at `plan.depth`
+/// (zcal_lookup_depth: the class's entry of the matching scope, else that
+/// scope's stream entry, marked depth_fallback). A method without a
+/// usable entry (none, or inconclusive; with strict_depth also one whose
+/// scope has only a stream entry) takes the fallback when one is given;
+/// otherwise a required one refuses the whole export and any other is
+/// marked (ExportSource::kMissing). Warnings (a stale table, a fallback
+/// used, a method marked missing, a stream entry standing in for the
+/// class) go to `warnings` as lines starting with `command`. The error is one sentence: kInvalidArgument for a bad option
 /// value, kNotFound for no segment or no usable entry for a required
 /// method, others for a segment that cannot be read.
 /// `now_ns` is the wall clock (ns since the epoch) the entries' ages in

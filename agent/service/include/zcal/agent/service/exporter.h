@@ -26,8 +26,8 @@ class Exporter {
   Exporter(std::shared_ptr<Metrics> metrics, std::shared_ptr<const common::Clock> clock)
       : metrics_(std::move(metrics)), clock_(std::move(clock)) {}
 
-  /// Takes a new list of exports. An export whose format, key, fallback
-  /// and path are unchanged keeps what it last wrote (so a reload writes
+  /// Takes a new list of exports. An export whose format, key, fallback,
+  /// methods, depth and path are unchanged keeps what it last wrote (so a reload writes
   /// nothing that has not changed); a new one compares with its file at
   /// the next Update.
   void Configure(const std::vector<ExportConfig>& exports);
