@@ -110,7 +110,7 @@ TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
                                       method + "\",depth=\"stream\"} +Inf"))
         << metrics;
     EXPECT_TRUE(Contains(metrics, "zcal_verdict{path=\"loopback\",method=\"" +
-                                      method + "\",verdict=\"never\"} 1"));
+                                      method + "\",depth=\"stream\",verdict=\"never\"} 1"));
   }
   EXPECT_TRUE(Contains(metrics, "zcal_calibrations_total{result=\"success\"} 1"));
   EXPECT_TRUE(Contains(metrics, "zcal_throughput_bytes_per_second{path=\"loopback\","
