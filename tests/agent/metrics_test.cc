@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -248,6 +250,73 @@ TEST(Metrics, DescribesHostAndBuild) {
   EXPECT_TRUE(Contains(text, "zcal_interface_info{path=\"loopback\","
                              "interface=\"lo\""));
   EXPECT_TRUE(Contains(text, "mtu_bytes=\"65536\""));
+}
+
+// Every line of the exposition that starts a series: no two alike, or a
+// scrape is invalid.
+std::vector<std::string> SeriesLines(const std::string& text) {
+  std::vector<std::string> series;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    series.push_back(line.substr(0, line.rfind(' ')));
+  }
+  return series;
+}
+
+TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
+  auto metrics = std::make_shared<Metrics>("9.9.9");
+  std::map<std::string, MethodStates> paths;
+  paths["discard"][Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576);
+  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 65536);
+  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}].pending =
+      Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt, Reason::kSlower).published;
+  probes::HostLoad load;
+  load.busy_share = 0.5;
+  for (auto& [key, s] : paths["discard"]) s.load = load;
+  metrics->SetPublished(paths, false);
+  Sample stream = MakeSample(Method::kMsgZerocopy, 4096, 0, 4);
+  Sample one = MakeSample(Method::kMsgZerocopy, 4096, 1, 4);
+  one.depth = 1;
+  one.bytes = 500'000'000;
+  Sample odd = MakeSample(Method::kMsgZerocopy, 4096, 0, 4);
+  odd.depth = 2;  // no class the agent publishes: left out
+  std::map<DepthClass, calibrator::PathResult> fresh;
+  fresh[DepthClass::kStream].methods[Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576).published;
+  fresh[DepthClass::k1].methods[Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 98304).published;
+  metrics->SetLastCalibration("discard", std::vector<Sample>{MakeSample(Method::kCopy, 4096, 0, 0),
+                                                             stream, one, odd},
+                              fresh);
+  const std::string text = metrics->Text();
+  const std::string at = "path=\"discard\",method=\"msg_zerocopy\",depth=";
+  for (const std::string& series :
+       {"zcal_threshold_bytes{" + at + "\"stream\"} 24576",
+        "zcal_threshold_bytes{" + at + "\"1\"} 65536",
+        "zcal_verdict{" + at + "\"1\",verdict=\"threshold\"} 1",
+        "zcal_verdict_reason_info{" + at + "\"1\",reason=\"none\"} 1",
+        "zcal_hysteresis_pending{" + at + "\"1\"} 1",
+        "zcal_hysteresis_pending{" + at + "\"stream\"} 0",
+        "zcal_calibration_host_busy_ratio{" + at + "\"1\"} 0.5",
+        "zcal_result_measured_timestamp_seconds{" + at + "\"1\"} 2",
+        "zcal_measured_threshold_bytes{" + at + "\"1\"} 98304",
+        "zcal_measured_threshold_bytes{" + at + "\"stream\"} 24576",
+        "zcal_throughput_bytes_per_second{" + at + "\"1\",size_bytes=\"4096\"} 500000000",
+        "zcal_throughput_bytes_per_second{" + at + "\"stream\",size_bytes=\"4096\"} 1000000000",
+        std::string("zcal_throughput_bytes_per_second{path=\"discard\",method=\"copy\","
+                    "depth=\"stream\",size_bytes=\"4096\"} 1000000000"),
+        "zcal_copied_ratio{" + at + "\"1\"} 0.25",
+        "zcal_copied_ratio{" + at + "\"stream\"} 0"}) {
+    EXPECT_TRUE(Contains(text, series)) << series << "\n" << text;
+  }
+  EXPECT_FALSE(Contains(text, "depth=\"2\"")) << text;
+  std::vector<std::string> series = SeriesLines(text);
+  std::sort(series.begin(), series.end());
+  EXPECT_EQ(std::adjacent_find(series.begin(), series.end()), series.end())
+      << "a series twice: " << *std::adjacent_find(series.begin(), series.end());
 }
 
 TEST(Metrics, DropsSeriesOfMethodsNoLongerMeasured) {
