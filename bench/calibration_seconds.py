@@ -21,9 +21,14 @@ summary is per binary and budget.
 once the kernel's copies are measured, far inside its budget: the duration
 tests/integration/calibrate_cli_test.cc prints but does not assert.
 
+--depth 1,4,16,stream calibrates those depth classes in each run (the
+agent's default classes) and judges each class's methods; a method not
+probed at a class (its neighbours give its answer) counts as stopped for a
+stated reason.
+
 usage: bench/calibration_seconds.py [--zcal BUILD/agent/cli/zcal[,OTHER]] [--rounds N]
                                     [--budgets 5,30] [--path discard|loopback]
-                                    [--json FILE]
+                                    [--depth LIST] [--json FILE]
 """
 import argparse
 import json
@@ -38,12 +43,12 @@ REGRET_RESOLUTION = 0.0005  # PlannerOptions::regret_resolution
 ZEROCOPY = ["msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed"]
 
 
-def run_once(zcal, budget, path):
+def run_once(zcal, budget, path, depth=None):
     load = os.getloadavg()[0]
     start = time.monotonic()
     try:
         done = subprocess.run([zcal, "calibrate", "--path", path, "--json",
-                               "--budget", str(budget)],
+                               "--budget", str(budget)] + (["--depth", depth] if depth else []),
                               capture_output=True, text=True, check=False)
     except OSError as error:
         sys.exit(f"calibration_seconds.py: --zcal {zcal}: cannot run it: {error.strerror}")
@@ -64,39 +69,55 @@ def run_once(zcal, budget, path):
            "seconds": doc["timings"]["duration_seconds"],
            "probes": doc["timings"]["probes_run"], "methods": {},
            "scatter": statistics.median(scatter) if scatter else None}
-    for name in ZEROCOPY:
-        r = doc["paths"][path]["methods"].get(name)
-        if r is None:
-            continue
-        t = r.get("threshold_bytes")
-        interval = r.get("interval") or {}
-        low, high = interval.get("low_bytes"), interval.get("high_bytes")
-        half = None
-        if t and low and high and interval.get("level", 0) > 0:
-            half = max(t / low, high / t) - 1
-        excess = r.get("regret_excess")
-        exceptions = len((r.get("model") or {}).get("exceptions") or [])
-        if r.get("rule") == "per_size":
-            # The per-size rule's interval is the bracket between the
-            # probed size below the threshold and it (level 0): at the
-            # planner's resolution when it is within 1/8 and either both
-            # comparisons at its ends are decisive or the threshold costs
-            # at most 0.05 pp over the best (the per-size bootstrap).
-            ends = [c for c in r.get("sizes", []) if c["size"] in (low, t)]
-            # (t - low) / t, as the planner bisects: 7168..8192 is 1/8.
-            bracket = (1 - low / t) if t and low else None
-            decided = ((len(ends) == 2 and all(c["decisive"] for c in ends)) or
-                       (excess is not None and excess <= REGRET_RESOLUTION))
-            resolved = bracket is not None and bracket <= RESOLUTION and decided
-        else:
-            resolved = ((half is not None and half <= RESOLUTION) or
-                        (excess is not None and excess <= REGRET_RESOLUTION))
-        run["methods"][name] = {
-            "verdict": r["verdict"], "threshold": t, "low": low, "high": high,
-            "level": interval.get("level"), "half": half, "excess": excess,
-            "rule": r.get("rule"), "resolved": resolved, "exceptions": exceptions,
-            "rule_detail": r.get("rule_detail", "")}
+    classes = doc["depths"] if depth else [doc]
+    for c in classes:
+        for name in ZEROCOPY:
+            key = f"{name} at {c['depth']}" if depth else name
+            if name in c.get("not_probed", {}):
+                # Its neighbours' answer holds, for the reason given: the
+                # planner stopped for a stated reason.
+                run["methods"][key] = {
+                    "verdict": "not probed", "threshold": None, "low": None, "high": None,
+                    "level": None, "half": None, "excess": None, "rule": None,
+                    "resolved": True, "exceptions": 0, "rule_detail": c["not_probed"][name]}
+                continue
+            r = c["paths"].get(path, {}).get("methods", {}).get(name)
+            if r is not None:
+                run["methods"][key] = judged(r)
     return run
+
+
+def judged(r):
+    """A zerocopy method's result: its verdict, interval, and whether it
+    reached the planner's stated resolution."""
+    t = r.get("threshold_bytes")
+    interval = r.get("interval") or {}
+    low, high = interval.get("low_bytes"), interval.get("high_bytes")
+    half = None
+    if t and low and high and interval.get("level", 0) > 0:
+        half = max(t / low, high / t) - 1
+    excess = r.get("regret_excess")
+    exceptions = len((r.get("model") or {}).get("exceptions") or [])
+    if r.get("rule") == "per_size":
+        # The per-size rule's interval is the bracket between the
+        # probed size below the threshold and it (level 0): at the
+        # planner's resolution when it is within 1/8 and either both
+        # comparisons at its ends are decisive or the threshold costs
+        # at most 0.05 pp over the best (the per-size bootstrap).
+        ends = [c for c in r.get("sizes", []) if c["size"] in (low, t)]
+        # (t - low) / t, as the planner bisects: 7168..8192 is 1/8.
+        bracket = (1 - low / t) if t and low else None
+        decided = ((len(ends) == 2 and all(c["decisive"] for c in ends)) or
+                   (excess is not None and excess <= REGRET_RESOLUTION))
+        resolved = bracket is not None and bracket <= RESOLUTION and decided
+    else:
+        resolved = ((half is not None and half <= RESOLUTION) or
+                    (excess is not None and excess <= REGRET_RESOLUTION))
+    return {
+        "verdict": r["verdict"], "threshold": t, "low": low, "high": high,
+        "level": interval.get("level"), "half": half, "excess": excess,
+        "rule": r.get("rule"), "resolved": resolved, "exceptions": exceptions,
+        "rule_detail": r.get("rule_detail", "")}
 
 
 def describe(m):
@@ -121,6 +142,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budgets", default="5,30")
     parser.add_argument("--path", choices=["discard", "loopback"], default="discard")
+    parser.add_argument("--depth", help="depth classes, as zcal calibrate --depth takes them "
+                        "(e.g. 1,4,16,stream): every class's methods are judged")
     parser.add_argument("--json", help="also write every run here")
     args = parser.parse_args()
     try:
@@ -135,7 +158,7 @@ def main():
     runs = []
     for r in range(args.rounds):
         for zcal, budget in [(z, b) for z in zcals for b in budgets]:
-            run = run_once(zcal, budget, args.path)
+            run = run_once(zcal, budget, args.path, args.depth)
             runs.append(run)
             print(f"round {r + 1}, {zcal if len(zcals) > 1 else ''} budget {budget:g} s: "
                   f"{run['probes']} probes, "
@@ -144,9 +167,9 @@ def main():
                   f"load average {run['load']:.1f}; probe scatter "
                   f"{'-' if run['scatter'] is None else format(100 * run['scatter'], '.0f') + ' %'}")
             for name, m in run["methods"].items():
-                print(f"  {name:<20} {describe(m)}")
-                if m["rule"] == "per_size" and m["rule_detail"]:
-                    print(f"  {'':<20} ({m['rule_detail'][:110]})")
+                print(f"  {name:<26} {describe(m)}")
+                if (m["rule"] == "per_size" or m["verdict"] == "not probed") and m["rule_detail"]:
+                    print(f"  {'':<26} ({m['rule_detail'][:110]})")
     print("\nsummary (median [min, max] over the rounds)")
     for zcal, budget in [(z, b) for z in zcals for b in budgets]:
         mine = [x for x in runs if x["budget"] == budget and x["zcal"] == zcal]
@@ -164,13 +187,16 @@ def main():
               f"probe scatter {spread(scatters, '{:.0f} %') if scatters else '-'}; "
               f"every method at the stated resolution in {whole} of {len(mine)} runs, "
               f"within 2 s of wall in {within_two}")
-        for name in ZEROCOPY:
+        names = sorted({k for x in mine for k in x["methods"]},
+                       key=lambda k: [x for x in runs[0]["methods"]].index(k)
+                       if k in runs[0]["methods"] else 99)
+        for name in names:
             ms = [x["methods"][name] for x in mine if name in x["methods"]]
             halves = [m["half"] for m in ms if m["half"] is not None]
             thresholds = [m["threshold"] for m in ms if m["threshold"]]
             resolved = sum(m["resolved"] for m in ms)
             per_size = sum(m["rule"] == "per_size" for m in ms)
-            print(f"  {name:<20} thresholds {thresholds}; interval half-width "
+            print(f"  {name:<26} thresholds {thresholds}; interval half-width "
                   f"{spread([100 * h for h in halves], '{:.0f} %') if halves else '-'}; "
                   f"at the stated resolution in {resolved} of {len(ms)}; "
                   f"per-size rule in {per_size}")

@@ -21,11 +21,16 @@ bool Requested(const PlannerOptions& options, Method method) {
          options.methods.end();
 }
 
+// Successful samples of `method` at `size`; a zerocopy method's at `depth`
+// only (the baselines have no depth).
 std::uint32_t OkCount(const std::vector<Sample>& samples, Method method,
-                      std::uint64_t size) {
+                      std::uint64_t size, std::uint32_t depth) {
   std::uint32_t n = 0;
   for (const Sample& s : samples) {
-    n += (s.method == method && s.size_bytes == size && s.ok()) ? 1 : 0;
+    n += (s.method == method && s.size_bytes == size && s.ok() &&
+          (!IsZerocopy(method) || s.depth == depth))
+             ? 1
+             : 0;
   }
   return n;
 }
@@ -99,6 +104,13 @@ void SweepPlanner::PlanCoarse() {
       // that no method always runs first (after idle) or last.
       for (std::size_t k = 0; k < n; ++k) {
         const Method m = options_.methods[(k + i + r) % n];
+        // A seeded calibration (another depth class's) probed it already.
+        if (OkCount(samples_, m, grid_[i], options_.depth) > r) continue;
+        if (const auto only = options_.coarse_sizes.find(m);
+            only != options_.coarse_sizes.end() &&
+            std::find(only->second.begin(), only->second.end(), grid_[i]) == only->second.end()) {
+          continue;
+        }
         queue_.push_back({m, grid_[i], r});
       }
     }
@@ -369,7 +381,7 @@ void SweepPlanner::PlanRefinement() {
       for (std::size_t k = 0; k < methods.size(); ++k) {
         const Method method = methods[(k + turn) % methods.size()];
         if (r >= planned[{method, size}]) continue;
-        queue_.push_back({method, size, OkCount(samples_, method, size) + r});
+        queue_.push_back({method, size, OkCount(samples_, method, size, options_.depth) + r});
       }
       ++turn;
     }
@@ -393,6 +405,21 @@ std::optional<ProbeRequest> SweepPlanner::Next() {
     return request;
   }
   return std::nullopt;
+}
+
+void SweepPlanner::Seed(std::span<const Sample> samples) {
+  assert(!coarse_planned_);
+  for (const Sample& s : samples) {
+    // Another class's zerocopy samples say nothing of this one's (its
+    // analysis leaves them out); a baseline's do, also that it cannot run.
+    if (IsZerocopy(s.method) && s.depth != options_.depth) {
+      Sample kept = s;
+      kept.path = options_.path;
+      samples_.push_back(std::move(kept));
+      continue;
+    }
+    Record(s);
+  }
 }
 
 void SweepPlanner::Record(const Sample& sample) {

@@ -337,6 +337,47 @@ TEST(SweepPlanner, RefinementKeepsMethodsInterleaved) {
   }
 }
 
+// A second depth class's planner, seeded with the first class's samples,
+// does not probe the baseline again where the seeds have it, and probes
+// its zerocopy method at its own depth only at the sizes it was given.
+TEST(SweepPlanner, ASeededClassReusesTheBaselinesAndKeepsToItsSizes) {
+  SimulatedHost host;
+  std::mt19937_64 rng(5);
+  SweepPlanner first(TwoMethods());
+  ProbeTheCoarseGrid(first, host, rng);
+
+  PlannerOptions options = TwoMethods();
+  options.depth = 4;
+  const std::vector<std::uint64_t> grid = CoarseGrid(options);
+  options.coarse_sizes[Method::kMsgZerocopy] = {grid.front(), grid[4], grid.back()};
+  SweepPlanner second(options);
+  second.Seed(first.samples());
+  EXPECT_EQ(second.samples().size(), first.samples().size());
+  std::vector<ProbeRequest> coarse;
+  for (int i = 0; i < 6; ++i) {
+    const auto request = second.Next();
+    ASSERT_TRUE(request.has_value());
+    coarse.push_back(*request);
+    Sample sample = host.Probe(*request, rng);
+    sample.depth = 4;
+    second.Record(sample);
+  }
+  for (const ProbeRequest& r : coarse) {
+    EXPECT_EQ(r.method, Method::kMsgZerocopy) << "the baseline is seeded at every grid size";
+  }
+  std::vector<std::uint64_t> sizes;
+  for (const ProbeRequest& r : coarse) sizes.push_back(r.size_bytes);
+  // Two rounds of the grid, each at the three sizes given.
+  EXPECT_EQ(sizes, (std::vector<std::uint64_t>{grid.front(), grid[4], grid.back(), grid.front(),
+                                               grid[4], grid.back()}));
+  // The decision is the class's own: the seeded stream samples of the
+  // zerocopy method do not count at depth 4.
+  const auto& result = second.Result().paths.at("default").methods.at(Method::kMsgZerocopy);
+  std::size_t counted = 0;
+  for (const SizeComparison& c : result.sizes) counted += c.zerocopy.samples;
+  EXPECT_EQ(counted, 6u);
+}
+
 TEST(SweepPlanner, DropsUnsupportedMethodAfterOneProbe) {
   PlannerOptions options;
   options.methods = {Method::kCopy, Method::kMsgZerocopy, Method::kUringSend,

@@ -299,10 +299,24 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   ASSERT_EQ(depths.size(), 2u) << r.out;
   EXPECT_EQ(depths[0].at("depth"), "1");
   EXPECT_EQ(depths[1].at("depth"), "stream");
+  // Every class answers for the method: decided on its own probes, or not
+  // probed with the reason (its neighbours give its answer), never both.
   for (const auto& one : depths) {
-    EXPECT_TRUE(one.at("paths").at("discard").at("methods").contains("msg_zerocopy")) << one.dump();
+    const bool decided = one.at("paths").at("discard").at("methods").contains("msg_zerocopy");
+    const bool skipped = one.at("not_probed").contains("msg_zerocopy");
+    EXPECT_NE(decided, skipped) << one.dump();
+    if (skipped) {
+      EXPECT_THAT(one.at("not_probed").at("msg_zerocopy").get<std::string>(), HasSubstr("depth"));
+    }
   }
   EXPECT_EQ(doc.at("paths"), depths[1].at("paths")) << "the top level is the stream class's";
+  if (depths[0].at("not_probed").contains("msg_zerocopy")) {
+    // Zerocopy never won at stream on this host, so depth 1 has nothing to
+    // probe; the rest needs a measured class 1 (the rule itself is tested
+    // in depth_classes_test.cc).
+    GTEST_SKIP() << "msg_zerocopy not probed at depth 1: "
+                 << depths[0].at("not_probed").at("msg_zerocopy");
+  }
 
   std::ifstream in(csv);
   std::string header, line;

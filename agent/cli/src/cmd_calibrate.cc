@@ -199,29 +199,13 @@ class ProgressLine {
   bool shown_ = false;
 };
 
-// The calibration of every requested depth class: one calibration per
-// class, the budget shared evenly, the samples of all of them together.
-struct ClassReport {
-  std::uint32_t depth = cal::kStreamDepth;
-  probes::CalibrationReport report;
-};
-
-struct Calibrated {
-  std::vector<ClassReport> classes;
-  std::vector<cal::Sample> samples;  ///< of every class, in probe order
-  double duration_seconds = 0;
-  std::size_t probes_run = 0;
-  bool cancelled = false;
-  std::optional<probes::SessionLoss> session_lost;
-};
-
 // The class whose results stand where one class's did before depths: the
-// stream class when it was calibrated, else the last one.
-const ClassReport& MainClass(const Calibrated& all) {
-  for (const ClassReport& c : all.classes) {
+// stream class when it was calibrated, else the first (the shallowest).
+const probes::ClassAnalysis& MainClass(const probes::CalibrationReport& report) {
+  for (const probes::ClassAnalysis& c : report.classes) {
     if (c.depth == cal::kStreamDepth) return c;
   }
-  return all.classes.back();
+  return report.classes.front();
 }
 
 Result<std::vector<std::uint32_t>> DepthClassesOf(const CalibrateArgs& args) {
@@ -231,50 +215,26 @@ Result<std::vector<std::uint32_t>> DepthClassesOf(const CalibrateArgs& args) {
   return classes;
 }
 
-probes::CalibrationResult<Calibrated> CalibrateClasses(const probes::CalibrationOptions& base,
-                                                       const std::vector<std::uint32_t>& depths) {
-  Calibrated all;
-  ProgressLine progress;
-  for (std::uint32_t depth : depths) {
-    probes::CalibrationOptions options = base;
-    options.depth = depth;
-    options.budget_seconds = base.budget_seconds / static_cast<double>(depths.size());
-    auto report = probes::RunCalibration(
-        options, [&](const probes::CalibrationProgress& p) { progress.Show(p); });
-    if (!report) return tl::unexpected(report.error());
-    all.duration_seconds += report->duration_seconds;
-    all.probes_run += report->probes_run;
-    all.samples.insert(all.samples.end(), report->samples.begin(), report->samples.end());
-    all.cancelled = report->cancelled;
-    all.session_lost = report->session_lost;
-    all.classes.push_back({depth, std::move(*report)});
-    if (all.cancelled || all.session_lost) break;
+// Every class's analysis as JSON, with the methods it did not probe.
+nlohmann::json ClassJson(const probes::ClassAnalysis& c) {
+  nlohmann::json one = cal::ToJson(c.analysis);
+  one["depth"] = cal::DepthName(c.depth);
+  one["not_probed"] = nlohmann::json::object();
+  for (const auto& [method, why] : c.not_probed) {
+    one["not_probed"][std::string(cal::MethodName(method))] = why;
   }
-  // Each class is decided on its own zerocopy samples against every
-  // baseline probed, those of the other classes' calibrations too: what
-  // `zcal analyze` of the samples file decides.
-  if (all.classes.size() > 1) {
-    for (ClassReport& c : all.classes) {
-      c.report.analysis = cal::Analyze(all.samples, base.decision, c.depth);
-    }
-  }
-  return all;
+  return one;
 }
 
 nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::CalibrationOptions& options,
-                               const Calibrated& all) {
-  // The top level is the stream class's document (or the last class's), as
-  // before depth classes existed; "depths" has every class's.
-  const ClassReport* main = &MainClass(all);
-  const probes::CalibrationReport& report = main->report;
+                               const probes::CalibrationReport& all) {
+  // The top level is the stream class's document (or the shallowest
+  // class's), as before depth classes existed; "depths" has every class's.
+  const probes::CalibrationReport& report = all;
   nlohmann::json doc = cal::ToJson(report.analysis);
-  doc["depth"] = cal::DepthName(main->depth);
+  doc["depth"] = cal::DepthName(MainClass(all).depth);
   doc["depths"] = nlohmann::json::array();
-  for (const ClassReport& c : all.classes) {
-    nlohmann::json one = cal::ToJson(c.report.analysis);
-    one["depth"] = cal::DepthName(c.depth);
-    doc["depths"].push_back(std::move(one));
-  }
+  for (const probes::ClassAnalysis& c : all.classes) doc["depths"].push_back(ClassJson(c));
   doc["objective"] = args.decision.objective;
   doc["tolerance"] = options.decision.tolerance;
   doc["margin"] = options.decision.margin;
@@ -305,16 +265,19 @@ nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::Calibrat
 }
 
 void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& options,
-                      const Calibrated& all) {
+                      const probes::CalibrationReport& all) {
   const bool several = all.classes.size() > 1 || all.classes.front().depth != cal::kStreamDepth;
-  for (const ClassReport& c : all.classes) {
+  for (const probes::ClassAnalysis& c : all.classes) {
     if (several) {
       out << (&c == &all.classes.front() ? "" : "\n") << "depth " << cal::DepthName(c.depth)
           << " (zerocopy sends in flight):\n";
     }
-    PrintAnalysis(out, c.report.analysis, options.decision);
+    PrintAnalysis(out, c.analysis, options.decision);
+    for (const auto& [method, why] : c.not_probed) {
+      out << fmt::format("  {:<20} not probed at this depth: {}\n", cal::MethodName(method), why);
+    }
   }
-  const probes::CalibrationReport& last = all.classes.back().report;
+  const probes::CalibrationReport& last = all;
   if (const auto& clamp = last.max_size_clamp) {
     out << fmt::format("\nnote: --max {} bytes is above {} ({} bytes); probed up to {} bytes\n",
                        clamp->requested_bytes, clamp->reason, clamp->used_bytes,
@@ -329,17 +292,16 @@ void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& optio
 
 Result<void> WriteCalibrationReport(PendingFile& file, const CalibrateArgs& args,
                                     const probes::CalibrationOptions& options,
-                                    const Calibrated& all) {
+                                    const probes::CalibrationReport& all) {
   ReportModel model;
   model.kind = ReportKind::kCalibration;
   model.source = "zcal calibrate --path " + args.path;
   model.decision = DescribeDecision(options.decision);
   // The page draws one curve per path and method: the stream class's (or
   // the only class's); the other classes are in the text and the JSON.
-  const probes::CalibrationReport& main = MainClass(all).report;
-  model.host = HostInfoOf(main.host, args.path);
-  model.entries = EntriesOf(main.analysis);
-  for (ReportEntry& e : model.entries) e.load = main.load;
+  model.host = HostInfoOf(all.host, args.path);
+  model.entries = EntriesOf(all.analysis);
+  for (ReportEntry& e : model.entries) e.load = all.load;
   return WriteReport(file, std::move(model));
 }
 
@@ -355,15 +317,17 @@ Result<std::unique_ptr<PendingFile>> CreateOutput(const std::string& option,
 }
 
 // Runs the calibrations with Ctrl-C turned into a cancel of the probes.
-probes::CalibrationResult<Calibrated> CalibrateInterruptibly(
-    const probes::CalibrationOptions& options, const std::vector<std::uint32_t>& depths) {
+probes::CalibrationResult<probes::CalibrationReport> CalibrateInterruptibly(
+    const probes::CalibrationOptions& options) {
   g_interrupted.store(false);
   struct sigaction action{};
   action.sa_handler = OnInterrupt;
   action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends it at once
   struct sigaction previous{};
   ::sigaction(SIGINT, &action, &previous);
-  auto calibrated = CalibrateClasses(options, depths);
+  ProgressLine progress;
+  auto calibrated = probes::RunCalibration(
+      options, [&](const probes::CalibrationProgress& p) { progress.Show(p); });
   ::sigaction(SIGINT, &previous, nullptr);
   return calibrated;
 }
@@ -383,7 +347,8 @@ int RunCalibrate(const CalibrateArgs& args) {
     return ExitStatusOf(report_file.error(), kExitUsage);
   }
 
-  auto all = CalibrateInterruptibly(*options, *depths);
+  options->depths = *depths;
+  auto all = CalibrateInterruptibly(*options);
   if (!all) {
     std::cerr << "zcal calibrate: " << all.error().message << "\n";
     return ExitStatusOf(all.error(), kExitNoProbe);

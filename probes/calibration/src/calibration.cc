@@ -12,6 +12,8 @@
 #include "zcal/probes/calibration/path_runner.h"
 #include "zcal/probes/discard/discard.h"
 
+#include "zcal/probes/calibration/depth_classes.h"
+
 namespace zcal::probes {
 
 namespace {
@@ -76,7 +78,8 @@ Sample UnsupportedSample(const CalibrationOptions& options,
 
 }  // namespace
 
-calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) {
+calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options,
+                                             std::uint32_t depth) {
   calibrator::PlannerOptions planner;
   planner.path = options.PathName();
   planner.methods = MethodsOf(options);
@@ -84,7 +87,7 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options) 
   const auto clamp = MaxSizeClamp(options);
   planner.max_size = clamp ? clamp->used_bytes : options.max_size;
   planner.decision = options.decision;
-  planner.depth = options.depth;
+  planner.depth = depth;
   // Bad sizes are ValidateCalibrationOptions's to report, not this sizing's.
   if (options.target.kind == TargetKind::kDiscard && calibrator::ValidatePlannerOptions(planner)) {
     // A discard probe has a fixed length, so the budget says how many
@@ -115,9 +118,10 @@ Result<void> ValidateCalibrationOptions(const CalibrationOptions& options) {
     return Fail(Errc::kInvalidArgument, "budget: must be more than 0 and at most 86400 seconds");
   }
   if (options.max_size > (1ULL << 30)) return Fail(Errc::kInvalidArgument, "max_size: at most 1 GiB");
-  if (options.depth > calibrator::kMaxDepth) {
-    return Fail(Errc::kInvalidArgument, "depth: at most " + std::to_string(calibrator::kMaxDepth) +
-                                            " sends in flight, or stream");
+  if (!options.depths.empty()) {
+    if (auto classes = calibrator::NormalizeDepthClasses(options.depths); !classes) {
+      return Fail(Errc::kInvalidArgument, classes.error().message);
+    }
   }
   if (options.target.kind == TargetKind::kDiscard && options.min_size > kMaxUdpPayloadBytes) {
     return Fail(Errc::kInvalidArgument,
@@ -136,12 +140,12 @@ namespace {
 // The probe the planner asked for, on this calibration's path and depth,
 // for `duration` and, under a rate cap, the bytes that fit it.
 ProbeOptions ProbeFor(const CalibrationOptions& options, const calibrator::ProbeRequest& request,
-                      Seconds duration) {
+                      std::uint32_t depth, Seconds duration) {
   ProbeOptions probe;
   probe.method = request.method;
   probe.size_bytes = request.size_bytes;
   probe.repeat = request.repeat;
-  probe.depth = options.depth;
+  probe.depth = depth;
   probe.path = options.PathName();
   probe.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
   if (options.max_bytes_per_second != 0) {
@@ -172,16 +176,146 @@ void RestForTheRate(const CalibrationOptions& options, Clock::time_point probe_s
   }
 }
 
-// The report once the probes ended: the path closed, the samples decided,
-// or why no probe measured.
+// One depth class's share of a run: its own planner over the samples
+// measured so far, its probes until its planner is done or its share of the
+// budget is spent.
+struct ClassRun {
+  std::uint32_t depth = calibrator::kStreamDepth;
+  Clock::time_point deadline;
+  calibrator::PlannerOptions planner;
+};
+
+// Why the probes stopped before every planner was done; nullopt: they
+// did not.
+enum class Stop { kNone, kCancelled, kLost, kNoRoom };
+
+// Runs one class's probes, appending to `report` (samples, failures,
+// probes_run). `done` and `total` number the run's probes for progress.
+Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunner& path,
+                std::map<Method, Support>& support, HostLoadMeter& load,
+                CalibrationReport& report, std::size_t& done,
+                const std::function<void(const CalibrationProgress&)>& on_progress) {
+  calibrator::SweepPlanner planner(run.planner);
+  planner.Seed(report.samples);
+  auto record = [&](const ProbeOutcome& outcome) {
+    if (outcome.sample.status == SampleStatus::kFailed) {
+      report.probe_failures.push_back({report.samples.size(), outcome.failure});
+    }
+    planner.Record(outcome.sample);
+    report.samples.push_back(planner.samples().back());
+    ++done;
+  };
+  while (auto request = planner.Next()) {
+    if (Cancelled(options)) return Stop::kCancelled;
+    const Seconds remaining = run.deadline - Clock::now();
+    const std::size_t total = std::max(planner.EstimatedTotal(), planner.issued());
+    const std::size_t left = total - planner.issued() + 1;
+    const Seconds duration = path.ProbeDuration(remaining, left);
+    if (remaining < duration * 2 + kFinishReserve) break;  // the share is spent
+    if (on_progress) {
+      on_progress({done, done + left, request->method, request->size_bytes});
+    }
+    auto [it, added] = support.try_emplace(request->method);
+    if (added) it->second = path.SupportOf(request->method, options.root);
+    if (!it->second.supported) {
+      Sample unsupported = UnsupportedSample(options, *request, it->second.reason);
+      if (calibrator::IsZerocopy(request->method)) unsupported.depth = run.depth;
+      record({std::move(unsupported), PeerFailure::kLocalError});
+      continue;
+    }
+    ProbeOptions probe = ProbeFor(options, *request, run.depth, duration);
+    if (!path.Prepare(probe, left)) return Stop::kNoRoom;  // the path has no room left
+    load.Sample();
+    const auto probe_start = Clock::now();
+    PathProbe probed = path.Probe(probe);
+    if (probed.loss) {
+      report.session_lost = std::move(probed.loss);
+      record(probed.outcome);
+      return Stop::kLost;
+    }
+    const Sample& sample = probed.outcome.sample;
+    RestForTheRate(options, probe_start, sample);
+    if (!sample.ok() && Cancelled(options)) return Stop::kCancelled;  // cut short: meaningless
+    if (sample.status != SampleStatus::kUnsupported) ++report.probes_run;
+    record(probed.outcome);
+  }
+  return Stop::kNone;
+}
+
+// The zerocopy methods of a class's verdicts, as what later classes know.
+void Learn(const calibrator::Analysis& analysis, std::uint32_t depth,
+           depth_classes::KnownClasses& known) {
+  for (const auto& [path, result] : analysis.paths) {
+    for (const auto& [method, r] : result.methods) {
+      known[depth][method] = depth_classes::KnownOf(r, depth);
+    }
+  }
+}
+
+// The planner of class `depth` after the classes in `known`: the methods
+// to probe and where; those not probed go into `skipped` with why, and
+// the answer they take into `inferred`.
+calibrator::PlannerOptions PlanClass(const CalibrationOptions& options, std::uint32_t depth,
+                                     double budget_seconds,
+                                     const depth_classes::KnownClasses& known,
+                                     ClassAnalysis& skipped,
+                                     std::map<Method, depth_classes::Known>& inferred) {
+  CalibrationOptions share = options;
+  share.budget_seconds = budget_seconds;
+  calibrator::PlannerOptions planner = PlannerOptionsFor(share, depth);
+  if (known.empty()) return planner;
+  const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(planner);
+  std::vector<Method> methods;
+  for (Method m : planner.methods) {
+    if (!calibrator::IsZerocopy(m)) continue;
+    const depth_classes::Placement place = depth_classes::Place(m, depth, known, grid);
+    if (place.skip) {
+      skipped.not_probed[m] = *place.skip;
+      if (place.inferred) inferred[m] = *place.inferred;
+      continue;
+    }
+    methods.push_back(m);
+    if (!place.sizes.empty()) planner.coarse_sizes[m] = place.sizes;
+  }
+  // Their baselines (the native one, or copy where it was not asked for),
+  // whose probes so far the planner is seeded with.
+  const auto asked = [&](Method m) {
+    return std::find(planner.methods.begin(), planner.methods.end(), m) != planner.methods.end();
+  };
+  std::vector<Method> with_baselines = methods;
+  for (Method z : methods) {
+    const Method base = asked(calibrator::NativeBaseline(z)) ? calibrator::NativeBaseline(z)
+                                                             : Method::kCopy;
+    if (asked(base) && std::find(with_baselines.begin(), with_baselines.end(), base) ==
+                           with_baselines.end()) {
+      with_baselines.push_back(base);
+    }
+  }
+  planner.methods = std::move(with_baselines);
+  return planner;
+}
+
+// The report once the probes ended: the path closed, every class decided on
+// every sample, or why no probe measured.
 CalibrationResult<CalibrationReport> Finish(const CalibrationOptions& options,
                                             CalibrationReport report, PathRunner& path,
-                                            calibrator::SweepPlanner& planner,
                                             Clock::time_point start) {
   const bool ended_early = report.cancelled || report.session_lost.has_value();
-  if (auto loss = path.Close(planner.samples(), ended_early)) report.session_lost = std::move(loss);
-  report.samples = planner.samples();
-  report.analysis = planner.Result();
+  if (auto loss = path.Close(report.samples, ended_early)) report.session_lost = std::move(loss);
+  // Reported as the classes are listed everywhere (ParseDepthClasses):
+  // numeric ascending, stream last.
+  std::sort(report.classes.begin(), report.classes.end(),
+            [](const ClassAnalysis& a, const ClassAnalysis& b) { return a.depth - 1 < b.depth - 1; });
+  for (ClassAnalysis& c : report.classes) {
+    c.analysis = calibrator::Analyze(report.samples, options.decision, c.depth);
+    for (const auto& [method, why] : c.not_probed) {
+      for (auto& [name, result] : c.analysis.paths) result.methods.erase(method);
+    }
+  }
+  report.analysis = report.classes.front().analysis;
+  for (const ClassAnalysis& c : report.classes) {
+    if (c.depth == calibrator::kStreamDepth) report.analysis = c.analysis;
+  }
   report.duration_seconds = Seconds(Clock::now() - start).count();
   const bool any_ok = std::any_of(report.samples.begin(), report.samples.end(),
                                   [](const Sample& s) { return s.ok(); });
@@ -194,6 +328,15 @@ CalibrationResult<CalibrationReport> Finish(const CalibrationOptions& options,
                            report.session_lost->failure);
   }
   return FailCalibration(Errc::kUnsupported, NoProbeMessage(options, report.samples));
+}
+
+// A class's share of what is left of the budget: by the methods it probes
+// (the first class's baselines count), so that a class that probes one
+// method does not hold time another needs; what a class leaves goes on.
+double ShareOf(std::size_t methods, std::size_t methods_after, Seconds remaining) {
+  if (methods == 0) return 0;
+  return remaining.count() * static_cast<double>(methods) /
+         static_cast<double>(methods + methods_after);
 }
 
 }  // namespace
@@ -216,58 +359,40 @@ CalibrationResult<CalibrationReport> RunCalibration(
       std::min(path.Deadline(),
                start + std::chrono::duration_cast<Clock::duration>(Seconds(options.budget_seconds)));
 
-  calibrator::SweepPlanner planner(PlannerOptionsFor(options));
+  const std::vector<std::uint32_t> order = depth_classes::CalibrationOrder(options.depths);
+  std::size_t zerocopy = 0;
+  for (Method m : MethodsOf(options)) zerocopy += calibrator::IsZerocopy(m) ? 1 : 0;
   std::map<Method, Support> support;
-  for (Method m : planner.options().methods) support[m] = path.SupportOf(m, options.root);
-  auto record = [&](const ProbeOutcome& outcome) {
-    if (outcome.sample.status == SampleStatus::kFailed) {
-      report.probe_failures.push_back({planner.samples().size(), outcome.failure});
-    }
-    planner.Record(outcome.sample);
-  };
-
+  depth_classes::KnownClasses known;
   HostLoadMeter load(options.root);
   load.Start();
-  while (auto request = planner.Next()) {
-    if (Cancelled(options)) {
-      report.cancelled = true;
-      break;
-    }
+  std::size_t done = 0;
+  Stop stop = Stop::kNone;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    ClassAnalysis& c = report.classes.emplace_back();
+    c.depth = order[k];
+    if (stop != Stop::kNone) continue;
     const Seconds remaining = budget_end - Clock::now();
-    const std::size_t total = std::max(planner.EstimatedTotal(), planner.issued());
-    const std::size_t left = total - planner.issued() + 1;
-    const Seconds duration = path.ProbeDuration(remaining, left);
-    if (remaining < duration * 2 + kFinishReserve) break;  // the budget is spent
-    if (on_progress) {
-      on_progress({planner.issued() - 1, total, request->method, request->size_bytes});
+    ClassRun run;
+    run.depth = c.depth;
+    std::map<Method, depth_classes::Known> inferred;
+    run.planner = PlanClass(options, c.depth, remaining.count(), known, c, inferred);
+    const std::size_t methods = run.planner.methods.size();
+    if (methods != 0) {  // else every method's answer is its neighbours'
+      const double share = ShareOf(methods, zerocopy * (order.size() - k - 1), remaining);
+      run.planner = PlanClass(options, c.depth, share, known, c, inferred);
+      run.deadline = k + 1 == order.size()
+                         ? budget_end
+                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              Seconds(share));
+      stop = ProbeClass(options, run, path, support, load, report, done, on_progress);
     }
-    const Support& supported = support[request->method];
-    if (!supported.supported) {
-      record({UnsupportedSample(options, *request, supported.reason), PeerFailure::kLocalError});
-      continue;
-    }
-    ProbeOptions probe = ProbeFor(options, *request, duration);
-    if (!path.Prepare(probe, left)) break;  // the path has no room left
-    load.Sample();
-    const auto probe_start = Clock::now();
-    PathProbe probed = path.Probe(probe);
-    if (probed.loss) {
-      report.session_lost = std::move(probed.loss);
-      record(probed.outcome);
-      break;
-    }
-    const Sample& sample = probed.outcome.sample;
-    RestForTheRate(options, probe_start, sample);
-    if (!sample.ok() && Cancelled(options)) {
-      // The probe was cut short: its numbers mean nothing.
-      report.cancelled = true;
-      break;
-    }
-    if (sample.status != SampleStatus::kUnsupported) ++report.probes_run;
-    record(probed.outcome);
+    Learn(calibrator::Analyze(report.samples, options.decision, c.depth), c.depth, known);
+    for (const auto& [method, answer] : inferred) known[c.depth][method] = answer;
   }
+  report.cancelled = stop == Stop::kCancelled;
   report.load = load.Finish();
-  return Finish(options, std::move(report), path, planner, start);
+  return Finish(options, std::move(report), path, start);
 }
 
 }  // namespace zcal::probes

@@ -39,6 +39,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,12 @@ struct PlannerOptions {
   /// The depth class the zerocopy probes are sent at (depth.h): the planner
   /// decides on the samples of that class (and every baseline sample).
   std::uint32_t depth = kStreamDepth;
+  /// Per zerocopy method, the sizes of the coarse grid it is probed at
+  /// (each rounded onto the grid); a method not named here gets the whole
+  /// grid. A depth class between two others needs only the sizes where
+  /// they disagree (probes/calibration: the range's ends and the sizes
+  /// between the neighbours' thresholds); the refinement is not limited.
+  std::map<Method, std::vector<std::uint64_t>> coarse_sizes;
 };
 
 /// Checks the options, the decision options among them. Errors:
@@ -109,6 +116,13 @@ class SweepPlanner {
 
   /// Feeds the result of the request last returned by Next().
   void Record(const Sample& sample);
+
+  /// Before the first Next(): samples measured already on this path, by the
+  /// calibration of another depth class. Baseline probes they hold are not
+  /// planned again (the coarse grid's sizes and repeats they cover), and a
+  /// baseline they found unsupported or failing is dropped as if recorded
+  /// here. They count in samples() but not in issued().
+  void Seed(std::span<const Sample> samples);
 
   /// Everything recorded so far.
   const std::vector<Sample>& samples() const { return samples_; }

@@ -16,7 +16,8 @@ namespace zcal::probes {
 /// all of them: the budget's end stops the calibration) and repeat a size
 /// up to 16 times (max_repeats); elsewhere probes are stretched to fill the
 /// budget instead.
-calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options);
+calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options,
+                                             std::uint32_t depth = calibrator::kStreamDepth);
 
 /// Runs a calibration. Errors: Errc::kInvalidArgument for bad options (the
 /// sentence of ValidateCalibrationOptions); Errc::kUnsupported when no probe

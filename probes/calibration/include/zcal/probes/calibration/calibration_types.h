@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,10 +33,13 @@ struct CalibrationOptions {
   /// The path's name in samples and results; "" = ToString(target).
   std::string path_name;
   std::vector<calibrator::Method> methods;  ///< empty = all five
-  /// Zerocopy sends in flight in every zerocopy probe (calibrator/depth.h;
-  /// kStreamDepth: as many as the pool holds). One class per calibration:
-  /// its samples carry it, and the baselines are probed at stream.
-  std::uint32_t depth = calibrator::kStreamDepth;
+  /// The depth classes calibrated in this one run (calibrator/depth.h: the
+  /// zerocopy sends in flight in each zerocopy probe; kStreamDepth as many
+  /// as the pool holds), at most kMaxDepthClasses, none twice; empty =
+  /// stream only. The budget covers them all, and the baselines (which
+  /// have no depth) are probed once for all of them. A class whose verdict
+  /// cannot differ from its neighbours' is not probed (ClassAnalysis).
+  std::vector<std::uint32_t> depths;
   /// Whether the report carries the host facts (CalibrationReport::host),
   /// read at the start. The agent reads them once per round for every
   /// path and sets this false; `zcal calibrate` prints them.
@@ -106,8 +110,30 @@ struct ProbeFailure {
   PeerFailure failure = PeerFailure::kLocalError;
 };
 
-struct CalibrationReport {
+/// One depth class's decision.
+struct ClassAnalysis {
+  std::uint32_t depth = calibrator::kStreamDepth;
+  /// Its zerocopy methods at this depth against every baseline probed in
+  /// the run (of every class).
   calibrator::Analysis analysis;
+  /// Zerocopy methods not probed at this depth, and why ("depths 1 and
+  /// stream are both never (slower)"): a deeper class pays less per send,
+  /// so a class between two that agree on never or always, a class
+  /// shallower than one where zerocopy never wins, and every class of a
+  /// method that cannot run or whose sends the kernel copied at the first
+  /// class, has their answer, which the stream entry gives its readers.
+  std::map<calibrator::Method, std::string> not_probed;
+};
+
+struct CalibrationReport {
+  /// The stream class's analysis (of the one class calibrated when that is
+  /// not stream): what one calibration decided before depth classes.
+  calibrator::Analysis analysis;
+  /// Every class of CalibrationOptions::depths (stream only when it is
+  /// empty), numeric classes ascending, stream last (ParseDepthClasses's
+  /// order; they are probed stream first, then the shallowest, then the
+  /// others from the deepest).
+  std::vector<ClassAnalysis> classes;
   /// Set when max_size was above what the path carries (the discard
   /// path: 65,507 bytes, one UDP datagram) and the sweep stopped there.
   std::optional<SizeClamp> max_size_clamp;

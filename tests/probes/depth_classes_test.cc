@@ -1,0 +1,111 @@
+// Which depth classes a calibration probes and where (depth_classes.h):
+// the order, the classes whose neighbours already answer, and the sizes
+// where they disagree.
+#include "zcal/probes/calibration/depth_classes.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "zcal/calibrator/depth.h"
+
+namespace {
+
+using zcal::calibrator::kStreamDepth;
+using zcal::calibrator::Method;
+using zcal::calibrator::Reason;
+using zcal::calibrator::Verdict;
+namespace dc = zcal::probes::depth_classes;
+
+const std::vector<std::uint64_t> kGrid = {1024, 2048, 4096, 8192, 16384, 32768, 65507};
+
+dc::Known Said(Verdict verdict, std::uint32_t depth, std::uint64_t threshold = 0,
+               Reason reason = Reason::kNone) {
+  dc::Known k;
+  k.verdict = verdict;
+  k.reason = reason;
+  if (verdict == Verdict::kThreshold) k.threshold_bytes = threshold;
+  if (verdict == Verdict::kAlways) k.threshold_bytes = kGrid.front();
+  k.decided_at = depth;
+  return k;
+}
+
+TEST(DepthClasses, StreamFirstThenTheShallowestThenFromTheDeepest) {
+  EXPECT_EQ(dc::CalibrationOrder({1, 4, 16, kStreamDepth}),
+            (std::vector<std::uint32_t>{kStreamDepth, 1, 16, 4}));
+  EXPECT_EQ(dc::CalibrationOrder({}), (std::vector<std::uint32_t>{kStreamDepth}));
+  EXPECT_EQ(dc::CalibrationOrder({8, 2}), (std::vector<std::uint32_t>{2, 8}));
+  EXPECT_EQ(dc::CalibrationOrder({kStreamDepth, 3}), (std::vector<std::uint32_t>{kStreamDepth, 3}));
+}
+
+TEST(DepthClasses, TheFirstClassIsProbedEverywhere) {
+  const dc::Placement place = dc::Place(Method::kMsgZerocopy, kStreamDepth, {}, kGrid);
+  EXPECT_FALSE(place.skip);
+  EXPECT_TRUE(place.sizes.empty()) << "the whole grid";
+}
+
+TEST(DepthClasses, BetweenTwoThresholdsOnlyTheSizesWhereTheyDisagreeAndTheEnds) {
+  dc::KnownClasses known;
+  known[kStreamDepth][Method::kMsgZerocopy] = Said(Verdict::kThreshold, kStreamDepth, 12000);
+  known[1][Method::kMsgZerocopy] = Said(Verdict::kThreshold, 1, 40000);
+  const dc::Placement place = dc::Place(Method::kMsgZerocopy, 16, known, kGrid);
+  ASSERT_FALSE(place.skip);
+  // From the grid size below stream's threshold (8 KiB) to the one at or
+  // above depth 1's (65507), and 1 KiB, the range's lower end.
+  EXPECT_EQ(place.sizes, (std::vector<std::uint64_t>{1024, 8192, 16384, 32768, 65507}));
+}
+
+TEST(DepthClasses, AClassShallowerThanANeverIsNotProbed) {
+  dc::KnownClasses known;
+  known[kStreamDepth][Method::kUringSendZc] =
+      Said(Verdict::kNever, kStreamDepth, 0, Reason::kSlower);
+  const dc::Placement place = dc::Place(Method::kUringSendZc, 1, known, kGrid);
+  ASSERT_TRUE(place.skip);
+  EXPECT_EQ(*place.skip, "depth stream is never (slower), and a shallower class pays more per send");
+  ASSERT_TRUE(place.inferred);
+  EXPECT_EQ(place.inferred->verdict, Verdict::kNever);
+  EXPECT_EQ(place.inferred->decided_at, kStreamDepth);
+}
+
+TEST(DepthClasses, AClassDeeperThanAnAlwaysIsNotProbed) {
+  dc::KnownClasses known;
+  known[kStreamDepth][Method::kUringSendZcFixed] = Said(Verdict::kAlways, kStreamDepth);
+  known[1][Method::kUringSendZcFixed] = Said(Verdict::kAlways, 1);
+  const dc::Placement place = dc::Place(Method::kUringSendZcFixed, 4, known, kGrid);
+  ASSERT_TRUE(place.skip);
+  EXPECT_EQ(*place.skip, "depth 1 is always, and a deeper class pays less per send");
+}
+
+TEST(DepthClasses, AStreamAlwaysLeavesTheShallowestClassToBeMeasured) {
+  dc::KnownClasses known;
+  known[kStreamDepth][Method::kMsgZerocopy] = Said(Verdict::kAlways, kStreamDepth);
+  const dc::Placement place = dc::Place(Method::kMsgZerocopy, 1, known, kGrid);
+  EXPECT_FALSE(place.skip) << "a shallower class may lose where the stream wins";
+  EXPECT_TRUE(place.sizes.empty()) << "the whole grid: nothing bounds it from above";
+}
+
+TEST(DepthClasses, WhatHoldsAtEveryDepthIsNotProbedAgain) {
+  for (const Reason reason : {Reason::kUnsupported, Reason::kKernelCopied, Reason::kFailed}) {
+    dc::KnownClasses known;
+    known[kStreamDepth][Method::kUringSendZc] = Said(Verdict::kNever, kStreamDepth, 0, reason);
+    const dc::Placement place = dc::Place(Method::kUringSendZc, 4, known, kGrid);
+    ASSERT_TRUE(place.skip);
+    EXPECT_NE(place.skip->find("at depth stream"), std::string::npos) << *place.skip;
+  }
+  dc::KnownClasses other;
+  other[kStreamDepth][Method::kMsgZerocopy] = Said(Verdict::kThreshold, kStreamDepth, 9000);
+  const dc::Placement absent = dc::Place(Method::kUringSendZc, 1, other, kGrid);
+  EXPECT_TRUE(absent.skip) << "a method the first class did not measure is not probed";
+}
+
+TEST(DepthClasses, AnInconclusiveNeighbourBoundsNothing) {
+  dc::KnownClasses known;
+  known[kStreamDepth][Method::kMsgZerocopy] = Said(Verdict::kInconclusive, kStreamDepth);
+  known[1][Method::kMsgZerocopy] = Said(Verdict::kNever, 1, 0, Reason::kSlower);
+  const dc::Placement place = dc::Place(Method::kMsgZerocopy, 4, known, kGrid);
+  ASSERT_FALSE(place.skip) << "a shallower never says nothing of a deeper class";
+  EXPECT_TRUE(place.sizes.empty());
+}
+
+}  // namespace
