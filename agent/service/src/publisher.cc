@@ -230,16 +230,12 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
                  r.path);
     return false;
   }
-  // TEMPORARY until the probes report classes: the stream analysis alone.
-  struct ClassAnalysis {
-    std::uint32_t depth;
-    calibrator::Analysis analysis;
-    std::map<calibrator::Method, std::string> not_probed;
-  };
-  std::vector<ClassAnalysis> classes;
-  classes.push_back({calibrator::kStreamDepth, report.analysis, {}});
+  // Each class calibrated; a report without classes is its stream
+  // analysis alone.
+  std::vector<probes::ClassAnalysis> classes = report.classes;
+  if (classes.empty()) classes.push_back({calibrator::kStreamDepth, report.analysis, {}});
   std::map<DepthClass, calibrator::PathResult> fresh;
-  for (const ClassAnalysis& c : classes) {
+  for (const probes::ClassAnalysis& c : classes) {
     const std::optional<DepthClass> depth = DepthClassOf(c.depth);
     const calibrator::PathResult* found = FindPathResult(c.analysis, r.path);
     // The agent asks for published classes only (config.depths).
@@ -262,7 +258,7 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
       spdlog::info("{}", line);
     }
   }
-  for (const ClassAnalysis& c : classes) {
+  for (const probes::ClassAnalysis& c : classes) {
     const std::optional<DepthClass> depth = DepthClassOf(c.depth);
     if (!depth) continue;
     for (const auto& [method, why] : c.not_probed) {
