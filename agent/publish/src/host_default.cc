@@ -54,11 +54,15 @@ bool UsableForHostDefault(const MethodResult& result) {
 
 namespace {
 
+// A class goes with its method's stream result: readers fall back to it.
 MethodStates Usable(const MethodStates& methods) {
   MethodStates out;
   for (const auto& [key, s] : methods) {
     if (UsableForHostDefault(s.published)) out.emplace(key, s);
   }
+  std::erase_if(out, [&](const auto& item) {
+    return item.first.depth != DepthClass::kStream && !out.contains({item.first.method});
+  });
   return out;
 }
 

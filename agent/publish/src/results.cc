@@ -96,16 +96,19 @@ void PruneState(AgentState& state, const Config& config) {
                         [&](const PathConfig& p) { return p.name == item.first; });
   });
   for (auto& [path, methods] : state.paths) {
+    const std::string& name = path;  // clang 14: no captured bindings
     const auto type = std::find_if(config.paths.begin(), config.paths.end(),
-                                   [&](const PathConfig& p) { return p.name == path; });
+                                   [&](const PathConfig& p) { return p.name == name; });
     // Loopback is calibrated at stream only (CalibratedDepths).
     const std::vector<std::uint32_t> depths = CalibratedDepths(
         config, type != config.paths.end() ? type->type : probes::TargetKind::kPeer);
     std::erase_if(methods, [&](const auto& item) {
       const MethodKey& key = item.first;
+      // Stream stays whatever depths says: every reader falls back to it.
       return std::find(config.methods.begin(), config.methods.end(), key.method) ==
                  config.methods.end() ||
-             std::find(depths.begin(), depths.end(), DepthOf(key.depth)) == depths.end();
+             (key.depth != DepthClass::kStream &&
+              std::find(depths.begin(), depths.end(), DepthOf(key.depth)) == depths.end());
     });
   }
   std::erase_if(state.paths, [](const auto& item) { return item.second.empty(); });
