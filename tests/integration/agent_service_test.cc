@@ -268,6 +268,22 @@ TEST_F(AgentTest, ReloadAppliesAValidChangeAndRejectsAnInvalidOne) {
       << metrics;
   EXPECT_TRUE(Contains(metrics, "zcal_config_reloads_total{result=\"failure\"} 1"));
 
+  // A depth class the segment does not publish is refused the same way.
+  AgentSettings bad_depths = settings_;
+  bad_depths.depths = "[1, 5, stream]";
+  const std::string with_depths = AgentConfig(bad_depths);
+  const std::size_t depths_line =
+      CountOf(with_depths.substr(0, with_depths.find("depths:")), "\n") + 1;
+  WriteFile(dir_.path() / "agent.yaml", with_depths);
+  agent->Signal(SIGHUP);
+  ASSERT_TRUE(agent->WaitForLog("configuration reload rejected", kStartTimeout, 2));
+  EXPECT_TRUE(Contains(agent->Log(), (dir_.path() / "agent.yaml").string() + ":" +
+                                         std::to_string(depths_line) +
+                                         ":13: depths[1]: '5' is not a class the segment "
+                                         "publishes: 1, 4, 16, stream"))
+      << agent->Log();
+  EXPECT_TRUE(Contains(Scrape(new_port), "zcal_config_reloads_total{result=\"failure\"} 2"));
+
   // Still alive and publishing on the segment of the last good configuration.
   const auto before = ReadInfo(new_segment);
   ASSERT_TRUE(before);
