@@ -176,7 +176,8 @@ std::optional<std::uint32_t> ReadDepthClass(ConfigReader& reader, const YAML::No
   if (!depth || !DepthClassOf(*depth)) {
     reader.Error(node, key,
                  "'" + std::string(text) + "' is not a class the segment publishes: " +
-                     std::string(kDepthClassNames) + "; `zcal calibrate --depth` measures any depth");
+                     std::string(kDepthClassNames) +
+                     "; `zcal calibrate --depth` measures any depth");
     return std::nullopt;
   }
   return *depth;
@@ -206,7 +207,8 @@ void ReadDepths(ConfigReader& reader, const YAML::Node& node, Config& config) {
   if (items.size() > calibrator::kMaxDepthClasses) {
     reader.Error(node, "depths",
                  std::to_string(items.size()) + " classes; at most " +
-                     std::to_string(calibrator::kMaxDepthClasses) + " (" + std::string(kDepthClassNames) + ")");
+                     std::to_string(calibrator::kMaxDepthClasses) + " (" +
+                     std::string(kDepthClassNames) + ")");
     return;
   }
   std::vector<std::uint32_t> depths;

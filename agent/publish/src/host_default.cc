@@ -94,8 +94,9 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
     choice.explanation = "host default from the peers reached through " + nic_name;
     return choice;
   }
-  const MethodStates* discard =
-      config.host_default.estimate ? PathOfType(state, config, probes::TargetKind::kDiscard) : nullptr;
+  const MethodStates* discard = config.host_default.estimate
+                                    ? PathOfType(state, config, probes::TargetKind::kDiscard)
+                                    : nullptr;
   const bool discard_configured =
       config.host_default.estimate &&
       std::any_of(config.paths.begin(), config.paths.end(),

@@ -232,8 +232,10 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
   }
   // Each class calibrated; a report without classes is its stream
   // analysis alone.
-  std::vector<probes::ClassAnalysis> classes = report.classes;
-  if (classes.empty()) classes.push_back({calibrator::kStreamDepth, report.analysis, {}});
+  std::vector<probes::ClassAnalysis> stream_only;
+  if (report.classes.empty()) stream_only.push_back({calibrator::kStreamDepth, report.analysis, {}});
+  const std::vector<probes::ClassAnalysis>& classes =
+      report.classes.empty() ? stream_only : report.classes;
   std::map<DepthClass, calibrator::PathResult> fresh;
   for (const probes::ClassAnalysis& c : classes) {
     const std::optional<DepthClass> depth = DepthClassOf(c.depth);
