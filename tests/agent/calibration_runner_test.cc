@@ -270,5 +270,19 @@ TEST(PlanRound, OneJobPerPathSharingTheBudget) {
   EXPECT_EQ(jobs[1].options.path_name, "b");
 }
 
+TEST(PlanRound, TheDiscardPathAndPeersAtTheConfiguredClassesLoopbackAtStream) {
+  Config config;  // loopback and discard
+  config.depths = {1, 16, calibrator::kStreamDepth};
+  config.peers.static_peers = {*common::ParseHostPort("198.18.9.1:7070")};
+  const RoundPlan plan = PlanRound(config, "host-a", 0);
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  EXPECT_EQ(plan.jobs[0].options.target.kind, probes::TargetKind::kLoopback);
+  EXPECT_EQ(plan.jobs[0].options.depths, std::vector<std::uint32_t>{calibrator::kStreamDepth});
+  EXPECT_EQ(plan.jobs[1].options.target.kind, probes::TargetKind::kDiscard);
+  EXPECT_EQ(plan.jobs[1].options.depths, config.depths);
+  ASSERT_TRUE(plan.peers);
+  EXPECT_EQ(plan.peers->base.depths, config.depths);
+}
+
 }  // namespace
 }  // namespace zcal::agent

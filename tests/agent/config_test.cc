@@ -253,6 +253,61 @@ TEST(Config, ListsTwentyProblemsWithoutACount) {
             std::string::npos);
 }
 
+TEST(Config, DepthsDefaultToTheFourClassesTheSegmentPublishes) {
+  const Config config;
+  EXPECT_EQ(config.depths, (std::vector<std::uint32_t>{1, 4, 16, calibrator::kStreamDepth}));
+}
+
+TEST(Config, DepthsAreReadAsAListOrACommaStringInCalibrationOrder) {
+  for (const char* text : {"depths: [stream, 16, 1]\n", "depths: \"stream,16, 1\"\n",
+                           "depths:\n  - 1\n  - stream\n  - 16\n"}) {
+    const Result<Config> config = ParseConfig(text, "test.yaml");
+    ASSERT_TRUE(config) << text << config.error().message;
+    EXPECT_EQ(config->depths, (std::vector<std::uint32_t>{1, 16, calibrator::kStreamDepth}))
+        << text;
+  }
+  const Result<Config> stream = ParseConfig("depths: [stream]\n", "test.yaml");
+  ASSERT_TRUE(stream) << stream.error().message;
+  EXPECT_EQ(stream->depths, std::vector<std::uint32_t>{calibrator::kStreamDepth});
+}
+
+TEST(Config, BadDepthsAreOneLineWithTheirPosition) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"depths: [0, stream]\n",
+       "test.yaml:1:10: depths[0]: '0' is not a class the segment publishes: 1, 4, 16, "
+       "stream; `zcal calibrate --depth` measures any depth"},
+      {"depths: [-1, stream]\n", "test.yaml:1:10: depths[0]: '-1' is not a class"},
+      {"depths: [two, stream]\n", "test.yaml:1:10: depths[0]: 'two' is not a class"},
+      {"depths: [1, 5, stream]\n", "test.yaml:1:13: depths[1]: '5' is not a class"},
+      {"depths: [1, 1, stream]\n", "test.yaml:1:13: depths[1]: class 1 is listed twice"},
+      {"depths: [stream, stream]\n", "test.yaml:1:18: depths[1]: class stream is listed twice"},
+      {"depths: [1, 4, 16]\n", "test.yaml:1:9: depths: stream is missing"},
+      {"depths: []\n", "test.yaml:1:9: depths: stream is missing"},
+      {"depths: [1, 1, 1, 1, 1, 1, 1, 1, 1]\n", "test.yaml:1:9: depths: 9 classes; at most 8"},
+      {"depths: \"1,5\"\n", "test.yaml:1:9: depths: '5' is not a class"},
+      {"depths: {a: 1}\n", "test.yaml:1:9: depths: expected a list"},
+      {"depths: [[1], stream]\n", "test.yaml:1:10: depths[0]: expected a string"},
+  };
+  for (const auto& [text, expected] : cases) {
+    const Result<Config> config = ParseConfig(text, "test.yaml");
+    ASSERT_FALSE(config) << text;
+    EXPECT_EQ(config.error().code, Errc::kParse);
+    EXPECT_NE(config.error().message.find(expected), std::string::npos)
+        << "expected: " << expected << "\ngot:      " << config.error().message;
+    EXPECT_EQ(config.error().message.find('\n'), std::string::npos)
+        << "one line: " << config.error().message;
+  }
+}
+
+TEST(Config, LoopbackIsCalibratedAtStreamOnlyWhateverDepthsSay) {
+  Config config;
+  config.depths = {1, 4, calibrator::kStreamDepth};
+  EXPECT_EQ(CalibratedDepths(config, probes::TargetKind::kLoopback),
+            std::vector<std::uint32_t>{calibrator::kStreamDepth});
+  EXPECT_EQ(CalibratedDepths(config, probes::TargetKind::kDiscard), config.depths);
+  EXPECT_EQ(CalibratedDepths(config, probes::TargetKind::kPeer), config.depths);
+}
+
 TEST(Config, MissingFileIsAnIoError) {
   const Result<Config> config = LoadConfigFile("/nonexistent/zcal.yaml");
   ASSERT_FALSE(config);

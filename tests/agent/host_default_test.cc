@@ -134,7 +134,7 @@ TEST(HostDefault, NoneWhereTheIommuModeIsUnknown) {
 TEST(HostDefault, PeerResultsReplaceTheEstimate) {
   Config config;
   const HostSnapshot host = On("eth0", config);  // translating: no estimate
-  std::map<Method, MethodState> peers;
+  MethodStates peers;
   peers[Method::kMsgZerocopy] = Published(Verdict::kThreshold, 12288);
   peers[Method::kUringSendZc] = Published(Verdict::kNever, std::nullopt, Reason::kSlower);
   peers[Method::kUringSendZcFixed] =

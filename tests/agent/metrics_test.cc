@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -55,7 +57,7 @@ Sample MakeSample(Method method, std::uint64_t size, std::uint64_t copied,
 
 std::shared_ptr<Metrics> Populated() {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, std::map<Method, MethodState>> paths;
+  std::map<std::string, MethodStates> paths;
   paths["loopback"][Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt,
                 Reason::kKernelCopied);
@@ -86,7 +88,7 @@ std::shared_ptr<Metrics> Populated() {
   measured.verdict = Verdict::kThreshold;
   measured.threshold_bytes = 32768;
   fresh.methods[Method::kUringSendZc] = measured;
-  metrics->SetLastCalibration("loopback", samples, fresh);
+  metrics->SetLastCalibration("loopback", samples, {{zcal::agent::DepthClass::kStream, fresh}});
   metrics->RecordProbeFailures("loopback", samples);
   metrics->RecordCalibration(CalibrationResult::kSuccess, 3.0, 5'000'000'000);
   metrics->RecordCalibration(CalibrationResult::kFailed, 0.2, 6'000'000'000);
@@ -132,13 +134,13 @@ TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
       << text;
   EXPECT_TRUE(Contains(text,
                        "zcal_verdict{path=\"loopback\",method=\"msg_zerocopy\","
-                       "verdict=\"never\"} 1"));
+                       "depth=\"stream\",verdict=\"never\"} 1"));
   EXPECT_TRUE(Contains(text,
                        "zcal_verdict{path=\"loopback\",method=\"msg_zerocopy\","
-                       "verdict=\"threshold\"} 0"));
+                       "depth=\"stream\",verdict=\"threshold\"} 0"));
   EXPECT_TRUE(Contains(text,
                        "zcal_verdict_reason_info{path=\"loopback\",method="
-                       "\"msg_zerocopy\",reason=\"kernel_copied\"} 1"));
+                       "\"msg_zerocopy\",depth=\"stream\",reason=\"kernel_copied\"} 1"));
   EXPECT_TRUE(Contains(text, "zcal_published_stale 1"));
   EXPECT_TRUE(Contains(text,
                        "zcal_measured_threshold_bytes{path=\"loopback\","
@@ -147,10 +149,9 @@ TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
 
 TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, std::map<Method, MethodState>> paths;
-  paths["discard"][Method::kMsgZerocopy] =
+  std::map<std::string, MethodStates> paths;
+  paths["discard"][{Method::kMsgZerocopy, zcal::agent::DepthClass::k4}] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 49152);
-  paths["discard"][Method::kMsgZerocopy].depth = zcal::agent::DepthClass::k4;
   metrics->SetPublished(paths, false);
   HostDefaultInfo host_default;
   host_default.source = "estimated";
@@ -177,10 +178,10 @@ TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
 TEST(Metrics, PublishesTheLoadEachResultWasMeasuredUnder) {
   const std::string text = Populated()->Text();
   for (const char* series :
-       {"zcal_calibration_host_busy_ratio{path=\"loopback\",method=\"uring_send_zc\"} 0.25",
-        "zcal_calibration_host_steal_ratio{path=\"loopback\",method=\"uring_send_zc\"} 0.125",
-        "zcal_calibration_own_cpu_ratio{path=\"loopback\",method=\"uring_send_zc\"} 0.0625",
-        "zcal_calibration_runnable_tasks{path=\"loopback\",method=\"uring_send_zc\"} 2.5"}) {
+       {"zcal_calibration_host_busy_ratio{path=\"loopback\",method=\"uring_send_zc\",depth=\"stream\"} 0.25",
+        "zcal_calibration_host_steal_ratio{path=\"loopback\",method=\"uring_send_zc\",depth=\"stream\"} 0.125",
+        "zcal_calibration_own_cpu_ratio{path=\"loopback\",method=\"uring_send_zc\",depth=\"stream\"} 0.0625",
+        "zcal_calibration_runnable_tasks{path=\"loopback\",method=\"uring_send_zc\",depth=\"stream\"} 2.5"}) {
     EXPECT_TRUE(Contains(text, series)) << series << "\n" << text;
   }
   // A result whose load was not measured has no series, not a 0.
@@ -193,15 +194,15 @@ TEST(Metrics, ReportsPerSizeFiguresInBaseUnits) {
   const std::string text = Populated()->Text();
   EXPECT_TRUE(Contains(text,
                        "zcal_throughput_bytes_per_second{path=\"loopback\","
-                       "method=\"copy\",size_bytes=\"4096\"} 1000000000"))
+                       "method=\"copy\",depth=\"stream\",size_bytes=\"4096\"} 1000000000"))
       << text;
   EXPECT_TRUE(Contains(text,
                        "zcal_cpu_seconds_per_byte{path=\"loopback\",method="
-                       "\"copy\",size_bytes=\"4096\"} 5e-10"))
+                       "\"copy\",depth=\"stream\",size_bytes=\"4096\"} 5e-10"))
       << text;
   EXPECT_TRUE(Contains(text,
                        "zcal_copied_ratio{path=\"loopback\",method="
-                       "\"msg_zerocopy\"} 0.5"))
+                       "\"msg_zerocopy\",depth=\"stream\"} 0.5"))
       << text;
 }
 
@@ -251,11 +252,78 @@ TEST(Metrics, DescribesHostAndBuild) {
   EXPECT_TRUE(Contains(text, "mtu_bytes=\"65536\""));
 }
 
+// Every line of the exposition that starts a series: no two alike, or a
+// scrape is invalid.
+std::vector<std::string> SeriesLines(const std::string& text) {
+  std::vector<std::string> series;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    series.push_back(line.substr(0, line.rfind(' ')));
+  }
+  return series;
+}
+
+TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
+  auto metrics = std::make_shared<Metrics>("9.9.9");
+  std::map<std::string, MethodStates> paths;
+  paths["discard"][Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576);
+  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 65536);
+  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}].pending =
+      Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt, Reason::kSlower).published;
+  probes::HostLoad load;
+  load.busy_share = 0.5;
+  for (auto& [key, s] : paths["discard"]) s.load = load;
+  metrics->SetPublished(paths, false);
+  Sample stream = MakeSample(Method::kMsgZerocopy, 4096, 0, 4);
+  Sample one = MakeSample(Method::kMsgZerocopy, 4096, 1, 4);
+  one.depth = 1;
+  one.bytes = 500'000'000;
+  Sample odd = MakeSample(Method::kMsgZerocopy, 4096, 0, 4);
+  odd.depth = 2;  // no class the agent publishes: left out
+  std::map<DepthClass, calibrator::PathResult> fresh;
+  fresh[DepthClass::kStream].methods[Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576).published;
+  fresh[DepthClass::k1].methods[Method::kMsgZerocopy] =
+      Published(Method::kMsgZerocopy, Verdict::kThreshold, 98304).published;
+  metrics->SetLastCalibration("discard", std::vector<Sample>{MakeSample(Method::kCopy, 4096, 0, 0),
+                                                             stream, one, odd},
+                              fresh);
+  const std::string text = metrics->Text();
+  const std::string at = "path=\"discard\",method=\"msg_zerocopy\",depth=";
+  for (const std::string& series :
+       {"zcal_threshold_bytes{" + at + "\"stream\"} 24576",
+        "zcal_threshold_bytes{" + at + "\"1\"} 65536",
+        "zcal_verdict{" + at + "\"1\",verdict=\"threshold\"} 1",
+        "zcal_verdict_reason_info{" + at + "\"1\",reason=\"none\"} 1",
+        "zcal_hysteresis_pending{" + at + "\"1\"} 1",
+        "zcal_hysteresis_pending{" + at + "\"stream\"} 0",
+        "zcal_calibration_host_busy_ratio{" + at + "\"1\"} 0.5",
+        "zcal_result_measured_timestamp_seconds{" + at + "\"1\"} 2",
+        "zcal_measured_threshold_bytes{" + at + "\"1\"} 98304",
+        "zcal_measured_threshold_bytes{" + at + "\"stream\"} 24576",
+        "zcal_throughput_bytes_per_second{" + at + "\"1\",size_bytes=\"4096\"} 500000000",
+        "zcal_throughput_bytes_per_second{" + at + "\"stream\",size_bytes=\"4096\"} 1000000000",
+        std::string("zcal_throughput_bytes_per_second{path=\"discard\",method=\"copy\","
+                    "depth=\"stream\",size_bytes=\"4096\"} 1000000000"),
+        "zcal_copied_ratio{" + at + "\"1\"} 0.25",
+        "zcal_copied_ratio{" + at + "\"stream\"} 0"}) {
+    EXPECT_TRUE(Contains(text, series)) << series << "\n" << text;
+  }
+  EXPECT_FALSE(Contains(text, "depth=\"2\"")) << text;
+  std::vector<std::string> series = SeriesLines(text);
+  std::sort(series.begin(), series.end());
+  EXPECT_EQ(std::adjacent_find(series.begin(), series.end()), series.end())
+      << "a series twice: " << *std::adjacent_find(series.begin(), series.end());
+}
+
 TEST(Metrics, DropsSeriesOfMethodsNoLongerMeasured) {
   const std::shared_ptr<Metrics> metrics = Populated();
   metrics->SetLastCalibration("loopback",
                               std::vector<Sample>{MakeSample(Method::kCopy, 8192, 0, 0)},
-                              calibrator::PathResult{});
+                              {});
   metrics->SetPublished({}, false);
   const std::string text = metrics->Text();
   EXPECT_FALSE(Contains(text, "size_bytes=\"4096\""));
@@ -342,7 +410,7 @@ TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
   Sample failed = MakeSample(Method::kMsgZerocopy, 4096, 0, 0);
   failed.status = calibrator::SampleStatus::kFailed;
   peer_samples.push_back(failed);
-  metrics->SetLastCalibration("peer", peer_samples, calibrator::PathResult{});
+  metrics->SetLastCalibration("peer", peer_samples, {});
   metrics->RecordProbeFailures("peer", peer_samples);
   ASSERT_TRUE(Contains(metrics->Text(), "path=\"peer\""));
 

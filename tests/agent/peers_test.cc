@@ -442,6 +442,34 @@ TEST(BuildEntries, PeersGetHostPrefixesAndTheDefaultRouteNicsMedianIsTheHostDefa
   EXPECT_FALSE(host_default->estimated);
 }
 
+TEST(AggregatePeers, EachDepthClassHasItsOwnMedian) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.3:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
+  state.paths["peer/198.18.0.2:7070"][{Method::kMsgZerocopy, DepthClass::k1}] =
+      MethodState{Threshold(Method::kMsgZerocopy, 65536), now, std::nullopt, std::nullopt};
+  state.paths["peer/198.18.0.3:7070"][{Method::kMsgZerocopy, DepthClass::k1}] =
+      MethodState{Threshold(Method::kMsgZerocopy, 131072), now, std::nullopt, std::nullopt};
+  const InterfaceAggregates a = AggregatePeers(state, PeersOn(), now);
+  const auto& eth0 = a.at("eth0");
+  ASSERT_EQ(eth0.size(), 2u);
+  EXPECT_EQ(eth0.at(Method::kMsgZerocopy).state.published.threshold_bytes, 16384u);
+  const InterfaceAggregate& one = eth0.at({Method::kMsgZerocopy, DepthClass::k1});
+  EXPECT_EQ(one.peers, 2u);
+  EXPECT_EQ(one.state.published.threshold_bytes, 131072u) << "the upper of two";
+  EXPECT_EQ(one.spread_bytes, 65536u);
+  // The interface entries and the host default carry each class.
+  const PublishedTable table = BuildEntries(state, PeersOn(), Nic("eth0"), now);
+  std::map<std::pair<ScopeKind, DepthClass>, std::uint64_t> thresholds;
+  for (const PublishedEntry& e : table.entries) {
+    if (e.scope != ScopeKind::kPeer) thresholds[{e.scope, e.depth}] = *e.threshold_bytes;
+  }
+  EXPECT_EQ(thresholds.at({ScopeKind::kInterface, DepthClass::k1}), 131072u);
+  EXPECT_EQ(thresholds.at({ScopeKind::kHostDefault, DepthClass::k1}), 131072u);
+  EXPECT_EQ(thresholds.at({ScopeKind::kHostDefault, DepthClass::kStream}), 16384u);
+}
+
 TEST(BuildEntries, KernelCopiedPeersAreNeverTheHostDefault) {
   AgentState state;
   const std::uint64_t now = 1000 * kSecond;

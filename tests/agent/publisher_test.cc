@@ -183,7 +183,7 @@ TEST_F(PublisherTest, ASuccessfulRoundIsPublishedFreshAndSaved) {
   const std::string text = metrics_->Text();
   EXPECT_TRUE(Contains(text, "zcal_published_stale 0"));
   EXPECT_TRUE(Contains(text, "zcal_verdict{path=\"loopback\",method=\"uring_send_zc\","
-                             "verdict=\"never\"} 1"))
+                             "depth=\"stream\",verdict=\"never\"} 1"))
       << text;
 }
 
@@ -207,7 +207,7 @@ TEST_F(PublisherTest, TheLoadOfARoundIsSavedAndPublishedWithItsResults) {
   EXPECT_EQ(s.load->runnable_max, 5u);
   const std::string text = metrics_->Text();
   EXPECT_TRUE(Contains(text, "zcal_calibration_host_busy_ratio{path=\"loopback\","
-                             "method=\"msg_zerocopy\"} 0.75"))
+                             "method=\"msg_zerocopy\",depth=\"stream\"} 0.75"))
       << text;
 }
 

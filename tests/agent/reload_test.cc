@@ -52,6 +52,8 @@ const std::vector<Case>& Cases() {
        [](ConfigChange& e) { e.paths_or_methods = true; }},
       {"methods", [](Config& c) { c.methods.pop_back(); },
        [](ConfigChange& e) { e.paths_or_methods = true; }},
+      {"depths", [](Config& c) { c.depths = {1, calibrator::kStreamDepth}; },
+       [](ConfigChange& e) { e.paths_or_methods = true; }},
       {"host_default", [](Config& c) { c.host_default.enabled = false; },
        [](ConfigChange& e) { e.host_default = true; }},
       {"sizes.min", [](Config& c) { c.min_size_bytes = 4096; },

@@ -206,6 +206,24 @@ TEST(ReportModelOf, ShowsTheLoadEachResultOfAStateWasMeasuredUnder) {
   EXPECT_NE(page.find("<td class=\"load\">load not measured</td>"), std::string::npos);
 }
 
+TEST(ReportModelOf, AStateHasARowAndAChartPerDepthClass) {
+  AgentState state;
+  state.paths["discard"][cal::Method::kMsgZerocopy].published =
+      Entry("discard", cal::Method::kMsgZerocopy).result;
+  state.paths["discard"][{cal::Method::kMsgZerocopy, DepthClass::k4}].published =
+      Entry("discard", cal::Method::kMsgZerocopy).result;
+  const ReportModel model = ModelOfState(state, "state.json");
+  ASSERT_EQ(model.entries.size(), 2u);
+  EXPECT_EQ(model.entries[0].depth, DepthClass::kStream) << "stream first";
+  EXPECT_EQ(model.entries[1].depth, DepthClass::k4);
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("<th>Method</th><th>Depth</th>"), std::string::npos);
+  EXPECT_NE(page.find(">msg_zerocopy</a></td><td>stream</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find(">msg_zerocopy</a></td><td>4</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("on path discard, depth 4</span>"), std::string::npos);
+  EXPECT_NE(page.find("data-method=\"msg_zerocopy\" data-depth=\"4\""), std::string::npos);
+}
+
 TEST(ReportModelOf, ReadsTheLoadOfACalibrationAndSaysWhereItIsWrong) {
   json doc = {
       {"paths", {{"loopback", {{"methods", {{"msg_zerocopy",

@@ -1,5 +1,8 @@
 #include "zcal/agent/publish/results.h"
 
+#include <tuple>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "method_results.h"
@@ -157,6 +160,136 @@ TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {
   config.methods = {Method::kCopy, Method::kMsgZerocopy};
   PruneState(state, config);
   ASSERT_EQ(state.paths.size(), 1u);
+  ASSERT_EQ(state.paths.at("loopback").size(), 1u);
+  EXPECT_TRUE(state.paths.at("loopback").contains(Method::kMsgZerocopy));
+}
+
+TEST(MergeCalibration, EachDepthClassHasItsOwnHysteresis) {
+  AgentState state;
+  const auto discard = [](std::initializer_list<MethodResult> results) {
+    calibrator::PathResult path = Fresh(results);
+    path.path = "discard";
+    return path;
+  };
+  MergeCalibration(state, "discard", discard({Threshold(Method::kMsgZerocopy, 24576, 0.5)}), 100,
+                   std::nullopt, {});
+  auto log = MergeCalibration(state, "discard",
+                              discard({Threshold(Method::kMsgZerocopy, 65536, 0.5)}), 100,
+                              std::nullopt, {}, DepthClass::k1);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], "discard/msg_zerocopy@1: threshold 64KiB, published");
+  // A second class's result moves neither the stream's nor its candidate.
+  log = MergeCalibration(state, "discard", discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}),
+                         200, std::nullopt, {}, DepthClass::k1);
+  EXPECT_EQ(log[0],
+            "discard/msg_zerocopy@1: measured threshold 256KiB, keeping threshold 64KiB until a "
+            "calibration agrees");
+  const MethodStates& methods = state.paths.at("discard");
+  ASSERT_EQ(methods.size(), 2u);
+  const MethodState& stream = methods.at(Method::kMsgZerocopy);
+  EXPECT_EQ(stream.published.threshold_bytes, 24576u);
+  EXPECT_FALSE(stream.pending);
+  const MethodState& one = methods.at({Method::kMsgZerocopy, DepthClass::k1});
+  EXPECT_EQ(one.published.threshold_bytes, 65536u);
+  ASSERT_TRUE(one.pending);
+  EXPECT_EQ(one.pending->threshold_bytes, 262144u);
+  MergeCalibration(state, "discard", discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 300,
+                   std::nullopt, {}, DepthClass::k1);
+  EXPECT_EQ(one.published.threshold_bytes, 262144u) << "two agreeing calibrations of class 1";
+  EXPECT_EQ(stream.published.threshold_bytes, 24576u);
+}
+
+TEST(DropClass, RemovesAClassNotProbedSayingWhyOnceAndNeverTheStream) {
+  AgentState state;
+  MergeCalibration(state, "discard", Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100,
+                   std::nullopt, {});
+  MergeCalibration(state, "discard", Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100,
+                   std::nullopt, {}, DepthClass::k4);
+  const std::string why = "depths 1 and stream are both never";
+  const auto line = DropClass(state, "discard", {Method::kUringSendZc, DepthClass::k4}, why);
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line,
+            "discard/uring_send_zc@4: not probed this round (depths 1 and stream are both "
+            "never); dropped, its readers get the stream entry");
+  EXPECT_FALSE(state.paths.at("discard").contains({Method::kUringSendZc, DepthClass::k4}));
+  EXPECT_FALSE(DropClass(state, "discard", {Method::kUringSendZc, DepthClass::k4}, why))
+      << "said once";
+  EXPECT_FALSE(DropClass(state, "discard", {Method::kUringSendZc}, why));
+  EXPECT_TRUE(state.paths.at("discard").contains(Method::kUringSendZc));
+  EXPECT_FALSE(DropClass(state, "nowhere", {Method::kUringSendZc, DepthClass::k4}, why));
+}
+
+// A discard path with msg_zerocopy at stream, 1 and 4, and uring_send_zc
+// whose stream result is inconclusive but whose class 1 found a threshold.
+AgentState DiscardWithClasses() {
+  AgentState state;
+  state.fingerprint = 7;
+  calibrator::PathResult stream = Fresh({Threshold(Method::kMsgZerocopy, 24576, 0.8)});
+  MethodResult noisy;
+  noisy.method = Method::kUringSendZc;
+  noisy.verdict = Verdict::kInconclusive;
+  noisy.reason = Reason::kNoisy;
+  stream.methods[Method::kUringSendZc] = noisy;
+  MergeCalibration(state, "discard", stream, 100, std::nullopt, {});
+  MergeCalibration(state, "discard",
+                   Fresh({Threshold(Method::kMsgZerocopy, 65536, 0.8),
+                          Threshold(Method::kUringSendZc, 32768, 0.8)}),
+                   100, std::nullopt, {}, DepthClass::k1);
+  MergeCalibration(state, "discard", Fresh({Threshold(Method::kMsgZerocopy, 49152, 0.8)}), 100,
+                   std::nullopt, {}, DepthClass::k4);
+  return state;
+}
+
+HostDefaultNic UntranslatedNic() {
+  HostDefaultNic nic;
+  nic.facts = probes::InterfaceFacts{};
+  nic.facts->name = "eth3";
+  nic.facts->driver = "virtio_net";  // in no IOMMU group: the estimate may stand
+  return nic;
+}
+
+TEST(BuildEntries, PublishesEachDepthClassAfterItsStreamEntry) {
+  Config config;
+  config.paths = {PathConfig{"discard", probes::TargetKind::kDiscard}};
+  const PublishedTable table = BuildEntries(DiscardWithClasses(), config, UntranslatedNic(), 0);
+  std::vector<std::tuple<ScopeKind, Method, DepthClass, std::optional<std::uint64_t>>> got;
+  for (const PublishedEntry& e : table.entries) {
+    got.emplace_back(e.scope, e.method, e.depth, e.threshold_bytes);
+    EXPECT_EQ(e.fingerprint, 7u);
+  }
+  using D = DepthClass;
+  using M = Method;
+  using S = ScopeKind;
+  const decltype(got) expected = {
+      {S::kDiscard, M::kMsgZerocopy, D::kStream, 24576},
+      {S::kDiscard, M::kMsgZerocopy, D::k1, 65536},
+      {S::kDiscard, M::kMsgZerocopy, D::k4, 49152},
+      {S::kDiscard, M::kUringSendZc, D::kStream, std::nullopt},
+      {S::kDiscard, M::kUringSendZc, D::k1, 32768},
+      // The estimate per class; uring_send_zc's stream result is not usable,
+      // and readers fall back to the stream entry: its class 1 goes with it.
+      {S::kHostDefault, M::kMsgZerocopy, D::kStream, 24576},
+      {S::kHostDefault, M::kMsgZerocopy, D::k1, 65536},
+      {S::kHostDefault, M::kMsgZerocopy, D::k4, 49152},
+  };
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(table.host_default, HostDefaultSource::kEstimated);
+}
+
+TEST(PruneState, DropsDepthClassesNoLongerConfiguredAndLoopbacksBeyondStream) {
+  AgentState state = DiscardWithClasses();
+  MergeCalibration(state, "loopback", Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}),
+                   100, std::nullopt, {});
+  MergeCalibration(state, "loopback", Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}),
+                   100, std::nullopt, {}, DepthClass::k1);
+  Config config;
+  config.depths = {4, calibrator::kStreamDepth};
+  PruneState(state, config);
+  std::vector<MethodKey> discard;
+  for (const auto& [key, s] : state.paths.at("discard")) discard.push_back(key);
+  EXPECT_EQ(discard, (std::vector<MethodKey>{{Method::kMsgZerocopy},
+                                             {Method::kMsgZerocopy, DepthClass::k4},
+                                             {Method::kUringSendZc}}));
   ASSERT_EQ(state.paths.at("loopback").size(), 1u);
   EXPECT_TRUE(state.paths.at("loopback").contains(Method::kMsgZerocopy));
 }

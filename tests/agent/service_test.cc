@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -225,6 +226,143 @@ TEST_F(ServiceTest, PublishesSavedStateAsStaleBeforeTheFirstProbe) {
   auto info = segment->Info();
   ASSERT_TRUE(info);
   EXPECT_FALSE(info->flags & ZCAL_FLAG_STALE);
+}
+
+MethodResult Threshold(Method method, std::uint64_t bytes) {
+  MethodResult r;
+  r.method = method;
+  r.verdict = Verdict::kThreshold;
+  r.threshold_bytes = bytes;
+  r.confidence = 0.9;
+  return r;
+}
+
+// What the probes report for the discard path calibrated at classes 1, 4
+// and stream: msg_zerocopy decided at each, uring_send_zc at stream only
+// (its class 4 not probed: its neighbours answer).
+probes::CalibrationReport DiscardClassesReport(const probes::CalibrationOptions& o) {
+  probes::CalibrationReport report;
+  const std::map<std::uint32_t, std::uint64_t> msg = {{1, 65536}, {4, 49152}, {0, 24576}};
+  for (const std::uint32_t depth : o.depths) {
+    probes::ClassAnalysis c;
+    c.depth = depth;
+    calibrator::PathResult& path = c.analysis.paths["discard"];
+    path.path = "discard";
+    path.methods[Method::kMsgZerocopy] = Threshold(Method::kMsgZerocopy, msg.at(depth));
+    if (depth == calibrator::kStreamDepth) {
+      path.methods[Method::kUringSendZc] = Threshold(Method::kUringSendZc, 16384);
+      report.analysis = c.analysis;
+    } else if (depth == 4) {
+      c.not_probed[Method::kUringSendZc] = "depths 1 and stream agree";
+    } else {
+      path.methods[Method::kUringSendZc] = Threshold(Method::kUringSendZc, 32768);
+    }
+    report.classes.push_back(std::move(c));
+  }
+  report.duration_seconds = 0.01;
+  report.probes_run = 1;
+  return report;
+}
+
+TEST_F(ServiceTest, PublishesTheDepthClassesOfTheDiscardPathForLibzcalAndTheMetrics) {
+  config_.paths = {PathConfig{"discard", probes::TargetKind::kDiscard}};
+  config_.depths = {1, 4, calibrator::kStreamDepth};
+  hooks_.collect_host = [](const Config&) {
+    HostSnapshot snapshot;
+    snapshot.fingerprint = 1;
+    probes::InterfaceFacts nic;
+    nic.name = "eth3";
+    nic.driver = "virtio_net";  // in no IOMMU group: the discard estimate stands
+    snapshot.host_default_nic.facts = nic;
+    return snapshot;
+  };
+  std::mutex mutex;
+  std::vector<std::uint32_t> asked;
+  hooks_.calibrate = [&](const probes::CalibrationOptions& o,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    {
+      std::lock_guard lock(mutex);
+      asked = o.depths;
+    }
+    ++calls_;
+    return DiscardClassesReport(o);
+  };
+  RunningService running(config_, hooks_);
+  ASSERT_TRUE(WaitForLog("discard/uring_send_zc@1: threshold 32KiB, published"))
+      << log_->All();
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(asked, config_.depths);
+  }
+
+  zcal_handle* h = nullptr;
+  ASSERT_EQ(zcal_open(config_.segment.name.c_str(), &h), 0) << zcal_error_detail();
+  zcal_key key;
+  ASSERT_EQ(zcal_key_from_string("198.18.0.9", nullptr, &key), 0);
+  const auto lookup = [&](std::uint8_t method, std::uint32_t depth) {
+    zcal_result r{};
+    EXPECT_EQ(zcal_lookup_depth(h, &key, method, depth, &r), 0) << zcal_error_detail();
+    return std::tuple(r.threshold_bytes, r.depth_class, r.depth_fallback, r.estimated);
+  };
+  // The host default, estimated from the discard path, per class.
+  EXPECT_EQ(lookup(ZCAL_METHOD_MSG_ZEROCOPY, 1), std::tuple(65536u, ZCAL_DEPTH_1, 0, 1));
+  EXPECT_EQ(lookup(ZCAL_METHOD_MSG_ZEROCOPY, 6), std::tuple(49152u, ZCAL_DEPTH_4, 0, 1));
+  EXPECT_EQ(lookup(ZCAL_METHOD_MSG_ZEROCOPY, 64), std::tuple(24576u, ZCAL_DEPTH_STREAM, 0, 1));
+  EXPECT_EQ(lookup(ZCAL_METHOD_URING_SEND_ZC, 1), std::tuple(32768u, ZCAL_DEPTH_1, 0, 1));
+  // Class 4 of uring_send_zc was not probed: the stream entry answers.
+  EXPECT_EQ(lookup(ZCAL_METHOD_URING_SEND_ZC, 4), std::tuple(16384u, ZCAL_DEPTH_STREAM, 1, 1));
+  zcal_info info;
+  ASSERT_EQ(zcal_read_info(h, &info), 0);
+  std::size_t discard_entries = 0;
+  for (std::uint32_t i = 0; i < info.count; ++i) {
+    zcal_shm_entry e;
+    ASSERT_EQ(zcal_read_entry(h, i, &e), 0);
+    if (e.scope == ZCAL_SCOPE_DISCARD) ++discard_entries;
+  }
+  EXPECT_EQ(discard_entries, 5u) << "msg_zerocopy at 1, 4, stream; uring_send_zc at 1, stream";
+  zcal_close(h);
+
+  const std::string text = metrics_->Text();
+  for (const char* series :
+       {"zcal_threshold_bytes{path=\"discard\",method=\"msg_zerocopy\",depth=\"4\"} 49152",
+        "zcal_threshold_bytes{path=\"discard\",method=\"uring_send_zc\",depth=\"1\"} 32768",
+        "zcal_measured_threshold_bytes{path=\"discard\",method=\"msg_zerocopy\",depth=\"1\"} "
+        "65536",
+        "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\",depth=\"1\",estimated=\"1\"} "
+        "65536"}) {
+    EXPECT_TRUE(Contains(text, series)) << series << "\n" << text;
+  }
+  EXPECT_FALSE(Contains(text, "method=\"uring_send_zc\",depth=\"4\"")) << text;
+}
+
+TEST_F(ServiceTest, AClassNoLongerProbedLeavesTheStateSayingWhyOnce) {
+  config_.paths = {PathConfig{"discard", probes::TargetKind::kDiscard}};
+  config_.depths = {4, calibrator::kStreamDepth};
+  config_.schedule.interval = milliseconds(1000);
+  AgentState saved;
+  saved.saved_at_ns = 1;
+  saved.fingerprint = 1;
+  saved.paths["discard"][Method::kUringSendZc] =
+      MethodState{Threshold(Method::kUringSendZc, 16384), 5, std::nullopt, std::nullopt};
+  saved.paths["discard"][{Method::kUringSendZc, DepthClass::k4}] =
+      MethodState{Threshold(Method::kUringSendZc, 65536), 5, std::nullopt, std::nullopt};
+  ASSERT_TRUE(SaveState(saved, config_.state_path));
+  hooks_.calibrate = [&](const probes::CalibrationOptions& o,
+                         const auto&) -> Result<probes::CalibrationReport> {
+    ++calls_;
+    return DiscardClassesReport(o);
+  };
+  RunningService running(config_, hooks_);
+  const std::string dropped =
+      "discard/uring_send_zc@4: not probed this round (depths 1 and stream agree); dropped";
+  ASSERT_TRUE(WaitForLog(dropped)) << log_->All();
+  ASSERT_TRUE(WaitFor([&] { return calls() >= 2; }, milliseconds(10'000)));
+  ASSERT_TRUE(WaitForLog("discard/msg_zerocopy@4: threshold 48KiB, confirmed"));
+  EXPECT_EQ(log_->Count(dropped), 1u) << "said once\n" << log_->All();
+  const Result<AgentState> state = LoadState(config_.state_path);
+  ASSERT_TRUE(state) << state.error().message;
+  EXPECT_FALSE(state->paths.at("discard").contains({Method::kUringSendZc, DepthClass::k4}));
+  EXPECT_TRUE(state->paths.at("discard").contains(Method::kUringSendZc));
 }
 
 TEST_F(ServiceTest, HeartbeatsContinueWhileProbing) {

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "zcal/testing/test_data.h"
+
 namespace zcal::agent {
 namespace {
 
@@ -149,25 +151,101 @@ TEST(State, FilesWrittenBeforeTheLoadStillRead) {
   EXPECT_FALSE(zc.load);
 }
 
-TEST(State, KeepsTheDepthClassOfAResultMeasuredAtADepth) {
+TEST(State, RoundTripsEachDepthClassOfAMethod) {
   AgentState state = SampleState();
-  state.paths.at("loopback").at(Method::kUringSendZc).depth = DepthClass::k4;
+  MethodState one = state.paths.at("loopback").at(Method::kUringSendZc);
+  one.published.threshold_bytes = 65536;
+  one.measured_at_ns = 333;
+  one.pending.reset();
+  state.paths["loopback"][{Method::kUringSendZc, DepthClass::k1}] = one;
+  MethodState four = one;
+  four.published.threshold_bytes = 32768;
+  four.measured_at_ns = 444;
+  four.load.reset();
+  state.paths["loopback"][{Method::kUringSendZc, DepthClass::k4}] = four;
   const std::string text = SerializeState(state);
   const nlohmann::json document = nlohmann::json::parse(text);
-  EXPECT_EQ(document["paths"]["loopback"]["uring_send_zc"]["depth"], "4");
+  // The method's object is its stream result, its other classes inside it.
+  const nlohmann::json& zc = document["paths"]["loopback"]["uring_send_zc"];
+  EXPECT_EQ(zc["measured_at_ns"], 111u);
+  EXPECT_EQ(zc["classes"]["1"]["measured_at_ns"], 333u);
+  EXPECT_EQ(zc["classes"]["4"]["measured_at_ns"], 444u);
+  EXPECT_FALSE(document["paths"]["loopback"]["msg_zerocopy"].contains("classes"));
+
   const Result<AgentState> parsed = ParseState(text, "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_EQ(parsed->paths.at("loopback").at(Method::kUringSendZc).depth, DepthClass::k4);
-  // A stream's result is written as before depth classes, and read so.
-  const nlohmann::json stream = nlohmann::json::parse(SerializeState(SampleState()));
-  EXPECT_FALSE(stream["paths"]["loopback"]["uring_send_zc"].contains("depth"));
-  nlohmann::json bad = document;
-  bad["paths"]["loopback"]["uring_send_zc"]["depth"] = "8";
-  const Result<AgentState> refused = ParseState(bad.dump(), "state.json");
+  const MethodStates& loopback = parsed->paths.at("loopback");
+  ASSERT_EQ(loopback.size(), 4u);
+  EXPECT_EQ(loopback.at(Method::kUringSendZc).published.threshold_bytes, 16384u);
+  EXPECT_TRUE(loopback.at(Method::kUringSendZc).pending);
+  const MethodState& parsed_one = loopback.at({Method::kUringSendZc, DepthClass::k1});
+  EXPECT_EQ(parsed_one.published.threshold_bytes, 65536u);
+  EXPECT_EQ(parsed_one.measured_at_ns, 333u);
+  EXPECT_FALSE(parsed_one.pending);
+  ASSERT_TRUE(parsed_one.load);
+  EXPECT_DOUBLE_EQ(parsed_one.load->busy_share, 0.34);
+  const MethodState& parsed_four = loopback.at({Method::kUringSendZc, DepthClass::k4});
+  EXPECT_EQ(parsed_four.published.threshold_bytes, 32768u);
+  EXPECT_FALSE(parsed_four.load);
+  EXPECT_EQ(SerializeState(*parsed), text);
+}
+
+TEST(State, FilesWrittenBeforeDepthClassesLoadAsStreamResults) {
+  // One entry per method, as agents before depth classes wrote it: one
+  // without "depth", one with the "depth" field of the release between.
+  nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+  document["paths"]["loopback"]["uring_send_zc"]["depth"] = "stream";
+  ASSERT_FALSE(document["paths"]["loopback"]["msg_zerocopy"].contains("depth"));
+  const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const MethodStates& loopback = parsed->paths.at("loopback");
+  ASSERT_EQ(loopback.size(), 2u);
+  for (const auto& [key, s] : loopback) {
+    EXPECT_EQ(key.depth, DepthClass::kStream) << calibrator::MethodName(key.method);
+  }
+  EXPECT_EQ(loopback.at(Method::kUringSendZc).published.threshold_bytes, 16384u);
+  EXPECT_EQ(loopback.at(Method::kMsgZerocopy).measured_at_ns, 222u);
+}
+
+TEST(State, AFileOfAnEarlierAgentLoadsWithEveryResultAtStream) {
+  // tests/data/state/README.md: written by main before depth classes.
+  const std::string file = (zcal::testing::TestData() / "state" / "written_by_main.json").string();
+  const Result<AgentState> loaded = LoadState(file);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_TRUE(loaded->paths.contains("discard"));
+  std::size_t results = 0;
+  for (const auto& [path, methods] : loaded->paths) {
+    for (const auto& [key, s] : methods) {
+      EXPECT_EQ(key.depth, DepthClass::kStream) << path;
+      ++results;
+    }
+  }
+  EXPECT_GE(results, 3u);
+}
+
+TEST(State, AClassNotPublishedIsRefusedNamingTheKey) {
+  AgentState state = SampleState();
+  state.paths["loopback"][{Method::kUringSendZc, DepthClass::k4}] =
+      state.paths.at("loopback").at(Method::kUringSendZc);
+  nlohmann::json document = nlohmann::json::parse(SerializeState(state));
+  nlohmann::json& classes = document["paths"]["loopback"]["uring_send_zc"]["classes"];
+  classes["8"] = classes["4"];
+  const Result<AgentState> refused = ParseState(document.dump(), "state.json");
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("paths.loopback.uring_send_zc.depth: not one of"),
+  EXPECT_NE(refused.error().message.find(
+                "state.json: paths.loopback.uring_send_zc.classes.8: not a depth class"),
             std::string::npos)
       << refused.error().message;
+}
+
+TEST(State, AClassWithoutItsStreamResultIsNotKept) {
+  AgentState state = SampleState();
+  state.paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}] =
+      state.paths.at("loopback").at(Method::kMsgZerocopy);
+  const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const auto discard = parsed->paths.find("discard");
+  EXPECT_TRUE(discard == parsed->paths.end() || discard->second.empty());
 }
 
 TEST(State, InvalidLoadsAreRejectedNamingTheKey) {

@@ -43,6 +43,7 @@ std::string AgentConfig(const AgentSettings& s) {
       << "  - {name: loopback, type: loopback}\n";
   if (s.discard) out << "  - {name: discard, type: discard}\n";
   if (!s.methods.empty()) out << "methods: " << s.methods << "\n";
+  if (!s.depths.empty()) out << "depths: " << s.depths << "\n";
   out << "sizes: {min: 4KiB, max: 64KiB}\n"
       << "schedule:\n"
       << "  at_startup: " << (s.at_startup ? "true" : "false") << "\n"

@@ -36,6 +36,8 @@ struct AgentSettings {
   std::vector<std::string> peers_static;
   /// methods: as YAML ("[copy, msg_zerocopy]"); "" = no methods key (all five).
   std::string methods;
+  /// depths: as YAML ("[1, stream]"); "" = no depths key (1, 4, 16, stream).
+  std::string depths;
 };
 
 /// The YAML of a configuration with these settings.

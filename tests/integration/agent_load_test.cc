@@ -54,7 +54,7 @@ TEST(AgentLoad, EveryPublishedResultCarriesTheLoadItWasMeasuredUnder) {
   const auto scrape = HttpGet(agent->MetricsPort(), "/metrics");
   ASSERT_TRUE(scrape && scrape->status == 200);
   for (const std::string& method : kZerocopyMethods) {
-    const std::string labels = "{path=\"loopback\",method=\"" + method + "\"}";
+    const std::string labels = "{path=\"loopback\",method=\"" + method + "\",depth=\"stream\"}";
     for (const char* ratio : {"zcal_calibration_host_busy_ratio", "zcal_calibration_host_steal_ratio",
                               "zcal_calibration_own_cpu_ratio"}) {
       const auto value = SeriesValue(scrape->body, ratio + labels);

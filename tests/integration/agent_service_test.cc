@@ -110,7 +110,7 @@ TEST_F(AgentTest, PublishesEveryMethodToTheSegmentShowAndMetrics) {
                                       method + "\",depth=\"stream\"} +Inf"))
         << metrics;
     EXPECT_TRUE(Contains(metrics, "zcal_verdict{path=\"loopback\",method=\"" +
-                                      method + "\",verdict=\"never\"} 1"));
+                                      method + "\",depth=\"stream\",verdict=\"never\"} 1"));
   }
   EXPECT_TRUE(Contains(metrics, "zcal_calibrations_total{result=\"success\"} 1"));
   EXPECT_TRUE(Contains(metrics, "zcal_throughput_bytes_per_second{path=\"loopback\","
@@ -268,6 +268,22 @@ TEST_F(AgentTest, ReloadAppliesAValidChangeAndRejectsAnInvalidOne) {
       << metrics;
   EXPECT_TRUE(Contains(metrics, "zcal_config_reloads_total{result=\"failure\"} 1"));
 
+  // A depth class the segment does not publish is refused the same way.
+  AgentSettings bad_depths = settings_;
+  bad_depths.depths = "[1, 5, stream]";
+  const std::string with_depths = AgentConfig(bad_depths);
+  const std::size_t depths_line =
+      CountOf(with_depths.substr(0, with_depths.find("depths:")), "\n") + 1;
+  WriteFile(dir_.path() / "agent.yaml", with_depths);
+  agent->Signal(SIGHUP);
+  ASSERT_TRUE(agent->WaitForLog("configuration reload rejected", kStartTimeout, 2));
+  EXPECT_TRUE(Contains(agent->Log(), (dir_.path() / "agent.yaml").string() + ":" +
+                                         std::to_string(depths_line) +
+                                         ":13: depths[1]: '5' is not a class the segment "
+                                         "publishes: 1, 4, 16, stream"))
+      << agent->Log();
+  EXPECT_TRUE(Contains(Scrape(new_port), "zcal_config_reloads_total{result=\"failure\"} 2"));
+
   // Still alive and publishing on the segment of the last good configuration.
   const auto before = ReadInfo(new_segment);
   ASSERT_TRUE(before);
@@ -370,31 +386,41 @@ TEST_F(AgentTest, RealDiscardProbesFeedTheHostDefaultByTheRule) {
   settings_.budget_seconds = 12;
   auto agent = StartAgent();
   ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
-  if (Contains(agent->Log(), "discard: no probe could run")) {
+  if (Contains(agent->Log(), "no probe could run on path discard")) {
     GTEST_SKIP() << "the discard path cannot run here: " << agent->Log();
   }
   const CommandResult show = RunCommand(
       {ZcalBinary(), "show", "--segment", settings_.segment, "--json"});
   ASSERT_EQ(show.status, 0) << show.err;
   const nlohmann::json doc = nlohmann::json::parse(show.out);
-  std::map<std::string, nlohmann::json> discard, host_default;
+  // (method, depth class) -> entry.
+  using Key = std::pair<std::string, std::string>;
+  std::map<Key, nlohmann::json> discard, host_default;
   for (const auto& e : doc["entries"]) {
-    if (e["scope"] == "discard") discard[e["method"]] = e;
-    if (e["scope"] == "host_default") host_default[e["method"]] = e;
+    const Key key{e["method"], e["depth"]};
+    if (e["scope"] == "discard") discard[key] = e;
+    if (e["scope"] == "host_default") host_default[key] = e;
   }
-  ASSERT_EQ(discard.size(), kZerocopyMethods.size()) << show.out;
+  const auto usable_result = [](const nlohmann::json& d) {
+    return d["verdict"] == "threshold" || d["verdict"] == "always" ||
+           (d["verdict"] == "never" && d["reason"] == "slower");
+  };
   std::size_t usable = 0;
   for (const std::string& method : kZerocopyMethods) {
-    const nlohmann::json& d = discard[method];
+    ASSERT_TRUE(discard.contains({method, "stream"})) << method << "\n" << show.out;
+  }
+  for (const auto& [key, d] : discard) {
+    const std::string& method = key.first;
     // Real zerocopy: the kernel copied nothing on this path.
     EXPECT_NE(d["reason"], "kernel_copied") << d.dump();
     EXPECT_FALSE(d["estimated"].get<bool>());
-    const bool is_usable = d["verdict"] == "threshold" || d["verdict"] == "always" ||
-                           (d["verdict"] == "never" && d["reason"] == "slower");
-    ASSERT_EQ(host_default.count(method), is_usable ? 1u : 0u) << method << "\n" << show.out;
+    // A class stands in the host default beside its usable stream result only.
+    const bool is_usable = usable_result(d) && usable_result(discard.at({method, "stream"}));
+    ASSERT_EQ(host_default.count(key), is_usable ? 1u : 0u)
+        << method << " " << key.second << "\n" << show.out;
     if (!is_usable) continue;
     ++usable;
-    const nlohmann::json& h = host_default[method];
+    const nlohmann::json& h = host_default[key];
     EXPECT_TRUE(h["estimated"].get<bool>()) << h.dump();
     EXPECT_EQ(h["verdict"], d["verdict"]);
     EXPECT_EQ(h["threshold_bytes"], d["threshold_bytes"]);
@@ -404,8 +430,57 @@ TEST_F(AgentTest, RealDiscardProbesFeedTheHostDefaultByTheRule) {
     }
   }
   EXPECT_EQ(doc["host_default"]["source"], usable > 0 ? "estimated" : "none") << show.out;
-  std::printf("discard path here: %zu of %zu methods decisive, host default %s\n", usable,
-              kZerocopyMethods.size(), doc["host_default"]["source"].get<std::string>().c_str());
+  std::printf("discard path here: %zu of %zu results (methods and classes) decisive, host "
+              "default %s\n",
+              usable, discard.size(), doc["host_default"]["source"].get<std::string>().c_str());
+}
+
+TEST_F(AgentTest, TheDiscardPathPublishesTheConfiguredDepthClasses) {
+  // Real probes at depth 1 and as a stream; loopback stays one class.
+  settings_.discard = true;
+  settings_.depths = "[1, stream]";
+  settings_.methods = "[copy, msg_zerocopy]";
+  settings_.budget_seconds = 6;
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->WaitForLog(kFinished, kStartTimeout)) << agent->Log();
+  if (Contains(agent->Log(), "no probe could run on path discard")) {
+    GTEST_SKIP() << "the discard path cannot run here: " << agent->Log();
+  }
+  const CommandResult show =
+      RunCommand({ZcalBinary(), "show", "--segment", settings_.segment, "--json"});
+  ASSERT_EQ(show.status, 0) << show.err;
+  const nlohmann::json doc = nlohmann::json::parse(show.out);
+  std::map<std::pair<std::string, std::string>, nlohmann::json> entries;
+  for (const auto& e : doc["entries"]) {
+    if (e["method"] != "msg_zerocopy") continue;
+    entries[{e["scope"], e["depth"]}] = e;
+  }
+  ASSERT_TRUE(entries.contains({"loopback", "stream"})) << show.out;
+  EXPECT_FALSE(entries.contains({"loopback", "1"})) << "loopback is calibrated at stream only";
+  ASSERT_TRUE(entries.contains({"discard", "stream"})) << show.out;
+  const nlohmann::json& stream = entries.at({"discard", "stream"});
+  if (stream["verdict"] == "never" || stream["reason"] == "unsupported" ||
+      stream["reason"] == "failed") {
+    // The probes skip class 1 where the stream, which pays least per send,
+    // never wins or could not run: its readers get the stream entry.
+    EXPECT_FALSE(entries.contains({"discard", "1"})) << show.out;
+    GTEST_SKIP() << "msg_zerocopy at stream on the discard path here is " << stream.dump()
+                 << ": class 1 is not probed";
+  }
+  ASSERT_TRUE(entries.contains({"discard", "1"})) << show.out << agent->Log();
+  const nlohmann::json& one = entries.at({"discard", "1"});
+  EXPECT_NE(one["reason"], "kernel_copied") << one.dump();
+  EXPECT_TRUE(agent->WaitForLog("discard/msg_zerocopy@1: ", milliseconds(1000))) << agent->Log();
+  const std::string metrics = Scrape(agent->MetricsPort());
+  EXPECT_TRUE(Contains(metrics, "zcal_verdict{path=\"discard\",method=\"msg_zerocopy\","
+                                "depth=\"1\",verdict=\"" +
+                                    one["verdict"].get<std::string>() + "\"} 1"))
+      << metrics;
+  const nlohmann::json state = nlohmann::json::parse(ReadFile(settings_.state));
+  EXPECT_TRUE(state["paths"]["discard"]["msg_zerocopy"]["classes"].contains("1")) << state.dump();
+  std::printf("discard msg_zerocopy here: stream %s, depth 1 %s\n",
+              stream["verdict"].get<std::string>().c_str(),
+              one["verdict"].get<std::string>().c_str());
 }
 
 // A saved state with the discard path's results: republished at start, it

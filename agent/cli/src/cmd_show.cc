@@ -131,9 +131,10 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
 nlohmann::json LoadsJson(const std::string& file, const AgentState& state) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& [path, methods] : state.paths) {
-    for (const auto& [method, s] : methods) {
+    for (const auto& [key, s] : methods) {
       results.push_back({{"path", path},
-                         {"method", calibrator::MethodName(method)},
+                         {"method", calibrator::MethodName(key.method)},
+                         {"depth", DepthClassName(key.depth)},
                          {"measured_at_ns", s.measured_at_ns},
                          {"load", HostLoadToJson(s.load)}});
     }
@@ -143,21 +144,25 @@ nlohmann::json LoadsJson(const std::string& file, const AgentState& state) {
 
 void PrintLoads(std::ostream& out, const std::string& file, const AgentState& state) {
   out << "\nmeasured under (from the state file " << file << ")\n";
-  std::size_t width[2] = {4, 6};
+  std::size_t width[3] = {4, 6, 5};
   for (const auto& [path, methods] : state.paths) {
     width[0] = std::max(width[0], path.size());
-    for (const auto& [method, s] : methods) {
-      width[1] = std::max(width[1], calibrator::MethodName(method).size());
+    for (const auto& [key, s] : methods) {
+      width[1] = std::max(width[1], calibrator::MethodName(key.method).size());
+      width[2] = std::max(width[2], DepthClassName(key.depth).size());
     }
   }
-  const auto row = [&](std::string_view path, std::string_view method, const std::string& load) {
+  const auto row = [&](std::string_view path, std::string_view method, std::string_view depth,
+                       const std::string& load) {
     out << path << std::string(width[0] - path.size() + 2, ' ') << method
-        << std::string(width[1] - method.size() + 2, ' ') << load << "\n";
+        << std::string(width[1] - method.size() + 2, ' ') << depth
+        << std::string(width[2] - depth.size() + 2, ' ') << load << "\n";
   };
-  row("PATH", "METHOD", "LOAD");
+  row("PATH", "METHOD", "DEPTH", "LOAD");
   for (const auto& [path, methods] : state.paths) {
-    for (const auto& [method, s] : methods) {
-      row(path, calibrator::MethodName(method), DescribeLoad(s.load));
+    for (const auto& [key, s] : methods) {
+      row(path, calibrator::MethodName(key.method), DepthClassName(key.depth),
+          DescribeLoad(s.load));
     }
   }
 }

@@ -168,6 +168,80 @@ void ReadMethods(ConfigReader& reader, const YAML::Node& node,
   config.methods = std::move(methods);
 }
 
+// One item of `depths:`, a number or "stream"; nullopt (recorded) when it
+// is not a class the segment publishes.
+std::optional<std::uint32_t> ReadDepthClass(ConfigReader& reader, const YAML::Node& node,
+                                            const std::string& key, std::string_view text) {
+  const Result<std::uint32_t> depth = calibrator::ParseDepth(text);
+  if (!depth || !DepthClassOf(*depth)) {
+    reader.Error(node, key,
+                 "'" + std::string(text) + "' is not a class the segment publishes: " +
+                     std::string(kDepthClassNames) +
+                     "; `zcal calibrate --depth` measures any depth");
+    return std::nullopt;
+  }
+  return *depth;
+}
+
+void ReadDepths(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  // Each item with the node its error is reported at: a list's items, or
+  // the one scalar of the comma form ("1,4,stream").
+  std::vector<std::pair<YAML::Node, std::string>> items;
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    for (std::size_t start = 0; start <= text.size();) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      items.emplace_back(node, std::string(common::Trim(text.substr(start, comma - start))));
+      start = comma + 1;
+    }
+  } else if (reader.ExpectSequence(node, "depths")) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      std::string text;
+      if (reader.String(node[i], "depths[" + std::to_string(i) + "]", text)) {
+        items.emplace_back(node[i], std::move(text));
+      }
+    }
+  } else {
+    return;
+  }
+  if (items.size() > calibrator::kMaxDepthClasses) {
+    reader.Error(node, "depths",
+                 std::to_string(items.size()) + " classes; at most " +
+                     std::to_string(calibrator::kMaxDepthClasses) + " (" +
+                     std::string(kDepthClassNames) + ")");
+    return;
+  }
+  std::vector<std::uint32_t> depths;
+  bool ok = true;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto& [item, text] = items[i];
+    const std::string key = node.IsScalar() ? "depths" : "depths[" + std::to_string(i) + "]";
+    const std::optional<std::uint32_t> depth = ReadDepthClass(reader, item, key, text);
+    if (!depth) {
+      ok = false;
+    } else if (std::find(depths.begin(), depths.end(), *depth) != depths.end()) {
+      reader.Error(item, key, "class " + calibrator::DepthName(*depth) +
+                                  " is listed twice; name each class once");
+      ok = false;
+    } else {
+      depths.push_back(*depth);
+    }
+  }
+  if (!ok) return;
+  if (std::find(depths.begin(), depths.end(), calibrator::kStreamDepth) == depths.end()) {
+    reader.Error(node, "depths",
+                 "stream is missing; every method has a stream entry that readers fall "
+                 "back to, so list stream among the classes (e.g. [1, 4, 16, stream])");
+    return;
+  }
+  Result<std::vector<std::uint32_t>> normalized = calibrator::NormalizeDepthClasses(depths);
+  if (!normalized) {
+    reader.Error(node, "depths", normalized.error().message);
+    return;
+  }
+  config.depths = std::move(*normalized);
+}
+
 void ReadSizes(ConfigReader& reader, const YAML::Node& node, Config& config) {
   static constexpr std::array<std::string_view, 2> kKeys = {"min", "max"};
   const auto fields = reader.Map(node, "sizes", kKeys);
@@ -316,6 +390,11 @@ void ReadBudget(ConfigReader& reader, const YAML::Node& node,
 
 }  // namespace
 
+std::vector<std::uint32_t> CalibratedDepths(const Config& config, probes::TargetKind type) {
+  if (type == probes::TargetKind::kLoopback) return {calibrator::kStreamDepth};
+  return config.depths;
+}
+
 bool EqualInEffect(const Config& a, const Config& b) {
   Config same_source = b;
   same_source.source = a.source;
@@ -330,11 +409,11 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   const std::optional<YAML::Node> root = reader.Load(yaml_text);
   if (!root) return Fail(Errc::kParse, reader.Message());
 
-  static constexpr std::array<std::string_view, 16> kKeys = {
-      "paths",    "host_default", "methods",  "sizes",   "decision",
-      "hysteresis", "schedule",   "budget",   "segment", "metrics",
-      "sink",     "peers",        "state",    "log",     "host",
-      "exports"};
+  static constexpr std::array<std::string_view, 17> kKeys = {
+      "paths",    "host_default", "methods",  "depths",  "sizes",
+      "decision", "hysteresis",   "schedule", "budget",  "segment",
+      "metrics",  "sink",         "peers",    "state",   "log",
+      "host",     "exports"};
   const auto fields = reader.Map(*root, "", kKeys);
   if (!fields) return Fail(Errc::kParse, reader.Message());
 
@@ -349,6 +428,7 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   };
   read("paths", ReadPaths);
   read("methods", ReadMethods);
+  read("depths", ReadDepths);
   read("sizes", ReadSizes);
   read("decision", ReadDecision);
   read("hysteresis", ReadHysteresis);

@@ -53,8 +53,8 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   c.fingerprint_poll =
       next.schedule.fingerprint_poll != running.schedule.fingerprint_poll;
   c.budget = next.budget != running.budget;
-  c.paths_or_methods =
-      next.paths != running.paths || next.methods != running.methods;
+  c.paths_or_methods = next.paths != running.paths || next.methods != running.methods ||
+                       next.depths != running.depths;
   c.host_default = next.host_default != running.host_default;
   c.state_path = next.state_path != running.state_path;
   c.log_level = next.log_level != running.log_level;
@@ -72,6 +72,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   rest.budget = running.budget;
   rest.paths = running.paths;
   rest.methods = running.methods;
+  rest.depths = running.depths;
   rest.host_default = running.host_default;
   rest.state_path = running.state_path;
   rest.log_level = running.log_level;

@@ -254,15 +254,13 @@ Metrics::Metrics(std::string version, MetricsRole role,
 
 Metrics::~Metrics() = default;
 
-void Metrics::SetPublished(
-    const std::map<std::string, std::map<Method, MethodState>>& paths,
-    bool stale) {
+void Metrics::SetPublished(const std::map<std::string, MethodStates>& paths, bool stale) {
   snapshot_->SetPublished(paths, stale);
 }
 
 void Metrics::SetLastCalibration(const std::string& path,
                                  std::span<const calibrator::Sample> samples,
-                                 const calibrator::PathResult& fresh) {
+                                 const std::map<DepthClass, calibrator::PathResult>& fresh) {
   snapshot_->SetLastCalibration(path, samples, fresh);
 }
 

@@ -101,8 +101,9 @@ void Metrics::PeerView::AppendTo(std::vector<MetricFamily>& out) const {
                               "Peer results aggregated into an interface's entry.",
                               MetricType::Gauge);
   for (const auto& [interface, methods] : interfaces_) {
-    for (const auto& [method, a] : methods) {
-      const std::string m(calibrator::MethodName(method));
+    for (const auto& [key, a] : methods) {
+      const std::string m(calibrator::MethodName(key.method));
+      const std::string depth(DepthClassName(key.depth));
       const calibrator::MethodResult& r = a.state.published;
       const double value = r.verdict == calibrator::Verdict::kNever
                                ? std::numeric_limits<double>::infinity()
@@ -110,13 +111,13 @@ void Metrics::PeerView::AppendTo(std::vector<MetricFamily>& out) const {
       AddValue(threshold, value,
                Labelled({{"interface", interface},
                          {"method", m},
-                         {"depth", std::string(DepthClassName(a.state.depth))}}));
+                         {"depth", depth}}));
       if (a.spread_bytes) {
         AddValue(spread, static_cast<double>(*a.spread_bytes),
-                 Labelled({{"interface", interface}, {"method", m}}));
+                 Labelled({{"interface", interface}, {"method", m}, {"depth", depth}}));
       }
       AddValue(peers, static_cast<double>(a.peers),
-               Labelled({{"interface", interface}, {"method", m}}));
+               Labelled({{"interface", interface}, {"method", m}, {"depth", depth}}));
     }
   }
   out.push_back(std::move(threshold));

@@ -53,6 +53,13 @@ std::string MethodLabel(Method method) {
 // Bounded: DepthClass has at most 8 values (depth_class.h).
 std::string DepthLabel(DepthClass depth) { return std::string(DepthClassName(depth)); }
 
+// The labels of one published result.
+struct Where {
+  const std::string& path;
+  std::string method;
+  std::string depth;
+};
+
 // +Inf for never: no size is large enough. Inconclusive has no value.
 std::optional<double> ThresholdValue(const MethodResult& result) {
   switch (result.verdict) {
@@ -73,9 +80,8 @@ std::optional<double> ThresholdValue(const MethodResult& result) {
 
 }  // namespace
 
-void Metrics::Snapshot::SetPublished(
-    const std::map<std::string, std::map<Method, MethodState>>& paths,
-    bool stale) {
+void Metrics::Snapshot::SetPublished(const std::map<std::string, MethodStates>& paths,
+                                     bool stale) {
   std::lock_guard lock(mutex_);
   published_ = paths;
   stale_ = stale;
@@ -83,15 +89,19 @@ void Metrics::Snapshot::SetPublished(
 
 void Metrics::Snapshot::SetLastCalibration(
     const std::string& path, std::span<const calibrator::Sample> samples,
-    const calibrator::PathResult& fresh) {
+    const std::map<DepthClass, calibrator::PathResult>& fresh) {
   std::map<SizeKey, std::vector<calibrator::Sample>> groups;
-  std::map<Method, std::pair<std::uint64_t, std::uint64_t>> copied;
+  std::map<MethodKey, std::pair<std::uint64_t, std::uint64_t>> copied;
   for (const calibrator::Sample& s : samples) {
-    if (!s.ok()) continue;
-    groups[SizeKey{path, s.method, s.size_bytes}].push_back(s);
-    if (calibrator::IsZerocopy(s.method)) {
-      copied[s.method].first += s.zc_copied;
-      copied[s.method].second += s.zc_completions;
+    const bool zerocopy = calibrator::IsZerocopy(s.method);
+    const std::optional<DepthClass> depth =
+        zerocopy ? DepthClassOf(s.depth) : std::optional(DepthClass::kStream);
+    if (!s.ok() || !depth) continue;
+    const MethodKey key{s.method, *depth};
+    groups[SizeKey{path, key, s.size_bytes}].push_back(s);
+    if (zerocopy) {
+      copied[key].first += s.zc_copied;
+      copied[key].second += s.zc_completions;
     }
   }
   std::lock_guard lock(mutex_);
@@ -103,13 +113,13 @@ void Metrics::Snapshot::SetLastCalibration(
     sizes_[key] = SizeFigures{stats.throughput_bytes_per_second.median,
                               stats.cpu_ns_per_byte.median * 1e-9};
   }
-  for (const auto& [method, counts] : copied) {
+  for (const auto& [key, counts] : copied) {
     if (counts.second == 0) continue;
-    copied_[{path, method}] = static_cast<double>(counts.first) /
-                              static_cast<double>(counts.second);
+    copied_[{path, key}] = static_cast<double>(counts.first) /
+                           static_cast<double>(counts.second);
   }
-  for (const auto& [method, result] : fresh.methods) {
-    fresh_[{path, method}] = result;
+  for (const auto& [depth, result] : fresh) {
+    for (const auto& [method, r] : result.methods) fresh_[{path, {method, depth}}] = r;
   }
 }
 
@@ -189,11 +199,12 @@ void Metrics::Snapshot::AppendHostDefault(
 }
 
 void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
-  // Each family walks every published (path, method).
+  // Each family walks every published (path, method, depth class); `at`
+  // are those three labels.
   const auto each = [this](const auto& fn) {
     for (const auto& [path, methods] : published_) {
-      for (const auto& [method, state] : methods) {
-        fn(path, MethodLabel(method), state);
+      for (const auto& [key, state] : methods) {
+        fn(Where{path, MethodLabel(key.method), DepthLabel(key.depth)}, state);
       }
     }
   };
@@ -201,10 +212,9 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     GaugeFamily f(out, "zcal_threshold_bytes",
                   "Published message size from which zerocopy send pays "
                   "off; +Inf when it never does; absent when inconclusive.");
-    each([&](const std::string& path, const std::string& method,
-             const MethodState& s) {
+    each([&](const Where& at, const MethodState& s) {
       if (const auto value = ThresholdValue(s.published)) {
-        f.Add(*value, {{"path", path}, {"method", method}, {"depth", DepthLabel(s.depth)}});
+        f.Add(*value, {{"path", at.path}, {"method", at.method}, {"depth", at.depth}});
       }
     });
   }
@@ -212,13 +222,13 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     GaugeFamily f(out, "zcal_verdict",
                   "Published verdict: 1 for the current one of threshold, "
                   "always, never, inconclusive; 0 for the others.");
-    each([&](const std::string& path, const std::string& method,
-             const MethodState& s) {
+    each([&](const Where& at, const MethodState& s) {
       for (const Verdict v : {Verdict::kThreshold, Verdict::kAlways,
                               Verdict::kNever, Verdict::kInconclusive}) {
         f.Add(s.published.verdict == v ? 1 : 0,
-              {{"path", path},
-               {"method", method},
+              {{"path", at.path},
+               {"method", at.method},
+               {"depth", at.depth},
                {"verdict", std::string(calibrator::VerdictName(v))}});
       }
     });
@@ -227,11 +237,11 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     GaugeFamily f(out, "zcal_verdict_reason_info",
                   "Why the published verdict is what it is (reason none "
                   "for a threshold or always).");
-    each([&](const std::string& path, const std::string& method,
-             const MethodState& s) {
+    each([&](const Where& at, const MethodState& s) {
       const std::string_view reason = calibrator::ReasonName(s.published.reason);
-      f.Add(1, {{"path", path},
-                {"method", method},
+      f.Add(1, {{"path", at.path},
+                {"method", at.method},
+                {"depth", at.depth},
                 {"reason", reason.empty() ? "none" : std::string(reason)}});
     });
   }
@@ -239,11 +249,10 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     GaugeFamily f(out, "zcal_threshold_confidence_ratio",
                   "Share (0 to 1) of the compared sizes whose comparison "
                   "was decisive; absent when unknown.");
-    each([&](const std::string& path, const std::string& method,
-             const MethodState& s) {
+    each([&](const Where& at, const MethodState& s) {
       if (s.published.confidence) {
         f.Add(*s.published.confidence,
-              {{"path", path}, {"method", method}, {"depth", DepthLabel(s.depth)}});
+              {{"path", at.path}, {"method", at.method}, {"depth", at.depth}});
       }
     });
   }
@@ -251,10 +260,9 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     GaugeFamily f(out, "zcal_result_measured_timestamp_seconds",
                   "Unix time of the calibration behind the published "
                   "result (or the last one that agreed with it).");
-    each([&](const std::string& path, const std::string& method,
-             const MethodState& s) {
+    each([&](const Where& at, const MethodState& s) {
       f.Add(common::NsToSeconds(s.measured_at_ns),
-            {{"path", path}, {"method", method}});
+            {{"path", at.path}, {"method", at.method}, {"depth", at.depth}});
     });
   }
   // The load each published result was measured under; no series for a
@@ -279,17 +287,18 @@ void Metrics::Snapshot::AppendPublished(std::vector<MetricFamily>& out) const {
     GaugeFamily f(out, name, help);
     // A copy, not the binding: clang 14 cannot capture structured bindings.
     const auto field = value;
-    each([&](const std::string& path, const std::string& method, const MethodState& s) {
-      if (s.load) f.Add((*s.load).*field, {{"path", path}, {"method", method}});
+    each([&](const Where& at, const MethodState& s) {
+      if (s.load) {
+        f.Add((*s.load).*field, {{"path", at.path}, {"method", at.method}, {"depth", at.depth}});
+      }
     });
   }
   {
     GaugeFamily f(out, "zcal_hysteresis_pending",
                   "1 while a differing result waits for a second "
                   "calibration to agree before it is published.");
-    each([&](const std::string& path, const std::string& method,
-             const MethodState& s) {
-      f.Add(s.pending ? 1 : 0, {{"path", path}, {"method", method}});
+    each([&](const Where& at, const MethodState& s) {
+      f.Add(s.pending ? 1 : 0, {{"path", at.path}, {"method", at.method}, {"depth", at.depth}});
     });
   }
   GaugeFamily f(out, "zcal_published_stale",
@@ -304,13 +313,11 @@ void Metrics::Snapshot::AppendLastCalibration(
     GaugeFamily f(out, "zcal_measured_threshold_bytes",
                   "Threshold found by the last calibration, before "
                   "hysteresis; +Inf for never; absent when inconclusive.");
-    // A calibration's results carry no depth yet: every probe keeps its
-    // pool in flight, a stream.
     for (const auto& [key, result] : fresh_) {
       if (const auto value = ThresholdValue(result)) {
         f.Add(*value, {{"path", key.first},
-                       {"method", MethodLabel(key.second)},
-                       {"depth", DepthLabel(DepthClass::kStream)}});
+                       {"method", MethodLabel(key.second.method)},
+                       {"depth", DepthLabel(key.second.depth)}});
       }
     }
   }
@@ -321,7 +328,8 @@ void Metrics::Snapshot::AppendLastCalibration(
     for (const auto& [key, figures] : sizes_) {
       f.Add(figures.throughput_bytes_per_second,
             {{"path", key.path},
-             {"method", MethodLabel(key.method)},
+             {"method", MethodLabel(key.key.method)},
+             {"depth", DepthLabel(key.key.depth)},
              {"size_bytes", std::to_string(key.size_bytes)}});
     }
   }
@@ -332,7 +340,8 @@ void Metrics::Snapshot::AppendLastCalibration(
     for (const auto& [key, figures] : sizes_) {
       f.Add(figures.cpu_seconds_per_byte,
             {{"path", key.path},
-             {"method", MethodLabel(key.method)},
+             {"method", MethodLabel(key.key.method)},
+             {"depth", DepthLabel(key.key.depth)},
              {"size_bytes", std::to_string(key.size_bytes)}});
     }
   }
@@ -340,7 +349,9 @@ void Metrics::Snapshot::AppendLastCalibration(
                 "Share (0 to 1) of zerocopy completions the kernel "
                 "reported as copied in the last calibration.");
   for (const auto& [key, ratio] : copied_) {
-    f.Add(ratio, {{"path", key.first}, {"method", MethodLabel(key.second)}});
+    f.Add(ratio, {{"path", key.first},
+                  {"method", MethodLabel(key.second.method)},
+                  {"depth", DepthLabel(key.second.depth)}});
   }
 }
 

@@ -17,13 +17,10 @@ namespace zcal::agent {
 
 class Metrics::Snapshot {
  public:
-  void SetPublished(
-      const std::map<std::string, std::map<calibrator::Method, MethodState>>&
-          paths,
-      bool stale);
+  void SetPublished(const std::map<std::string, MethodStates>& paths, bool stale);
   void SetLastCalibration(const std::string& path,
                           std::span<const calibrator::Sample> samples,
-                          const calibrator::PathResult& fresh);
+                          const std::map<DepthClass, calibrator::PathResult>& fresh);
   void SetHost(const HostInfo& host);
   void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
   void SetHostDefault(const HostDefaultInfo& host_default);
@@ -33,14 +30,13 @@ class Metrics::Snapshot {
   void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
 
  private:
-  using PathMethod = std::pair<std::string, calibrator::Method>;
+  using PathMethod = std::pair<std::string, MethodKey>;
   struct SizeKey {
     std::string path;
-    calibrator::Method method;
+    MethodKey key;
     std::uint64_t size_bytes;
     bool operator<(const SizeKey& o) const {
-      return std::tie(path, method, size_bytes) <
-             std::tie(o.path, o.method, o.size_bytes);
+      return std::tie(path, key, size_bytes) < std::tie(o.path, o.key, o.size_bytes);
     }
   };
   struct SizeFigures {
@@ -54,7 +50,7 @@ class Metrics::Snapshot {
   void AppendHostDefault(std::vector<prometheus::MetricFamily>& out) const;
 
   mutable std::mutex mutex_;
-  std::map<std::string, std::map<calibrator::Method, MethodState>> published_;
+  std::map<std::string, MethodStates> published_;
   bool stale_ = false;
   std::map<SizeKey, SizeFigures> sizes_;
   std::map<PathMethod, double> copied_;

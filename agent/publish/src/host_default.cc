@@ -4,7 +4,6 @@
 
 namespace zcal::agent {
 
-using calibrator::Method;
 using calibrator::MethodResult;
 using calibrator::Reason;
 using calibrator::Verdict;
@@ -55,15 +54,19 @@ bool UsableForHostDefault(const MethodResult& result) {
 
 namespace {
 
-std::map<Method, MethodState> Usable(const std::map<Method, MethodState>& methods) {
-  std::map<Method, MethodState> out;
-  for (const auto& [method, s] : methods) {
-    if (UsableForHostDefault(s.published)) out.emplace(method, s);
+// A class goes with its method's stream result: readers fall back to it.
+MethodStates Usable(const MethodStates& methods) {
+  MethodStates out;
+  for (const auto& [key, s] : methods) {
+    if (UsableForHostDefault(s.published)) out.emplace(key, s);
   }
+  std::erase_if(out, [&](const auto& item) {
+    return item.first.depth != DepthClass::kStream && !out.contains({item.first.method});
+  });
   return out;
 }
 
-const std::map<Method, MethodState>* PathOfType(const AgentState& state,
+const MethodStates* PathOfType(const AgentState& state,
                                                const Config& config, probes::TargetKind type) {
   for (const PathConfig& path : config.paths) {
     if (path.type != type) continue;
@@ -77,7 +80,7 @@ const std::map<Method, MethodState>* PathOfType(const AgentState& state,
 
 HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
                                     const HostDefaultNic& nic,
-                                    const std::map<Method, MethodState>& peers) {
+                                    const MethodStates& peers) {
   HostDefaultChoice choice;
   if (!config.host_default.enabled) {
     choice.source = HostDefaultSource::kDisabled;
@@ -91,8 +94,9 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
     choice.explanation = "host default from the peers reached through " + nic_name;
     return choice;
   }
-  const std::map<Method, MethodState>* discard =
-      config.host_default.estimate ? PathOfType(state, config, probes::TargetKind::kDiscard) : nullptr;
+  const MethodStates* discard = config.host_default.estimate
+                                    ? PathOfType(state, config, probes::TargetKind::kDiscard)
+                                    : nullptr;
   const bool discard_configured =
       config.host_default.estimate &&
       std::any_of(config.paths.begin(), config.paths.end(),
@@ -116,7 +120,7 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
     }
     choice.explanation = why;
   }
-  std::map<Method, MethodState> estimate = discard ? Usable(*discard) : std::map<Method, MethodState>{};
+  MethodStates estimate = discard ? Usable(*discard) : MethodStates{};
   if (estimate.empty()) {
     choice.source = HostDefaultSource::kNoPath;
     choice.explanation =
@@ -130,7 +134,7 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
                "kernel copies local zerocopy sends)");
     return choice;
   }
-  for (auto& [method, s] : estimate) {
+  for (auto& [key, s] : estimate) {
     if (s.published.confidence) *s.published.confidence *= 0.5;
     s.pending.reset();
   }

@@ -10,7 +10,6 @@
 namespace zcal::agent {
 namespace {
 
-using calibrator::Method;
 using calibrator::Verdict;
 
 // The order of the median: a threshold by its size, `always` by where it
@@ -39,18 +38,18 @@ bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_n
 InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config,
                                    std::uint64_t now_ns,
                                    std::optional<std::int64_t> now_steady_ns) {
-  std::map<std::string, std::map<Method, std::vector<const MethodState*>>> groups;
+  std::map<std::string, std::map<MethodKey, std::vector<const MethodState*>>> groups;
   for (const auto& [path, peer] : state.peers) {
     if (peer.interface.empty() || PeerStale(peer, config, now_ns, now_steady_ns)) continue;
     const auto results = state.paths.find(path);
     if (results == state.paths.end()) continue;
-    for (const auto& [method, s] : results->second) {
-      if (UsableForHostDefault(s.published)) groups[peer.interface][method].push_back(&s);
+    for (const auto& [key, s] : results->second) {
+      if (UsableForHostDefault(s.published)) groups[peer.interface][key].push_back(&s);
     }
   }
   InterfaceAggregates out;
   for (auto& [interface, methods] : groups) {
-    for (auto& [method, list] : methods) {
+    for (auto& [key, list] : methods) {
       std::sort(list.begin(), list.end(), [](const MethodState* a, const MethodState* b) {
         return OrderKey(a->published) < OrderKey(b->published);
       });
@@ -71,7 +70,7 @@ InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config
         ++thresholds;
       }
       if (thresholds >= 2) a.spread_bytes = *high - *low;
-      out[interface].emplace(method, std::move(a));
+      out[interface].emplace(key, std::move(a));
     }
   }
   return out;

@@ -24,17 +24,24 @@ std::string DescribeResult(const MethodResult& result) {
   return text;
 }
 
+std::string ResultName(std::string_view path, const MethodKey& key) {
+  std::string name(path);
+  name += "/" + std::string(calibrator::MethodName(key.method));
+  if (key.depth != DepthClass::kStream) name += "@" + std::string(DepthClassName(key.depth));
+  return name;
+}
+
 std::vector<std::string> MergeCalibration(
     AgentState& state, const std::string& path,
     const calibrator::PathResult& fresh, std::uint64_t now_ns,
     const std::optional<probes::HostLoad>& load,
-    const calibrator::HysteresisOptions& options) {
+    const calibrator::HysteresisOptions& options, DepthClass depth) {
   std::vector<std::string> log;
-  auto& methods = state.paths[path];
+  MethodStates& methods = state.paths[path];
   for (const auto& [method, result] : fresh.methods) {
-    const std::string name =
-        path + "/" + std::string(calibrator::MethodName(method));
-    const auto it = methods.find(method);
+    const MethodKey key{method, depth};
+    const std::string name = ResultName(path, key);
+    const auto it = methods.find(key);
     std::optional<MethodResult> published;
     std::optional<MethodResult> pending;
     if (it != methods.end()) {
@@ -44,7 +51,7 @@ std::vector<std::string> MergeCalibration(
     const calibrator::HysteresisDecision decision =
         calibrator::ApplyHysteresis(published, pending, result, options);
     if (decision.publish) {
-      MethodState& s = methods[method];
+      MethodState& s = methods[key];
       s.published = result;
       s.measured_at_ns = now_ns;
       s.load = load;
@@ -71,6 +78,16 @@ std::vector<std::string> MergeCalibration(
   return log;
 }
 
+std::optional<std::string> DropClass(AgentState& state, const std::string& path,
+                                     const MethodKey& key, std::string_view why) {
+  // The stream class is what every reader falls back to: never dropped.
+  if (key.depth == DepthClass::kStream) return std::nullopt;
+  const auto it = state.paths.find(path);
+  if (it == state.paths.end() || it->second.erase(key) == 0) return std::nullopt;
+  return ResultName(path, key) + ": not probed this round (" + std::string(why) +
+         "); dropped, its readers get the stream entry";
+}
+
 void PruneState(AgentState& state, const Config& config) {
   std::erase_if(state.paths, [&](const auto& item) {
     // Peer paths are not configured one by one: PrunePeers keeps them.
@@ -79,9 +96,19 @@ void PruneState(AgentState& state, const Config& config) {
                         [&](const PathConfig& p) { return p.name == item.first; });
   });
   for (auto& [path, methods] : state.paths) {
+    const std::string& name = path;  // clang 14: no captured bindings
+    const auto type = std::find_if(config.paths.begin(), config.paths.end(),
+                                   [&](const PathConfig& p) { return p.name == name; });
+    // Loopback is calibrated at stream only (CalibratedDepths).
+    const std::vector<std::uint32_t> depths = CalibratedDepths(
+        config, type != config.paths.end() ? type->type : probes::TargetKind::kPeer);
     std::erase_if(methods, [&](const auto& item) {
-      return std::find(config.methods.begin(), config.methods.end(),
-                       item.first) == config.methods.end();
+      const MethodKey& key = item.first;
+      // Stream stays whatever depths says: every reader falls back to it.
+      return std::find(config.methods.begin(), config.methods.end(), key.method) ==
+                 config.methods.end() ||
+             (key.depth != DepthClass::kStream &&
+              std::find(depths.begin(), depths.end(), DepthOf(key.depth)) == depths.end());
     });
   }
   std::erase_if(state.paths, [](const auto& item) { return item.second.empty(); });
@@ -92,14 +119,17 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
                             const HostDefaultNic& nic, std::uint64_t now_ns,
                             std::optional<std::int64_t> now_steady_ns) {
   PublishedTable table;
-  const auto add = [&](const std::map<Method, MethodState>& methods,
-                       ScopeKind scope, bool estimated,
+  const auto add = [&](const MethodStates& methods, ScopeKind scope, bool estimated,
                        const PublishedEntry& where = {}) {
-    for (const auto& [method, s] : methods) {
+    for (const auto& [key, s] : methods) {
+      // Readers fall back to a scope's stream entry, and the writer refuses
+      // a class without one: a class whose stream result is not there (not
+      // usable for a host default or an aggregate) is left out with it.
+      if (key.depth != DepthClass::kStream && !methods.contains({key.method})) continue;
       PublishedEntry e = where;
       e.scope = scope;
-      e.method = method;
-      e.depth = s.depth;
+      e.method = key.method;
+      e.depth = key.depth;
       e.verdict = s.published.verdict;
       e.threshold_bytes = s.published.threshold_bytes;
       e.confidence = s.published.confidence;
@@ -126,52 +156,49 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
     }
   }
   // Each kept peer under its own host prefix, whatever it measured: a
-  // transport connected to that peer is told what its path measured.
+  // transport connected to that peer is told what its path measured. Two
+  // peers on one address (two sinks on different ports) share one prefix:
+  // the one measured last stays, with all of its classes.
+  struct Chosen {
+    PublishedEntry where;
+    std::uint64_t measured_at_ns = 0;
+    const MethodStates* methods = nullptr;
+  };
+  std::map<std::string, Chosen> by_address;
   for (const auto& [path, peer] : state.peers) {
     const auto results = state.paths.find(path);
     const Result<common::HostPort> endpoint = common::ParseHostPort(peer.endpoint);
     if (results == state.paths.end() || !endpoint) continue;
-    PublishedEntry where;
-    where.address = common::ToString(endpoint->address);
-    where.prefix_len = endpoint->address.IsIpv6() ? 128 : 32;
-    add(results->second, ScopeKind::kPeer, false, where);
+    std::uint64_t newest = 0;
+    for (const auto& [key, s] : results->second) newest = std::max(newest, s.measured_at_ns);
+    Chosen& chosen = by_address[common::ToString(endpoint->address)];
+    if (chosen.methods != nullptr && newest <= chosen.measured_at_ns) continue;
+    chosen.where.address = common::ToString(endpoint->address);
+    chosen.where.prefix_len = endpoint->address.IsIpv6() ? 128 : 32;
+    chosen.measured_at_ns = newest;
+    chosen.methods = &results->second;
   }
-  // Two peers on one address (two sinks on different ports) share one
-  // prefix: the segment holds one entry per scope and method, so the one
-  // measured last stays.
-  std::map<std::pair<std::string, Method>, std::size_t> seen;
-  std::vector<PublishedEntry> unique;
-  for (PublishedEntry& e : table.entries) {
-    if (e.scope != ScopeKind::kPeer) {
-      unique.push_back(std::move(e));
-      continue;
-    }
-    const auto [it, fresh] = seen.try_emplace({e.address, e.method}, unique.size());
-    if (fresh) {
-      unique.push_back(std::move(e));
-    } else if (e.measured_at_ns > unique[it->second].measured_at_ns) {
-      unique[it->second] = std::move(e);
-    }
+  for (const auto& [address, chosen] : by_address) {
+    add(*chosen.methods, ScopeKind::kPeer, false, chosen.where);
   }
-  table.entries = std::move(unique);
   table.interfaces = AggregatePeers(state, config, now_ns, now_steady_ns);
   for (const auto& [interface, methods] : table.interfaces) {
-    std::map<Method, MethodState> medians;
-    for (const auto& [method, a] : methods) medians.emplace(method, a.state);
+    MethodStates medians;
+    for (const auto& [key, a] : methods) medians.emplace(key, a.state);
     PublishedEntry where;
     where.interface = interface;
     add(medians, ScopeKind::kInterface, false, where);
   }
   // The host default stands for the NIC of the default route, or the one
   // the configuration names.
-  std::map<Method, MethodState> through_nic;
+  MethodStates through_nic;
   const std::string nic_name = !config.host_default.interface.empty()
                                    ? config.host_default.interface
                                : nic.facts ? nic.facts->name
                                            : std::string();
   if (const auto it = table.interfaces.find(nic_name);
       !nic_name.empty() && it != table.interfaces.end()) {
-    for (const auto& [method, a] : it->second) through_nic.emplace(method, a.state);
+    for (const auto& [key, a] : it->second) through_nic.emplace(key, a.state);
   }
   HostDefaultChoice choice = ChooseHostDefault(state, config, nic, through_nic);
   add(choice.methods, ScopeKind::kHostDefault, choice.estimated);

@@ -137,7 +137,7 @@ void VerdictTable(std::string& out, const ReportModel& model) {
     return;
   }
   out += "<table class=\"verdicts\"><thead><tr><th>Path</th><th>Method</th>"
-         "<th>Baseline</th><th>Verdict</th><th>Interval</th><th>Confidence</th>"
+         "<th>Depth</th><th>Baseline</th><th>Verdict</th><th>Interval</th><th>Confidence</th>"
          "<th>Decided by</th><th>Copied by the kernel</th>";
   if (measured) out += "<th>Measured</th>";
   const bool load = CarriesLoad(model.kind);
@@ -147,10 +147,11 @@ void VerdictTable(std::string& out, const ReportModel& model) {
     const ReportEntry& e = model.entries[n];
     const cal::MethodResult& r = e.result;
     out += fmt::format(
-        "<tr><td>{}</td><td><a href=\"#e{}\">{}</a></td><td>{}{}</td>"
+        "<tr><td>{}</td><td><a href=\"#e{}\">{}</a></td><td>{}</td><td>{}{}</td>"
         "<td class=\"verdict\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
         "<td>{}</td>",
-        Escape(e.path), n, cal::MethodName(r.method), cal::MethodName(r.baseline),
+        Escape(e.path), n, cal::MethodName(r.method), DepthClassName(e.depth),
+        cal::MethodName(r.baseline),
         r.baseline_substituted ? " (stand-in)" : "", Escape(VerdictText(r)),
         Escape(IntervalText(r)), ConfidenceText(r), RuleText(r), CopiedText(r));
     if (measured) out += "<td>" + Utc(e.measured_at_ns) + "</td>";
@@ -238,9 +239,9 @@ void Canvas(std::string& out, std::size_t n, const ReportEntry& e, const char* k
             const char* what) {
   out += fmt::format(
       "<figure><div class=\"chart\"><canvas data-entry=\"e{}\" data-kind=\"{}\" "
-      "data-path=\"{}\" data-method=\"{}\" role=\"img\" aria-label=\"{} against "
-      "size; numbers in the verdict table\"></canvas></div></figure>\n",
-      n, kind, Escape(e.path), cal::MethodName(e.result.method), what);
+      "data-path=\"{}\" data-method=\"{}\" data-depth=\"{}\" role=\"img\" "
+      "aria-label=\"{} against size; numbers in the verdict table\"></canvas></div></figure>\n",
+      n, kind, Escape(e.path), cal::MethodName(e.result.method), DepthClassName(e.depth), what);
 }
 
 constexpr const char* kHowToRead =
@@ -308,10 +309,12 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
   const cal::MethodResult& r = e.result;
   out += fmt::format(
       "<article class=\"method\" id=\"e{}\"><h3>{} against {} <span class=\"sub\">on "
-      "path {}</span></h3>\n<p class=\"summary\"><span class=\"verdict\">{}</span>; "
+      "path {}{}</span></h3>\n<p class=\"summary\"><span class=\"verdict\">{}</span>; "
       "interval {}; confidence {}; decided by {}.</p>\n"
       "<p class=\"note\">Completions the kernel reported as copied: {}.</p>\n",
       n, cal::MethodName(r.method), cal::MethodName(r.baseline), Escape(e.path),
+      e.depth == DepthClass::kStream ? std::string()
+                                     : ", depth " + std::string(DepthClassName(e.depth)),
       Escape(VerdictText(r)), Escape(IntervalText(r)), ConfidenceText(r), RuleText(r),
       CopiedText(r));
   for (const std::string* text : {&r.detail, &r.rule_detail}) {
@@ -371,6 +374,7 @@ std::string DataJson(const ReportModel& model) {
     }
     entries.push_back({{"id", "e" + std::to_string(n)},
                        {"method", cal::MethodName(r.method)},
+                       {"depth", DepthClassName(model.entries[n].depth)},
                        {"baseline", cal::MethodName(r.baseline)},
                        {"threshold", r.threshold_bytes ? json(*r.threshold_bytes) : json()},
                        {"interval", std::move(interval)},

@@ -98,8 +98,8 @@ ReportModel ModelOfState(const AgentState& state, std::string source) {
     if (model.host->fingerprint == 0) model.host->fingerprint = state.fingerprint;
   }
   for (const auto& [path, methods] : state.paths) {
-    for (const auto& [method, s] : methods) {
-      model.entries.push_back({path, s.published, s.measured_at_ns, s.pending, s.load});
+    for (const auto& [key, s] : methods) {
+      model.entries.push_back({path, s.published, s.measured_at_ns, s.pending, s.load, key.depth});
     }
   }
   return model;

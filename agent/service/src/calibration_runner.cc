@@ -136,6 +136,7 @@ RoundPlan PlanRound(const Config& config, std::string identity,
     job.options = common;
     job.options.target = ProbeTarget(path);
     job.options.path_name = path.name;
+    job.options.depths = CalibratedDepths(config, path.type);
     jobs.push_back(std::move(job));
   }
   if (config.peers.enabled()) {
@@ -144,6 +145,7 @@ RoundPlan PlanRound(const Config& config, std::string identity,
     peers.identity = std::move(identity);
     peers.round = peer_round;
     peers.base = common;
+    peers.base.depths = CalibratedDepths(config, probes::TargetKind::kPeer);
     peers.base.peer_key = std::move(key);
     peers.previous = std::move(previous);
     peers.discovered_at = discovered_at;

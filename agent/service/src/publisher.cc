@@ -36,8 +36,18 @@ HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
   return info;
 }
 
-}  // namespace
+// The result of `path` in an analysis: under its name, or the only one
+// (a calibration names its one path itself).
+const calibrator::PathResult* FindPathResult(const calibrator::Analysis& analysis,
+                                             const std::string& path) {
+  auto found = analysis.paths.find(path);
+  if (found == analysis.paths.end() && analysis.paths.size() == 1) {
+    found = analysis.paths.begin();
+  }
+  return found == analysis.paths.end() ? nullptr : &found->second;
+}
 
+}  // namespace
 
 ShmWriterOptions WriterOptions(const SegmentConfig& segment,
                                std::shared_ptr<const common::Clock> clock) {
@@ -220,24 +230,44 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
                  r.path);
     return false;
   }
-  auto found = report.analysis.paths.find(r.path);
-  if (found == report.analysis.paths.end() &&
-      report.analysis.paths.size() == 1) {
-    found = report.analysis.paths.begin();
+  // Each class calibrated; a report without classes is its stream
+  // analysis alone.
+  std::vector<probes::ClassAnalysis> stream_only;
+  if (report.classes.empty()) stream_only.push_back({calibrator::kStreamDepth, report.analysis, {}});
+  const std::vector<probes::ClassAnalysis>& classes =
+      report.classes.empty() ? stream_only : report.classes;
+  std::map<DepthClass, calibrator::PathResult> fresh;
+  for (const probes::ClassAnalysis& c : classes) {
+    const std::optional<DepthClass> depth = DepthClassOf(c.depth);
+    const calibrator::PathResult* found = FindPathResult(c.analysis, r.path);
+    // The agent asks for published classes only (config.depths).
+    if (!depth || found == nullptr) continue;
+    calibrator::PathResult result = *found;
+    std::erase_if(result.methods, [&](const auto& item) {
+      return std::find(config_.methods.begin(), config_.methods.end(), item.first) ==
+             config_.methods.end();
+    });
+    fresh.emplace(*depth, std::move(result));
   }
-  if (found == report.analysis.paths.end()) {
+  if (!fresh.contains(DepthClass::kStream)) {
     spdlog::warn("calibration of path {} produced no results", r.path);
     return false;
   }
-  calibrator::PathResult fresh = found->second;
-  std::erase_if(fresh.methods, [&](const auto& item) {
-    return std::find(config_.methods.begin(), config_.methods.end(),
-                     item.first) == config_.methods.end();
-  });
   metrics_->SetLastCalibration(r.path, report.samples, fresh);
-  for (const std::string& line :
-       MergeCalibration(state_, r.path, fresh, now_ns, report.load, config_.hysteresis)) {
-    spdlog::info("{}", line);
+  for (const auto& [depth, result] : fresh) {
+    for (const std::string& line : MergeCalibration(state_, r.path, result, now_ns, report.load,
+                                                    config_.hysteresis, depth)) {
+      spdlog::info("{}", line);
+    }
+  }
+  for (const probes::ClassAnalysis& c : classes) {
+    const std::optional<DepthClass> depth = DepthClassOf(c.depth);
+    if (!depth) continue;
+    for (const auto& [method, why] : c.not_probed) {
+      if (const auto line = DropClass(state_, r.path, {method, *depth}, why)) {
+        spdlog::info("{}", *line);
+      }
+    }
   }
   return true;
 }

@@ -41,22 +41,63 @@ Result<MethodResult> MethodResultFromJson(const json& j, Method method) {
   return calibrator::ReadMethodResult(j, method);
 }
 
+namespace {
+
+json StateEntryToJson(const MethodState& s) {
+  return json{
+      {"published", MethodResultToJson(s.published)},
+      {"measured_at_ns", s.measured_at_ns},
+      {"load", HostLoadToJson(s.load)},
+      {"pending", s.pending ? MethodResultToJson(*s.pending) : json(nullptr)},
+  };
+}
+
+Result<MethodState> StateEntryFromJson(const json& entry, Method method,
+                                       const std::string& at) {
+  if (!entry.is_object() || !entry.contains("published")) {
+    return Fail(Errc::kParse, at + ": 'published' is missing");
+  }
+  MethodState s;
+  auto published = MethodResultFromJson(entry["published"], method);
+  if (!published) return Fail(Errc::kParse, at + ": " + published.error().message);
+  s.published = std::move(*published);
+  const auto measured = RequiredUint(entry, "measured_at_ns", at);
+  if (!measured) return tl::unexpected(measured.error());
+  s.measured_at_ns = *measured;
+  // Written since the load was measured; a file without it has results
+  // whose load is not known.
+  if (const auto load = entry.find("load"); load != entry.end()) {
+    auto parsed = HostLoadFromJson(*load);
+    if (!parsed) return Fail(Errc::kParse, at + ".load: " + parsed.error().message);
+    s.load = *parsed;
+  }
+  if (entry.contains("pending") && !entry["pending"].is_null()) {
+    auto pending = MethodResultFromJson(entry["pending"], method);
+    if (!pending) return Fail(Errc::kParse, at + ".pending: " + pending.error().message);
+    s.pending = std::move(*pending);
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string SerializeState(const AgentState& state) {
   json paths = json::object();
   for (const auto& [path, methods] : state.paths) {
     json by_method = json::object();
-    for (const auto& [method, s] : methods) {
-      json entry = json{
-          {"published", MethodResultToJson(s.published)},
-          {"measured_at_ns", s.measured_at_ns},
-          {"load", HostLoadToJson(s.load)},
-          {"pending",
-           s.pending ? MethodResultToJson(*s.pending) : json(nullptr)},
-      };
-      // Only a result measured at a depth says so: a stream's file stays
-      // what earlier agents read.
-      if (s.depth != DepthClass::kStream) entry["depth"] = std::string(DepthClassName(s.depth));
-      by_method[std::string(calibrator::MethodName(method))] = std::move(entry);
+    for (const auto& [key, s] : methods) {
+      const std::string method(calibrator::MethodName(key.method));
+      if (key.depth == DepthClass::kStream) {
+        // The stream class's entry is the method's object itself, as
+        // before classes: a reader that knows no classes reads it alone.
+        by_method[method] = StateEntryToJson(s);
+      } else if (methods.contains({key.method})) {
+        // The map's order puts stream first, so its object exists.
+        by_method[method]["classes"][std::string(DepthClassName(key.depth))] =
+            StateEntryToJson(s);
+      }
+      // A class without its stream result is never published (results.h,
+      // BuildEntries); it is not kept either.
     }
     paths[path] = std::move(by_method);
   }
@@ -132,54 +173,30 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
     }
     for (const auto& [name, entry] : methods.items()) {
       const auto method = calibrator::ParseMethod(name);
+      const std::string at = where + ": paths." + path + "." + name;
       if (!method || !calibrator::IsZerocopy(*method)) {
-        return Fail(Errc::kParse, where + ": paths." + path + "." + name +
-                                      ": not a zerocopy method");
+        return Fail(Errc::kParse, at + ": not a zerocopy method");
       }
-      if (!entry.is_object() || !entry.contains("published")) {
-        return Fail(Errc::kParse, where + ": paths." + path + "." + name +
-                                      ": 'published' is missing");
-      }
-      MethodState s;
-      auto published = MethodResultFromJson(entry["published"], *method);
-      if (!published) {
-        return Fail(Errc::kParse, where + ": paths." + path + "." +
-                                      published.error().message);
-      }
-      s.published = std::move(*published);
-      const auto measured = RequiredUint(
-          entry, "measured_at_ns", where + ": paths." + path + "." + name);
-      if (!measured) return tl::unexpected(measured.error());
-      s.measured_at_ns = *measured;
-      // Written since the load was measured; a file without it has results
-      // whose load is not known.
-      if (const auto load = entry.find("load"); load != entry.end()) {
-        auto parsed = HostLoadFromJson(*load);
-        if (!parsed) {
-          return Fail(Errc::kParse, where + ": paths." + path + "." + name +
-                                        ".load: " + parsed.error().message);
+      // The method's object is its stream class, also in a file written
+      // before classes, whatever "depth" it named (only stream was ever
+      // written).
+      auto stream = StateEntryFromJson(entry, *method, at);
+      if (!stream) return tl::unexpected(stream.error());
+      MethodStates& results = state.paths[path];
+      results[*method] = std::move(*stream);
+      const auto classes = entry.find("classes");
+      if (classes == entry.end() || classes->is_null()) continue;
+      if (!classes->is_object()) return Fail(Errc::kParse, at + ".classes: no object");
+      for (const auto& [class_name, class_entry] : classes->items()) {
+        const std::optional<DepthClass> depth = ParseDepthClass(class_name);
+        if (!depth || *depth == DepthClass::kStream) {
+          return Fail(Errc::kParse, at + ".classes." + class_name +
+                                        ": not a depth class (1, 4 or 16)");
         }
-        s.load = *parsed;
+        auto s = StateEntryFromJson(class_entry, *method, at + ".classes." + class_name);
+        if (!s) return tl::unexpected(s.error());
+        results[{*method, *depth}] = std::move(*s);
       }
-      if (const auto depth = entry.find("depth"); depth != entry.end()) {
-        const auto parsed = depth->is_string()
-                                ? ParseDepthClass(depth->get<std::string>())
-                                : std::nullopt;
-        if (!parsed) {
-          return Fail(Errc::kParse, where + ": paths." + path + "." + name +
-                                        ".depth: not one of 1, 4, 16, stream");
-        }
-        s.depth = *parsed;
-      }
-      if (entry.contains("pending") && !entry["pending"].is_null()) {
-        auto pending = MethodResultFromJson(entry["pending"], *method);
-        if (!pending) {
-          return Fail(Errc::kParse, where + ": paths." + path +
-                                        ".pending." + pending.error().message);
-        }
-        s.pending = std::move(*pending);
-      }
-      state.paths[path][*method] = std::move(s);
     }
   }
   // Written since the peers: section; a version-1 file without them is a

@@ -11,9 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/peers/peers_config.h"
 #include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/depth.h"
 #include "zcal/calibrator/hysteresis.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/common/result.h"
@@ -133,6 +135,11 @@ struct Config {
   HostDefaultConfig host_default;
   std::vector<calibrator::Method> methods = {calibrator::kAllMethods.begin(),
                                              calibrator::kAllMethods.end()};
+  /// The depth classes calibrated on the discard path and toward peers
+  /// (calibrator/depth.h; ParseDepthClasses order: numeric ascending,
+  /// stream last). Only classes the segment publishes (DepthClassOf), and
+  /// always stream. Loopback is calibrated at stream only (CalibratedDepths).
+  std::vector<std::uint32_t> depths = calibrator::DefaultDepthClasses();
   std::uint64_t min_size_bytes = 1024;
   std::uint64_t max_size_bytes = 256 * 1024;
   calibrator::DecisionOptions decision;
@@ -152,6 +159,11 @@ struct Config {
 
   bool operator==(const Config&) const = default;
 };
+
+/// The depth classes a path of `type` is calibrated at: config.depths, but
+/// stream alone on loopback, where the kernel copies every zerocopy send at
+/// every depth (what would a class add to "never (kernel_copied)"?).
+std::vector<std::uint32_t> CalibratedDepths(const Config& config, probes::TargetKind type);
 
 /// True when the two configurations differ at most in `source`.
 bool EqualInEffect(const Config& a, const Config& b);

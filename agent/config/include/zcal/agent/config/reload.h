@@ -24,7 +24,9 @@ struct ConfigChange {
   bool fingerprint_poll = false;  ///< restart the poll timer
   bool heartbeat = false;         ///< segment.heartbeat: next heartbeat
   bool budget = false;  ///< budget.*: a calibration waiting for it is re-run
-  bool paths_or_methods = false;  ///< drop what is no longer configured
+  /// paths, methods or depths: drop what is no longer configured (new
+  /// ones come with the next calibration)
+  bool paths_or_methods = false;
   bool host_default = false;      ///< the host-default path: republish
   /// Everything else (sizes, decision, hysteresis, and any key added later):
   /// from the next calibration.

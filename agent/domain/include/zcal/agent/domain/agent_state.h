@@ -1,4 +1,5 @@
-// What the agent knows: the published result of every (path, method), the
+// What the agent knows: the published result of every (path, method, depth
+// class), the
 // hysteresis candidates, and the peers it asked. The publish room keeps it
 // in a file (state/state.h) and builds the segment's table from it; the
 // metrics and the report show it.
@@ -19,7 +20,7 @@
 
 namespace zcal::agent {
 
-/// What is known about one (path, method).
+/// What is known about one (path, method, depth class).
 struct MethodState {
   calibrator::MethodResult published;  ///< what readers are told
   /// CLOCK_REALTIME ns of the calibration that produced `published`, or the
@@ -34,10 +35,24 @@ struct MethodState {
   /// written without it) and for a peer aggregate, which is no one
   /// calibration.
   std::optional<probes::HostLoad> load;
-  /// The depth `published` was measured at: what the segment entry and the
-  /// metrics say. Stream until the probes send at a depth.
-  DepthClass depth = DepthClass::kStream;
 };
+
+/// Which result of a path: a zerocopy method at the depth class it was
+/// measured at. Ordered by method, then depth with stream first, the order
+/// of the segment's entries. A method alone names its stream class, what
+/// every result was before depth classes.
+struct MethodKey {
+  // Implicit on purpose: `paths[p][method]` is the stream result.
+  MethodKey(calibrator::Method m = calibrator::Method::kMsgZerocopy,
+            DepthClass d = DepthClass::kStream)
+      : method(m), depth(d) {}
+  calibrator::Method method;
+  DepthClass depth;
+  friend auto operator<=>(const MethodKey&, const MethodKey&) = default;
+};
+
+/// One path's results: (method, depth class) -> state.
+using MethodStates = std::map<MethodKey, MethodState>;
 
 /// The path name of a peer's results: "peer/ADDR:PORT" (metric label,
 /// state key, log).
@@ -68,8 +83,10 @@ struct AgentState {
   std::uint64_t fingerprint = 0;         ///< host facts of the calibration
   std::uint64_t last_success_ns = 0;     ///< end of the last calibration
   HostInfo host;  ///< the facts it ran under, for people (the report)
-  /// path name -> method -> state. Zerocopy methods only.
-  std::map<std::string, std::map<calibrator::Method, MethodState>> paths;
+  /// path name -> (method, depth class) -> state. Zerocopy methods only;
+  /// every method with a numeric class has its stream class too (the
+  /// probes calibrate stream with every class: calibrator/depth.h).
+  std::map<std::string, MethodStates> paths;
   /// Peer path name -> what is known of it: the peers whose results are
   /// kept (at most peers.keep with results) and those tried without one.
   std::map<std::string, PeerRecord> peers;
@@ -82,7 +99,8 @@ struct AgentState {
   bool empty() const { return paths.empty(); }
 };
 
-/// The kept peers' results through one interface, for one method.
+/// The kept peers' results through one interface, for one method and depth
+/// class.
 struct InterfaceAggregate {
   /// The median result: the results ordered by threshold (`always` by its
   /// start, `never` above every threshold), the upper of the two middle
@@ -94,8 +112,7 @@ struct InterfaceAggregate {
   /// two thresholds.
   std::optional<std::uint64_t> spread_bytes;
 };
-/// interface -> method -> aggregate.
-using InterfaceAggregates =
-    std::map<std::string, std::map<calibrator::Method, InterfaceAggregate>>;
+/// interface -> (method, depth class) -> aggregate.
+using InterfaceAggregates = std::map<std::string, std::map<MethodKey, InterfaceAggregate>>;
 
 }  // namespace zcal::agent

@@ -22,6 +22,9 @@ inline constexpr DepthClass kDepthClasses[] = {DepthClass::k1, DepthClass::k4,
                                                DepthClass::k16, DepthClass::kStream};
 static_assert(std::size(kDepthClasses) <= 8, "the metrics' depth label is bounded at 8");
 
+/// The classes for messages: "1, 4, 16, stream".
+inline constexpr std::string_view kDepthClassNames = "1, 4, 16, stream";
+
 /// "stream", "1", "4", "16" (metric label, zcal show, JSON, state file).
 constexpr std::string_view DepthClassName(DepthClass depth) {
   switch (depth) {
@@ -40,5 +43,17 @@ constexpr std::optional<DepthClass> ParseDepthClass(std::string_view name) {
   }
   return std::nullopt;
 }
+
+/// The class whose depth is `depth` (calibrator/depth.h: 0 is stream), or
+/// nullopt for a depth the segment publishes no class of.
+constexpr std::optional<DepthClass> DepthClassOf(std::uint32_t depth) {
+  for (const DepthClass c : kDepthClasses) {
+    if (static_cast<std::uint32_t>(c) == depth) return c;
+  }
+  return std::nullopt;
+}
+
+/// The depth of a class, as calibrator/depth.h counts it (stream is 0).
+constexpr std::uint32_t DepthOf(DepthClass depth) { return static_cast<std::uint32_t>(depth); }
 
 }  // namespace zcal::agent

@@ -59,16 +59,17 @@ class Metrics final : public prometheus::Collectable {
   Metrics& operator=(const Metrics&) = delete;
 
   /// The published results and whether they are stale (replaces the
-  /// previous ones: paths and methods not given lose their series).
-  void SetPublished(
-      const std::map<std::string, std::map<calibrator::Method, MethodState>>&
-          paths,
-      bool stale);
-  /// Per-size figures and copied ratios of the last calibration of `path`,
-  /// and its verdicts before hysteresis (replaces those of `path`).
+  /// previous ones: paths, methods and classes not given lose their
+  /// series). Every family of a result has path, method and depth labels.
+  void SetPublished(const std::map<std::string, MethodStates>& paths, bool stale);
+  /// Per-size figures and copied ratios of the last calibration of `path`
+  /// (each zerocopy sample under the class of its depth, the copying
+  /// baselines under stream; samples at a depth of no class are left out),
+  /// and its verdicts before hysteresis per class (replaces those of
+  /// `path`).
   void SetLastCalibration(const std::string& path,
                           std::span<const calibrator::Sample> samples,
-                          const calibrator::PathResult& fresh);
+                          const std::map<DepthClass, calibrator::PathResult>& fresh);
   void SetHost(const HostInfo& host);
   /// The paths results are kept for and their kinds: the configured
   /// loopback and discard paths, and the peers asked (zcal_path_info, its

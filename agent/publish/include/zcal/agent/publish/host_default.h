@@ -48,19 +48,20 @@ bool UsableForHostDefault(const calibrator::MethodResult& result);
 
 struct HostDefaultChoice {
   HostDefaultSource source = HostDefaultSource::kNoPath;
-  /// What to publish with scope host_default (empty when there is none).
-  std::map<calibrator::Method, MethodState> methods;
+  /// What to publish with scope host_default, per method and depth class
+  /// (empty when there is none).
+  MethodStates methods;
   bool estimated = false;
   /// One sentence for the log, `zcal show` (through the source) and the
   /// metrics: where the host default comes from, or why there is none.
   std::string explanation;
 };
 
-/// Applies the rule to the published state. `peers`: the aggregate of peer
-/// results through the host-default NIC, per method (empty without peers).
-HostDefaultChoice ChooseHostDefault(
-    const AgentState& state, const Config& config, const HostDefaultNic& nic,
-    const std::map<calibrator::Method, MethodState>& peers = {});
+/// Applies the rule to the published state, to each depth class alike.
+/// `peers`: the aggregate of peer results through the host-default NIC,
+/// per method and class (empty without peers).
+HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
+                                    const HostDefaultNic& nic, const MethodStates& peers = {});
 
 /// "peers", "estimated", "none" for the metrics and `zcal show`.
 std::string_view HostDefaultSourceName(HostDefaultSource source);

@@ -28,7 +28,8 @@ namespace zcal::agent {
 bool PeerStale(const PeerRecord& peer, const Config& config, std::uint64_t now_ns,
                std::optional<std::int64_t> now_steady_ns = std::nullopt);
 
-/// Aggregates, per egress interface, the kept peer results that are fresh
+/// Aggregates, per egress interface, method and depth class, the kept peer
+/// results that are fresh
 /// (not PeerStale) and usable (UsableForHostDefault: never a kernel-copied,
 /// failed or inconclusive result). Peers whose interface is unknown are
 /// left out.

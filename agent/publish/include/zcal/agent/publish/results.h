@@ -1,10 +1,11 @@
-// From calibrations to what is published: hysteresis per (path, method)
-// and the table of segment entries.
+// From calibrations to what is published: hysteresis per (path, method,
+// depth class) and the table of segment entries.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zcal/agent/config/config.h"
@@ -17,20 +18,36 @@
 
 namespace zcal::agent {
 
-/// Merges the fresh results of one path into `state` through
-/// calibrator::ApplyHysteresis, method by method. A published result that
+/// Merges the fresh results of one path at one depth class into `state`
+/// through calibrator::ApplyHysteresis, method by method: each (method,
+/// class) has its own published result and candidate. A published result that
 /// a fresh one agrees with gets `now_ns` as its measurement time and
 /// `load` (the host's load over the fresh calibration's probes) as its
 /// load: it was just confirmed under it. A result kept against a
 /// disagreeing one keeps both of the calibration behind it. Returns one sentence per method for the log, e.g.
-/// "loopback/msg_zerocopy: never (kernel_copied), unchanged".
+/// "loopback/msg_zerocopy: never (kernel_copied), unchanged",
+/// "discard/msg_zerocopy@1: threshold 64KiB, published".
 std::vector<std::string> MergeCalibration(
     AgentState& state, const std::string& path,
     const calibrator::PathResult& fresh, std::uint64_t now_ns,
     const std::optional<probes::HostLoad>& load,
-    const calibrator::HysteresisOptions& options);
+    const calibrator::HysteresisOptions& options,
+    DepthClass depth = DepthClass::kStream);
 
-/// Drops the paths and methods that `config` no longer calibrates.
+/// Removes the result of (path, key) that a calibration did not probe
+/// (`why`, e.g. "depths 1 and stream are both never"): its readers get the
+/// scope's stream entry, which gives the same answer. The stream class is
+/// never removed. Returns the log line when something was removed (once:
+/// a later round finds nothing to remove), nullopt otherwise.
+std::optional<std::string> DropClass(AgentState& state, const std::string& path,
+                                     const MethodKey& key, std::string_view why);
+
+/// "discard/msg_zerocopy" for the stream class, "discard/msg_zerocopy@4"
+/// for another: a result in log lines.
+std::string ResultName(std::string_view path, const MethodKey& key);
+
+/// Drops the paths, methods and depth classes that `config` no longer
+/// calibrates (CalibratedDepths: loopback keeps stream only).
 void PruneState(AgentState& state, const Config& config);
 
 /// What the segment holds, and where its host default comes from.
@@ -42,8 +59,11 @@ struct PublishedTable {
   std::string host_default_explanation;  ///< a sentence (host_default.h)
 };
 
-/// The segment's table: per configured path and zerocopy method one entry
-/// under the path's own scope (loopback, discard); per kept peer its
+/// The segment's table: per configured path, zerocopy method and depth
+/// class one entry under the path's own scope (loopback, discard); a class
+/// is published only beside its method's stream entry in the same scope
+/// (readers fall back to it), and entries of a scope and method are in
+/// class order, stream first; per kept peer its
 /// entries under its host prefix (/32, /128); per egress interface the
 /// aggregate of its fresh peer results (AggregatePeers, at `now_ns` and
 /// `now_steady_ns`); then

@@ -25,7 +25,7 @@
 
 namespace zcal::agent {
 
-/// One zerocopy method on one path.
+/// One zerocopy method on one path, at one depth class.
 struct ReportEntry {
   std::string path;
   calibrator::MethodResult result;
@@ -35,6 +35,9 @@ struct ReportEntry {
   /// The host's load over the probes of the calibration behind `result`;
   /// nullopt when not measured (or the input carries none).
   std::optional<probes::HostLoad> load;
+  /// The depth class it was measured at (an agent state has one entry per
+  /// class; calibrate/analyze documents are stream).
+  DepthClass depth = DepthClass::kStream;
 };
 
 /// What the page was made from.
@@ -52,7 +55,7 @@ struct ReportModel {
   std::optional<HostInfo> host;  ///< nullopt: the input has none
   /// "efficiency, tolerance 2 %, margin 3 %"; "" when the input says not.
   std::string decision;
-  std::vector<ReportEntry> entries;  ///< by path, then method
+  std::vector<ReportEntry> entries;  ///< by path, then method, then class (stream first)
   /// kLive: the agent's published table (the /api/v1/thresholds JSON, or
   /// null when it could not be read) and whether it is stale.
   nlohmann::json published;

@@ -54,7 +54,10 @@ struct RoundPlan {
 };
 
 /// The jobs of a calibration round for `config`: one per configured path,
-/// in configuration order, and, with peers configured, K peer slots; all
+/// in configuration order, and, with peers configured, K peer slots, each
+/// at the depth classes of its path (CalibratedDepths: config.depths on the
+/// discard path and toward peers, stream on loopback; the probes split a
+/// job's budget among its classes); all
 /// share budget.seconds_per_calibration evenly. When the round runs, what a
 /// path leaves of its share is added, evenly, to the budgets of the paths
 /// after it (peers excluded: a peer's grant is asked before it starts).

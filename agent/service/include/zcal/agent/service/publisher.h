@@ -77,8 +77,10 @@ class Publisher {
   void Publish();
 
   /// Takes a finished round. Each path's report updates the metrics of its
-  /// last calibration and passes the hysteresis into the state (one log line
-  /// per method); failed paths are logged; paths and methods no longer
+  /// last calibration and passes the hysteresis into the state, per depth
+  /// class of the report (one log line per method and class); a class that
+  /// the probes did not probe for a method (ClassAnalysis::not_probed) is
+  /// removed from the state, logged once with why; failed paths are logged; paths and methods no longer
   /// configured (a reload while it ran) are skipped. When at least one path
   /// succeeded, the state takes `host` (as when the round started) and
   /// `now_ns`, loses its stale flag, and is published and saved. Peers

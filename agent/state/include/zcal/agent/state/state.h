@@ -5,6 +5,12 @@
 // written atomically: a temporary file in the same directory, fsync,
 // rename over the old file, fsync of the directory. A reader of version 1
 // ignores keys it does not know; a file of a later version is refused.
+//
+// paths.PATH.METHOD is the method's stream-class result ({published,
+// measured_at_ns, load, pending}); its other depth classes sit inside it
+// under "classes" ({"1": {...}, "4": {...}}), so that a reader that knows
+// no classes reads the stream results alone, and a file written before
+// classes loads as stream results.
 #pragma once
 
 #include <cstdint>
