@@ -38,7 +38,8 @@ PublishedEntry AtDepth(PublishedEntry e, DepthClass depth) {
 }
 
 // The host default's msg_zerocopy at 1, 4 and stream (no 16);
-// uring_send_zc at stream only; a peer prefix at stream and 1.
+// uring_send_zc at stream only; a peer prefix at stream, 1 and 16 (so
+// that class 16 is in the segment, not in the host default's scope).
 std::vector<PublishedEntry> Table() {
   return {Entry(ScopeKind::kHostDefault, 24576),
           AtDepth(Entry(ScopeKind::kHostDefault, 65536), DepthClass::k1),
@@ -46,7 +47,8 @@ std::vector<PublishedEntry> Table() {
           Entry(ScopeKind::kHostDefault, 32768, Method::kUringSendZc),
           Entry(ScopeKind::kHostDefault, 16384, Method::kUringSendZcFixed),
           PeerEntry("198.18.0.0", 15, 12288),
-          AtDepth(PeerEntry("198.18.0.0", 15, 40960), DepthClass::k1)};
+          AtDepth(PeerEntry("198.18.0.0", 15, 40960), DepthClass::k1),
+          AtDepth(PeerEntry("198.18.0.0", 15, 20480), DepthClass::k16)};
 }
 
 std::map<std::string, std::string> Vars(const std::string& text) {
@@ -181,6 +183,26 @@ TEST_F(ZcalExportDepth, ExecSetsTheClassesValuesAndRefusesLikeExport) {
   ExpectRefused(Zcal("exec", {"--depth", "16", "--strict-depth", "--format", "libfabric", "--",
                               "/bin/sh", "-c", "echo ran"}),
                 1, "has no depth 16 entry");
+}
+
+// A class the segment holds for no scope at all, asked on the command
+// line, is refused: the agent does not publish it here.
+TEST_F(ZcalExportDepth, AClassTheSegmentHoldsNowhereIsRefused) {
+  const std::vector<PublishedEntry> two = {
+      Entry(ScopeKind::kHostDefault, 24576),
+      AtDepth(Entry(ScopeKind::kHostDefault, 65536), DepthClass::k1)};
+  ASSERT_TRUE(writer_->Publish(two, false));
+  const std::string file = (dir_ / "never.env").string();
+  ExpectRefused(Zcal("export", {"--format", "env", "--depth", "4", "-o", file}), 1,
+                "--depth 4: segment " + name_.str() +
+                    " has no entry of depth 4 for any scope (its classes: 1, stream)");
+  EXPECT_FALSE(fs::exists(file)) << "nothing written";
+  ExpectRefused(Zcal("exec", {"--depth", "16", "--format", "libfabric", "--", "/bin/sh", "-c",
+                              "echo ran"}),
+                1, "has no entry of depth 16 for any scope");
+  // A number within a class it holds is read; without --depth, stream.
+  EXPECT_EQ(Zcal("export", {"--format", "libfabric", "--depth", "2"}).exit_status, 0);
+  EXPECT_EQ(Zcal("export", {"--format", "libfabric"}).exit_status, 0);
 }
 
 TEST_F(ZcalExportDepth, ABadDepthIsOneLineExitTwoAndNothingWrittenOrRun) {

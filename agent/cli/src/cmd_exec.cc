@@ -74,7 +74,10 @@ int RunExec(const ExecArgs& args) {
   if (!plan) return Refuse(plan.error().message, ExitStatusOf(plan.error()));
 
   std::ostringstream warnings;
-  auto selection = SelectExport(args.key, *plan, "zcal exec", warnings, common::RealtimeNs());
+  // A class asked on the command line must be one the segment holds.
+  ExportKeyArgs key = args.key;
+  key.require_class = !plan->depth_asked.empty();
+  auto selection = SelectExport(key, *plan, "zcal exec", warnings, common::RealtimeNs());
   std::cerr << warnings.str();
   if (!selection) return Refuse(selection.error().message, ExitStatusOf(selection.error()));
   // Every format sees all the methods read, so that the variables they

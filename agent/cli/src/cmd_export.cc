@@ -52,7 +52,10 @@ int RunExport(const ExportArgs& args) {
     file = std::move(*created);
   }
   std::ostringstream warnings;
-  auto selection = SelectExport(args.key, *plan, "zcal export", warnings, common::RealtimeNs());
+  // A class asked on the command line must be one the segment holds.
+  ExportKeyArgs key = args.key;
+  key.require_class = !plan->depth_asked.empty();
+  auto selection = SelectExport(key, *plan, "zcal export", warnings, common::RealtimeNs());
   std::cerr << warnings.str();
   if (!selection) return Refuse(selection.error());
   auto text = FormatExport(*format, selection->values, selection->show);

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "zcal/agent/report/segment_table.h"
 #include "zcal/common/clock.h"
@@ -180,6 +182,21 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
     if (zcal_read_entry(handle.get(), i, &e) == 0) table.entries.push_back(e);
   }
   selection.show = ThresholdsJson(table, now_ns);
+  if (args.require_class && plan.depth != DepthClass::kStream &&
+      std::none_of(table.entries.begin(), table.entries.end(), [&](const zcal_shm_entry& e) {
+        return e.depth_class == static_cast<std::uint16_t>(plan.depth);
+      })) {
+    std::set<std::string> classes;
+    for (const zcal_shm_entry& e : table.entries) classes.insert(zcal_depth_name(e.depth_class));
+    std::string listed;
+    for (const std::string& c : classes) listed += (listed.empty() ? "" : ", ") + c;
+    return Fail(Errc::kNotFound,
+                "--depth " + plan.depth_asked + ": segment " + name + " has no entry of depth " +
+                    depth_name + " for any scope (its classes: " +
+                    (listed.empty() ? "none" : listed) +
+                    "); the agent publishes the classes of its depths: setting where they "
+                    "were measured; without --depth the stream entries answer");
+  }
   selection.values.stale = (info.flags & ZCAL_FLAG_STALE) != 0;
   if (selection.values.stale) {
     const std::string why = "segment " + name +

@@ -31,6 +31,12 @@ struct ExportKeyArgs {
   /// A scope's stream entry does not stand in for the asked depth class:
   /// a method without an entry of that class has no usable entry.
   bool strict_depth = false;
+  /// The asked class must exist in the segment (for some scope and
+  /// method): a depth given on the command line that the agent publishes
+  /// nowhere is a mistake to say, not a stream answer to pass on. The
+  /// agent's own exports leave it off: a class may be missing for a while
+  /// (not probed this round because its neighbours answer).
+  bool require_class = false;
 };
 
 struct ExportSelection {
