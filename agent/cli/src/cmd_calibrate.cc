@@ -215,8 +215,17 @@ const probes::ClassAnalysis& MainClass(const probes::CalibrationReport& report) 
   return report.classes.front();
 }
 
-Result<std::vector<std::uint32_t>> DepthClassesOf(const CalibrateArgs& args) {
-  if (!args.depths) return std::vector<std::uint32_t>{cal::kStreamDepth};
+// --depth's classes; without it the agent's default: the default classes
+// on the discard path and towards a peer, stream on loopback (where the
+// kernel copies at every depth).
+Result<std::vector<std::uint32_t>> DepthClassesOf(const CalibrateArgs& args,
+                                                  const probes::CalibrationOptions& options) {
+  if (!args.depths) {
+    if (options.target.kind == probes::TargetKind::kLoopback) {
+      return std::vector<std::uint32_t>{cal::kStreamDepth};
+    }
+    return cal::DefaultDepthClasses();
+  }
   auto classes = cal::ParseDepthClasses(*args.depths);
   if (!classes) return Fail(Errc::kInvalidArgument, "--" + classes.error().message);
   return classes;
@@ -273,6 +282,42 @@ nlohmann::json CalibrationJson(const CalibrateArgs& args, const probes::Calibrat
   return doc;
 }
 
+// One method's answer at one class, in a cell of the summary.
+std::string ClassCell(const probes::ClassAnalysis& c, cal::Method method) {
+  if (c.not_probed.contains(method)) return "(as stream)";
+  for (const auto& [path, result] : c.analysis.paths) {
+    const auto it = result.methods.find(method);
+    if (it == result.methods.end()) continue;
+    const cal::MethodResult& r = it->second;
+    if (r.verdict == cal::Verdict::kThreshold && r.threshold_bytes) {
+      return common::FormatSizeApprox(static_cast<double>(*r.threshold_bytes));
+    }
+    return std::string(cal::VerdictName(r.verdict));
+  }
+  return "-";
+}
+
+// The thresholds of every class side by side, after the classes' details:
+// what a user compares.
+void PrintClassSummary(std::ostream& out, const probes::CalibrationReport& all) {
+  out << "\nzerocopy from, by depth (zerocopy sends in flight; \"(as stream)\": not probed, "
+         "its neighbours answer):\n";
+  out << fmt::format("  {:<20}", "method");
+  for (const probes::ClassAnalysis& c : all.classes) out << fmt::format(" {:>12}", cal::DepthName(c.depth));
+  out << "\n";
+  for (cal::Method method : cal::kAllMethods) {
+    if (!cal::IsZerocopy(method)) continue;
+    std::string row = fmt::format("  {:<20}", cal::MethodName(method));
+    bool any = false;
+    for (const probes::ClassAnalysis& c : all.classes) {
+      const std::string cell = ClassCell(c, method);
+      any |= cell != "-";
+      row += fmt::format(" {:>12}", cell);
+    }
+    if (any) out << row << "\n";
+  }
+}
+
 void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& options,
                       const probes::CalibrationReport& all, probes::PageKind pages) {
   const bool several = all.classes.size() > 1 || all.classes.front().depth != cal::kStreamDepth;
@@ -286,6 +331,7 @@ void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& optio
       out << fmt::format("  {:<20} not probed at this depth: {}\n", cal::MethodName(method), why);
     }
   }
+  if (all.classes.size() > 1) PrintClassSummary(out, all);
   const probes::CalibrationReport& last = all;
   if (const auto& clamp = last.max_size_clamp) {
     out << fmt::format("\nnote: --max {} bytes is above {} ({} bytes); probed up to {} bytes\n",
@@ -345,7 +391,7 @@ probes::CalibrationResult<probes::CalibrationReport> CalibrateInterruptibly(
 
 int RunCalibrate(const CalibrateArgs& args) {
   auto options = ToOptions(args);
-  auto depths = options ? DepthClassesOf(args) : tl::unexpected(options.error());
+  auto depths = options ? DepthClassesOf(args, *options) : tl::unexpected(options.error());
   if (!depths) {
     std::cerr << "zcal calibrate: " << depths.error().message << "\n";
     return ExitStatusOf(depths.error(), kExitUsage);
@@ -448,9 +494,10 @@ Command AddCalibrateCommand(CLI::App& parent) {
   app->add_option("--depth", args->depths,
                   "Depth classes to calibrate, comma-separated: how many zerocopy "
                   "sends of a connection may be in flight (1 to 128, or stream: as "
-                  "many as the probe's buffers allow, a bulk stream). One "
-                  "calibration per class, the budget shared evenly; the baselines "
-                  "are probed at stream (default: stream only)");
+                  "many as the probe's buffers allow, a bulk stream), at most 8. All "
+                  "in one calibration: the baselines probed once, a class not probed "
+                  "where its neighbours answer for it (default: 1,4,16,stream on the "
+                  "discard path and towards a peer, stream on loopback)");
   app->add_option("--buffers", args->buffers,
                   "Memory of the probes' buffers: pages (4 KiB) or hugepages (2 MiB: "
                   "hugetlbfs when vm.nr_hugepages reserves some, else transparent huge "
