@@ -46,6 +46,12 @@ namespace {
 constexpr char kZerocopyEnabled[] = GRPC_ARG_TCP_TX_ZEROCOPY_ENABLED;
 constexpr char kZerocopyThreshold[] = GRPC_ARG_TCP_TX_ZEROCOPY_SEND_BYTES_THRESHOLD;
 constexpr char kMethod[] = "/zcal.Echo/Echo";
+// gRPC keeps at most this many zerocopy sends of a connection pending
+// (GRPC_ARG_TCP_TX_ZEROCOPY_MAX_SIMULT_SENDS, 4 by default): the depth at
+// which it sends, so the threshold is that class's. Set explicitly below, so
+// that the class asked is the one gRPC keeps.
+constexpr char kZerocopyMaxSends[] = GRPC_ARG_TCP_TX_ZEROCOPY_MAX_SIMULT_SENDS;
+constexpr int kPendingSends = 4;
 
 struct ZerocopyArgs {
   bool enabled = false;
@@ -62,21 +68,27 @@ ZerocopyArgs FromZcal(const char* segment_name, const char* peer) {
     return args;
   }
   const zcal_key key = *zcal::client::MakeKey(peer);  // checked in main
-  auto result = segment->Lookup(key, zcal::client::Method::kMsgZerocopy);
+  auto result = segment->LookupDepth(key, zcal::client::Method::kMsgZerocopy, kPendingSends);
   if (!result) {
     args.why = "no answer (" + result.detail() + ")";
     return args;
   }
+  // Which class answered: the one of gRPC's depth, or the scope's stream
+  // entry where the agent published none of it.
+  const std::string depth =
+      result->depth_fallback ? ", stream entry (no depth " + std::to_string(kPendingSends) +
+                                   " entry)"
+                             : std::string(", depth ") + zcal_depth_name(result->depth_class);
   const std::uint64_t from = result->zerocopy_from_bytes;
   if (from == UINT64_MAX) {
-    args.why = std::string("verdict ") + zcal_verdict_name(result->verdict);
+    args.why = std::string("verdict ") + zcal_verdict_name(result->verdict) + depth;
     return args;
   }
   args.enabled = true;
   // gRPC takes an int; a larger threshold is as good as never in practice,
   // and INT_MAX keeps it from wrapping to a small one.
   args.threshold = from > INT_MAX ? INT_MAX : static_cast<int>(from);
-  args.why = std::string("verdict ") + zcal_verdict_name(result->verdict);
+  args.why = std::string("verdict ") + zcal_verdict_name(result->verdict) + depth;
   return args;
 }
 
@@ -227,6 +239,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(listen + ":0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterCallbackGenericService(&service);
   builder.AddChannelArgument(kZerocopyEnabled, zc.enabled ? 1 : 0);
+  builder.AddChannelArgument(kZerocopyMaxSends, kPendingSends);
   if (zc.enabled) builder.AddChannelArgument(kZerocopyThreshold, zc.threshold);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
@@ -236,6 +249,7 @@ int main(int argc, char** argv) {
 
   grpc::ChannelArguments channel_args;
   channel_args.SetInt(kZerocopyEnabled, zc.enabled ? 1 : 0);
+  channel_args.SetInt(kZerocopyMaxSends, kPendingSends);
   if (zc.enabled) channel_args.SetInt(kZerocopyThreshold, zc.threshold);
   auto channel = grpc::CreateCustomChannel(listen + ":" + std::to_string(port),
                                            grpc::InsecureChannelCredentials(), channel_args);

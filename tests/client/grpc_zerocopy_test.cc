@@ -212,6 +212,24 @@ TEST(GrpcZerocopy, ThresholdAboveTheMessagesEnablesButCopiesThem) {
   EXPECT_GE(CountSends(run.trace).copy, 2 * kCalls) << run.trace;
 }
 
+// gRPC keeps at most 4 zerocopy sends pending: the example takes the
+// class-4 entry where the agent published one, not the stream's.
+TEST(GrpcZerocopy, TakesTheThresholdOfItsDepthClass) {
+  ScopedName name("grpc");
+  SegmentImage image(4);
+  image.Add(Peer("127.0.0.1", 32, ZCAL_METHOD_MSG_ZEROCOPY, 65536));
+  zcal_shm_entry four = Peer("127.0.0.1", 32, ZCAL_METHOD_MSG_ZEROCOPY, 4u << 20);
+  four.depth_class = ZCAL_DEPTH_4;
+  image.Add(four);
+  image.WriteTo(name);
+  const ExampleRun run = RunExample(name.c_str(), kBig, kCalls);
+  ASSERT_TRUE(Exited0(run)) << run.out;
+  EXPECT_NE(run.out.find("verdict threshold, depth 4"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tcp_tx_zerocopy_send_bytes_threshold=4194304"), std::string::npos)
+      << run.out;
+  EXPECT_EQ(CountSends(run.trace).zerocopy, 0) << run.trace;
+}
+
 TEST(GrpcZerocopy, AlwaysSendsSmallMessagesWithMsgZerocopy) {
   // `always` is a threshold of 0: 1 KiB messages, below gRPC's default.
   ScopedName name("grpc");
