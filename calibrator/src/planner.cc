@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -15,6 +16,22 @@ namespace {
 constexpr std::size_t kMaxRefinementRounds = 64;
 constexpr double kStopShare = 0.8;
 constexpr std::uint32_t kPlanningReplicates = 100;
+// The noise-limited stop (docs/calibrator.md, "The sweep planner"). Each
+// measure of a method's resolution is the median of three rounds (they
+// come from 100 bootstrap replicates and scatter from round to round).
+// Once the method's samples have doubled since an earlier round, what more
+// probes can do is projected at the rate the measure fell since then, at
+// most a rate that the probes' placement could explain (they go where the
+// threshold is uncertain, so they narrow it faster than 1/n: the excess
+// cost as 1/n^2, the interval as 1/n at best). The projection must miss the
+// stop by kNoiseMargin: stopping is for methods that clearly cannot get
+// there, not for those that might.
+constexpr std::size_t kProgressRounds = 3;
+constexpr double kProgressSpan = 2.0;
+constexpr double kExcessRate = 2.0;
+constexpr double kWidthRate = 1.0;
+constexpr double kNoiseMargin = 1.5;
+constexpr std::uint32_t kNoiseRounds = 2;
 
 bool Requested(const PlannerOptions& options, Method method) {
   return std::find(options.methods.begin(), options.methods.end(), method) !=
@@ -35,7 +52,93 @@ std::uint32_t OkCount(const std::vector<Sample>& samples, Method method,
   return n;
 }
 
+std::string Rounded(double value, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// The median of the entries of `values` from `first` to `last` that are set;
+// nullopt when one is not.
+std::optional<double> MedianOf(const std::vector<std::optional<double>>& values,
+                               std::size_t first, std::size_t last) {
+  std::vector<double> set;
+  for (std::size_t i = first; i <= last && i < values.size(); ++i) {
+    if (!values[i]) return std::nullopt;
+    set.push_back(*values[i]);
+  }
+  if (set.empty()) return std::nullopt;
+  std::sort(set.begin(), set.end());
+  return set[set.size() / 2];
+}
+
+// What `left` more samples make of a measure that is `now` at `n_now`
+// samples: at `ideal`, the rate pure noise allows, or where it was
+// `before` at `n_before` samples, at the rate since then if that is slower
+// (a measure that grew is taken as stuck).
+double Projected(std::optional<double> before, double now, double n_before, double n_now,
+                 double left, double ideal) {
+  double rate = ideal;
+  if (before && *before > 0 && now > 0 && n_now > n_before) {
+    rate = std::clamp(std::log(*before / now) / std::log(n_now / n_before), 0.0, ideal);
+  }
+  return now * std::pow(n_now / (n_now + left), rate);
+}
+
+// The median relative spread of CPU per byte between repeats, over the
+// sizes of both methods probed more than once whose comparison is within
+// its noise (all sizes when none is): the noise that keeps the threshold
+// open. `undecided` says which sizes those were.
+std::optional<double> Scatter(const MethodResult& result, bool& undecided) {
+  undecided = std::any_of(result.sizes.begin(), result.sizes.end(),
+                          [](const SizeComparison& c) { return !c.decisive; });
+  std::vector<double> spreads;
+  for (const SizeComparison& c : result.sizes) {
+    if (undecided && c.decisive) continue;
+    for (const SizeStats* s : {&c.zerocopy, &c.baseline}) {
+      if (s->samples >= 2 && s->cpu_ns_per_byte.median > 0) {
+        spreads.push_back(s->cpu_ns_per_byte.spread / s->cpu_ns_per_byte.median);
+      }
+    }
+  }
+  if (spreads.empty()) return std::nullopt;
+  std::nth_element(spreads.begin(), spreads.begin() + static_cast<std::ptrdiff_t>(spreads.size() / 2),
+                   spreads.end());
+  return spreads[spreads.size() / 2];
+}
+
+// The model's interval's half-width relative to the threshold; nullopt for
+// the per-size rule (its bracket is bisected, not narrowed by repeats) and
+// for an open or absent interval.
+std::optional<double> HalfWidth(const MethodResult& r) {
+  if (r.rule != Rule::kModel || !r.interval || !r.interval->high_bytes || !r.threshold_bytes ||
+      r.interval->low_bytes == 0 || *r.threshold_bytes == 0) {
+    return std::nullopt;
+  }
+  const double t = static_cast<double>(*r.threshold_bytes);
+  return std::max(t / static_cast<double>(r.interval->low_bytes),
+                  static_cast<double>(*r.interval->high_bytes) / t) - 1;
+}
+
 }  // namespace
+
+std::string_view StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kResolution: return "resolution";
+    case StopReason::kNoise: return "noise";
+    case StopReason::kProbes: return "probes";
+    case StopReason::kBudget: return "budget";
+  }
+  return "resolution";
+}
+
+std::optional<StopReason> ParseStopReason(std::string_view name) {
+  for (StopReason r : {StopReason::kResolution, StopReason::kNoise, StopReason::kProbes,
+                       StopReason::kBudget}) {
+    if (StopReasonName(r) == name) return r;
+  }
+  return std::nullopt;
+}
 
 Result<void> ValidatePlannerOptions(const PlannerOptions& o) {
   const auto bad = [](std::string why) {
@@ -349,19 +452,44 @@ void SweepPlanner::PlanRefinement() {
   // verdict, e.g. reveal a step that rejects its model. Only a spent
   // refinement budget ends a method for good.
   settled_ = exhausted_;
+  std::erase_if(stops_, [](const auto& stop) {
+    return stop.second.reason == StopReason::kResolution;
+  });
+  const auto end = [&](Method method, StopReason reason, std::string why) {
+    exhausted_.insert(method);
+    settled_.insert(method);
+    stops_[method] = {reason, std::move(why)};
+  };
   Planned planned;
   for (const auto& [method, result] : path->second.methods) {
     if (!Active(method) || result.sizes.empty() || settled_.contains(method)) continue;
     if (refined_[method] >= options_.refine_probes) {
-      exhausted_.insert(method);
-      settled_.insert(method);
+      end(method, StopReason::kProbes,
+          "its refinement probes (" + std::to_string(options_.refine_probes) + ") were spent");
       continue;
     }
     Planned mine;
     PlanFor(result, options_.refine_probes - refined_[method], mine);
-    if (mine.empty() && !settled_.contains(method)) {  // what it needs exceeds its budget
-      exhausted_.insert(method);
-      settled_.insert(method);
+    if (settled_.contains(method)) {
+      stops_[method] = {StopReason::kResolution, "the threshold is at the stated resolution"};
+      continue;
+    }
+    if (mine.empty()) {  // what it needs exceeds its budget
+      end(method, StopReason::kProbes,
+          "its next probes would exceed the " +
+              std::to_string(options_.refine_probes - refined_[method]) +
+              " refinement probes it has left");
+      continue;
+    }
+    // Judged twice in a row: a measure that stalled over one doubling of
+    // the samples by chance has usually moved again by the next round.
+    if (auto noise = NoiseLimited(result, RefinementLeft(method))) {
+      if (++noise_rounds_[method] >= kNoiseRounds) {
+        end(method, noise->reason, std::move(noise->detail));
+        continue;
+      }
+    } else {
+      noise_rounds_[method] = 0;
     }
     for (const auto& [key, count] : mine) {
       refined_[method] += count;
@@ -388,6 +516,116 @@ void SweepPlanner::PlanRefinement() {
   }
 }
 
+std::size_t SweepPlanner::RefinementLeft(Method method) const {
+  const auto spent = [&](Method m) {
+    const auto it = refined_.find(m);
+    return it == refined_.end() ? std::size_t{0} : it->second;
+  };
+  const std::size_t own = options_.refine_probes - std::min(spent(method), options_.refine_probes);
+  if (!options_.refine_probes_shared) return own;
+  // One allowance for all: what is left of it, shared by the methods that
+  // still draw on it.
+  std::size_t all = 0;
+  std::size_t drawing = 0;
+  for (Method m : options_.methods) {
+    if (!IsZerocopy(m)) continue;
+    all += spent(m);
+    drawing += Active(m) && !exhausted_.contains(m) ? 1 : 0;
+  }
+  const std::size_t left = options_.refine_probes - std::min(all, options_.refine_probes);
+  return std::min(own, left / std::max<std::size_t>(drawing, 1));
+}
+
+std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result,
+                                                      std::size_t left) {
+  Progress now;
+  for (const SizeComparison& c : result.sizes) {
+    now.samples += c.zerocopy.samples + c.baseline.samples;
+  }
+  now.excess = result.regret_excess;
+  now.half_width = HalfWidth(result);
+  std::vector<Progress>& history = progress_[result.method];
+  history.push_back(now);
+  if (history.size() < kProgressRounds) return std::nullopt;
+  // The latest round at which the method had at most 1/kProgressSpan of
+  // the samples it has now, if any: the measured rate is taken over what
+  // the probes since then did.
+  std::optional<std::size_t> ref;
+  for (std::size_t i = history.size(); i-- > 0;) {
+    if (history[i].samples * kProgressSpan <= now.samples) {
+      ref = i;
+      break;
+    }
+  }
+  if (!ref) return std::nullopt;
+  const std::size_t last = history.size() - 1;
+  std::vector<std::optional<double>> excess;
+  std::vector<std::optional<double>> width;
+  for (const Progress& p : history) {
+    excess.push_back(p.excess);
+    width.push_back(p.half_width);
+  }
+  const auto around = [&](const std::vector<std::optional<double>>& v) -> std::optional<double> {
+    if (!ref) return std::nullopt;
+    return MedianOf(v, *ref == 0 ? 0 : *ref - 1, std::min(*ref + 1, last));
+  };
+  const double n_ref = ref ? history[*ref].samples : 0;
+  const double n_now = now.samples;
+  const double n_left = static_cast<double>(left);
+  // The excess cost: with no measure of it (one sample per size) there is
+  // no telling what more probes would do.
+  const auto excess_now = MedianOf(excess, last - (kProgressRounds - 1), last);
+  const auto excess_before = around(excess);
+  if (!excess_now || !excess_before || options_.regret_resolution <= 0) return std::nullopt;
+  const double excess_stop = kStopShare * options_.regret_resolution;
+  const double excess_end =
+      Projected(excess_before, *excess_now, n_ref, n_now, n_left, kExcessRate);
+  if (excess_end <= kNoiseMargin * excess_stop) return std::nullopt;
+  // The interval (model only).
+  const double width_stop = kStopShare * options_.resolution;
+  const auto width_now = MedianOf(width, last - (kProgressRounds - 1), last);
+  std::optional<double> width_end;
+  if (width_now) {
+    width_end = Projected(around(width), *width_now, n_ref, n_now, n_left, kWidthRate);
+    if (*width_end <= kNoiseMargin * width_stop) return std::nullopt;
+  }
+  std::string why = "resolution limited by noise";
+  bool undecided = false;
+  if (const auto scatter = Scatter(result, undecided)) {
+    why += " (" + Rounded(100 * *scatter, 0) + " % scatter between repeats" +
+           (undecided ? " at the sizes within their noise)" : ")");
+  }
+  why += ": after " + Rounded(n_now, 0) + " samples the threshold may cost " +
+         Rounded(100 * *excess_now, 2) + " pp more than the best (stated: " +
+         Rounded(100 * options_.regret_resolution, 2) + " pp)";
+  if (width_now) {
+    why += " and its interval is +-" + Rounded(100 * *width_now, 0) + " % (stated: " +
+           Rounded(100 * options_.resolution, 1) + " %)";
+  }
+  const double narrowed = *excess_before > 0 ? 1 - *excess_now / *excess_before : 0;
+  if (narrowed < 0.05) {
+    why += "; the last " + Rounded(n_now - n_ref, 0) + " samples did not narrow it";
+  } else {
+    why += "; at the rate the last " + Rounded(n_now - n_ref, 0) +
+           " samples narrowed it, the " + std::to_string(left) +
+           " probes left would bring that to about " + Rounded(100 * excess_end, 2) + " pp";
+    if (width_end) why += " and +-" + Rounded(100 * *width_end, 0) + " %";
+  }
+  return PlannerStop{StopReason::kNoise, std::move(why)};
+}
+
+std::vector<Method> SweepPlanner::Unfinished() const {
+  std::vector<Method> methods;
+  for (Method m : options_.methods) {
+    if (IsZerocopy(m) && Active(m) && !stops_.contains(m)) methods.push_back(m);
+  }
+  return methods;
+}
+
+void SweepPlanner::EndUnfinished(const std::string& why) {
+  for (Method m : Unfinished()) stops_[m] = {StopReason::kProbes, why};
+}
+
 std::optional<ProbeRequest> SweepPlanner::Next() {
   if (!coarse_planned_) PlanCoarse();
   while (issued_ < options_.max_probes) {
@@ -396,7 +634,13 @@ std::optional<ProbeRequest> SweepPlanner::Next() {
     }
     if (queue_.empty()) {
       PlanRefinement();
-      if (queue_.empty()) return std::nullopt;
+      if (queue_.empty()) {
+        if (refinements_ > kMaxRefinementRounds) {
+          EndUnfinished("the planner's " + std::to_string(kMaxRefinementRounds) +
+                        " refinement rounds were spent");
+        }
+        return std::nullopt;
+      }
       continue;
     }
     const ProbeRequest request = queue_.front();
@@ -404,6 +648,7 @@ std::optional<ProbeRequest> SweepPlanner::Next() {
     ++issued_;
     return request;
   }
+  EndUnfinished("the cap of " + std::to_string(options_.max_probes) + " probes was reached");
   return std::nullopt;
 }
 
@@ -446,7 +691,13 @@ void SweepPlanner::Record(const Sample& sample) {
 }
 
 Analysis SweepPlanner::Result() const {
-  return Analyze(samples_, options_.decision, options_.depth);
+  Analysis analysis = Analyze(samples_, options_.decision, options_.depth);
+  for (auto& [name, path] : analysis.paths) {
+    for (auto& [method, result] : path.methods) {
+      if (const auto it = stops_.find(method); it != stops_.end()) result.stop = it->second;
+    }
+  }
+  return analysis;
 }
 
 std::size_t SweepPlanner::EstimatedTotal() const {

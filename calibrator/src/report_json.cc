@@ -150,6 +150,9 @@ json ToJson(const MethodResult& result) {
       {"overruled", std::move(overruled)},
       {"overruled_cost", OrNull(result.overruled_cost)},
       {"model", result.model ? ToJson(*result.model) : json(nullptr)},
+      {"stop", result.stop ? json{{"reason", StopReasonName(result.stop->reason)},
+                                  {"detail", result.stop->detail}}
+                           : json(nullptr)},
       {"sizes", std::move(sizes)},
   };
 }

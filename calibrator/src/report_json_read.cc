@@ -258,6 +258,21 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
   }
   if (auto read = ReadSizeList(j, where, "overruled", result.overruled); !read) return read;
   in.Number("overruled_cost", result.overruled_cost);
+  if (in.Object("stop")) {
+    Reader stop(j.at("stop"), where + ".stop");
+    std::string reason;
+    PlannerStop value;
+    stop.Text("reason", reason);
+    stop.Text("detail", value.detail);
+    if (auto done = stop.Done(); !done) return done;
+    const auto parsed = ParseStopReason(reason);
+    if (!parsed) {
+      return Fail(Errc::kParse, where + ".stop: 'reason' is not \"resolution\", \"noise\", "
+                                        "\"probes\" or \"budget\"");
+    }
+    value.reason = *parsed;
+    result.stop = std::move(value);
+  }
   if (auto done = in.Done(); !done) return done;
   if (in.Object("model")) {
     CostModel model;

@@ -143,6 +143,25 @@ TEST(ReportPage, SaysWhatTheProbedSizesSayOfTheThreshold) {
       << "nothing to say without a bracket";
 }
 
+TEST(ReportPage, SaysWhatEndedTheProbesOfAMethod) {
+  ReportModel model;
+  ReportEntry e = Entry("discard", cal::Method::kMsgZerocopy);
+  e.result.stop = cal::PlannerStop{cal::StopReason::kNoise,
+                                   "resolution limited by noise (9 % scatter between repeats)"};
+  model.entries.push_back(e);
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("The calibration stopped probing it: the noise, not the budget, limited "
+                      "its resolution (resolution limited by noise (9 % scatter between "
+                      "repeats))."),
+            std::string::npos)
+      << page;
+  model.entries[0].result.stop = cal::PlannerStop{cal::StopReason::kBudget, "time ran out"};
+  EXPECT_NE(RenderReport(model).find("the budget ran out first (time ran out)"), std::string::npos);
+  model.entries[0].result.stop.reset();
+  EXPECT_EQ(RenderReport(model).find("stopped probing"), std::string::npos)
+      << "an analysis of samples alone says nothing of it";
+}
+
 TEST(ReportModelOf, SaysWhatIsWrongAndWhere) {
   std::vector<std::string> where;
   auto unknown = ModelOfDocument(json{{"metrics", 1}}, "x", where);

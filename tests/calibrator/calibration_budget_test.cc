@@ -67,7 +67,10 @@ BudgetRun Simulate(const SimulatedHost& host, double budget_seconds, std::uint64
       CoarseGrid(options).size() * options.methods.size() * options.repeats;
   const auto fit = static_cast<std::size_t>(budget_seconds * kBudgetShareForProbes /
                                             (kProbe + kOverheadPerProbe));
-  if (fit > coarse) options.refine_probes = std::max(options.refine_probes, fit - coarse);
+  if (fit > coarse) {
+    options.refine_probes = std::max(options.refine_probes, fit - coarse);
+    options.refine_probes_shared = true;
+  }
   SweepPlanner planner(options);
   BudgetRun run;
   while (auto request = planner.Next()) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "simulated_host.h"
+#include "zcal/calibrator/decision.h"
 
 namespace zcal::calibrator {
 namespace {
@@ -173,6 +174,70 @@ TEST(SweepPlanner, StopsWhenTheThresholdCostsNoMoreThanTheRegretResolution) {
               100 * excess[excess.size() / 2], 100 * excess.back(), within);
   EXPECT_LT(probes, probes_interval_only);
   EXPECT_GE(truly_cheap, kSeeds * 8 / 10);
+}
+
+// The same close costs under +-20 % noise, with room for 1000 refinement
+// probes: the interval narrows so slowly that the allowance would not get
+// it to the resolution, and the planner stops once the rate at which its
+// probes narrow it says so, with a sentence, instead of spending the rest.
+TEST(SweepPlanner, StopsWhenMoreProbesCannotReachTheResolution) {
+  SimulatedHost host;
+  host.noise = 0.20;
+  host.costs[Method::kMsgZerocopy] = {0.25, 2400};
+  PlannerOptions options = TwoMethods();
+  options.refine_probes = 1000;
+  options.max_repeats = 16;
+  constexpr int kSeeds = 20;
+  std::size_t probes = 0;
+  int noise = 0;
+  std::vector<double> excess;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    const Calibration run = Calibrate(host, options, 100 + seed);
+    probes += run.probes;
+    const MethodResult& r = Zerocopy(run);
+    ASSERT_TRUE(r.stop.has_value()) << "every refined method says why its probes ended";
+    ASSERT_NE(r.stop->reason, StopReason::kBudget) << "the planner has no clock";
+    if (r.stop->reason != StopReason::kNoise) continue;
+    ++noise;
+    EXPECT_EQ(r.stop->detail.rfind("resolution limited by noise (", 0), 0u) << r.stop->detail;
+    EXPECT_NE(r.stop->detail.find(" pp more than the best (stated: 0.05 pp)"), std::string::npos)
+        << r.stop->detail;
+    ASSERT_TRUE(r.threshold_bytes) << r.detail;
+    excess.push_back(TrueExcess(host, static_cast<double>(*r.threshold_bytes)));
+  }
+  std::sort(excess.begin(), excess.end());
+  std::printf("close costs (+-20 %% noise, %d seeds, 1000 refinement probes allowed): %.1f "
+              "probes; stopped for noise in %d, their thresholds' true excess cost median "
+              "%.3f pp, max %.3f pp\n",
+              kSeeds, static_cast<double>(probes) / kSeeds, noise,
+              excess.empty() ? 0.0 : 100 * excess[excess.size() / 2],
+              excess.empty() ? 0.0 : 100 * excess.back());
+  EXPECT_GE(noise, kSeeds / 2);
+  EXPECT_LT(probes / kSeeds, 36u + 1000u / 2) << "most of the allowance is left unspent";
+}
+
+// Each way a method's probes end has its reason: the resolution reached,
+// or the refinement probes spent.
+TEST(SweepPlanner, SaysWhyItStoppedProbingEachMethod) {
+  SimulatedHost quiet;
+  quiet.noise = 0.05;
+  const MethodResult settled = Zerocopy(Calibrate(quiet, TwoMethods(), 11));
+  ASSERT_TRUE(settled.stop.has_value());
+  EXPECT_EQ(settled.stop->reason, StopReason::kResolution) << settled.stop->detail;
+
+  SimulatedHost noisy;
+  PlannerOptions few = TwoMethods();
+  few.refine_probes = 6;
+  const Calibration run = Calibrate(noisy, few, 3);
+  EXPECT_LE(run.probes, 36u + 6u);
+  const MethodResult& spent = Zerocopy(run);
+  ASSERT_TRUE(spent.stop.has_value());
+  EXPECT_EQ(spent.stop->reason, StopReason::kProbes) << spent.stop->detail;
+  EXPECT_NE(spent.stop->detail.find("refinement probes"), std::string::npos);
+
+  // An analysis of samples alone (no planner) has no stop.
+  EXPECT_FALSE(Analyze(run.samples, few.decision, few.depth).paths.at("default").methods.at(Method::kMsgZerocopy)
+                   .stop.has_value());
 }
 
 // A probe hit by a burst of load at a size probed once rejects the model

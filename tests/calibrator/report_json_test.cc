@@ -85,6 +85,7 @@ MethodResult EveryField() {
   r.curve_disagreements = {{32768, true, 0.9, 1.05, true}};
   r.overruled = {{4096, true, false, 0.99, 0.0101}, {16384, false, true, 1.1, 0.1}};
   r.overruled_cost = 0.02;
+  r.stop = PlannerStop{StopReason::kNoise, "resolution limited by noise (9 % scatter)"};
   return r;
 }
 
@@ -103,6 +104,22 @@ TEST(ReportJson, RoundTripsEveryField) {
   EXPECT_EQ(back->measured_bracket, EveryField().measured_bracket);
   EXPECT_EQ(back->curve_choice, EveryField().curve_choice);
   EXPECT_EQ(back->overruled, EveryField().overruled);
+  EXPECT_EQ(back->stop, EveryField().stop);
+  EXPECT_EQ(j.at("stop").at("reason"), "noise");
+}
+
+TEST(ReportJson, RoundTripsEveryStopReason) {
+  for (StopReason why : {StopReason::kResolution, StopReason::kNoise, StopReason::kProbes,
+                         StopReason::kBudget}) {
+    MethodResult r;
+    r.method = kMzc;
+    r.stop = PlannerStop{why, "why"};
+    const auto back = ReadMethodResult(ToJson(r), kMzc);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->stop, r.stop) << StopReasonName(why);
+    EXPECT_EQ(ParseStopReason(StopReasonName(why)), why);
+  }
+  EXPECT_FALSE(ParseStopReason("tired").has_value());
 }
 
 TEST(ReportJson, RoundTripsEveryVerdictAndReason) {
@@ -174,6 +191,11 @@ TEST(ReportJson, ErrorsNameTheMethodAndTheField) {
             "msg_zerocopy.measured_bracket: 'above_bytes' must be a whole number");
   EXPECT_EQ(error({{"verdict", "never"}, {"overruled", {{{"measured", "ties"}}}}}),
             "msg_zerocopy.overruled: 'measured' must be \"wins\" or \"loses\"");
+  EXPECT_EQ(error({{"verdict", "never"}, {"stop", {{"reason", "tired"}, {"detail", ""}}}}),
+            "msg_zerocopy.stop: 'reason' is not \"resolution\", \"noise\", \"probes\" or "
+            "\"budget\"");
+  EXPECT_EQ(error({{"verdict", "never"}, {"stop", {{"reason", 3}}}}),
+            "msg_zerocopy.stop: 'reason' must be a string");
   const auto path = ReadPathResult({{"methods", {{"copy", json::object()}}}}, "discard");
   ASSERT_FALSE(path);
   EXPECT_EQ(path.error().message, "discard.methods.copy: not a zerocopy method");

@@ -261,6 +261,12 @@ TEST_F(CalibrateCli, DiscardPathMeasuresRealZerocopyAndStatesTheSizeClamp) {
   for (const char* name : kZerocopyMethods) {
     const auto& reason = methods.at(name).at("reason");  // null when it wins
     EXPECT_TRUE(reason.is_null() || reason != "kernel_copied") << methods.at(name).dump();
+    // Every refined method says why its probes ended, with a sentence.
+    const auto& stop = methods.at(name).at("stop");
+    ASSERT_TRUE(stop.is_object()) << methods.at(name).dump();
+    EXPECT_THAT(stop.at("reason").get<std::string>(),
+                ::testing::AnyOf("resolution", "noise", "probes", "budget"));
+    EXPECT_FALSE(stop.at("detail").get<std::string>().empty());
   }
   EXPECT_EQ(doc.at("host").at("interface").at("name"), "lo");
 
@@ -269,6 +275,7 @@ TEST_F(CalibrateCli, DiscardPathMeasuresRealZerocopyAndStatesTheSizeClamp) {
   ASSERT_EQ(text.exit_status, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("note: --max 1048576 bytes is above the largest UDP "
                                   "payload over IPv4 (65507 bytes); probed up to 65507 bytes"));
+  EXPECT_THAT(text.out, HasSubstr("    probes ended ("));
   // Loopback carries any size: no clamp.
   const auto loopback = Calibrate({"--json", "--budget", "1", "--methods", "copy"});
   ASSERT_EQ(loopback.exit_status, 0) << loopback.err;

@@ -191,6 +191,10 @@ void PrintAnalysis(std::ostream& out, const cal::Analysis& analysis,
     for (const auto& [method, r] : path.methods) {
       out << fmt::format("\n  {} vs {}: {}\n", cal::MethodName(method),
                          cal::MethodName(r.baseline), r.detail);
+      if (r.stop) {
+        out << fmt::format("    probes ended ({}): {}\n", cal::StopReasonName(r.stop->reason),
+                           r.stop->detail);
+      }
       PrintRule(out, r);
       if (r.sizes.empty()) continue;
       out << fmt::format("    {:>10} {:>10} {:>10} {:>7} {:>8} {:>8} {:>7} {:>6} {:>4} {}\n",

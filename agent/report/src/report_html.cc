@@ -305,6 +305,17 @@ void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
   }
 }
 
+// Why a calibration stopped probing a method, for people.
+std::string_view StopText(cal::StopReason reason) {
+  switch (reason) {
+    case cal::StopReason::kResolution: return "at the stated resolution";
+    case cal::StopReason::kNoise: return "the noise, not the budget, limited its resolution";
+    case cal::StopReason::kProbes: return "its refinement probes were spent";
+    case cal::StopReason::kBudget: return "the budget ran out first";
+  }
+  return "";
+}
+
 void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
   const cal::MethodResult& r = e.result;
   out += fmt::format(
@@ -319,6 +330,11 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
       CopiedText(r));
   for (const std::string* text : {&r.detail, &r.rule_detail}) {
     if (!text->empty()) out += "<p class=\"note\">" + Escape(*text) + "</p>\n";
+  }
+  if (r.stop) {
+    out += "<p class=\"note\">The calibration stopped probing it: " +
+           Escape(std::string(StopText(r.stop->reason))) + " (" + Escape(r.stop->detail) +
+           ").</p>\n";
   }
   MeasuredNotes(out, r);
   if (r.model && !r.model->accepted && !r.model->rejection.empty()) {

@@ -233,7 +233,7 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
   // Each class calibrated; a report without classes is its stream
   // analysis alone.
   std::vector<probes::ClassAnalysis> stream_only;
-  if (report.classes.empty()) stream_only.push_back({calibrator::kStreamDepth, report.analysis, {}});
+  if (report.classes.empty()) stream_only.push_back({calibrator::kStreamDepth, report.analysis, {}, {}});
   const std::vector<probes::ClassAnalysis>& classes =
       report.classes.empty() ? stream_only : report.classes;
   std::map<DepthClass, calibrator::PathResult> fresh;

@@ -104,6 +104,7 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options,
                                               (kDiscardProbe + kDiscardOverhead).count());
     if (zerocopy > 0 && fit > coarse) {
       planner.refine_probes = std::max(planner.refine_probes, fit - coarse);
+      planner.refine_probes_shared = true;
       // A flat crossover needs more repeats of the sizes around it than
       // the planner's default to reach the regret resolution.
       planner.max_repeats = std::max<std::uint32_t>(planner.max_repeats, kDiscardMaxRepeats);
@@ -194,9 +195,22 @@ enum class Stop { kNone, kCancelled, kLost, kNoRoom };
 // probes_run). `done` and `total` number the run's probes for progress.
 Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunner& path,
                 std::map<Method, Support>& support, HostLoadMeter& load,
-                CalibrationReport& report, std::size_t& done,
+                CalibrationReport& report, ClassAnalysis& analysis, std::size_t& done,
                 const std::function<void(const CalibrationProgress&)>& on_progress) {
   calibrator::SweepPlanner planner(run.planner);
+  // Whatever ends the probes, each method says why its probes ended.
+  struct Account {
+    const calibrator::SweepPlanner& planner;
+    ClassAnalysis& analysis;
+    std::string unfinished;  // set where the time (or the path's room) ran out
+    ~Account() {
+      analysis.stops = planner.Stops();
+      if (unfinished.empty()) return;
+      for (Method m : planner.Unfinished()) {
+        analysis.stops[m] = {calibrator::StopReason::kBudget, unfinished};
+      }
+    }
+  } account{planner, analysis, {}};
   planner.Seed(report.samples);
   auto record = [&](const ProbeOutcome& outcome) {
     if (outcome.sample.status == SampleStatus::kFailed) {
@@ -212,7 +226,10 @@ Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunn
     const std::size_t total = std::max(planner.EstimatedTotal(), planner.issued());
     const std::size_t left = total - planner.issued() + 1;
     const Seconds duration = path.ProbeDuration(remaining, left);
-    if (remaining < duration * 2 + kFinishReserve) break;  // the share is spent
+    if (remaining < duration * 2 + kFinishReserve) {  // the share is spent
+      account.unfinished = "the calibration's time ran out first";
+      break;
+    }
     if (on_progress) {
       on_progress({done, done + left, request->method, request->size_bytes});
     }
@@ -225,7 +242,10 @@ Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunn
       continue;
     }
     ProbeOptions probe = ProbeFor(options, *request, run.depth, duration);
-    if (!path.Prepare(probe, left)) return Stop::kNoRoom;  // the path has no room left
+    if (!path.Prepare(probe, left)) {  // the path has no room left
+      account.unfinished = "the path's allowance for probes was spent";
+      return Stop::kNoRoom;
+    }
     load.Sample();
     const auto probe_start = Clock::now();
     PathProbe probed = path.Probe(probe);
@@ -309,8 +329,13 @@ CalibrationResult<CalibrationReport> Finish(const CalibrationOptions& options,
             [](const ClassAnalysis& a, const ClassAnalysis& b) { return a.depth - 1 < b.depth - 1; });
   for (ClassAnalysis& c : report.classes) {
     c.analysis = calibrator::Analyze(report.samples, options.decision, c.depth);
-    for (const auto& [method, why] : c.not_probed) {
-      for (auto& [name, result] : c.analysis.paths) result.methods.erase(method);
+    for (auto& [name, result] : c.analysis.paths) {
+      for (const auto& [method, why] : c.not_probed) result.methods.erase(method);
+      for (const auto& [method, why] : c.stops) {
+        if (const auto it = result.methods.find(method); it != result.methods.end()) {
+          it->second.stop = why;
+        }
+      }
     }
   }
   report.analysis = report.classes.front().analysis;
@@ -386,7 +411,7 @@ CalibrationResult<CalibrationReport> RunCalibration(
                          ? budget_end
                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               Seconds(share));
-      stop = ProbeClass(options, run, path, support, load, report, done, on_progress);
+      stop = ProbeClass(options, run, path, support, load, report, c, done, on_progress);
     }
     Learn(calibrator::Analyze(report.samples, options.decision, c.depth), c.depth, known);
     for (const auto& [method, answer] : inferred) known[c.depth][method] = answer;

@@ -141,6 +141,35 @@ struct CurveChoice {
   bool operator==(const CurveChoice&) const = default;
 };
 
+/// Why a calibration stopped probing a method: the planner's account, not
+/// the decision rule's (an analysis of a samples file has none).
+enum class StopReason : std::uint8_t {
+  /// The threshold reached the stated resolution: its interval within
+  /// PlannerOptions::resolution, or what it may cost over the best within
+  /// regret_resolution.
+  kResolution = 0,
+  /// More probes could not reach the resolution within what the budget
+  /// leaves: at the rate the last probes narrowed it, the noise the run
+  /// shows would need more of them than are left (docs/calibrator.md).
+  kNoise = 1,
+  /// The method's refinement probes (PlannerOptions::refine_probes, or the
+  /// planner's cap on rounds and probes) were spent first.
+  kProbes = 2,
+  /// The calibration's time ran out before the planner was done.
+  kBudget = 3,
+};
+
+std::string_view StopReasonName(StopReason reason);  ///< "resolution", "noise", ...
+std::optional<StopReason> ParseStopReason(std::string_view name);
+
+struct PlannerStop {
+  StopReason reason = StopReason::kResolution;
+  /// A sentence for people: "resolution limited by noise: 9 % scatter; ...".
+  std::string detail;
+
+  bool operator==(const PlannerStop&) const = default;
+};
+
 /// The verdict for one zerocopy method on one path.
 struct MethodResult {
   Method method = Method::kMsgZerocopy;
@@ -203,6 +232,11 @@ struct MethodResult {
   /// comparisons (ExcessCost). Not for inconclusive verdicts.
   std::vector<OverruledSize> overruled;
   std::optional<double> overruled_cost;
+  /// Set by a calibration (SweepPlanner::Result, probes::RunCalibration):
+  /// why its probes of this method ended. nullopt for a method the planner
+  /// did not refine (unsupported, failed, kernel-copied: the verdict says
+  /// why) and for an analysis of samples alone.
+  std::optional<PlannerStop> stop;
 };
 
 struct PathResult {

@@ -77,6 +77,11 @@ struct PlannerOptions {
   /// probes with the default grid (9 sizes, 2 repeats). The discard path
   /// raises it to what its budget leaves (probes::PlannerOptionsFor).
   std::size_t refine_probes = 54;
+  /// Whether refine_probes is one allowance for all methods together (the
+  /// discard path: its probes have a fixed length, so the time budget is
+  /// what the refinement may use, whichever method spends it) rather than
+  /// one each. It only changes what the noise-limited stop counts as left.
+  bool refine_probes_shared = false;
   std::size_t max_probes = 2000;  ///< hard cap on Next() requests
   std::uint64_t size_alignment = 256;  ///< bisection sizes rounded to this
   DecisionOptions decision;
@@ -128,8 +133,19 @@ class SweepPlanner {
   const std::vector<Sample>& samples() const { return samples_; }
 
   /// The analysis of the samples recorded so far (decision options of the
-  /// planner; path from the options).
+  /// planner; path from the options), with each method's `stop` for those
+  /// the planner has stopped probing (Stops()).
   Analysis Result() const;
+
+  /// The zerocopy methods whose refinement ended, and why: at the stated
+  /// resolution, limited by noise, or their refinement probes spent. A
+  /// method still being refined is absent: a caller that stops early (its
+  /// time is up) says so itself (StopReason::kBudget).
+  const std::map<Method, PlannerStop>& Stops() const { return stops_; }
+
+  /// The zerocopy methods the planner still refines (no stop yet, and
+  /// neither unsupported, failed twice nor kernel-copied).
+  std::vector<Method> Unfinished() const;
 
   /// Probes issued so far and a rough estimate of the total, for progress.
   std::size_t issued() const { return issued_; }
@@ -156,6 +172,17 @@ class SweepPlanner {
   bool ConfirmRejection(const MethodResult& result, PlanBudget& budget) const;
   bool Bisect(std::uint64_t lo, std::uint64_t hi, PlanBudget& budget) const;
   std::uint64_t Aligned(double size) const;
+  /// How far a method got, round by round, for the noise-limited stop.
+  struct Progress {
+    double samples = 0;                 ///< of the method and its baseline
+    std::optional<double> excess;       ///< regret_excess
+    std::optional<double> half_width;   ///< of the model's interval, relative
+  };
+  std::optional<PlannerStop> NoiseLimited(const MethodResult& result, std::size_t left);
+  std::size_t RefinementLeft(Method method) const;
+  /// Gives every zerocopy method still being refined the stop `why`
+  /// (StopReason::kProbes): the planner's own caps ended it.
+  void EndUnfinished(const std::string& why);
 
   PlannerOptions options_;
   std::vector<std::uint64_t> grid_;
@@ -166,6 +193,9 @@ class SweepPlanner {
   std::map<Method, std::size_t> refined_;  ///< refinement probes per zc method
   std::set<Method> exhausted_;             ///< zc methods whose refinement budget is spent
   std::set<Method> settled_;               ///< zc methods needing no more
+  std::map<Method, PlannerStop> stops_;    ///< why a method's refinement ended
+  std::map<Method, std::vector<Progress>> progress_;
+  std::map<Method, std::uint32_t> noise_rounds_;  ///< rounds in a row judged noise-limited
   std::size_t issued_ = 0;
   std::size_t refinements_ = 0;
   bool coarse_planned_ = false;

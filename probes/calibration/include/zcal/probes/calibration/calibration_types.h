@@ -127,6 +127,10 @@ struct ClassAnalysis {
   /// method that cannot run or whose sends the kernel copied at the first
   /// class, has their answer, which the stream entry gives its readers.
   std::map<calibrator::Method, std::string> not_probed;
+  /// Why the probes of each refined method ended (its planner's account,
+  /// or kBudget when the class's share of the time ran out first); copied
+  /// into the analysis's results (MethodResult::stop).
+  std::map<calibrator::Method, calibrator::PlannerStop> stops;
 };
 
 struct CalibrationReport {
