@@ -8,6 +8,8 @@ median relative spread of copy's CPU per byte between repeats: this VM's
 neighbours move it from a few percent to over 30 %), and per zerocopy method
 its verdict, threshold, 95 % interval (relative to the threshold), what the
 threshold may cost over the best one (regret_excess, 95 %), the rule, and
+why the calibration stopped probing it (the JSON's stop: at the resolution,
+limited by noise, its probes spent, or the budget), and
 whether it reached the planner's stated resolution (model: interval within
 1/8 of the threshold, or regret_excess within 0.05 percentage points;
 per-size rule: the bracket of probed sizes within 1/8, and both of its
@@ -113,11 +115,22 @@ def judged(r):
     else:
         resolved = ((half is not None and half <= RESOLUTION) or
                     (excess is not None and excess <= REGRET_RESOLUTION))
+    # Why the calibration stopped probing it (absent from builds before the
+    # planner said so): at the resolution, limited by noise, its probes
+    # spent, or the budget.
+    stop = r.get("stop") or {}
     return {
         "verdict": r["verdict"], "threshold": t, "low": low, "high": high,
         "level": interval.get("level"), "half": half, "excess": excess,
         "rule": r.get("rule"), "resolved": resolved, "exceptions": exceptions,
-        "rule_detail": r.get("rule_detail", "")}
+        "rule_detail": r.get("rule_detail", ""), "stop": stop.get("reason"),
+        "stop_detail": stop.get("detail", "")}
+
+
+def stated(m):
+    """At the resolution, or stopped for a stated reason other than the
+    budget (the noise, a method its neighbours answer for)."""
+    return m["resolved"] or m.get("stop") == "noise"
 
 
 def describe(m):
@@ -133,6 +146,7 @@ def describe(m):
     return (f"{m['verdict']:<12} {str(m['threshold']):>6}  {interval:<32} "
             f"excess {excess:<10} {m['rule'] or '-':<8} "
             f"{'at resolution' if m['resolved'] else ''}"
+            f"{' stop: ' + m['stop'] if m.get('stop') else ''}"
             f"{' (' + str(m['exceptions']) + ' exception(s) in the model)' if m['exceptions'] else ''}")
 
 
@@ -170,6 +184,8 @@ def main():
                 print(f"  {name:<26} {describe(m)}")
                 if (m["rule"] == "per_size" or m["verdict"] == "not probed") and m["rule_detail"]:
                     print(f"  {'':<26} ({m['rule_detail'][:110]})")
+                if m.get("stop") == "noise":
+                    print(f"  {'':<26} ({m['stop_detail'][:160]})")
     print("\nsummary (median [min, max] over the rounds)")
     for zcal, budget in [(z, b) for z in zcals for b in budgets]:
         mine = [x for x in runs if x["budget"] == budget and x["zcal"] == zcal]
@@ -181,11 +197,13 @@ def main():
                     f"[{fmt.format(min(values))}, {fmt.format(max(values))}]")
         scatters = [100 * x["scatter"] for x in mine if x["scatter"] is not None]
         whole = sum(all(m["resolved"] for m in x["methods"].values()) for x in mine)
+        accounted = sum(all(stated(m) for m in x["methods"].values()) for x in mine)
         within_two = sum(x["wall_seconds"] <= 2.0 for x in mine)
         print(f"budget {budget:g} s: probes {spread([x['probes'] for x in mine], '{:.0f}')}, "
               f"wall s {spread([x['wall_seconds'] for x in mine], '{:.2f}')}, "
               f"probe scatter {spread(scatters, '{:.0f} %') if scatters else '-'}; "
               f"every method at the stated resolution in {whole} of {len(mine)} runs, "
+              f"at it or stopped by the noise in {accounted}, "
               f"within 2 s of wall in {within_two}")
         names = sorted({k for x in mine for k in x["methods"]},
                        key=lambda k: [x for x in runs[0]["methods"]].index(k)
@@ -196,10 +214,16 @@ def main():
             thresholds = [m["threshold"] for m in ms if m["threshold"]]
             resolved = sum(m["resolved"] for m in ms)
             per_size = sum(m["rule"] == "per_size" for m in ms)
+            stops = {}
+            for m in ms:
+                if m.get("stop"):
+                    stops[m["stop"]] = stops.get(m["stop"], 0) + 1
             print(f"  {name:<26} thresholds {thresholds}; interval half-width "
                   f"{spread([100 * h for h in halves], '{:.0f} %') if halves else '-'}; "
                   f"at the stated resolution in {resolved} of {len(ms)}; "
-                  f"per-size rule in {per_size}")
+                  f"per-size rule in {per_size}"
+                  + (f"; probes ended: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items()))
+                     if stops else ""))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(runs, out, indent=2)

@@ -470,7 +470,23 @@ void SweepPlanner::PlanRefinement() {
     }
     Planned mine;
     PlanFor(result, options_.refine_probes - refined_[method], mine);
+    // A method stops inside kStopShare of the resolution; once it has, it
+    // stays stopped while it is still within the resolution itself, so
+    // that one that hovers at the line does not take the rest of the
+    // budget one round at a time.
+    if (!settled_.contains(method) && reached_.contains(method) && WithinResolution(result)) {
+      settled_.insert(method);
+      mine.clear();
+    }
+    // The per-size rule also ends where no repeat is left to add (each
+    // size that decides has max_repeats): that is the noise, not the
+    // resolution.
+    if (settled_.contains(method) && result.rule != Rule::kModel && !PerSizeResolved(result)) {
+      end(method, StopReason::kNoise, RepeatsSpent(result));
+      continue;
+    }
     if (settled_.contains(method)) {
+      reached_.insert(method);
       stops_[method] = {StopReason::kResolution, "the threshold is at the stated resolution"};
       continue;
     }
@@ -516,6 +532,47 @@ void SweepPlanner::PlanRefinement() {
   }
 }
 
+bool SweepPlanner::PerSizeResolved(const MethodResult& result) const {
+  if (result.regret_excess && *result.regret_excess <= options_.regret_resolution) return true;
+  if (result.sizes.empty()) return true;
+  // The sizes the verdict rests on: the bracket's ends, or for always and
+  // never the ends of the range.
+  std::vector<std::uint64_t> ends = {result.sizes.front().size_bytes,
+                                     result.sizes.back().size_bytes};
+  if (result.interval && result.interval->high_bytes) {
+    ends = {result.interval->low_bytes, *result.interval->high_bytes};
+  }
+  for (const SizeComparison& c : result.sizes) {
+    if (std::find(ends.begin(), ends.end(), c.size_bytes) != ends.end() && !c.decisive) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string SweepPlanner::RepeatsSpent(const MethodResult& result) const {
+  std::string why = "resolution limited by noise";
+  bool undecided = false;
+  if (const auto scatter = Scatter(result, undecided)) {
+    why += " (" + Rounded(100 * *scatter, 0) + " % scatter between repeats" +
+           (undecided ? " at the sizes within their noise)" : ")");
+  }
+  why += ": the sizes the threshold rests on stay within their noise after " +
+         std::to_string(options_.max_repeats) + " repeats";
+  if (result.regret_excess) {
+    why += ", and the threshold may cost " + Rounded(100 * *result.regret_excess, 2) +
+           " pp more than the best (stated: " + Rounded(100 * options_.regret_resolution, 2) +
+           " pp)";
+  }
+  return why;
+}
+
+bool SweepPlanner::WithinResolution(const MethodResult& result) const {
+  if (result.regret_excess && *result.regret_excess <= options_.regret_resolution) return true;
+  const auto half = HalfWidth(result);
+  return half && *half <= options_.resolution;
+}
+
 std::size_t SweepPlanner::RefinementLeft(Method method) const {
   const auto spent = [&](Method m) {
     const auto it = refined_.find(m);
@@ -544,6 +601,11 @@ std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result
   }
   now.excess = result.regret_excess;
   now.half_width = HalfWidth(result);
+  // Rounds are compared whichever rule decided them. Where the model is
+  // rejected in some rounds and not in others, the per-size rule's excess
+  // (drawn per size) is the larger: a method that ends up there after the
+  // model's smaller figures is not narrowing, and one that moves to the
+  // model is, which is what more probes would find out too.
   std::vector<Progress>& history = progress_[result.method];
   history.push_back(now);
   if (history.size() < kProgressRounds) return std::nullopt;
@@ -589,27 +651,30 @@ std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result
     width_end = Projected(around(width), *width_now, n_ref, n_now, n_left, kWidthRate);
     if (*width_end <= kNoiseMargin * width_stop) return std::nullopt;
   }
+  // Said with this round's figures (the medians above decide; the
+  // figures a reader can check are the result's own).
   std::string why = "resolution limited by noise";
   bool undecided = false;
   if (const auto scatter = Scatter(result, undecided)) {
     why += " (" + Rounded(100 * *scatter, 0) + " % scatter between repeats" +
            (undecided ? " at the sizes within their noise)" : ")");
   }
+  const double excess_here = now.excess.value_or(*excess_now);
   why += ": after " + Rounded(n_now, 0) + " samples the threshold may cost " +
-         Rounded(100 * *excess_now, 2) + " pp more than the best (stated: " +
+         Rounded(100 * excess_here, 2) + " pp more than the best (stated: " +
          Rounded(100 * options_.regret_resolution, 2) + " pp)";
-  if (width_now) {
-    why += " and its interval is +-" + Rounded(100 * *width_now, 0) + " % (stated: " +
+  if (now.half_width) {
+    why += " and its interval is +-" + Rounded(100 * *now.half_width, 0) + " % (stated: " +
            Rounded(100 * options_.resolution, 1) + " %)";
   }
   const double narrowed = *excess_before > 0 ? 1 - *excess_now / *excess_before : 0;
   if (narrowed < 0.05) {
     why += "; the last " + Rounded(n_now - n_ref, 0) + " samples did not narrow it";
   } else {
+    const double factor = excess_end / *excess_now;
     why += "; at the rate the last " + Rounded(n_now - n_ref, 0) +
            " samples narrowed it, the " + std::to_string(left) +
-           " probes left would bring that to about " + Rounded(100 * excess_end, 2) + " pp";
-    if (width_end) why += " and +-" + Rounded(100 * *width_end, 0) + " %";
+           " probes left would bring that to about " + Rounded(100 * excess_here * factor, 2) + " pp";
   }
   return PlannerStop{StopReason::kNoise, std::move(why)};
 }

@@ -180,6 +180,16 @@ class SweepPlanner {
   };
   std::optional<PlannerStop> NoiseLimited(const MethodResult& result, std::size_t left);
   std::size_t RefinementLeft(Method method) const;
+  /// regret_excess within regret_resolution, or the model's interval within
+  /// resolution of the threshold (the stated resolution, not the stop's
+  /// share of it).
+  bool WithinResolution(const MethodResult& result) const;
+  /// Per-size rule: regret_excess within regret_resolution, or every size
+  /// the verdict rests on decisive.
+  bool PerSizeResolved(const MethodResult& result) const;
+  /// The noise stop's sentence for a per-size verdict whose deciding sizes
+  /// have every repeat they may get.
+  std::string RepeatsSpent(const MethodResult& result) const;
   /// Gives every zerocopy method still being refined the stop `why`
   /// (StopReason::kProbes): the planner's own caps ended it.
   void EndUnfinished(const std::string& why);
@@ -194,6 +204,7 @@ class SweepPlanner {
   std::set<Method> exhausted_;             ///< zc methods whose refinement budget is spent
   std::set<Method> settled_;               ///< zc methods needing no more
   std::map<Method, PlannerStop> stops_;    ///< why a method's refinement ended
+  std::set<Method> reached_;               ///< zc methods settled in an earlier round
   std::map<Method, std::vector<Progress>> progress_;
   std::map<Method, std::uint32_t> noise_rounds_;  ///< rounds in a row judged noise-limited
   std::size_t issued_ = 0;
