@@ -28,9 +28,14 @@
 // threshold, and while the threshold may cost more than
 // `regret_resolution` over the best, at every size whose comparison is not
 // decisive. Every round judges every method again (a shared baseline's new
-// probes can change a verdict); only a spent `refine_probes` ends a method
-// for good. A method that reports unsupported, fails, or whose sends the
-// kernel copied is not probed again.
+// probes can change a verdict); a method that reached the resolution stays
+// stopped while it is within it. A spent `refine_probes` ends a method for
+// good, and so does the noise: once its samples have doubled since an
+// earlier round, a method whose regret_excess and interval, projected at
+// the rate they fell since then over the probes left, would still miss the
+// stop (two rounds in a row) ends "limited by noise". Stops() says why each
+// method's probes ended. A method that reports unsupported, fails, or whose
+// sends the kernel copied is not probed again.
 #pragma once
 
 #include <cstddef>
