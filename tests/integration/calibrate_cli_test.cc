@@ -349,6 +349,32 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   EXPECT_THAT(text.out, HasSubstr("depth stream (zerocopy sends in flight):"));
 }
 
+// A budget shorter than the coarse grid (7 sizes, 2 methods, 2 repeats of
+// 10 ms probes on the discard path): the budget, not the planner, ends the
+// probes, and every output says so.
+TEST_F(CalibrateCli, SaysWhenTheBudgetEndedTheProbes) {
+  const std::vector<std::string> args = {"--path", "discard", "--depth", "1,stream", "--methods",
+                                         "copy,msg_zerocopy", "--min", "1K", "--max", "64K",
+                                         "--budget", "0.3"};
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const auto r = Calibrate(json_args);
+  if (r.exit_status == 3 && r.err.find("private network namespace") != std::string::npos) {
+    GTEST_SKIP() << r.err;
+  }
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& stop = doc.at("paths").at("discard").at("methods").at("msg_zerocopy").at("stop");
+  EXPECT_EQ(stop.at("reason"), "budget") << r.out;
+  EXPECT_EQ(stop.at("detail"), "the calibration's time ran out first");
+
+  const auto text = Calibrate(args);
+  ASSERT_EQ(text.exit_status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("probes ended (budget): the calibration's time ran out first"));
+  EXPECT_THAT(text.out, HasSubstr(" *\n")) << "the class table marks the cell";
+  EXPECT_THAT(text.out, HasSubstr("  *: the budget ended its probes before the resolution"));
+}
+
 TEST_F(CalibrateCli, BadDepthsExitTwoNamingThemAndWriteNothing) {
   const std::string csv = (dir_ / "never.csv").string();
   for (const char* bad : {"0", "-1", "four", "1,1", "1,2,3,4,5,6,7,8,stream", "129", ""}) {

@@ -289,10 +289,15 @@ std::string ClassCell(const probes::ClassAnalysis& c, cal::Method method) {
     const auto it = result.methods.find(method);
     if (it == result.methods.end()) continue;
     const cal::MethodResult& r = it->second;
+    // Short of the resolution: "~" where the noise ended its probes, "*"
+    // where the budget did (the legend follows the table).
+    std::string mark;
+    if (r.stop && r.stop->reason == cal::StopReason::kNoise) mark = " ~";
+    if (r.stop && r.stop->reason == cal::StopReason::kBudget) mark = " *";
     if (r.verdict == cal::Verdict::kThreshold && r.threshold_bytes) {
-      return common::FormatSizeApprox(static_cast<double>(*r.threshold_bytes));
+      return common::FormatSizeApprox(static_cast<double>(*r.threshold_bytes)) + mark;
     }
-    return std::string(cal::VerdictName(r.verdict));
+    return std::string(cal::VerdictName(r.verdict)) + mark;
   }
   return "-";
 }
@@ -305,6 +310,8 @@ void PrintClassSummary(std::ostream& out, const probes::CalibrationReport& all) 
   out << fmt::format("  {:<20}", "method");
   for (const probes::ClassAnalysis& c : all.classes) out << fmt::format(" {:>12}", cal::DepthName(c.depth));
   out << "\n";
+  bool noise = false;
+  bool budget = false;
   for (cal::Method method : cal::kAllMethods) {
     if (!cal::IsZerocopy(method)) continue;
     std::string row = fmt::format("  {:<20}", cal::MethodName(method));
@@ -312,10 +319,14 @@ void PrintClassSummary(std::ostream& out, const probes::CalibrationReport& all) 
     for (const probes::ClassAnalysis& c : all.classes) {
       const std::string cell = ClassCell(c, method);
       any |= cell != "-";
+      noise |= cell.ends_with(" ~");
+      budget |= cell.ends_with(" *");
       row += fmt::format(" {:>12}", cell);
     }
     if (any) out << row << "\n";
   }
+  if (noise) out << "  ~: the noise limited its resolution (\"probes ended (noise)\" above)\n";
+  if (budget) out << "  *: the budget ended its probes before the resolution\n";
 }
 
 void PrintCalibration(std::ostream& out, const probes::CalibrationOptions& options,
