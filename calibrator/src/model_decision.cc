@@ -9,6 +9,7 @@
 #include "cost_fit.h"
 #include "exception_costs.h"
 #include "least_cost.h"
+#include "local_fit.h"
 #include "measured_bracket.h"
 #include "zcal/common/text.h"
 
@@ -82,11 +83,6 @@ class ResidualBootstrap {
  private:
   const Observations& obs_;
   std::vector<double> cpu_residual_, thr_residual_, cpu_fit_, thr_fit_;
-};
-
-struct Evaluated {
-  std::vector<double> cpu_ratio;
-  std::vector<double> thr_ratio;
 };
 
 Evaluated Evaluate(const WeightedSizes& grid, const Curve& z, const Curve& b) {
@@ -177,6 +173,13 @@ Structure StructureOf(const Observations& obs, const Curve& curve,
   return found;
 }
 
+// The local fit pools neighbours: on a grid as coarse as the planner's
+// first (an octave apart) it would only interpolate between sizes that
+// each decide on their own samples, which the per-size rule does, with its
+// bisection. It decides where the probed sizes are at most this far apart
+// (median, in octaves): three or more per octave.
+constexpr double kMaxLocalSpacing = 0.4;
+
 // Local exceptions: at most this many, of at most this many adjacent sizes.
 constexpr std::size_t kMaxExceptions = 2;
 constexpr std::size_t kMaxExceptionSizes = 2;
@@ -216,11 +219,27 @@ std::string ThresholdText(std::optional<std::uint64_t> t) {
   return t ? "from " + std::to_string(*t) + " bytes on" : std::string("never");
 }
 
+// Per compared size: whether an exception of the model decides it by its
+// own comparison.
+std::vector<bool> InExceptions(std::span<const SizeComparison> sizes,
+                               const std::vector<ModelException>& exceptions) {
+  std::vector<bool> in(sizes.size(), false);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    for (const ModelException& e : exceptions) {
+      in[i] = in[i] || (sizes[i].size_bytes >= e.min_size_bytes &&
+                        sizes[i].size_bytes <= e.max_size_bytes);
+    }
+  }
+  return in;
+}
+
 // Where the fitted curves alone would put the threshold, and which probed
 // sizes they contradict. `point_cost` and `acceptable` are the point
-// estimate's costs and throughput verdicts on `grid`.
+// estimate's costs and throughput verdicts on `grid`; `ratios_at(size,
+// cpu_ratio, thr_ratio)` the curves' ratios at a probed size.
+template <typename RatiosAt>
 void CompareWithCurves(MethodResult& r, const WeightedSizes& grid,
-                       std::span<const double> point_cost, const Curve& cz, const Curve& cb,
+                       std::span<const double> point_cost, const RatiosAt& ratios_at,
                        const std::vector<bool>& acceptable, const DecisionOptions& options) {
   const CostModel& model = *r.model;
   const Choice free = LeastCost(grid, point_cost, true);
@@ -238,12 +257,13 @@ void CompareWithCurves(MethodResult& r, const WeightedSizes& grid,
                      " bytes and at every larger probed size"
                : "zerocopy loses clearly at " + std::to_string(bracket.above_bytes.value_or(0)) +
                      " bytes and at every smaller probed size";
-    r.detail = "on the fitted curves alone zerocopy costs least " + ThresholdText(free_t) +
+    r.detail = std::string(model.local_fit ? "on the local fit" : "on the fitted curves") +
+               " alone zerocopy costs least " + ThresholdText(free_t) +
                ", but " + why + ": within what the probed sizes allow it costs least " +
                ThresholdText(r.threshold_bytes);
   }
   std::vector<double> fitted(r.sizes.size());
-  std::vector<bool> skip(r.sizes.size(), false);
+  const std::vector<bool> skip = InExceptions(r.sizes, model.exceptions);
   for (std::size_t i = 0; i < r.sizes.size(); ++i) {
     const double s = static_cast<double>(r.sizes[i].size_bytes);
     std::size_t nearest = 0;
@@ -252,12 +272,9 @@ void CompareWithCurves(MethodResult& r, const WeightedSizes& grid,
         nearest = k;
       }
     }
-    fitted[i] = RelativeCost(cz.Cpu(s) / cb.Cpu(s), cz.Throughput(s) / cb.Throughput(s),
-                             acceptable[nearest], options);
-    for (const ModelException& e : model.exceptions) {
-      skip[i] = skip[i] || (r.sizes[i].size_bytes >= e.min_size_bytes &&
-                            r.sizes[i].size_bytes <= e.max_size_bytes);
-    }
+    double cpu_ratio = 0, thr_ratio = 0;
+    ratios_at(s, cpu_ratio, thr_ratio);
+    fitted[i] = RelativeCost(cpu_ratio, thr_ratio, acceptable[nearest], options);
   }
   r.curve_disagreements = Disagreements(r.sizes, fitted, skip, *r.measured_bracket, options);
 }
@@ -282,11 +299,13 @@ struct FittedModel {
   double lo = 0, hi = 0;  ///< the sizes both sends were probed over
 };
 
-bool FitModel(std::span<const Sample> samples, MethodResult& r, const DecisionOptions& options,
-              FittedModel& f) {
+enum class Fit { kNone, kRejected, kAccepted };
+
+Fit FitModel(std::span<const Sample> samples, MethodResult& r, const DecisionOptions& options,
+             FittedModel& f) {
   f.zc = Collect(samples, r.method);
   f.base = Collect(samples, r.baseline);
-  if (f.zc.size.empty() || f.base.size.empty()) return false;
+  if (f.zc.size.empty() || f.base.size.empty()) return Fit::kNone;
   f.lo = std::max(f.zc.size.front(), f.base.size.front());
   f.hi = std::min(f.zc.size.back(), f.base.size.back());
   const std::size_t sizes =
@@ -294,7 +313,7 @@ bool FitModel(std::span<const Sample> samples, MethodResult& r, const DecisionOp
   if (sizes < kMinModelSizes) {
     r.rule_detail = "too few sizes for the cost model: " + std::to_string(sizes) +
                     " compared (it needs " + std::to_string(kMinModelSizes) + ")";
-    return false;
+    return Fit::kNone;
   }
   CostModel& model = f.model;
   const Structure structure =
@@ -311,11 +330,10 @@ bool FitModel(std::span<const Sample> samples, MethodResult& r, const DecisionOp
   model.max_size_bytes = static_cast<std::uint64_t>(f.hi);
   if (!model.rejection.empty()) {
     r.rule_detail = "model rejected: " + model.rejection;
-    r.model = std::move(model);
-    return false;
+    return Fit::kRejected;
   }
   model.accepted = true;
-  return true;
+  return Fit::kAccepted;
 }
 
 // The curves refitted on residual-bootstrap draws, evaluated on the grid;
@@ -436,14 +454,15 @@ ThresholdInterval IntervalOf(const std::vector<double>& thresholds, std::uint64_
   return interval;
 }
 
-// The verdict of the least-cost choice on the fitted curves.
+// The verdict of the least-cost choice on the fitted curves (or the local
+// fit, `basis`).
 void SetModelVerdict(MethodResult& r, const Choice& choice, std::uint64_t lo_bytes,
-                     std::uint64_t hi_bytes, const Bounds& bounds) {
+                     std::uint64_t hi_bytes, const Bounds& bounds, const std::string& basis) {
   const std::string baseline(MethodName(r.baseline));
   if (!std::isfinite(choice.threshold)) {
     r.verdict = Verdict::kNever;
     r.reason = Reason::kSlower;
-    r.detail = "on the fitted curves zerocopy costs more than " + baseline +
+    r.detail = "on " + basis + " zerocopy costs more than " + baseline +
                " wherever it would matter: never using it costs least";
     return;
   }
@@ -451,11 +470,11 @@ void SetModelVerdict(MethodResult& r, const Choice& choice, std::uint64_t lo_byt
   r.threshold_bytes = t;
   if (t <= lo_bytes) {
     r.verdict = Verdict::kAlways;
-    r.detail = "on the fitted curves zerocopy is the cheaper send from the smallest "
+    r.detail = "on " + basis + " zerocopy is the cheaper send from the smallest "
                "compared size (" + std::to_string(t) + " bytes) on";
   } else {
     r.verdict = Verdict::kThreshold;
-    r.detail = "on the fitted curves zerocopy costs least from " + std::to_string(t) +
+    r.detail = "on " + basis + " zerocopy costs least from " + std::to_string(t) +
                " bytes on";
   }
 }
@@ -465,13 +484,33 @@ void SetModelVerdict(MethodResult& r, const Choice& choice, std::uint64_t lo_byt
 bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
                    const DecisionOptions& options) {
   FittedModel f;
-  if (!FitModel(samples, r, options, f)) return false;
+  const Fit fit = FitModel(samples, r, options, f);
+  if (fit == Fit::kNone) return false;
 
   const WeightedSizes grid = DenseSizes(f.lo, f.hi, options.traffic);
   const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
   std::mt19937_64 rng(SeedOf(f.zc, f.base));
-  const std::vector<Evaluated> boot = BootstrapCurves(f, grid, replicates, rng);
-  const Evaluated point = Evaluate(grid, f.cz, f.cb);
+  std::vector<Evaluated> boot;
+  Evaluated point;
+  std::optional<LocalFit> local;
+  if (fit == Fit::kAccepted) {
+    boot = BootstrapCurves(f, grid, replicates, rng);
+    point = Evaluate(grid, f.cz, f.cb);
+  } else {
+    // Where the curves a + b/size do not hold, a local fit of the probed
+    // sizes' own costs decides, so that a step or a knee does not leave
+    // each size to its own few samples.
+    local.emplace(r.sizes, InExceptions(r.sizes, f.model.exceptions), grid);
+    if (local->Sizes() < kMinModelSizes || local->MedianSpacingOctaves() > kMaxLocalSpacing) {
+      r.model = std::move(f.model);
+      return false;
+    }
+    f.model.local_fit = true;
+    f.model.bootstrap_replicates = static_cast<std::uint32_t>(replicates);
+    r.rule_detail += "; decided on a local fit of the probed sizes' costs";
+    boot = local->Bootstrap(replicates, rng);
+    point = local->Point();
+  }
   const std::vector<bool> acceptable = AcceptableSizes(grid, point, boot, options);
   const ExceptionCosts exceptions(grid, f.model.exceptions, r.sizes, options);
   const auto fixed_costs = [&](const Evaluated& e) {
@@ -496,8 +535,14 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   r.regret_always = choice.regret_always;
   r.regret_excess = LevelQuantile(replicated.excess);
   r.confidence = static_cast<double>(replicated.agree) / static_cast<double>(replicates);
-  SetModelVerdict(r, choice, lo_bytes, hi_bytes, bounds);
-  CompareWithCurves(r, grid, fixed_costs(point), f.cz, f.cb, acceptable, options);
+  SetModelVerdict(r, choice, lo_bytes, hi_bytes, bounds,
+                  local ? "a local fit of the probed sizes' costs" : "the fitted curves");
+  const auto ratios_at = [&](double s, double& cpu_ratio, double& thr_ratio) {
+    if (local) return local->At(s, cpu_ratio, thr_ratio);
+    cpu_ratio = f.cz.Cpu(s) / f.cb.Cpu(s);
+    thr_ratio = f.cz.Throughput(s) / f.cb.Throughput(s);
+  };
+  CompareWithCurves(r, grid, fixed_costs(point), ratios_at, acceptable, options);
   if (*r.confidence < kMinConfidence) {
     r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
                std::to_string(replicated.agree) + " of " + std::to_string(replicates) +

@@ -79,6 +79,11 @@ struct CostModel {
   std::uint64_t rejected_min_size_bytes = 0;
   std::uint64_t rejected_max_size_bytes = 0;
   bool rejection_confirmed = false;
+  /// With a rejection (accepted false): a local fit of zerocopy's cost
+  /// relative to the baseline's over the probed sizes decided instead of
+  /// the curves (docs/calibrator.md, "When the model is rejected"). The
+  /// fits above are then the rejected curves.
+  bool local_fit = false;
   std::vector<ModelException> exceptions;  ///< at most two, ascending
   std::uint32_t bootstrap_replicates = 0;  ///< 0 when none ran
 };
