@@ -27,6 +27,7 @@ LocalFit::LocalFit(std::span<const SizeComparison> sizes, const std::vector<bool
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const SizeComparison& c = sizes[i];
     if (skip[i] || !(c.cpu_ratio > 0) || !(c.throughput_ratio > 0)) continue;
+    index_.push_back(i);
     x_.push_back(std::log2(static_cast<double>(c.size_bytes)));
     const double nz = std::max<double>(c.zerocopy.samples, 1);
     const double nb = std::max<double>(c.baseline.samples, 1);
@@ -89,13 +90,10 @@ double LocalFit::Apply(const std::vector<double>& row, const std::vector<double>
   return sum;
 }
 
-double LocalFit::MedianSpacingOctaves() const {
-  std::vector<double> gaps;
-  for (std::size_t i = 1; i < x_.size(); ++i) gaps.push_back(x_[i] - x_[i - 1]);
-  if (gaps.empty()) return 0;
-  std::sort(gaps.begin(), gaps.end());
-  const std::size_t n = gaps.size();
-  return n % 2 ? gaps[n / 2] : (gaps[n / 2 - 1] + gaps[n / 2]) / 2;
+double LocalFit::MaxSpacingOctaves() const {
+  double widest = 0;
+  for (std::size_t i = 1; i < x_.size(); ++i) widest = std::max(widest, x_[i] - x_[i - 1]);
+  return widest;
 }
 
 void LocalFit::At(double size, double& cpu_ratio, double& thr_ratio) const {

@@ -43,9 +43,14 @@ class LocalFit {
 
   /// Sizes the fit rests on.
   std::size_t Sizes() const { return x_.size(); }
-  /// The median distance between adjacent fitted sizes, in octaves (0 for
+  /// Of the k-th fitted size: its index among the compared sizes, and its
+  /// log ratios' residuals from the fit (observed - fitted).
+  std::size_t SizeIndex(std::size_t k) const { return index_[k]; }
+  double CpuResidual(std::size_t k) const { return cpu_[k] - cpu_fit_[k]; }
+  double ThrResidual(std::size_t k) const { return thr_[k] - thr_fit_[k]; }
+  /// The largest distance between adjacent fitted sizes, in octaves (0 for
   /// fewer than two sizes).
-  double MedianSpacingOctaves() const;
+  double MaxSpacingOctaves() const;
 
   /// The ratios on the grid.
   const Evaluated& Point() const { return point_; }
@@ -61,6 +66,7 @@ class LocalFit {
   std::vector<double> Row(double x) const;
   static double Apply(const std::vector<double>& row, const std::vector<double>& y);
 
+  std::vector<std::size_t> index_;  // into the compared sizes
   std::vector<double> x_;       // log2 size of each fitted size
   std::vector<double> weight_;  // effective sample count
   std::vector<double> cpu_, thr_;  // log ratios
