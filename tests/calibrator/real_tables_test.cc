@@ -193,7 +193,7 @@ TEST(RealTables, ANoisyTableSettlesOnItsClearWinningTail) {
 // never are, the per-size rule decides them as before.
 TEST(RealTables, TheLocalFitCostsNoMoreOnAnotherRunThanThePerSizeRule) {
   const std::vector<std::vector<int>> recordings = {{1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11},
-                                                    {12, 13, 14, 15}};
+                                                    {12, 13, 14, 15}, {16, 17, 18}};
   DecisionOptions per_size;
   per_size.local_fit = false;
   int pairs = 0, better = 0, worse = 0;
