@@ -90,12 +90,6 @@ double LocalFit::Apply(const std::vector<double>& row, const std::vector<double>
   return sum;
 }
 
-double LocalFit::MaxSpacingOctaves() const {
-  double widest = 0;
-  for (std::size_t i = 1; i < x_.size(); ++i) widest = std::max(widest, x_[i] - x_[i - 1]);
-  return widest;
-}
-
 void LocalFit::At(double size, double& cpu_ratio, double& thr_ratio) const {
   const std::vector<double> row = Row(std::log2(size));
   cpu_ratio = std::exp(Apply(row, cpu_));

@@ -48,9 +48,6 @@ class LocalFit {
   std::size_t SizeIndex(std::size_t k) const { return index_[k]; }
   double CpuResidual(std::size_t k) const { return cpu_[k] - cpu_fit_[k]; }
   double ThrResidual(std::size_t k) const { return thr_[k] - thr_fit_[k]; }
-  /// The largest distance between adjacent fitted sizes, in octaves (0 for
-  /// fewer than two sizes).
-  double MaxSpacingOctaves() const;
 
   /// The ratios on the grid.
   const Evaluated& Point() const { return point_; }

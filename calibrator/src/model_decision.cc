@@ -183,6 +183,15 @@ Structure StructureOf(const Observations& obs, const Curve& curve,
 // than the per-size rule (RealTables.TheLocalFit...).
 constexpr double kMaxLocalSpacing = 0.4;
 
+double WidestGapOctaves(std::span<const SizeComparison> sizes) {
+  double widest = 0;
+  for (std::size_t i = 1; i < sizes.size(); ++i) {
+    widest = std::max(widest, std::log2(static_cast<double>(sizes[i].size_bytes) /
+                                        static_cast<double>(sizes[i - 1].size_bytes)));
+  }
+  return widest;
+}
+
 // Local exceptions: at most this many, of at most this many adjacent sizes.
 constexpr std::size_t kMaxExceptions = 2;
 constexpr std::size_t kMaxExceptionSizes = 2;
@@ -580,8 +589,12 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
     // Where the curves a + b/size do not hold, a local fit of the probed
     // sizes' own costs decides, so that a step or a knee does not leave
     // each size to its own few samples.
+    if (WidestGapOctaves(r.sizes) > kMaxLocalSpacing) {
+      r.model = std::move(f.model);
+      return false;
+    }
     local.emplace(FitLocally(r.sizes, f.model.exceptions, grid, r, options));
-    if (local->Sizes() < kMinModelSizes || local->MaxSpacingOctaves() > kMaxLocalSpacing) {
+    if (local->Sizes() < kMinModelSizes) {
       r.model = std::move(f.model);
       return false;
     }

@@ -185,7 +185,7 @@ Figures RunSet(const char* set, std::uint64_t seed) {
                 r.threshold_bytes ? static_cast<double>(*r.threshold_bytes) / *truth : 0.0,
                 std::string(RuleName(r.rule)).c_str(), std::string(VerdictName(r.verdict)).c_str(),
                 shape.name.c_str());
-    if (r.rule == Rule::kPerSize) std::printf("      %s\n", r.rule_detail.c_str());
+    if (!r.rule_detail.empty()) std::printf("      %s\n", r.rule_detail.c_str());
   }
   std::printf("%s: within one fine step (2^(1/4)) of the truth in %d of %d tables; above the "
               "truth %d, below %d, no threshold %d; per-size rule in %d; found/truth median "
