@@ -84,7 +84,10 @@ struct CostModel {
   /// the curves (docs/calibrator.md, "When the model is rejected"). The
   /// fits above are then the rejected curves.
   bool local_fit = false;
-  std::vector<ModelException> exceptions;  ///< at most two, ascending
+  /// Ascending: at most two off the curves, four in all with a local fit
+  /// (sizes off the local fit beyond their noise; reason "... above the
+  /// local fit ...").
+  std::vector<ModelException> exceptions;
   std::uint32_t bootstrap_replicates = 0;  ///< 0 when none ran
 };
 
