@@ -189,11 +189,14 @@ TEST(RealTables, ANoisyTableSettlesOnItsClearWinningTail) {
 // the per-size rule's 0.51 pp, worse in 16 pairs, better in 6, because
 // this kernel's cost ratio steps at exactly 8 KiB and the fit smoothed
 // that step. Since the fit decides only where every gap is that narrow,
-// which these calibrations (an octave apart, refined near the threshold)
-// never are, the per-size rule decides them as before.
+// which a planner's calibration (an octave apart, refined near the
+// threshold) never is, the per-size rule decides those as before; the fit
+// decides the two tables merged from calibrations on four interleaved
+// grids (discard_zcal_19, _20: four sizes per octave), where a size off
+// the fit beyond its noise (the steps at 8 and 16 KiB) keeps its own cost.
 TEST(RealTables, TheLocalFitCostsNoMoreOnAnotherRunThanThePerSizeRule) {
   const std::vector<std::vector<int>> recordings = {{1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11},
-                                                    {12, 13, 14, 15}, {16, 17, 18}};
+                                                    {12, 13, 14, 15}, {16, 17, 18}, {19, 20}};
   DecisionOptions per_size;
   per_size.local_fit = false;
   int pairs = 0, better = 0, worse = 0;
@@ -237,7 +240,7 @@ TEST(RealTables, TheLocalFitCostsNoMoreOnAnotherRunThanThePerSizeRule) {
               "per-size rule in %d, more in %d; mean %.3f pp against %.3f pp\n",
               pairs, better, worse, local_total / std::max(pairs, 1),
               per_size_total / std::max(pairs, 1));
-  EXPECT_EQ(pairs, 0) << "the local fit decided on a planner's grid";
+  ASSERT_GT(pairs, 0) << "the local fit decided nowhere in the real tables";
   EXPECT_LE(local_total, per_size_total);
 }
 
