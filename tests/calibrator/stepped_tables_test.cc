@@ -114,8 +114,9 @@ Shape Draw(unsigned family, std::mt19937_64& rng) {
 }
 
 // The least-cost threshold on the noiseless costs, 32 points per octave,
-// by the calibrator's own regret (ExcessCost: log cells around each size).
-std::optional<double> Truth(const SimulatedHost& host) {
+// by the calibrator's own regret (ExcessCost: log cells around each size);
+// `crossings` counts where zerocopy's relative cost crosses 1 there.
+std::optional<double> Truth(const SimulatedHost& host, int& crossings) {
   SimulatedHost exact = host;
   exact.noise = 0;
   std::mt19937_64 rng(0);
@@ -123,6 +124,10 @@ std::optional<double> Truth(const SimulatedHost& host) {
   per_size.use_model = false;
   const auto r = Decide(exact.Table({kCopy, kMzc}, GeometricSizes(kLo, kHi, 32), 1, rng), kMzc,
                         per_size);
+  crossings = 0;
+  for (std::size_t i = 1; i < r.sizes.size(); ++i) {
+    crossings += (r.sizes[i - 1].relative_cost > 1) != (r.sizes[i].relative_cost > 1) ? 1 : 0;
+  }
   std::optional<std::uint64_t> best;
   double best_cost = ExcessCost(r.sizes, std::nullopt, per_size);
   for (const SizeComparison& c : r.sizes) {
@@ -159,7 +164,8 @@ Figures RunSet(const char* set, std::uint64_t seed) {
   for (int t = 0; t < kTables; ++t) {
     std::mt19937_64 rng(seed + static_cast<std::uint64_t>(t));
     const Shape shape = Draw(kFamilies[static_cast<std::size_t>(t) % kFamilies.size()], rng);
-    const std::optional<double> truth = Truth(shape.host);
+    int crossings = 0;
+    const std::optional<double> truth = Truth(shape.host, crossings);
     if (!truth) {
       ADD_FAILURE() << set << " table " << t << ": no threshold in the noiseless costs ("
                     << shape.name << ")";
@@ -180,7 +186,8 @@ Figures RunSet(const char* set, std::uint64_t seed) {
     } else {
       ++f.none;
     }
-    std::printf("%s %2d: truth %6.0f found %6s (%5.2f)  %-8s %-12s %s\n", set, t, *truth,
+    std::printf("%s %2d: truth %6.0f (crossings %d) found %6s (%5.2f)  %-8s %-12s %s\n", set, t,
+                *truth, crossings,
                 found_text.c_str(),
                 r.threshold_bytes ? static_cast<double>(*r.threshold_bytes) / *truth : 0.0,
                 std::string(RuleName(r.rule)).c_str(), std::string(VerdictName(r.verdict)).c_str(),
