@@ -204,8 +204,8 @@ TEST(RealTables, TheLocalFitCostsNoMoreOnAnotherRunThanThePerSizeRule) {
   for (const auto& runs : recordings) {
     std::vector<Analysis> local, alone;
     for (int n : runs) {
-      const auto samples =
-          Read(zcal::testing::TestData() / "tables" / ("discard_zcal_" + std::to_string(n) + ".csv"));
+      const auto samples = Read(zcal::testing::TestData() / "tables" /
+                                ("discard_zcal_" + std::to_string(n) + ".csv"));
       local.push_back(Analyze(samples, {}));
       alone.push_back(Analyze(samples, per_size));
     }

@@ -83,7 +83,8 @@ Shape Draw(unsigned family, std::mt19937_64& rng) {
                          Uniform(rng, 0.3, 1.0) * a_copy};
       host.knee[kCopy] = knee;
       std::snprintf(text, sizeof text, ", knee at %.1f KiB +%.0f%%",
-                    static_cast<double>(knee.size_bytes) / 1024, 100 * knee.extra_per_byte_ns / a_copy);
+                    static_cast<double>(knee.size_bytes) / 1024,
+                    100 * knee.extra_per_byte_ns / a_copy);
       shape.name += text;
     }
     const double target = LogUniform(rng, 4096, 98304);
@@ -105,7 +106,8 @@ Shape Draw(unsigned family, std::mt19937_64& rng) {
     }
     // zerocopy's CPU per byte at the target is 0.97 of copy's there.
     const double copy_at_target = host.CpuPerByte(kCopy, static_cast<std::uint64_t>(target));
-    zc.per_send_ns = (0.97 * copy_at_target - zc.per_byte_ns) * std::pow(target, zc.per_send_exponent);
+    zc.per_send_ns =
+        (0.97 * copy_at_target - zc.per_byte_ns) * std::pow(target, zc.per_send_exponent);
     host.costs[kMzc] = zc;
     if (zc.per_send_ns > 0 && NoiselessCost(host, kLo) >= 1.1 && NoiselessCost(host, kHi) <= 0.9) {
       return shape;
