@@ -77,6 +77,7 @@ json ToJson(const CostModel& model) {
       {"min_size_bytes", model.min_size_bytes},
       {"max_size_bytes", model.max_size_bytes},
       {"bootstrap_replicates", model.bootstrap_replicates},
+      {"local_fit", model.local_fit},
       {"exceptions", std::move(exceptions)},
       {"zerocopy", ToJson(model.zerocopy)},
       {"baseline", ToJson(model.baseline)},

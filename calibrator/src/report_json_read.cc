@@ -131,6 +131,7 @@ Result<void> ReadModel(const json& j, const std::string& where, CostModel& model
   in.Whole("min_size_bytes", model.min_size_bytes);
   in.Whole("max_size_bytes", model.max_size_bytes);
   in.Whole("bootstrap_replicates", model.bootstrap_replicates);
+  in.Flag("local_fit", model.local_fit);
   if (in.Has("exceptions")) {
     if (!j.at("exceptions").is_array()) in.Bad("exceptions", "a list");
     for (const json& e : in.error().empty() ? j.at("exceptions") : json::array()) {

@@ -131,6 +131,52 @@ TEST(CostModel, RejectsAStepInTheCopyPath) {
   EXPECT_TRUE(r.threshold_bytes.has_value());
 }
 
+// A knee in copy's cost (bytes beyond 32 KiB cost 60 % more: a cache size)
+// is no a + b/size. On a grid of four sizes per octave the curves are
+// rejected, and a local fit of the probed sizes' own costs decides, with a
+// bootstrap interval and regret_excess as the curves' (docs/calibrator.md,
+// "When the model is rejected"); the threshold is interpolated, not the
+// first probed size of the cheaper side.
+TEST(CostModel, ALocalFitDecidesWhereAKneeRejectsTheCurvesOnAFineGrid) {
+  SimulatedHost host;
+  host.noise = 0.05;
+  host.cpu_bound = true;
+  host.line_rate_bytes_per_ns = 12.0;
+  host.costs[kCopy] = {0.15, 800};
+  host.knee[kCopy] = {32768, 0.09};
+  host.costs[kMzc] = {0.05, 2800};  // crossover near 24 KiB
+  const auto r = Decide(TableOf(host, 3, 8, 4), kMzc, {});
+  ASSERT_TRUE(r.model.has_value());
+  EXPECT_FALSE(r.model->accepted);
+  EXPECT_TRUE(r.model->local_fit);
+  EXPECT_EQ(r.rule, Rule::kModel);
+  EXPECT_EQ(r.rule_detail.rfind("model rejected: copy CPU per byte", 0), 0u) << r.rule_detail;
+  EXPECT_NE(r.rule_detail.find("decided on a local fit of the probed sizes' costs"),
+            std::string::npos)
+      << r.rule_detail;
+  EXPECT_EQ(r.model->bootstrap_replicates, 200u);
+  ASSERT_EQ(r.verdict, Verdict::kThreshold) << r.detail;
+  ASSERT_TRUE(r.interval && r.interval->high_bytes);
+  EXPECT_DOUBLE_EQ(r.interval->level, 0.95);
+  EXPECT_TRUE(r.regret_excess.has_value());
+  // The truth: zerocopy's CPU per byte at 0.97 of copy's.
+  double truth = 1024;
+  while (host.CpuPerByte(kMzc, static_cast<std::uint64_t>(truth)) >
+         0.97 * host.CpuPerByte(kCopy, static_cast<std::uint64_t>(truth))) {
+    truth *= 1.001;
+  }
+  const double found = static_cast<double>(*r.threshold_bytes);
+  std::printf("knee at 32 KiB: truth %.0f, found %.0f in [%llu, %llu]\n", truth, found,
+              static_cast<unsigned long long>(r.interval->low_bytes),
+              static_cast<unsigned long long>(*r.interval->high_bytes));
+  EXPECT_LE(std::fabs(std::log2(found / truth)), 0.25);
+  // Decided without it, the same table takes a probed size.
+  DecisionOptions per_size;
+  per_size.local_fit = false;
+  const auto old = Decide(TableOf(host, 3, 8, 4), kMzc, per_size);
+  EXPECT_EQ(old.rule, Rule::kPerSize);
+}
+
 // A dip at one size that three repeats confirm is a feature of that size:
 // its own comparison decides there, the curves everywhere else (fitted
 // without it).

@@ -71,6 +71,7 @@ MethodResult EveryField() {
   model.rejection_confirmed = true;
   model.exceptions = {{8192, 8192, "a reason"}};
   model.bootstrap_replicates = 200;
+  model.local_fit = true;
   r.model = model;
   r.interval = ThresholdInterval{11008, 13056, 0.95};
   r.regret = 0.0125;
@@ -101,6 +102,7 @@ TEST(ReportJson, RoundTripsEveryField) {
   EXPECT_FALSE(back->sizes.at(0).baseline.copied_fraction.has_value());
   EXPECT_FALSE(back->sizes.at(0).throughput_acceptable);
   EXPECT_EQ(back->model->exceptions, EveryField().model->exceptions);
+  EXPECT_TRUE(back->model->local_fit);
   EXPECT_EQ(back->measured_bracket, EveryField().measured_bracket);
   EXPECT_EQ(back->curve_choice, EveryField().curve_choice);
   EXPECT_EQ(back->overruled, EveryField().overruled);

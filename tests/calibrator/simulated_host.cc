@@ -8,7 +8,13 @@ namespace zcal::calibrator::testing {
 double SimulatedHost::CpuPerByte(Method m, std::uint64_t size) const {
   const auto it = costs.find(m);
   const SimCost c = it != costs.end() ? it->second : costs.at(Method::kCopy);
-  double cpu = c.per_byte_ns + c.per_send_ns / static_cast<double>(size);
+  const double s = static_cast<double>(size);
+  double cpu = c.per_byte_ns + (c.per_send_exponent == 1
+                                    ? c.per_send_ns / s
+                                    : c.per_send_ns * std::pow(s, -c.per_send_exponent));
+  if (const auto k = knee.find(m); k != knee.end() && size > k->second.size_bytes) {
+    cpu += k->second.extra_per_byte_ns * (s - static_cast<double>(k->second.size_bytes)) / s;
+  }
   if (const auto f = local_factor.find({m, size}); f != local_factor.end()) cpu *= f->second;
   if (const auto f = step.find(m); f != step.end() && size >= f->second.first) {
     cpu *= f->second.second;

@@ -1,7 +1,9 @@
 // A simulated host for the calibrator's tests: every method's CPU per byte
 // is a + b / size (a per-byte cost and a per-send cost), throughput is the
 // line rate or, on a CPU-bound host, what one core can push, and every
-// probe's figures carry multiplicative uniform noise.
+// probe's figures carry multiplicative uniform noise. Shapes the cost model
+// does not have can be added: a per-send part falling as size^-p with p != 1,
+// a knee (bytes beyond a cache size cost more), a step, a dip at one size.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,17 @@ namespace zcal::calibrator::testing {
 struct SimCost {
   double per_byte_ns = 0.30;
   double per_send_ns = 1500;
+  /// The second part of CPU per byte is per_send_ns / size^exponent: 1 is
+  /// a cost per send call (the model's shape); other values are not.
+  double per_send_exponent = 1;
+};
+
+/// From size_bytes on, each byte beyond size_bytes costs extra_per_byte_ns
+/// more: CPU per byte grows by extra * (size - knee) / size, as a copy whose
+/// source no longer fits in a cache.
+struct SimKnee {
+  std::uint64_t size_bytes = 0;
+  double extra_per_byte_ns = 0;
 };
 
 struct SimulatedHost {
@@ -36,6 +49,7 @@ struct SimulatedHost {
   /// Multiplies a method's CPU per byte at every size >= first by second: a
   /// step (another code path in the kernel from some size on).
   std::map<Method, std::pair<std::uint64_t, double>> step;
+  std::map<Method, SimKnee> knee;
 
   double CpuPerByte(Method m, std::uint64_t size) const;
   double ThroughputBytesPerNs(Method m, std::uint64_t size) const;

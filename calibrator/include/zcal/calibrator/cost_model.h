@@ -79,7 +79,15 @@ struct CostModel {
   std::uint64_t rejected_min_size_bytes = 0;
   std::uint64_t rejected_max_size_bytes = 0;
   bool rejection_confirmed = false;
-  std::vector<ModelException> exceptions;  ///< at most two, ascending
+  /// With a rejection (accepted false): a local fit of zerocopy's cost
+  /// relative to the baseline's over the probed sizes decided instead of
+  /// the curves (docs/calibrator.md, "When the model is rejected"). The
+  /// fits above are then the rejected curves.
+  bool local_fit = false;
+  /// Ascending: at most two off the curves, four in all with a local fit
+  /// (sizes off the local fit beyond their noise; reason "... above the
+  /// local fit ...").
+  std::vector<ModelException> exceptions;
   std::uint32_t bootstrap_replicates = 0;  ///< 0 when none ran
 };
 

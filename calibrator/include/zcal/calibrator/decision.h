@@ -32,8 +32,11 @@ double ExcessCost(std::span<const SizeComparison> sizes,
 /// samples of one path (samples of other methods are used as baselines,
 /// others ignored). The threshold is the one of least expected excess cost
 /// (docs/calibrator.md, "The threshold rule"): on the fitted cost model when
-/// it fits, else over the per-size comparisons. Deterministic: the
-/// bootstrap's random numbers are seeded from the samples.
+/// it fits; where its curves are rejected and the sizes lie three or more
+/// to the octave, on a local fit of the probed sizes' costs
+/// (DecisionOptions::local_fit); else over the per-size comparisons.
+/// Deterministic: the bootstrap's random numbers are seeded from the
+/// samples.
 MethodResult Decide(std::span<const Sample> path_samples, Method method,
                     const DecisionOptions& options);
 

@@ -47,6 +47,11 @@ struct DecisionOptions {
   std::vector<TrafficBin> traffic;
   /// Fit the cost model (true) or decide from per-size comparisons only.
   bool use_model = true;
+  /// Where the curves a + b/size are rejected and the probed sizes lie
+  /// three or more to the octave: decide on a local fit of the probed
+  /// sizes' costs (true), or on each size's own comparison (false, as
+  /// before; docs/calibrator.md, "When the model is rejected").
+  bool local_fit = true;
   /// Bootstrap replicates for the model's interval and confidence, >= 20.
   std::uint32_t bootstrap_replicates = 200;
   /// Where the noise leaves the threshold in doubt, publish the measured

@@ -63,7 +63,10 @@
 //                      "confirmed": bool}|null,   the run of sizes that
 //                                          rejected it; confirmed: by repeats
 //   "min_size_bytes": int, "max_size_bytes": int,   compared range
-//   "bootstrap_replicates": int,                    0 when rejected
+//   "bootstrap_replicates": int,                    0 when rejected and
+//                                                   the per-size rule decided
+//   "local_fit": bool,   rejected, and a local fit of the probed sizes'
+//                        costs decided (absent in older files: false)
 //   "exceptions": [{"min_size_bytes": int, "max_size_bytes": int,
 //                   "reason": string}],   sizes decided by their own
 //                                          comparison, left out of the fits
