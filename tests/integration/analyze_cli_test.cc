@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using ::testing::Not;
 
 // This test and the zcal it runs come from one build, with the same flags.
 #if defined(__SANITIZE_ADDRESS__)
@@ -54,6 +55,16 @@ class AnalyzeCli : public ::testing::Test {
 
   std::filesystem::path dir_;
 };
+
+// A fine table of this VM's discard path (four sizes per octave), whose
+// steps reject the curves: a local fit decides, and the rule line says so.
+TEST_F(AnalyzeCli, NamesTheLocalFitWhereItDecides) {
+  const auto r = Analyze({SourcePath("tests/data/tables/discard_zcal_19.csv")});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("rule: least expected cost on a local fit of the probed sizes' "
+                               "costs (model rejected: "));
+  EXPECT_THAT(r.out, Not(HasSubstr("rule: least expected cost on the fitted cost model")));
+}
 
 TEST_F(AnalyzeCli, PrintsVerdictsForTheShippedExample) {
   const auto r = Analyze({SourcePath("configs/examples/xeon-cx6.csv")});

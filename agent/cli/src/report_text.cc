@@ -100,7 +100,9 @@ void PrintMeasured(std::ostream& out, const cal::MethodResult& r) {
 // threshold costs, and the sizes where a single threshold is wrong.
 void PrintRule(std::ostream& out, const cal::MethodResult& r) {
   if (r.rule == cal::Rule::kNone) return;
-  if (r.rule == cal::Rule::kModel) {
+  if (r.rule == cal::Rule::kModel && r.model && r.model->local_fit) {
+    out << "    rule: least expected cost on a local fit of the probed sizes' costs";
+  } else if (r.rule == cal::Rule::kModel) {
     out << "    rule: least expected cost on the fitted cost model";
   } else {
     out << "    rule: least expected cost over the probed sizes";
