@@ -67,6 +67,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -93,6 +94,13 @@ LETTER = {"published": "P", "confirmed": "C", "kept": "K", "dropped": "D",
 
 class BenchError(Exception):
     """An option, binary or file the bench cannot use: one line, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, not argparse's usage block, as the other benches.
+        print(f"stability.py: {message} (see bench/stability.py --help)", file=sys.stderr)
+        sys.exit(2)
 
 
 def trimmed(doc):
@@ -149,6 +157,9 @@ def run_once(zcal, budget, depth):
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         message = lines[-1] if lines else "(nothing on stderr)"
+        if done.returncode == 2:
+            # zcal's bad-arguments status: a --depth or --budget it refuses.
+            raise BenchError(f"{' '.join(command[1:])}: {message}")
         print(f"stability.py: {' '.join(command[1:])} failed (exit {done.returncode}): "
               f"{message}", file=sys.stderr)
         sys.exit(1)
@@ -221,8 +232,9 @@ def judge_series(rs):
     return out
 
 
-def replay(helper, runs, tolerance, confidence):
-    """The hysteresis helper's series, keyed by (method, class)."""
+def replay(helper, runs, tolerance, confidence, source):
+    """The hysteresis helper's series, keyed by (method, class); `source`
+    names the runs in its errors."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="zcal-stability-") as tmp:
         json.dump([run["document"] for run in runs], tmp)
         tmp.flush()
@@ -236,8 +248,13 @@ def replay(helper, runs, tolerance, confidence):
         except OSError as error:
             raise BenchError(f"--replay {helper}: cannot run it: {error.strerror}") from None
     if done.returncode != 0:
-        raise BenchError(done.stderr.strip().splitlines()[-1] if done.stderr.strip()
-                         else f"{helper}: exit {done.returncode}")
+        lines = done.stderr.strip().splitlines()
+        if not lines:
+            raise BenchError(f"{helper}: exit {done.returncode}")
+        # The helper names the temporary file and an index: name the run.
+        message = re.sub(r"^hysteresis_replay: " + re.escape(tmp.name) + r"\[(\d+)\]",
+                         lambda m: f"{source}: run {int(m.group(1)) + 1}", lines[-1])
+        raise BenchError(message)
     replayed = json.loads(done.stdout)
     return replayed["options"], {(s["method"], s["depth"]): s for s in replayed["series"]
                                  if s["path"] == PATH}
@@ -369,7 +386,7 @@ def run_regret(zcal):
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         description=__doc__.splitlines()[0],
         epilog="Details: the docstring of bench/stability.py and docs/calibrator.md.")
     parser.add_argument("--zcal", default="build/agent/cli/zcal",
@@ -415,13 +432,14 @@ def parse_args():
 def main():
     args = parse_args()
     try:
+        if not args.from_file:
+            executable(args.zcal, "--zcal", "build it with meson compile -C BUILD")
         executable(args.replay, "--replay", "build it with meson compile -C BUILD "
                    "bench/hysteresis_replay")
         if args.from_file:
             runs = load_recorded(args.from_file)
             command = None
         else:
-            executable(args.zcal, "--zcal", "build it with meson compile -C BUILD")
             if os.geteuid() != 0:
                 raise BenchError("measuring needs root (the discard path sends in a network "
                                  "namespace of its own); run as root, or judge a recorded "
@@ -444,7 +462,8 @@ def main():
         # A recorded file is judged whole before anything is printed: a
         # file the helper refuses ends with one line, not half a report.
         options, replayed = replay(args.replay, runs, args.threshold_tolerance,
-                                   args.high_confidence)
+                                   args.high_confidence,
+                                   f"--from {args.from_file}" if args.from_file else "the runs")
         if args.from_file:
             for i, run in enumerate(runs):
                 print_run(i + 1, len(runs), run)
