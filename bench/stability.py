@@ -294,8 +294,9 @@ def print_summary(summary, runs, options):
         print(f"{name} at {depth}")
         print(f"  thresholds   {' '.join(fmt_bytes(t) for t in s['thresholds'])}")
         if s["median"] is not None:
-            print(f"  vs median    {' '.join('-' if x is None else f'{x:.2f}' for x in s['against_median'])}"
-                  f"  (median {s['median']:g}, max/min {s['max_over_min']:.2f})")
+            ratios = " ".join("-" if x is None else f"{x:.2f}" for x in s["against_median"])
+            print(f"  vs median    {ratios}  (median {s['median']:g}, "
+                  f"max/min {s['max_over_min']:.2f})")
             rule = "of the median"
         else:
             rule = f"(no threshold in any run: runs that say {s['most_common']})"
@@ -304,9 +305,9 @@ def print_summary(summary, runs, options):
         print(f"  within x{WITHIN:g} {rule}: {s['within']} of {n}{outside}")
         print(f"  verdicts     {', '.join(f'{k} {v}' for k, v in s['kinds'].items())}")
         if s["flip"]:
-            print(f"  flip         always (run {', '.join(map(str, s['flip_runs']['always']))}) and a "
-                  f"threshold above 16 KiB (run "
-                  f"{', '.join(map(str, s['flip_runs']['above_16KiB']))})")
+            runs_of = {k: ", ".join(map(str, v)) for k, v in s["flip_runs"].items()}
+            print(f"  flip         always (run {runs_of['always']}) and a threshold above "
+                  f"16 KiB (run {runs_of['above_16KiB']})")
         h = s.get("hysteresis")
         if h:
             changes = "; ".join(f"run {i}: {answer(h['readers'][i - 2])} -> "
