@@ -127,12 +127,13 @@ def results(doc):
     out = {}
     for c in doc["depths"]:
         methods = c["paths"].get(PATH, {}).get("methods", {})
+        skipped = c.get("not_probed") or {}
+        depth = c.get("depth", "stream")
         for name in ZEROCOPY:
-            if name in c["not_probed"]:
-                out[(name, c["depth"])] = {"verdict": "not probed",
-                                           "detail": c["not_probed"][name]}
+            if name in skipped:
+                out[(name, depth)] = {"verdict": "not probed", "detail": skipped[name]}
             else:
-                out[(name, c["depth"])] = methods.get(name, {"verdict": "absent"})
+                out[(name, depth)] = methods.get(name, {"verdict": "absent"})
     return out
 
 
