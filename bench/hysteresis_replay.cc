@@ -30,6 +30,7 @@
 //   first run never counts); changes: how many runs changed it.
 // Exit status 0; 2, with one line on stderr, for a bad option or a file
 // that cannot be read or is not such a document.
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
