@@ -513,8 +513,12 @@ void SweepPlanner::PlanRefinement() {
       n = std::max(n, count);
     }
   }
-  // Interleave: one probe of every planned (method, size) per round, sizes
-  // in order, the methods at a size in an order that rotates.
+  QueueInterleaved(planned);
+}
+
+void SweepPlanner::QueueInterleaved(const Planned& planned) {
+  // One probe of every planned (method, size) per round, sizes in order,
+  // the methods at a size in an order that rotates.
   std::uint32_t rounds = 0;
   for (const auto& [key, count] : planned) rounds = std::max(rounds, count);
   std::map<std::uint64_t, std::vector<Method>> by_size;
@@ -524,7 +528,7 @@ void SweepPlanner::PlanRefinement() {
     for (const auto& [size, methods] : by_size) {
       for (std::size_t k = 0; k < methods.size(); ++k) {
         const Method method = methods[(k + turn) % methods.size()];
-        if (r >= planned[{method, size}]) continue;
+        if (r >= planned.at({method, size})) continue;
         queue_.push_back({method, size, OkCount(samples_, method, size, options_.depth) + r});
       }
       ++turn;
@@ -646,11 +650,20 @@ std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result
   // The interval (model only).
   const double width_stop = kStopShare * options_.resolution;
   const auto width_now = MedianOf(width, last - (kProgressRounds - 1), last);
-  std::optional<double> width_end;
-  if (width_now) {
-    width_end = Projected(around(width), *width_now, n_ref, n_now, n_left, kWidthRate);
-    if (*width_end <= kNoiseMargin * width_stop) return std::nullopt;
+  if (width_now &&
+      Projected(around(width), *width_now, n_ref, n_now, n_left, kWidthRate) <=
+          kNoiseMargin * width_stop) {
+    return std::nullopt;
   }
+  const double narrowed = *excess_before > 0 ? 1 - *excess_now / *excess_before : 0;
+  return PlannerStop{StopReason::kNoise,
+                     NoiseSentence(result, now, n_now - n_ref, left, narrowed,
+                                   excess_end / *excess_now)};
+}
+
+std::string SweepPlanner::NoiseSentence(const MethodResult& result, const Progress& now,
+                                        double span, std::size_t left, double narrowed,
+                                        double factor) const {
   // Said with this round's figures (the medians above decide; the
   // figures a reader can check are the result's own).
   std::string why = "resolution limited by noise";
@@ -659,24 +672,23 @@ std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result
     why += " (" + Rounded(100 * *scatter, 0) + " % scatter between repeats" +
            (undecided ? " at the sizes within their noise)" : ")");
   }
-  const double excess_here = now.excess.value_or(*excess_now);
-  why += ": after " + Rounded(n_now, 0) + " samples the threshold may cost " +
+  const double excess_here = now.excess.value_or(0);
+  why += ": after " + Rounded(now.samples, 0) + " samples the threshold may cost " +
          Rounded(100 * excess_here, 2) + " pp more than the best (stated: " +
          Rounded(100 * options_.regret_resolution, 2) + " pp)";
   if (now.half_width) {
     why += " and its interval is +-" + Rounded(100 * *now.half_width, 0) + " % (stated: " +
            Rounded(100 * options_.resolution, 1) + " %)";
   }
-  const double narrowed = *excess_before > 0 ? 1 - *excess_now / *excess_before : 0;
   if (narrowed < 0.05) {
-    why += "; the last " + Rounded(n_now - n_ref, 0) + " samples did not narrow it";
+    why += "; the last " + Rounded(span, 0) + " samples did not narrow it";
   } else {
-    const double factor = excess_end / *excess_now;
-    why += "; at the rate the last " + Rounded(n_now - n_ref, 0) +
+    why += "; at the rate the last " + Rounded(span, 0) +
            " samples narrowed it, the " + std::to_string(left) +
-           " probes left would bring that to about " + Rounded(100 * excess_here * factor, 2) + " pp";
+           " probes left would bring that to about " +
+           Rounded(100 * excess_here * factor, 2) + " pp";
   }
-  return PlannerStop{StopReason::kNoise, std::move(why)};
+  return why;
 }
 
 std::vector<Method> SweepPlanner::Unfinished() const {

@@ -184,6 +184,13 @@ class SweepPlanner {
     std::optional<double> half_width;   ///< of the model's interval, relative
   };
   std::optional<PlannerStop> NoiseLimited(const MethodResult& result, std::size_t left);
+  /// The noise stop's sentence, with this round's figures: `span` samples
+  /// since the round the rate was measured from, `narrowed` the share by
+  /// which the excess cost fell over them, `factor` what the probes left
+  /// would make of it.
+  std::string NoiseSentence(const MethodResult& result, const Progress& now, double span,
+                            std::size_t left, double narrowed, double factor) const;
+  void QueueInterleaved(const Planned& planned);
   std::size_t RefinementLeft(Method method) const;
   /// regret_excess within regret_resolution, or the model's interval within
   /// resolution of the threshold (the stated resolution, not the stop's
