@@ -213,66 +213,85 @@ std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& 
   return out;
 }
 
+namespace {
+
+// SPDK's JSON config: one sock_impl_set_options per module.
+Result<std::string> SpdkConfigText(const ExportValues& values, ExportFormat format) {
+  auto modules = SpdkModules(values, format);
+  if (!modules) return tl::unexpected(modules.error());
+  nlohmann::json config = nlohmann::json::array();
+  for (const auto& [impl, m] : *modules)
+    config.push_back({{"method", "sock_impl_set_options"}, {"params", SpdkParams(impl, *m)}});
+  return nlohmann::json{{"subsystem", "sock"}, {"config", std::move(config)}}.dump(2) + "\n";
+}
+
+// One request a line, ids from 1: what a script pipes to the RPC socket.
+Result<std::string> SpdkRpcText(const ExportValues& values, ExportFormat format) {
+  auto modules = SpdkModules(values, format);
+  if (!modules) return tl::unexpected(modules.error());
+  std::string out;
+  int id = 1;
+  for (const auto& [impl, m] : *modules)
+    out += nlohmann::json{{"jsonrpc", "2.0"},
+                          {"method", "sock_impl_set_options"},
+                          {"id", id++},
+                          {"params", SpdkParams(impl, *m)}}
+               .dump() +
+           "\n";
+  return out;
+}
+
+nlohmann::json MethodJson(const ExportedMethod& m) {
+  return {{"verdict", zcal_verdict_name(m.verdict)},
+          {"threshold_bytes", m.verdict == ZCAL_VERDICT_THRESHOLD
+                                  ? nlohmann::json(m.threshold_bytes)
+                                  : nlohmann::json(nullptr)},
+          {"scope", m.scope},
+          {"estimated", m.estimated},
+          {"measured_at_ns",
+           m.fallback() ? nlohmann::json(nullptr) : nlohmann::json(m.measured_at_ns)},
+          {"depth",
+           m.fallback() ? nlohmann::json(nullptr) : nlohmann::json(DepthClassName(m.depth))},
+          {"depth_fallback", m.depth_fallback}};
+}
+
+// zcal show --json's document (or the segment's name without one) with the
+// export's values under "export".
+Result<std::string> JsonText(const ExportValues& values, ExportFormat format,
+                             const nlohmann::json& show) {
+  nlohmann::json doc = show.is_object() ? show : nlohmann::json{{"segment", values.segment}};
+  nlohmann::json methods = nlohmann::json::object();
+  for (const ExportedMethod& m : values.methods) {
+    if (auto needed = Needed(values, m.method, format); !needed)
+      return tl::unexpected(needed.error());
+    methods[zcal_method_name(m.method)] = MethodJson(m);
+  }
+  doc["export"] = {{"key", values.key},
+                   {"depth", DepthClassName(values.depth)},
+                   {"depth_fallback", !values.DepthFallbackNames().empty()},
+                   {"stale", values.stale},
+                   {"source", values.any_fallback() ? "fallback" : "segment"},
+                   {"methods", std::move(methods)}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace
+
 Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
                                  const nlohmann::json& show) {
-  const std::string comment = Comment(format, values);
   switch (format) {
     case ExportFormat::kEnv:
     case ExportFormat::kLibfabric: {
       auto vars = ExportVariables(format, values);
       if (!vars) return tl::unexpected(vars.error());
-      return EnvFileText(*vars, comment);
+      return EnvFileText(*vars, Comment(format, values));
     }
-    case ExportFormat::kSpdk: {
-      auto modules = SpdkModules(values, format);
-      if (!modules) return tl::unexpected(modules.error());
-      nlohmann::json config = nlohmann::json::array();
-      for (const auto& [impl, m] : *modules)
-        config.push_back({{"method", "sock_impl_set_options"}, {"params", SpdkParams(impl, *m)}});
-      return nlohmann::json{{"subsystem", "sock"}, {"config", std::move(config)}}.dump(2) + "\n";
-    }
-    case ExportFormat::kSpdkRpc: {
-      auto modules = SpdkModules(values, format);
-      if (!modules) return tl::unexpected(modules.error());
-      // One request a line, ids from 1: what a script pipes to the RPC socket.
-      std::string out;
-      int id = 1;
-      for (const auto& [impl, m] : *modules)
-        out += nlohmann::json{{"jsonrpc", "2.0"},
-                              {"method", "sock_impl_set_options"},
-                              {"id", id++},
-                              {"params", SpdkParams(impl, *m)}}
-                   .dump() +
-               "\n";
-      return out;
-    }
-    case ExportFormat::kJson: {
-      nlohmann::json doc = show.is_object() ? show : nlohmann::json{{"segment", values.segment}};
-      nlohmann::json methods = nlohmann::json::object();
-      for (const ExportedMethod& m : values.methods) {
-        if (auto needed = Needed(values, m.method, format); !needed)
-          return tl::unexpected(needed.error());
-        methods[zcal_method_name(m.method)] = {
-            {"verdict", zcal_verdict_name(m.verdict)},
-            {"threshold_bytes", m.verdict == ZCAL_VERDICT_THRESHOLD
-                                    ? nlohmann::json(m.threshold_bytes)
-                                    : nlohmann::json(nullptr)},
-            {"scope", m.scope},
-            {"estimated", m.estimated},
-            {"measured_at_ns", m.fallback() ? nlohmann::json(nullptr)
-                                            : nlohmann::json(m.measured_at_ns)},
-            {"depth", m.fallback() ? nlohmann::json(nullptr)
-                                   : nlohmann::json(DepthClassName(m.depth))},
-            {"depth_fallback", m.depth_fallback}};
-      }
-      doc["export"] = {{"key", values.key},
-                       {"depth", DepthClassName(values.depth)},
-                       {"depth_fallback", !values.DepthFallbackNames().empty()},
-                       {"stale", values.stale},
-                       {"source", values.any_fallback() ? "fallback" : "segment"},
-                       {"methods", std::move(methods)}};
-      return doc.dump(2) + "\n";
-    }
+    case ExportFormat::kSpdk:
+      return SpdkConfigText(values, format);
+    case ExportFormat::kSpdkRpc:
+      return SpdkRpcText(values, format);
+    case ExportFormat::kJson:
+      return JsonText(values, format, show);
   }
   return Fail(Errc::kInvalidArgument, "unknown format");
 }
