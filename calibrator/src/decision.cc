@@ -9,6 +9,7 @@
 #include "measured_bracket.h"
 #include "model_decision.h"
 #include "zcal/common/text.h"
+#include "zcal/zcal.h"
 
 namespace zcal::calibrator {
 
@@ -29,27 +30,26 @@ std::optional<Objective> ParseObjective(std::string_view name) {
   return std::nullopt;
 }
 
+// Verdicts and reasons have their codes in the segment, and the names
+// libzcal gives those codes (one table, as for methods: method.cc).
+static_assert(static_cast<int>(Verdict::kThreshold) == ZCAL_VERDICT_THRESHOLD);
+static_assert(static_cast<int>(Verdict::kAlways) == ZCAL_VERDICT_ALWAYS);
+static_assert(static_cast<int>(Verdict::kNever) == ZCAL_VERDICT_NEVER);
+static_assert(static_cast<int>(Verdict::kInconclusive) == ZCAL_VERDICT_INCONCLUSIVE);
+static_assert(static_cast<int>(Reason::kNone) == ZCAL_REASON_NONE);
+static_assert(static_cast<int>(Reason::kSlower) == ZCAL_REASON_SLOWER);
+static_assert(static_cast<int>(Reason::kKernelCopied) == ZCAL_REASON_KERNEL_COPIED);
+static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED);
+static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
+static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
+static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
+
 std::string_view VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kThreshold: return "threshold";
-    case Verdict::kAlways: return "always";
-    case Verdict::kNever: return "never";
-    case Verdict::kInconclusive: return "inconclusive";
-  }
-  return "unknown";
+  return zcal_verdict_name(static_cast<std::uint8_t>(verdict));
 }
 
 std::string_view ReasonName(Reason reason) {
-  switch (reason) {
-    case Reason::kNone: return "";
-    case Reason::kSlower: return "slower";
-    case Reason::kKernelCopied: return "kernel_copied";
-    case Reason::kUnsupported: return "unsupported";
-    case Reason::kFailed: return "failed";
-    case Reason::kNoisy: return "noisy";
-    case Reason::kNoBaseline: return "no_baseline";
-  }
-  return "unknown";
+  return zcal_reason_name(static_cast<std::uint8_t>(reason));
 }
 
 std::optional<Verdict> ParseVerdict(std::string_view name) {

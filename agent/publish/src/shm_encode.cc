@@ -37,23 +37,8 @@ static_assert(static_cast<int>(HostDefaultSource::kIommuUnknown) ==
               ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN);
 static_assert(static_cast<int>(HostDefaultSource::kDisabled) ==
               ZCAL_HOST_DEFAULT_NONE_DISABLED);
-static_assert(static_cast<int>(Method::kCopy) == ZCAL_METHOD_COPY);
-static_assert(static_cast<int>(Method::kMsgZerocopy) == ZCAL_METHOD_MSG_ZEROCOPY);
-static_assert(static_cast<int>(Method::kUringSend) == ZCAL_METHOD_URING_SEND);
-static_assert(static_cast<int>(Method::kUringSendZc) == ZCAL_METHOD_URING_SEND_ZC);
-static_assert(static_cast<int>(Method::kUringSendZcFixed) ==
-              ZCAL_METHOD_URING_SEND_ZC_FIXED);
-static_assert(static_cast<int>(Verdict::kThreshold) == ZCAL_VERDICT_THRESHOLD);
-static_assert(static_cast<int>(Verdict::kAlways) == ZCAL_VERDICT_ALWAYS);
-static_assert(static_cast<int>(Verdict::kNever) == ZCAL_VERDICT_NEVER);
-static_assert(static_cast<int>(Verdict::kInconclusive) == ZCAL_VERDICT_INCONCLUSIVE);
-static_assert(static_cast<int>(Reason::kNone) == ZCAL_REASON_NONE);
-static_assert(static_cast<int>(Reason::kSlower) == ZCAL_REASON_SLOWER);
-static_assert(static_cast<int>(Reason::kKernelCopied) == ZCAL_REASON_KERNEL_COPIED);
-static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED);
-static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
-static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
-static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
+// Methods, verdicts and reasons: pinned to their codes where their names
+// are (calibrator/src/method.cc, decision.cc).
 static_assert(static_cast<int>(DepthClass::kStream) == ZCAL_DEPTH_STREAM);
 static_assert(static_cast<int>(DepthClass::k1) == ZCAL_DEPTH_1);
 static_assert(static_cast<int>(DepthClass::k4) == ZCAL_DEPTH_4);

@@ -103,7 +103,7 @@ Result<ExportSelection> AllFallback(ExportSelection selection, const ExportFallb
                                     const ExportPlan& plan, std::string_view why) {
   for (calibrator::Method m : plan.methods) {
     ExportedMethod e;
-    e.method = static_cast<std::uint8_t>(m);
+    e.method = m;
     e.why = why;
     UseFallback(e, fallback);
     selection.values.methods.push_back(std::move(e));
@@ -236,9 +236,12 @@ Result<ExportedMethod> LookUp(const Selecting& s, zcal_handle* handle, const Seg
                                   ? ZCAL_DEPTH_STREAM_FROM
                                   : static_cast<std::uint32_t>(s.plan.depth);
   ExportedMethod e;
-  e.method = static_cast<std::uint8_t>(method);
+  e.method = method;
+  // The segment's codes are the calibrator's (method.cc, decision.cc): here,
+  // where the segment is read, they become its enums.
   zcal_result r{};
-  const int lr = zcal_lookup_depth(handle, &s.key.key, e.method, depth, &r);
+  const int lr =
+      zcal_lookup_depth(handle, &s.key.key, static_cast<std::uint8_t>(method), depth, &r);
   const bool refused_stream = lr == 0 && r.depth_fallback != 0 && s.args.strict_depth;
   const bool usable = lr == 0 && !refused_stream &&
                       (r.verdict == ZCAL_VERDICT_THRESHOLD || r.verdict == ZCAL_VERDICT_ALWAYS ||
@@ -252,12 +255,13 @@ Result<ExportedMethod> LookUp(const Selecting& s, zcal_handle* handle, const Seg
     e.why = lr == -ENODATA ? "no_entry"
             : refused_stream ? "no_depth_entry"
             : r.reason != ZCAL_REASON_NONE
-                ? "inconclusive:" + std::string(zcal_reason_name(r.reason))
+                ? "inconclusive:" + std::string(calibrator::ReasonName(
+                                        static_cast<calibrator::Reason>(r.reason)))
                 : "inconclusive";
     if (s.fallback) UseFallback(e, *s.fallback);
     return e;
   }
-  e.verdict = r.verdict;
+  e.verdict = static_cast<calibrator::Verdict>(r.verdict);
   e.threshold_bytes = r.threshold_bytes;
   e.scope = ScopeOf(r, s.key, table);
   e.estimated = r.estimated != 0;
