@@ -267,53 +267,70 @@ std::vector<double> ThroughputResiduals(const Observations& obs, const Curve& cu
   return r;
 }
 
-Structure FindStructure(const Observations& obs, std::span<const double> residuals,
-                        std::string_view quantity) {
+namespace {
+
+// Per size: what its samples' residuals agree on, and how many there are;
+// and the scatter of the samples around their own size's mean.
+struct GroupResiduals {
+  std::vector<double> median, count;
+  double within = 0;    ///< squared deviations from the group means
+  std::size_t dof = 0;  ///< their degrees of freedom
+};
+
+GroupResiduals Group(const Observations& obs, std::span<const double> residuals) {
   const std::size_t groups = obs.Sizes();
-  const std::size_t n = residuals.size();
-  if (groups < 3 || n < 4) return {};
-  std::vector<double> median(groups);
-  std::vector<double> count(groups);
+  GroupResiduals out;
+  out.median.resize(groups);
+  out.count.resize(groups);
   std::vector<double> scratch;
-  double within = 0;       // squared deviations from the group means
-  std::size_t dof = 0;     // their degrees of freedom
   for (std::size_t g = 0; g < groups; ++g) {
     scratch.assign(residuals.begin() + static_cast<std::ptrdiff_t>(obs.groups[g]),
                    residuals.begin() + static_cast<std::ptrdiff_t>(obs.groups[g + 1]));
     double mean = 0;
     for (double r : scratch) mean += r / static_cast<double>(scratch.size());
-    for (double r : scratch) within += (r - mean) * (r - mean);
-    dof += scratch.size() - 1;
+    for (double r : scratch) out.within += (r - mean) * (r - mean);
+    out.dof += scratch.size() - 1;
     // What the samples of a size agree on: the median from three on; of two
     // the one nearer the curve, so that one wild probe does not make a dip.
-    median[g] = scratch.size() == 2 ? (std::fabs(scratch[0]) < std::fabs(scratch[1]) ? scratch[0]
-                                                                                     : scratch[1])
-                                    : MedianInPlace(scratch);
-    count[g] = static_cast<double>(scratch.size());
+    out.median[g] = scratch.size() == 2
+                        ? (std::fabs(scratch[0]) < std::fabs(scratch[1]) ? scratch[0] : scratch[1])
+                        : MedianInPlace(scratch);
+    out.count[g] = static_cast<double>(scratch.size());
   }
-  // The noise of one sample: from the repeats when most sizes have them
-  // (independent of the fit, so structure cannot hide in it), else from the
-  // scatter around the fit (two parameters fitted to it). Two or three
-  // repeats per size estimate it loosely, and an estimate low by chance
-  // would reject good fits: it is taken at the upper end of its 90 %
-  // interval.
+  return out;
+}
+
+// The noise of one sample: from the repeats when most sizes have them
+// (independent of the fit, so structure cannot hide in it), else from the
+// scatter around the fit (two parameters fitted to it). Two or three
+// repeats per size estimate it loosely, and an estimate low by chance would
+// reject good fits: it is taken at the upper end of its 90 % interval.
+double OneSampleNoise(std::span<const double> residuals, const GroupResiduals& grouped) {
+  const std::size_t n = residuals.size();
   double scale = RobustScale(residuals) * std::sqrt(double(n) / double(n - 2));
-  if (2 * dof >= n) {
-    scale = std::sqrt(within / static_cast<double>(dof)) * UpperScaleFactor(dof);
+  if (2 * grouped.dof >= n) {
+    scale = std::sqrt(grouped.within / static_cast<double>(grouped.dof)) *
+            UpperScaleFactor(grouped.dof);
   }
-  scale = std::max(scale, 0.25 * kRejectEffect / kRejectSigmas);
+  return std::max(scale, 0.25 * kRejectEffect / kRejectSigmas);
+}
+
+// The run of adjacent sizes whose pooled median residual lies furthest off
+// the curve beyond kRejectEffect and kRejectSigmas (sigmas 0: none does).
+Deviation WorstRun(const GroupResiduals& grouped, double scale) {
+  const std::size_t groups = grouped.median.size();
   Deviation worst;
   for (std::size_t first = 0; first < groups; ++first) {
     double weight = 0;
     double sum = 0;
     double variance = 0;
     for (std::size_t last = first; last < groups; ++last) {
-      weight += count[last];
-      sum += count[last] * median[last];
+      weight += grouped.count[last];
+      sum += grouped.count[last] * grouped.median[last];
       // The median of three or more samples has up to ~1.35 times the
       // mean's error (1.16 for normal, 1.34 for uniform errors of three).
-      const double inflation = count[last] >= 3 ? 1.35 * 1.35 : 1.0;
-      variance += count[last] * inflation;
+      const double inflation = grouped.count[last] >= 3 ? 1.35 * 1.35 : 1.0;
+      variance += grouped.count[last] * inflation;
       const double mean = sum / weight;
       const double se = scale * std::sqrt(variance) / weight;
       const double sigmas = std::fabs(mean) / se;
@@ -322,14 +339,18 @@ Structure FindStructure(const Observations& obs, std::span<const double> residua
       }
     }
   }
-  if (worst.sigmas == 0) return {};
+  return worst;
+}
+
+Structure StructureOfRun(const Observations& obs, const Deviation& worst,
+                         const GroupResiduals& grouped, std::string_view quantity) {
   Structure found;
   found.first_size = obs.size[obs.groups[worst.first]];
   found.last_size = obs.size[obs.groups[worst.last]];
   found.sizes = worst.last - worst.first + 1;
   found.repeated = true;
-  for (std::size_t g = worst.first; g <= worst.last; ++g) found.repeated &= count[g] >= 2;
-  found.interior = worst.first > 0 && worst.last + 1 < groups;
+  for (std::size_t g = worst.first; g <= worst.last; ++g) found.repeated &= grouped.count[g] >= 2;
+  found.interior = worst.first > 0 && worst.last + 1 < obs.Sizes();
   const auto bytes = [&](std::size_t g) {
     return std::to_string(static_cast<std::uint64_t>(obs.size[obs.groups[g]]));
   };
@@ -341,6 +362,17 @@ Structure FindStructure(const Observations& obs, std::span<const double> residua
                  where + " is " + Percent(worst.mean) + (worst.mean < 0 ? " below" : " above") +
                  " the fitted curve (" + OneDecimal(worst.sigmas) + " standard errors)";
   return found;
+}
+
+}  // namespace
+
+Structure FindStructure(const Observations& obs, std::span<const double> residuals,
+                        std::string_view quantity) {
+  if (obs.Sizes() < 3 || residuals.size() < 4) return {};
+  const GroupResiduals grouped = Group(obs, residuals);
+  const Deviation worst = WorstRun(grouped, OneSampleNoise(residuals, grouped));
+  if (worst.sigmas == 0) return {};
+  return StructureOfRun(obs, worst, grouped, quantity);
 }
 
 Observations Without(const Observations& obs, double lo, double hi) {

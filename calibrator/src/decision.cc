@@ -9,6 +9,7 @@
 #include "measured_bracket.h"
 #include "model_decision.h"
 #include "zcal/common/text.h"
+#include "zcal/zcal.h"
 
 namespace zcal::calibrator {
 
@@ -29,27 +30,26 @@ std::optional<Objective> ParseObjective(std::string_view name) {
   return std::nullopt;
 }
 
+// Verdicts and reasons have their codes in the segment, and the names
+// libzcal gives those codes (one table, as for methods: method.cc).
+static_assert(static_cast<int>(Verdict::kThreshold) == ZCAL_VERDICT_THRESHOLD);
+static_assert(static_cast<int>(Verdict::kAlways) == ZCAL_VERDICT_ALWAYS);
+static_assert(static_cast<int>(Verdict::kNever) == ZCAL_VERDICT_NEVER);
+static_assert(static_cast<int>(Verdict::kInconclusive) == ZCAL_VERDICT_INCONCLUSIVE);
+static_assert(static_cast<int>(Reason::kNone) == ZCAL_REASON_NONE);
+static_assert(static_cast<int>(Reason::kSlower) == ZCAL_REASON_SLOWER);
+static_assert(static_cast<int>(Reason::kKernelCopied) == ZCAL_REASON_KERNEL_COPIED);
+static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED);
+static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
+static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
+static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
+
 std::string_view VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kThreshold: return "threshold";
-    case Verdict::kAlways: return "always";
-    case Verdict::kNever: return "never";
-    case Verdict::kInconclusive: return "inconclusive";
-  }
-  return "unknown";
+  return zcal_verdict_name(static_cast<std::uint8_t>(verdict));
 }
 
 std::string_view ReasonName(Reason reason) {
-  switch (reason) {
-    case Reason::kNone: return "";
-    case Reason::kSlower: return "slower";
-    case Reason::kKernelCopied: return "kernel_copied";
-    case Reason::kUnsupported: return "unsupported";
-    case Reason::kFailed: return "failed";
-    case Reason::kNoisy: return "noisy";
-    case Reason::kNoBaseline: return "no_baseline";
-  }
-  return "unknown";
+  return zcal_reason_name(static_cast<std::uint8_t>(reason));
 }
 
 std::optional<Verdict> ParseVerdict(std::string_view name) {
@@ -292,23 +292,11 @@ double PerSizeRegretExcess(const MethodResult& r, const detail::WeightedSizes& c
   return detail::LevelQuantile(excess);
 }
 
-// The least-cost threshold over the probed sizes: verdict, threshold,
-// interval and regrets; inconclusive when the comparisons it rests on are
-// not decisive.
-void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
+// The verdict, threshold and interval of the least-cost split over the
+// probed sizes; returns whether the comparisons it rests on are decisive.
+bool SetPerSizeVerdict(MethodResult& r, std::size_t split) {
   const auto& sizes = r.sizes;
-  const detail::WeightedSizes cells =
-      detail::CellSizes(SizesOf(sizes), options.traffic);
-  // The unbounded least cost on these sizes lies within the bracket too,
-  // except where weights of zero leave it a tie.
-  const detail::Choice choice = detail::LeastCost(
-      cells, CostsOf(sizes), false, detail::BoundsOf(r.measured_bracket.value_or(MeasuredBracket{})));
-  const std::size_t split = choice.split;
   const SizeComparison& largest = sizes.back();
-  r.rule = Rule::kPerSize;
-  r.regret = choice.regret;
-  r.regret_never = choice.regret_never;
-  r.regret_always = choice.regret_always;
   ThresholdInterval interval;
   bool conclusive = true;
   if (split == sizes.size()) {
@@ -342,31 +330,59 @@ void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
     conclusive = largest.decisive && clear_loss_below;
   }
   r.interval = interval;
-  std::size_t decisive = 0;
-  for (const SizeComparison& c : sizes) decisive += c.decisive ? 1 : 0;
+  return conclusive;
+}
+
+bool OneSamplePerSize(std::span<const SizeComparison> sizes) {
   bool single = true;
   for (const SizeComparison& c : sizes) {
     single &= c.zerocopy.samples < 2 || c.baseline.samples < 2;
   }
-  if (single) {
+  return single;
+}
+
+// Where the comparisons the verdict rests on are not decisive: inconclusive,
+// unless zerocopy wins clearly on a tail of the probed sizes.
+void WithholdNoisyPerSize(MethodResult& r, const detail::WeightedSizes& cells,
+                          const DecisionOptions& options) {
+  r.detail = "the dispersion of repeated samples at the deciding sizes "
+             "exceeds the difference being judged (would have been: " +
+             std::string(VerdictName(r.verdict)) + ")";
+  r.verdict = Verdict::kInconclusive;
+  r.threshold_bytes.reset();
+  r.reason = Reason::kNoisy;
+  if (const auto t = detail::WinningTailBound(r, options)) {
+    detail::SettleOnTheWinningTail(r, *t, detail::Regret(cells, CostsOf(r.sizes),
+                                                         static_cast<double>(*t)));
+  }
+}
+
+// The least-cost threshold over the probed sizes: verdict, threshold,
+// interval and regrets; inconclusive when the comparisons it rests on are
+// not decisive.
+void DecidePerSize(MethodResult& r, const DecisionOptions& options) {
+  const auto& sizes = r.sizes;
+  const detail::WeightedSizes cells =
+      detail::CellSizes(SizesOf(sizes), options.traffic);
+  // The unbounded least cost on these sizes lies within the bracket too,
+  // except where weights of zero leave it a tie.
+  const detail::Choice choice = detail::LeastCost(
+      cells, CostsOf(sizes), false, detail::BoundsOf(r.measured_bracket.value_or(MeasuredBracket{})));
+  r.rule = Rule::kPerSize;
+  r.regret = choice.regret;
+  r.regret_never = choice.regret_never;
+  r.regret_always = choice.regret_always;
+  const bool conclusive = SetPerSizeVerdict(r, choice.split);
+  if (OneSamplePerSize(sizes)) {
     r.confidence.reset();  // one sample per size: decided on the values
     return;
   }
+  std::size_t decisive = 0;
+  for (const SizeComparison& c : sizes) decisive += c.decisive ? 1 : 0;
   r.confidence = static_cast<double>(decisive) /
                  static_cast<double>(sizes.size());
   r.regret_excess = PerSizeRegretExcess(r, cells, choice, options);
-  if (!conclusive) {
-    r.detail = "the dispersion of repeated samples at the deciding sizes "
-               "exceeds the difference being judged (would have been: " +
-               std::string(VerdictName(r.verdict)) + ")";
-    r.verdict = Verdict::kInconclusive;
-    r.threshold_bytes.reset();
-    r.reason = Reason::kNoisy;
-    if (const auto t = detail::WinningTailBound(r, options)) {
-      detail::SettleOnTheWinningTail(r, *t, detail::Regret(cells, CostsOf(sizes),
-                                                           static_cast<double>(*t)));
-    }
-  }
+  if (!conclusive) WithholdNoisyPerSize(r, cells, options);
 }
 
 // The price of a single threshold, size by size.
@@ -381,37 +397,41 @@ void ListOverruled(MethodResult& r, const DecisionOptions& options) {
 
 }  // namespace
 
-MethodResult Decide(std::span<const Sample> path_samples, Method method,
-                    const DecisionOptions& options) {
-  MethodResult r;
-  r.method = method;
-  r.baseline = NativeBaseline(method);
-  const SamplesBySize mine = SamplesOf(path_samples, method);
-  if (!HasOk(mine)) {
-    r.verdict = Verdict::kNever;
-    const std::string unsupported = FirstError(mine, SampleStatus::kUnsupported);
-    bool any_unsupported = false;
-    for (const auto& [size, samples] : mine) {
-      for (const Sample& s : samples) {
-        any_unsupported |= s.status == SampleStatus::kUnsupported;
-      }
-    }
-    r.reason = any_unsupported ? Reason::kUnsupported : Reason::kFailed;
-    // Not a statistical judgement: the probe itself said so.
-    r.confidence = 1.0;
-    r.detail = any_unsupported ? unsupported
-                               : FirstError(mine, SampleStatus::kFailed);
-    if (r.detail.empty()) r.detail = "no successful probe";
-    return r;
-  }
+namespace {
 
+// No probe of the method succeeded: never, for the reason the probes gave
+// (unsupported, or failed) and with the first error they reported.
+void SetProbesFailed(MethodResult& r, const SamplesBySize& mine) {
+  r.verdict = Verdict::kNever;
+  bool any_unsupported = false;
+  for (const auto& [size, samples] : mine) {
+    for (const Sample& s : samples) {
+      any_unsupported |= s.status == SampleStatus::kUnsupported;
+    }
+  }
+  r.reason = any_unsupported ? Reason::kUnsupported : Reason::kFailed;
+  // Not a statistical judgement: the probe itself said so.
+  r.confidence = 1.0;
+  r.detail = FirstError(mine, any_unsupported ? SampleStatus::kUnsupported
+                                              : SampleStatus::kFailed);
+  if (r.detail.empty()) r.detail = "no successful probe";
+}
+
+// The baseline's samples; where the native baseline has no successful
+// probe, copy stands in (and r says so).
+SamplesBySize BaselineSamples(std::span<const Sample> path_samples, MethodResult& r) {
   SamplesBySize base = SamplesOf(path_samples, r.baseline);
   if (!HasOk(base) && r.baseline != Method::kCopy) {
     r.baseline = Method::kCopy;
     r.baseline_substituted = true;
     base = SamplesOf(path_samples, r.baseline);
   }
+  return base;
+}
 
+// One comparison, judged, per size with samples of both sends.
+void CompareSizes(MethodResult& r, const SamplesBySize& mine, const SamplesBySize& base,
+                  const DecisionOptions& options) {
   for (const auto& [size, samples] : mine) {
     const auto it = base.find(size);
     if (it == base.end()) continue;
@@ -423,17 +443,37 @@ MethodResult Decide(std::span<const Sample> path_samples, Method method,
     JudgeSize(c, options);
     r.sizes.push_back(c);
   }
+}
 
+// Never, when the kernel reported at least kernel_copied_fraction of the
+// zerocopy completions as copied; returns whether it did.
+bool KernelCopied(MethodResult& r, const SamplesBySize& mine, const DecisionOptions& options) {
   const std::optional<double> copied = OverallCopiedFraction(mine);
-  if (copied && *copied >= options.kernel_copied_fraction) {
-    r.verdict = Verdict::kNever;
-    r.reason = Reason::kKernelCopied;
-    r.confidence = 1.0;  // the kernel's own report, not a statistic
-    r.detail = "the kernel reported " + Percent(*copied) +
-               " of zerocopy completions as copied (local delivery or a "
-               "device without scatter-gather)";
+  if (!copied || *copied < options.kernel_copied_fraction) return false;
+  r.verdict = Verdict::kNever;
+  r.reason = Reason::kKernelCopied;
+  r.confidence = 1.0;  // the kernel's own report, not a statistic
+  r.detail = "the kernel reported " + Percent(*copied) +
+             " of zerocopy completions as copied (local delivery or a "
+             "device without scatter-gather)";
+  return true;
+}
+
+}  // namespace
+
+MethodResult Decide(std::span<const Sample> path_samples, Method method,
+                    const DecisionOptions& options) {
+  MethodResult r;
+  r.method = method;
+  r.baseline = NativeBaseline(method);
+  const SamplesBySize mine = SamplesOf(path_samples, method);
+  if (!HasOk(mine)) {
+    SetProbesFailed(r, mine);
     return r;
   }
+  const SamplesBySize base = BaselineSamples(path_samples, r);
+  CompareSizes(r, mine, base, options);
+  if (KernelCopied(r, mine, options)) return r;
   if (r.sizes.empty()) {
     r.verdict = Verdict::kInconclusive;
     r.reason = Reason::kNoBaseline;

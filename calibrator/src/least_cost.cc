@@ -130,82 +130,116 @@ double RelativeCost(double cpu_ratio, double throughput_ratio, bool throughput_a
   return cpu_ratio;
 }
 
-Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate,
-                 const Bounds& bounds) {
+namespace {
+
+// The splits whose threshold can lie within the bounds: zerocopy at some
+// point above `above` and none at or below it, and the baseline at no point
+// at or above `at_most`. A point within rounding of a bound counts as on it.
+struct SplitRange {
+  std::size_t min_split = 0, max_split = 0;
+};
+
+SplitRange SplitsWithin(const WeightedSizes& sizes, const Bounds& bounds) {
   const std::size_t n = sizes.size.size();
-  // Splits whose threshold can lie within the bounds: zerocopy at some
-  // point above `above` and none at or below it, and the baseline at no
-  // point at or above `at_most`. A point within rounding of a bound counts
-  // as on it.
   const double slack = 1e-9;
-  std::size_t min_split = 0;
-  while (min_split < n && !(sizes.size[min_split] > bounds.above * (1 + slack))) ++min_split;
-  std::size_t max_split = n;
-  if (std::isfinite(bounds.at_most)) {
-    max_split = 0;
-    while (max_split < n && sizes.size[max_split] < bounds.at_most * (1 - slack)) ++max_split;
-    max_split = std::min(max_split, n - 1);
+  SplitRange range;
+  while (range.min_split < n && !(sizes.size[range.min_split] > bounds.above * (1 + slack))) {
+    ++range.min_split;
   }
-  max_split = std::max(max_split, min_split);
-  // regret(split) = sum over i < split of baseline excess + over i >= split
-  // of zerocopy excess; computed for every split in one pass.
-  double zerocopy_excess = 0;
-  for (std::size_t i = 0; i < n; ++i) zerocopy_excess += sizes.weight[i] * ExcessOfZerocopy(cost[i]);
-  Choice best;
-  best.regret_always = zerocopy_excess;
-  double regret = zerocopy_excess;
+  range.max_split = n;
+  if (std::isfinite(bounds.at_most)) {
+    range.max_split = 0;
+    while (range.max_split < n && sizes.size[range.max_split] < bounds.at_most * (1 - slack)) {
+      ++range.max_split;
+    }
+    range.max_split = std::min(range.max_split, n - 1);
+  }
+  range.max_split = std::max(range.max_split, range.min_split);
+  return range;
+}
+
+// The regret of a split (the baseline below `split`, zerocopy
+// from it on), summed afresh: a running sum drifts by rounding, and a regret
+// of -1e-16 reads badly.
+double RegretOfSplit(const WeightedSizes& sizes, std::span<const double> cost,
+                     std::size_t split) {
+  double sum = 0;
+  for (std::size_t i = 0; i < sizes.size.size(); ++i) {
+    sum += sizes.weight[i] * (i < split ? ExcessOfBaseline(cost[i]) : ExcessOfZerocopy(cost[i]));
+  }
+  return sum;
+}
+
+// The split of least regret within `range`; among equal regrets (sizes
+// without weight), one where the cost actually crosses 1, the honest
+// threshold. regret(split) = sum over i < split of baseline excess + over
+// i >= split of zerocopy excess, computed for every split in one pass.
+std::size_t LeastRegretSplit(const WeightedSizes& sizes, std::span<const double> cost,
+                             const SplitRange& range) {
+  const std::size_t n = sizes.size.size();
+  double regret = RegretOfSplit(sizes, cost, 0);
+  double best_regret = 0;
+  std::size_t best_split = 0;
   bool have_best = false;
   bool best_at_crossing = false;
-  for (std::size_t split = 0; split <= max_split; ++split) {
+  for (std::size_t split = 0; split <= range.max_split; ++split) {
     if (split > 0) {
       const std::size_t i = split - 1;
       regret += sizes.weight[i] * (ExcessOfBaseline(cost[i]) - ExcessOfZerocopy(cost[i]));
     }
-    if (split < min_split) continue;
-    // Among equal regrets (sizes without weight), a split where the cost
-    // actually crosses 1 is the honest threshold.
+    if (split < range.min_split) continue;
     const bool crossing = split == 0 ? n > 0 && cost[0] <= 1
                                      : cost[split - 1] > 1 && (split == n || cost[split] <= 1);
     const double tie = 1e-12;
-    if (!have_best || regret < best.regret - tie ||
-        (regret <= best.regret + tie && crossing && !best_at_crossing)) {
-      best.regret = regret;
-      best.split = split;
+    if (!have_best || regret < best_regret - tie ||
+        (regret <= best_regret + tie && crossing && !best_at_crossing)) {
+      best_regret = regret;
+      best_split = split;
       best_at_crossing = crossing;
       have_best = true;
     }
   }
-  // Summed afresh: the running sum drifts by rounding, and a regret of
-  // -1e-16 reads badly.
-  const auto regret_of = [&](std::size_t split) {
-    double sum = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      sum += sizes.weight[i] * (i < split ? ExcessOfBaseline(cost[i]) : ExcessOfZerocopy(cost[i]));
-    }
-    return sum;
-  };
-  best.regret = regret_of(best.split);
-  best.regret_never = regret_of(n);
+  return best_split;
+}
+
+// The threshold of an interior split: the point above it, or where the cost
+// crosses 1 between the two points (`interpolate`), kept within the bounds.
+double ThresholdBetween(const WeightedSizes& sizes, std::span<const double> cost,
+                        std::size_t split, bool interpolate, const Bounds& bounds) {
+  const std::size_t lo = split - 1;
+  const std::size_t hi = split;
+  double threshold = sizes.size[hi];
+  if (interpolate && cost[lo] > 1 && cost[hi] <= 1) {
+    const double a = std::log(cost[lo]);
+    const double b = std::log(std::max(cost[hi], 1e-300));
+    const double t = a / (a - b);
+    threshold = sizes.size[lo] * std::pow(sizes.size[hi] / sizes.size[lo], t);
+  }
+  // Any threshold between the two points costs the same on these points;
+  // within the bounds is the one the measurement allows.
+  threshold = std::min(threshold, bounds.at_most);
+  if (threshold <= bounds.above) {
+    threshold = std::min(std::nextafter(bounds.above, kInf), sizes.size[hi]);
+  }
+  return threshold;
+}
+
+}  // namespace
+
+Choice LeastCost(const WeightedSizes& sizes, std::span<const double> cost, bool interpolate,
+                 const Bounds& bounds) {
+  const std::size_t n = sizes.size.size();
+  Choice best;
+  best.split = LeastRegretSplit(sizes, cost, SplitsWithin(sizes, bounds));
+  best.regret = RegretOfSplit(sizes, cost, best.split);
+  best.regret_never = RegretOfSplit(sizes, cost, n);
+  best.regret_always = RegretOfSplit(sizes, cost, 0);
   if (best.split == n) {
     best.threshold = kInf;
   } else if (best.split == 0) {
     best.threshold = sizes.size.front();
   } else {
-    const std::size_t lo = best.split - 1;
-    const std::size_t hi = best.split;
-    best.threshold = sizes.size[hi];
-    if (interpolate && cost[lo] > 1 && cost[hi] <= 1) {
-      const double a = std::log(cost[lo]);
-      const double b = std::log(std::max(cost[hi], 1e-300));
-      const double t = a / (a - b);
-      best.threshold = sizes.size[lo] * std::pow(sizes.size[hi] / sizes.size[lo], t);
-    }
-    // Any threshold between the two points costs the same on these
-    // points; within the bounds is the one the measurement allows.
-    best.threshold = std::min(best.threshold, bounds.at_most);
-    if (best.threshold <= bounds.above) {
-      best.threshold = std::min(std::nextafter(bounds.above, kInf), sizes.size[hi]);
-    }
+    best.threshold = ThresholdBetween(sizes, cost, best.split, interpolate, bounds);
   }
   return best;
 }

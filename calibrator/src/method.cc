@@ -1,16 +1,20 @@
 #include "zcal/calibrator/method.h"
 
+#include "zcal/zcal.h"
+
 namespace zcal::calibrator {
 
+// A method's code is its code in the segment, and its name the one libzcal
+// gives that code: one table of names for the calibrator, the agent and
+// every reader of the segment.
+static_assert(static_cast<int>(Method::kCopy) == ZCAL_METHOD_COPY);
+static_assert(static_cast<int>(Method::kMsgZerocopy) == ZCAL_METHOD_MSG_ZEROCOPY);
+static_assert(static_cast<int>(Method::kUringSend) == ZCAL_METHOD_URING_SEND);
+static_assert(static_cast<int>(Method::kUringSendZc) == ZCAL_METHOD_URING_SEND_ZC);
+static_assert(static_cast<int>(Method::kUringSendZcFixed) == ZCAL_METHOD_URING_SEND_ZC_FIXED);
+
 std::string_view MethodName(Method method) {
-  switch (method) {
-    case Method::kCopy: return "copy";
-    case Method::kMsgZerocopy: return "msg_zerocopy";
-    case Method::kUringSend: return "uring_send";
-    case Method::kUringSendZc: return "uring_send_zc";
-    case Method::kUringSendZcFixed: return "uring_send_zc_fixed";
-  }
-  return "unknown";
+  return zcal_method_name(static_cast<std::uint8_t>(method));
 }
 
 std::string MethodNames(std::span<const Method> methods) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -564,56 +565,44 @@ void SetModelVerdict(MethodResult& r, const Choice& choice, std::uint64_t lo_byt
   }
 }
 
-}  // namespace
-
-bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
-                   const DecisionOptions& options) {
-  FittedModel f;
-  const Fit fit = FitModel(samples, r, options, f);
-  if (fit == Fit::kNone) return false;
-  if (fit == Fit::kRejected && !options.local_fit) {
-    r.model = std::move(f.model);
-    return false;
-  }
-
-  const WeightedSizes grid = DenseSizes(f.lo, f.hi, options.traffic);
-  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
-  std::mt19937_64 rng(SeedOf(f.zc, f.base));
-  std::vector<Evaluated> boot;
+// What the decision rests on: the point estimate of the ratios on the grid
+// and their bootstrap replicates, from the fitted curves or, where those are
+// rejected, from a local fit of the probed sizes' costs (then `local` holds it).
+struct Basis {
   Evaluated point;
+  std::vector<Evaluated> boot;
   std::optional<LocalFit> local;
-  if (fit == Fit::kAccepted) {
-    boot = BootstrapCurves(f, grid, replicates, rng);
-    point = Evaluate(grid, f.cz, f.cb);
-  } else {
-    // Where the curves a + b/size do not hold, a local fit of the probed
-    // sizes' own costs decides, so that a step or a knee does not leave
-    // each size to its own few samples.
-    if (WidestGapOctaves(r.sizes) > kMaxLocalSpacing) {
-      r.model = std::move(f.model);
-      return false;
-    }
-    local.emplace(FitLocally(r.sizes, f.model.exceptions, grid, r, options));
-    if (local->Sizes() < kMinModelSizes) {
-      r.model = std::move(f.model);
-      return false;
-    }
-    f.model.local_fit = true;
-    f.model.bootstrap_replicates = static_cast<std::uint32_t>(replicates);
-    r.rule_detail += "; decided on a local fit of the probed sizes' costs";
-    boot = local->Bootstrap(replicates, rng);
-    point = local->Point();
-  }
-  const std::vector<bool> acceptable = AcceptableSizes(grid, point, boot, options);
-  const ExceptionCosts exceptions(grid, f.model.exceptions, r.sizes, options);
-  const auto fixed_costs = [&](const Evaluated& e) {
-    return Costs(e, acceptable, exceptions.PointCells(), exceptions.PointCosts(), options);
-  };
-  const Bounds bounds = BoundsOf(r.measured_bracket.value_or(MeasuredBracket{}));
-  const Choice choice = LeastCost(grid, fixed_costs(point), true, bounds);
-  const ReplicateChoices replicated = ChooseInReplicates(
-      grid, boot, acceptable, exceptions, fixed_costs, bounds, choice, options, rng);
 
+  void RatiosAt(const FittedModel& f, double s, double& cpu_ratio, double& thr_ratio) const {
+    if (local) return local->At(s, cpu_ratio, thr_ratio);
+    cpu_ratio = f.cz.Cpu(s) / f.cb.Cpu(s);
+    thr_ratio = f.cz.Throughput(s) / f.cb.Throughput(s);
+  }
+};
+
+// Where the curves a + b/size do not hold, a local fit of the probed sizes'
+// own costs decides, so that a step or a knee does not leave each size to
+// its own few samples; but only where the probed sizes lie close enough and
+// enough of them are left outside the exceptions. Returns false otherwise.
+bool BasisOfLocalFit(FittedModel& f, MethodResult& r, const WeightedSizes& grid,
+                     std::size_t replicates, std::mt19937_64& rng,
+                     const DecisionOptions& options, Basis& basis) {
+  if (WidestGapOctaves(r.sizes) > kMaxLocalSpacing) return false;
+  basis.local.emplace(FitLocally(r.sizes, f.model.exceptions, grid, r, options));
+  if (basis.local->Sizes() < kMinModelSizes) return false;
+  f.model.local_fit = true;
+  f.model.bootstrap_replicates = static_cast<std::uint32_t>(replicates);
+  r.rule_detail += "; decided on a local fit of the probed sizes' costs";
+  basis.boot = basis.local->Bootstrap(replicates, rng);
+  basis.point = basis.local->Point();
+  return true;
+}
+
+// Records the least-cost choice, its interval, regrets and confidence, and
+// the model, in r.
+void RecordModelChoice(MethodResult& r, FittedModel& f, const Basis& basis, const Choice& choice,
+                       const ReplicateChoices& replicated, std::size_t replicates,
+                       const Bounds& bounds) {
   const auto lo_bytes = static_cast<std::uint64_t>(f.lo);
   const auto hi_bytes = static_cast<std::uint64_t>(f.hi);
   r.rule = Rule::kModel;
@@ -629,24 +618,68 @@ bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
   r.regret_excess = LevelQuantile(replicated.excess);
   r.confidence = static_cast<double>(replicated.agree) / static_cast<double>(replicates);
   SetModelVerdict(r, choice, lo_bytes, hi_bytes, bounds,
-                  local ? "a local fit of the probed sizes' costs" : "the fitted curves");
-  const auto ratios_at = [&](double s, double& cpu_ratio, double& thr_ratio) {
-    if (local) return local->At(s, cpu_ratio, thr_ratio);
-    cpu_ratio = f.cz.Cpu(s) / f.cb.Cpu(s);
-    thr_ratio = f.cz.Throughput(s) / f.cb.Throughput(s);
-  };
-  CompareWithCurves(r, grid, fixed_costs(point), ratios_at, acceptable, options);
-  if (*r.confidence < kMinConfidence) {
-    r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
-               std::to_string(replicated.agree) + " of " + std::to_string(replicates) +
-               "; would have been: " + std::string(VerdictName(r.verdict)) + ")";
-    r.verdict = Verdict::kInconclusive;
-    r.reason = Reason::kNoisy;
-    r.threshold_bytes.reset();
-    if (const auto t = WinningTailBound(r, options)) {
-      SettleOnTheWinningTail(r, *t, Regret(grid, fixed_costs(point), static_cast<double>(*t)));
-    }
+                  basis.local ? "a local fit of the probed sizes' costs" : "the fitted curves");
+}
+
+// Below kMinConfidence the verdict is withheld (inconclusive), unless
+// zerocopy wins clearly on a tail of the probed sizes: then that tail's
+// bound is published.
+void WithholdUnlessConfident(MethodResult& r, const ReplicateChoices& replicated,
+                             std::size_t replicates, const WeightedSizes& grid,
+                             std::span<const double> point_cost, const DecisionOptions& options) {
+  if (*r.confidence >= kMinConfidence) return;
+  r.detail = "the threshold is not the cheap choice in enough bootstrap replicates (" +
+             std::to_string(replicated.agree) + " of " + std::to_string(replicates) +
+             "; would have been: " + std::string(VerdictName(r.verdict)) + ")";
+  r.verdict = Verdict::kInconclusive;
+  r.reason = Reason::kNoisy;
+  r.threshold_bytes.reset();
+  if (const auto t = WinningTailBound(r, options)) {
+    SettleOnTheWinningTail(r, *t, Regret(grid, point_cost, static_cast<double>(*t)));
   }
+}
+
+}  // namespace
+
+bool DecideByModel(std::span<const Sample> samples, MethodResult& r,
+                   const DecisionOptions& options) {
+  FittedModel f;
+  const Fit fit = FitModel(samples, r, options, f);
+  if (fit == Fit::kNone) return false;
+  if (fit == Fit::kRejected && !options.local_fit) {
+    r.model = std::move(f.model);
+    return false;
+  }
+
+  const WeightedSizes grid = DenseSizes(f.lo, f.hi, options.traffic);
+  const std::size_t replicates = std::max<std::uint32_t>(options.bootstrap_replicates, 20);
+  std::mt19937_64 rng(SeedOf(f.zc, f.base));
+  Basis basis;
+  if (fit == Fit::kAccepted) {
+    basis.boot = BootstrapCurves(f, grid, replicates, rng);
+    basis.point = Evaluate(grid, f.cz, f.cb);
+  } else if (!BasisOfLocalFit(f, r, grid, replicates, rng, options, basis)) {
+    r.model = std::move(f.model);
+    return false;
+  }
+
+  const std::vector<bool> acceptable = AcceptableSizes(grid, basis.point, basis.boot, options);
+  const ExceptionCosts exceptions(grid, f.model.exceptions, r.sizes, options);
+  const auto fixed_costs = [&](const Evaluated& e) {
+    return Costs(e, acceptable, exceptions.PointCells(), exceptions.PointCosts(), options);
+  };
+  const std::vector<double> point_cost = fixed_costs(basis.point);
+  const Bounds bounds = BoundsOf(r.measured_bracket.value_or(MeasuredBracket{}));
+  const Choice choice = LeastCost(grid, point_cost, true, bounds);
+  const ReplicateChoices replicated = ChooseInReplicates(
+      grid, basis.boot, acceptable, exceptions, fixed_costs, bounds, choice, options, rng);
+
+  RecordModelChoice(r, f, basis, choice, replicated, replicates, bounds);
+  const auto ratios_at = [&](double s, double& cpu_ratio, double& thr_ratio) {
+    basis.RatiosAt(f, s, cpu_ratio, thr_ratio);
+  };
+  CompareWithCurves(r, grid, point_cost, ratios_at, acceptable, options);
+  WithholdUnlessConfident(r, replicated, replicates, grid, point_cost, options);
   return true;
 }
 

@@ -437,14 +437,7 @@ bool SweepPlanner::Bisect(std::uint64_t lo, std::uint64_t hi, PlanBudget& budget
 
 void SweepPlanner::PlanRefinement() {
   if (++refinements_ > kMaxRefinementRounds) return;
-  // Where to probe next needs the interval, not its last digit: half the
-  // bootstrap replicates of the published result, at half the cost.
-  DecisionOptions planning = options_.decision;
-  planning.bootstrap_replicates = std::min(planning.bootstrap_replicates, kPlanningReplicates);
-  // Where the placement is in doubt, the uncertain interval is where to
-  // probe, not the winning tail the published result may settle on.
-  planning.settle_on_winning_tail = false;
-  const Analysis analysis = Analyze(samples_, planning, options_.depth);
+  const Analysis analysis = AnalyzeForPlanning();
   const auto path = analysis.paths.find(options_.path);
   if (path == analysis.paths.end()) return;
   // A method at its resolution is judged again every round: probes of a
@@ -455,58 +448,11 @@ void SweepPlanner::PlanRefinement() {
   std::erase_if(stops_, [](const auto& stop) {
     return stop.second.reason == StopReason::kResolution;
   });
-  const auto end = [&](Method method, StopReason reason, std::string why) {
-    exhausted_.insert(method);
-    settled_.insert(method);
-    stops_[method] = {reason, std::move(why)};
-  };
   Planned planned;
   for (const auto& [method, result] : path->second.methods) {
     if (!Active(method) || result.sizes.empty() || settled_.contains(method)) continue;
-    if (refined_[method] >= options_.refine_probes) {
-      end(method, StopReason::kProbes,
-          "its refinement probes (" + std::to_string(options_.refine_probes) + ") were spent");
-      continue;
-    }
     Planned mine;
-    PlanFor(result, options_.refine_probes - refined_[method], mine);
-    // A method stops inside kStopShare of the resolution; once it has, it
-    // stays stopped while it is still within the resolution itself, so
-    // that one that hovers at the line does not take the rest of the
-    // budget one round at a time.
-    if (!settled_.contains(method) && reached_.contains(method) && WithinResolution(result)) {
-      settled_.insert(method);
-      mine.clear();
-    }
-    // The per-size rule also ends where no repeat is left to add (each
-    // size that decides has max_repeats): that is the noise, not the
-    // resolution.
-    if (settled_.contains(method) && result.rule != Rule::kModel && !PerSizeResolved(result)) {
-      end(method, StopReason::kNoise, RepeatsSpent(result));
-      continue;
-    }
-    if (settled_.contains(method)) {
-      reached_.insert(method);
-      stops_[method] = {StopReason::kResolution, "the threshold is at the stated resolution"};
-      continue;
-    }
-    if (mine.empty()) {  // what it needs exceeds its budget
-      end(method, StopReason::kProbes,
-          "its next probes would exceed the " +
-              std::to_string(options_.refine_probes - refined_[method]) +
-              " refinement probes it has left");
-      continue;
-    }
-    // Judged twice in a row: a measure that stalled over one doubling of
-    // the samples by chance has usually moved again by the next round.
-    if (auto noise = NoiseLimited(result, RefinementLeft(method))) {
-      if (++noise_rounds_[method] >= kNoiseRounds) {
-        end(method, noise->reason, std::move(noise->detail));
-        continue;
-      }
-    } else {
-      noise_rounds_[method] = 0;
-    }
+    if (!RefineMethod(method, result, mine)) continue;
     for (const auto& [key, count] : mine) {
       refined_[method] += count;
       auto& n = planned[key];
@@ -514,6 +460,70 @@ void SweepPlanner::PlanRefinement() {
     }
   }
   QueueInterleaved(planned);
+}
+
+Analysis SweepPlanner::AnalyzeForPlanning() const {
+  // Where to probe next needs the interval, not its last digit: half the
+  // bootstrap replicates of the published result, at half the cost.
+  DecisionOptions planning = options_.decision;
+  planning.bootstrap_replicates = std::min(planning.bootstrap_replicates, kPlanningReplicates);
+  // Where the placement is in doubt, the uncertain interval is where to
+  // probe, not the winning tail the published result may settle on.
+  planning.settle_on_winning_tail = false;
+  return Analyze(samples_, planning, options_.depth);
+}
+
+void SweepPlanner::End(Method method, StopReason reason, std::string why) {
+  exhausted_.insert(method);
+  settled_.insert(method);
+  stops_[method] = {reason, std::move(why)};
+}
+
+bool SweepPlanner::RefineMethod(Method method, const MethodResult& result, Planned& mine) {
+  if (refined_[method] >= options_.refine_probes) {
+    End(method, StopReason::kProbes,
+        "its refinement probes (" + std::to_string(options_.refine_probes) + ") were spent");
+    return false;
+  }
+  PlanFor(result, options_.refine_probes - refined_[method], mine);
+  // A method stops inside kStopShare of the resolution; once it has, it
+  // stays stopped while it is still within the resolution itself, so
+  // that one that hovers at the line does not take the rest of the
+  // budget one round at a time.
+  if (!settled_.contains(method) && reached_.contains(method) && WithinResolution(result)) {
+    settled_.insert(method);
+    mine.clear();
+  }
+  // The per-size rule also ends where no repeat is left to add (each
+  // size that decides has max_repeats): that is the noise, not the
+  // resolution.
+  if (settled_.contains(method) && result.rule != Rule::kModel && !PerSizeResolved(result)) {
+    End(method, StopReason::kNoise, RepeatsSpent(result));
+    return false;
+  }
+  if (settled_.contains(method)) {
+    reached_.insert(method);
+    stops_[method] = {StopReason::kResolution, "the threshold is at the stated resolution"};
+    return false;
+  }
+  if (mine.empty()) {  // what it needs exceeds its budget
+    End(method, StopReason::kProbes,
+        "its next probes would exceed the " +
+            std::to_string(options_.refine_probes - refined_[method]) +
+            " refinement probes it has left");
+    return false;
+  }
+  // Judged twice in a row: a measure that stalled over one doubling of
+  // the samples by chance has usually moved again by the next round.
+  if (auto noise = NoiseLimited(result, RefinementLeft(method))) {
+    if (++noise_rounds_[method] >= kNoiseRounds) {
+      End(method, noise->reason, std::move(noise->detail));
+      return false;
+    }
+  } else {
+    noise_rounds_[method] = 0;
+  }
+  return true;
 }
 
 void SweepPlanner::QueueInterleaved(const Planned& planned) {
@@ -597,14 +607,27 @@ std::size_t SweepPlanner::RefinementLeft(Method method) const {
   return std::min(own, left / std::max<std::size_t>(drawing, 1));
 }
 
-std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result,
-                                                      std::size_t left) {
+SweepPlanner::Progress SweepPlanner::ProgressOf(const MethodResult& result) const {
   Progress now;
   for (const SizeComparison& c : result.sizes) {
     now.samples += c.zerocopy.samples + c.baseline.samples;
   }
   now.excess = result.regret_excess;
   now.half_width = HalfWidth(result);
+  return now;
+}
+
+std::optional<std::size_t> SweepPlanner::RateReference(const std::vector<Progress>& history) {
+  const double samples_now = history.back().samples;
+  for (std::size_t i = history.size(); i-- > 0;) {
+    if (history[i].samples * kProgressSpan <= samples_now) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result,
+                                                      std::size_t left) {
+  const Progress now = ProgressOf(result);
   // Rounds are compared whichever rule decided them. Where the model is
   // rejected in some rounds and not in others, the per-size rule's excess
   // (drawn per size) is the larger: a method that ends up there after the
@@ -613,16 +636,7 @@ std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result
   std::vector<Progress>& history = progress_[result.method];
   history.push_back(now);
   if (history.size() < kProgressRounds) return std::nullopt;
-  // The latest round at which the method had at most 1/kProgressSpan of
-  // the samples it has now, if any: the measured rate is taken over what
-  // the probes since then did.
-  std::optional<std::size_t> ref;
-  for (std::size_t i = history.size(); i-- > 0;) {
-    if (history[i].samples * kProgressSpan <= now.samples) {
-      ref = i;
-      break;
-    }
-  }
+  const std::optional<std::size_t> ref = RateReference(history);
   if (!ref) return std::nullopt;
   const std::size_t last = history.size() - 1;
   std::vector<std::optional<double>> excess;
@@ -631,11 +645,10 @@ std::optional<PlannerStop> SweepPlanner::NoiseLimited(const MethodResult& result
     excess.push_back(p.excess);
     width.push_back(p.half_width);
   }
-  const auto around = [&](const std::vector<std::optional<double>>& v) -> std::optional<double> {
-    if (!ref) return std::nullopt;
+  const auto around = [&](const std::vector<std::optional<double>>& v) {
     return MedianOf(v, *ref == 0 ? 0 : *ref - 1, std::min(*ref + 1, last));
   };
-  const double n_ref = ref ? history[*ref].samples : 0;
+  const double n_ref = history[*ref].samples;
   const double n_now = now.samples;
   const double n_left = static_cast<double>(left);
   // The excess cost: with no measure of it (one sample per size) there is

@@ -84,10 +84,12 @@ json ToJson(const CostModel& model) {
   };
 }
 
-json ToJson(const MethodResult& result) {
-  json sizes = json::array();
-  for (const SizeComparison& c : result.sizes) {
-    sizes.push_back(json{
+namespace {
+
+json ComparisonsJson(const std::vector<SizeComparison>& sizes) {
+  json list = json::array();
+  for (const SizeComparison& c : sizes) {
+    list.push_back(json{
         {"size", c.size_bytes},
         {"zerocopy_wins", c.zerocopy_wins},
         {"decisive", c.decisive},
@@ -99,41 +101,67 @@ json ToJson(const MethodResult& result) {
         {"baseline", ToJson(c.baseline)},
     });
   }
-  json disagreements = json::array();
-  for (const CurveDisagreement& d : result.curve_disagreements) {
-    disagreements.push_back(json{{"size", d.size_bytes},
-                                 {"measured", d.zerocopy_wins ? "wins" : "loses"},
-                                 {"relative_cost", d.relative_cost},
-                                 {"fitted_relative_cost", d.fitted_relative_cost},
-                                 {"bounds_threshold", d.bounds_threshold}});
+  return list;
+}
+
+json DisagreementsJson(const std::vector<CurveDisagreement>& disagreements) {
+  json list = json::array();
+  for (const CurveDisagreement& d : disagreements) {
+    list.push_back(json{{"size", d.size_bytes},
+                        {"measured", d.zerocopy_wins ? "wins" : "loses"},
+                        {"relative_cost", d.relative_cost},
+                        {"fitted_relative_cost", d.fitted_relative_cost},
+                        {"bounds_threshold", d.bounds_threshold}});
   }
-  json overruled = json::array();
-  for (const OverruledSize& o : result.overruled) {
-    overruled.push_back(json{{"size", o.size_bytes},
-                             {"measured", o.zerocopy_wins ? "wins" : "loses"},
-                             {"clear", o.clear},
-                             {"relative_cost", o.relative_cost},
-                             {"excess_cost", o.excess_cost}});
+  return list;
+}
+
+json OverruledJson(const std::vector<OverruledSize>& overruled) {
+  json list = json::array();
+  for (const OverruledSize& o : overruled) {
+    list.push_back(json{{"size", o.size_bytes},
+                        {"measured", o.zerocopy_wins ? "wins" : "loses"},
+                        {"clear", o.clear},
+                        {"relative_cost", o.relative_cost},
+                        {"excess_cost", o.excess_cost}});
   }
-  const std::string_view reason = ReasonName(result.reason);
-  const std::string_view rule = RuleName(result.rule);
-  json interval = nullptr;
-  if (result.interval) {
-    interval = json{{"low_bytes", result.interval->low_bytes},
-                    {"high_bytes", OrNull(result.interval->high_bytes)},
-                    {"level", result.interval->level}};
-  }
+  return list;
+}
+
+json IntervalJson(const std::optional<ThresholdInterval>& interval) {
+  if (!interval) return nullptr;
+  return json{{"low_bytes", interval->low_bytes},
+              {"high_bytes", OrNull(interval->high_bytes)},
+              {"level", interval->level}};
+}
+
+json CurveChoiceJson(const std::optional<CurveChoice>& choice) {
+  if (!choice) return nullptr;
+  return json{{"threshold_bytes", OrNull(choice->threshold_bytes)}, {"regret", choice->regret}};
+}
+
+json StopJson(const std::optional<PlannerStop>& stop) {
+  if (!stop) return nullptr;
+  return json{{"reason", StopReasonName(stop->reason)}, {"detail", stop->detail}};
+}
+
+// An empty name (no reason, no rule) is written as null.
+json NameOrNull(std::string_view name) { return name.empty() ? json(nullptr) : json(name); }
+
+}  // namespace
+
+json ToJson(const MethodResult& result) {
   return json{
       {"verdict", VerdictName(result.verdict)},
       {"threshold_bytes", OrNull(result.threshold_bytes)},
-      {"reason", reason.empty() ? json(nullptr) : json(reason)},
+      {"reason", NameOrNull(ReasonName(result.reason))},
       {"detail", result.detail},
       {"baseline", MethodName(result.baseline)},
       {"baseline_substituted", result.baseline_substituted},
       {"confidence", OrNull(result.confidence)},
-      {"rule", rule.empty() ? json(nullptr) : json(rule)},
+      {"rule", NameOrNull(RuleName(result.rule))},
       {"rule_detail", result.rule_detail},
-      {"interval", std::move(interval)},
+      {"interval", IntervalJson(result.interval)},
       {"regret", OrNull(result.regret)},
       {"regret_never", OrNull(result.regret_never)},
       {"regret_always", OrNull(result.regret_always)},
@@ -143,18 +171,13 @@ json ToJson(const MethodResult& result) {
       {"losses_above", SizeList(result.losses_above)},
       {"measured_bracket", result.measured_bracket ? ToJson(*result.measured_bracket)
                                                    : json(nullptr)},
-      {"curve_choice", result.curve_choice
-                           ? json{{"threshold_bytes", OrNull(result.curve_choice->threshold_bytes)},
-                                  {"regret", result.curve_choice->regret}}
-                           : json(nullptr)},
-      {"curve_disagreements", std::move(disagreements)},
-      {"overruled", std::move(overruled)},
+      {"curve_choice", CurveChoiceJson(result.curve_choice)},
+      {"curve_disagreements", DisagreementsJson(result.curve_disagreements)},
+      {"overruled", OverruledJson(result.overruled)},
       {"overruled_cost", OrNull(result.overruled_cost)},
       {"model", result.model ? ToJson(*result.model) : json(nullptr)},
-      {"stop", result.stop ? json{{"reason", StopReasonName(result.stop->reason)},
-                                  {"detail", result.stop->detail}}
-                           : json(nullptr)},
-      {"sizes", std::move(sizes)},
+      {"stop", StopJson(result.stop)},
+      {"sizes", ComparisonsJson(result.sizes)},
   };
 }
 

@@ -1,6 +1,7 @@
 // Reading what report_json.cc writes: the JSON of a method's and a path's
 // result, as the state file and `zcal calibrate --json` keep it. Documents
 // of older releases lack fields; those keep their defaults.
+#include <optional>
 #include <string>
 
 #include "zcal/calibrator/report_json.h"
@@ -204,22 +205,86 @@ Result<void> ReadSizeList(const json& j, const std::string& where, const char* k
   return {};
 }
 
+// "rule": "model", "per_size" or null.
+void ReadRule(Reader& in, Rule& out) {
+  if (!in.Has("rule")) return;
+  const json& rule = in.At("rule");
+  bool known = false;
+  for (Rule r : {Rule::kModel, Rule::kPerSize}) {
+    if (rule.is_string() && rule.get<std::string>() == RuleName(r)) {
+      out = r;
+      known = true;
+    }
+  }
+  if (!known) in.Bad("rule", "\"model\", \"per_size\" or null");
+}
+
+// An object under `key`, its fields read by `fill`: a wrong field in it is
+// returned at once; `in` notes an object of the wrong type.
+template <typename T, typename Fill>
+Result<void> ReadObject(const json& j, Reader& in, const std::string& where, const char* key,
+                        std::optional<T>& out, const Fill& fill) {
+  if (!in.Object(key)) return {};
+  Reader fields(j.at(key), where + "." + key);
+  T value;
+  fill(fields, value);
+  if (auto done = fields.Done(); !done) return done;
+  out = std::move(value);
+  return {};
+}
+
+// Where the threshold may lie: the interval, what the probed sizes allow,
+// and where the curves alone would put it.
+Result<void> ReadPlacement(const json& j, Reader& in, const std::string& where,
+                           MethodResult& result) {
+  auto read = ReadObject(j, in, where, "interval", result.interval,
+                         [](Reader& r, ThresholdInterval& v) {
+                           r.Whole("low_bytes", v.low_bytes);
+                           r.Whole("high_bytes", v.high_bytes);
+                           r.Number("level", v.level);
+                         });
+  if (!read) return read;
+  read = ReadObject(j, in, where, "measured_bracket", result.measured_bracket,
+                    [](Reader& r, MeasuredBracket& v) {
+                      r.Whole("above_bytes", v.above_bytes);
+                      r.Whole("at_most_bytes", v.at_most_bytes);
+                    });
+  if (!read) return read;
+  return ReadObject(j, in, where, "curve_choice", result.curve_choice,
+                    [](Reader& r, CurveChoice& v) {
+                      r.Whole("threshold_bytes", v.threshold_bytes);
+                      r.Number("regret", v.regret);
+                    });
+}
+
+// Why the planner stopped refining the method.
+Result<void> ReadStop(const json& j, Reader& in, const std::string& where,
+                      std::optional<PlannerStop>& out) {
+  if (!in.Object("stop")) return {};
+  Reader stop(j.at("stop"), where + ".stop");
+  std::string reason;
+  PlannerStop value;
+  stop.Text("reason", reason);
+  stop.Text("detail", value.detail);
+  if (auto done = stop.Done(); !done) return done;
+  const auto parsed = ParseStopReason(reason);
+  if (!parsed) {
+    return Fail(Errc::kParse, where + ".stop: 'reason' is not \"resolution\", \"noise\", "
+                                      "\"probes\" or \"budget\"");
+  }
+  value.reason = *parsed;
+  out = std::move(value);
+  return {};
+}
+
 // The fields of the cost model and the threshold rule; absent ones keep
-// their defaults (documents written before they existed).
+// their defaults (documents written before they existed). A wrong field
+// inside an object is returned at once, one at the top level after the
+// planner's stop is read.
 Result<void> ReadModelFields(const json& j, MethodResult& result) {
   const std::string where(MethodName(result.method));
   Reader in(j, where);
-  if (in.Has("rule")) {
-    const json& rule = in.At("rule");
-    bool known = false;
-    for (Rule r : {Rule::kModel, Rule::kPerSize}) {
-      if (rule.is_string() && rule.get<std::string>() == RuleName(r)) {
-        result.rule = r;
-        known = true;
-      }
-    }
-    if (!known) in.Bad("rule", "\"model\", \"per_size\" or null");
-  }
+  ReadRule(in, result.rule);
   in.Text("rule_detail", result.rule_detail);
   in.Number("regret", result.regret);
   in.Number("regret_never", result.regret_never);
@@ -228,52 +293,14 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
   in.Whole("tail_threshold_bytes", result.tail_threshold_bytes);
   in.Sizes("wins_below", result.wins_below);
   in.Sizes("losses_above", result.losses_above);
-  if (in.Object("interval")) {
-    Reader interval(j.at("interval"), where + ".interval");
-    ThresholdInterval value;
-    interval.Whole("low_bytes", value.low_bytes);
-    interval.Whole("high_bytes", value.high_bytes);
-    interval.Number("level", value.level);
-    if (auto done = interval.Done(); !done) return done;
-    result.interval = value;
-  }
-  if (in.Object("measured_bracket")) {
-    Reader bracket(j.at("measured_bracket"), where + ".measured_bracket");
-    MeasuredBracket value;
-    bracket.Whole("above_bytes", value.above_bytes);
-    bracket.Whole("at_most_bytes", value.at_most_bytes);
-    if (auto done = bracket.Done(); !done) return done;
-    result.measured_bracket = value;
-  }
-  if (in.Object("curve_choice")) {
-    Reader choice(j.at("curve_choice"), where + ".curve_choice");
-    CurveChoice value;
-    choice.Whole("threshold_bytes", value.threshold_bytes);
-    choice.Number("regret", value.regret);
-    if (auto done = choice.Done(); !done) return done;
-    result.curve_choice = value;
-  }
+  if (auto read = ReadPlacement(j, in, where, result); !read) return read;
   if (auto read = ReadSizeList(j, where, "curve_disagreements", result.curve_disagreements);
       !read) {
     return read;
   }
   if (auto read = ReadSizeList(j, where, "overruled", result.overruled); !read) return read;
   in.Number("overruled_cost", result.overruled_cost);
-  if (in.Object("stop")) {
-    Reader stop(j.at("stop"), where + ".stop");
-    std::string reason;
-    PlannerStop value;
-    stop.Text("reason", reason);
-    stop.Text("detail", value.detail);
-    if (auto done = stop.Done(); !done) return done;
-    const auto parsed = ParseStopReason(reason);
-    if (!parsed) {
-      return Fail(Errc::kParse, where + ".stop: 'reason' is not \"resolution\", \"noise\", "
-                                        "\"probes\" or \"budget\"");
-    }
-    value.reason = *parsed;
-    result.stop = std::move(value);
-  }
+  if (auto read = ReadStop(j, in, where, result.stop); !read) return read;
   if (auto done = in.Done(); !done) return done;
   if (in.Object("model")) {
     CostModel model;
@@ -304,9 +331,8 @@ SizeStats SizeStatsFromJson(const json& j, std::uint64_t size_bytes) {
   return stats;
 }
 
-// The verdict fields and the per-size comparisons.
-Result<void> ReadVerdictFields(const json& j, MethodResult& result) {
-  const std::string where(MethodName(result.method));
+// The verdict and, with one, its threshold; both required.
+Result<void> ReadVerdict(const json& j, const std::string& where, MethodResult& result) {
   const auto verdict = j.find("verdict");
   const auto parsed_verdict = verdict != j.end() && verdict->is_string()
                                   ? ParseVerdict(verdict->get<std::string>())
@@ -323,6 +349,11 @@ Result<void> ReadVerdictFields(const json& j, MethodResult& result) {
   if (result.verdict == Verdict::kThreshold && !result.threshold_bytes) {
     return Fail(Errc::kParse, where + ": verdict 'threshold' without 'threshold_bytes'");
   }
+  return {};
+}
+
+// Why, against what, and how sure: reason, detail, baseline, confidence.
+Result<void> ReadGrounds(const json& j, const std::string& where, MethodResult& result) {
   if (const auto reason = j.find("reason"); reason != j.end() && !reason->is_null()) {
     const auto parsed = reason->is_string() ? ParseReason(reason->get<std::string>())
                                             : std::nullopt;
@@ -347,25 +378,38 @@ Result<void> ReadVerdictFields(const json& j, MethodResult& result) {
     }
     result.confidence = value;
   }
-  if (const auto sizes = j.find("sizes"); sizes != j.end() && sizes->is_array()) {
-    for (const json& s : *sizes) {
-      if (!s.is_object() || !s.contains("size") || !s["size"].is_number_unsigned()) {
-        return Fail(Errc::kParse, where + ": a 'sizes' entry lacks 'size'");
-      }
-      SizeComparison c;
-      c.size_bytes = s["size"].get<std::uint64_t>();
-      c.zerocopy_wins = s.value("zerocopy_wins", false);
-      c.decisive = s.value("decisive", true);
-      c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
-      c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
-      c.relative_cost = NumberOr(s, "relative_cost", 0);
-      c.throughput_acceptable = s.value("throughput_acceptable", true);
-      c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()), c.size_bytes);
-      c.baseline = SizeStatsFromJson(s.value("baseline", json::object()), c.size_bytes);
-      result.sizes.push_back(c);
+  return {};
+}
+
+// The per-size comparisons; each needs its size.
+Result<void> ReadComparisons(const json& j, const std::string& where, MethodResult& result) {
+  const auto sizes = j.find("sizes");
+  if (sizes == j.end() || !sizes->is_array()) return {};
+  for (const json& s : *sizes) {
+    if (!s.is_object() || !s.contains("size") || !s["size"].is_number_unsigned()) {
+      return Fail(Errc::kParse, where + ": a 'sizes' entry lacks 'size'");
     }
+    SizeComparison c;
+    c.size_bytes = s["size"].get<std::uint64_t>();
+    c.zerocopy_wins = s.value("zerocopy_wins", false);
+    c.decisive = s.value("decisive", true);
+    c.throughput_ratio = NumberOr(s, "throughput_ratio", 0);
+    c.cpu_ratio = NumberOr(s, "cpu_ratio", 0);
+    c.relative_cost = NumberOr(s, "relative_cost", 0);
+    c.throughput_acceptable = s.value("throughput_acceptable", true);
+    c.zerocopy = SizeStatsFromJson(s.value("zerocopy", json::object()), c.size_bytes);
+    c.baseline = SizeStatsFromJson(s.value("baseline", json::object()), c.size_bytes);
+    result.sizes.push_back(c);
   }
   return {};
+}
+
+// The verdict fields and the per-size comparisons.
+Result<void> ReadVerdictFields(const json& j, MethodResult& result) {
+  const std::string where(MethodName(result.method));
+  if (auto read = ReadVerdict(j, where, result); !read) return read;
+  if (auto read = ReadGrounds(j, where, result); !read) return read;
+  return ReadComparisons(j, where, result);
 }
 
 }  // namespace

@@ -116,8 +116,11 @@ class RowReader {
   const std::map<std::string, std::size_t>& columns_;
 };
 
-Result<Sample> ParseRow(const RowReader& r) {
-  Sample s;
+// The steps of a row, in the order its checks are made: each sets its
+// fields of `s` or returns the first error.
+
+// What a sample is of: method, size, depth, path; and how it ended.
+Result<void> ReadWhat(const RowReader& r, Sample& s) {
   const Field& method_field = *r.Get("method");
   const auto method = ParseMethod(Lower(method_field.text));
   if (!method) {
@@ -155,19 +158,31 @@ Result<Sample> ParseRow(const RowReader& r) {
                              "'; expected ok, unsupported or failed");
   }
   if (r.Has("error")) s.error = r.Get("error")->text;
+  return {};
+}
 
+constexpr std::string_view kWholeNumberOf = "a whole number of ";
+
+// The optional counts: repeat, the host's CPU, ENOBUFS retries.
+Result<void> ReadCounts(const RowReader& r, Sample& s) {
   auto repeat = r.OptionalNumber<std::uint32_t>("repeat", "a whole number");
   if (!repeat) return tl::unexpected(repeat.error());
   s.repeat = repeat->value_or(0);
 
-  const std::string count = "a whole number of ";
+  const std::string count(kWholeNumberOf);
   auto host = r.OptionalNumber<std::uint64_t>("host_cpu_ns", count + "ns");
   auto enobufs = r.OptionalNumber<std::uint64_t>("enobufs", count + "retries");
   if (!host) return tl::unexpected(host.error());
   if (!enobufs) return tl::unexpected(enobufs.error());
   s.host_cpu_ns = *host;
   s.enobufs = enobufs->value_or(0);
+  return {};
+}
 
+// What the sample cost: the raw counts (bytes, wall_ns, cpu_ns) where the
+// row has any, else the rates (mb_per_s, cpu_pct) read as one second.
+Result<void> ReadCosts(const RowReader& r, Sample& s) {
+  const std::string count(kWholeNumberOf);
   if (r.Has("bytes") || r.Has("wall_ns") || r.Has("cpu_ns")) {
     auto bytes = r.Number<std::uint64_t>("bytes", count + "bytes");
     if (!bytes) return tl::unexpected(bytes.error());
@@ -197,7 +212,13 @@ Result<Sample> ParseRow(const RowReader& r) {
     s.bytes = static_cast<std::uint64_t>(std::llround(*mbps * 1e6));
     s.cpu_ns = static_cast<std::uint64_t>(std::llround(*cpu * 1e7));
   }
+  return {};
+}
 
+// How many zerocopy completions the kernel reported as copied: the counts,
+// or a share (copied_pct) without them.
+Result<void> ReadCopied(const RowReader& r, Sample& s) {
+  const std::string count(kWholeNumberOf);
   if (r.Has("zc_completions") || r.Has("zc_copied")) {
     auto completions = r.Number<std::uint64_t>("zc_completions", count + "completions");
     if (!completions) return tl::unexpected(completions.error());
@@ -219,6 +240,14 @@ Result<Sample> ParseRow(const RowReader& r) {
     // A share without counts: stand for it with a million completions.
     s.zc_completions = 1'000'000;
     s.zc_copied = static_cast<std::uint64_t>(std::llround(*pct * 1e4));
+  }
+  return {};
+}
+
+Result<Sample> ParseRow(const RowReader& r) {
+  Sample s;
+  for (const auto step : {ReadWhat, ReadCounts, ReadCosts, ReadCopied}) {
+    if (auto ok = step(r, s); !ok) return tl::unexpected(ok.error());
   }
   return s;
 }

@@ -156,6 +156,72 @@ static int validate_entry(const zcal_handle *h, uint32_t index,
   return 0;
 }
 
+/* The header's fields that change with each publish, as one seqlock read
+ * saw them. */
+struct published_header {
+  uint64_t generation;
+  uint64_t publish_time_ns;
+  uint32_t count;
+  uint32_t flags;
+  uint32_t host_default_source;
+};
+
+static void load_published_header(const struct zcal_shm_header *hdr,
+                                  struct published_header *out) {
+  out->generation = LOAD_ACQ(&hdr->generation);
+  out->publish_time_ns = LOAD_ACQ(&hdr->publish_time_ns);
+  out->count = LOAD_ACQ(&hdr->count);
+  out->flags = LOAD_ACQ(&hdr->flags);
+  out->host_default_source = LOAD_ACQ(&hdr->host_default_source);
+}
+
+/* Copies `count` entries into h->scratch, word by word with acquire loads,
+ * so that the seqlock's closing load stays after them. */
+static void copy_entries(zcal_handle *h, uint32_t count) {
+  const unsigned char *src = h->base + h->header_size;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t *words = (const uint64_t *)(const void *)src;
+    uint64_t copy[ZCAL_ENTRY_SIZE_V1 / 8];
+    for (unsigned w = 0; w < ZCAL_ENTRY_SIZE_V1 / 8; ++w)
+      copy[w] = LOAD_ACQ(&words[w]);
+    memcpy(&h->scratch[i], copy, sizeof copy);
+    src += h->entry_size;
+  }
+}
+
+/* Validates the consistent copy in h->scratch and makes it the handle's
+ * table. */
+static int adopt_copy(zcal_handle *h, const struct published_header *seen) {
+  for (uint32_t i = 0; i < seen->count; ++i) {
+    int rc = validate_entry(h, i, &h->scratch[i]);
+    if (rc != 0) return rc;
+  }
+  struct zcal_shm_entry *old = h->entries;
+  h->entries = h->scratch;
+  h->scratch = old;
+  h->generation = seen->generation;
+  h->publish_time_ns = seen->publish_time_ns;
+  h->count = seen->count;
+  h->flags = seen->flags;
+  h->host_default_source = seen->host_default_source;
+  h->busy = 0;
+  zcal_internal_build_index(h);
+  return 0;
+}
+
+/* The writer held the seqlock (odd, or moving) through every attempt: the
+ * handle remembers `seq`, so that the next call fails fast while it stays. */
+static int writer_busy(zcal_handle *h, uint64_t seq) {
+  h->busy = 1;
+  h->busy_seq = seq;
+  zcal_internal_set_detail(
+      "segment %s: the writer held the seqlock through %d attempts "
+      "(seq %" PRIu64 "); it may have died mid-publish: try again, or "
+      "restart the agent",
+      h->name, ZCAL_READ_RETRIES, seq);
+  return -EAGAIN;
+}
+
 /* One seqlock read of the whole table into h->scratch; on success the
  * scratch copy becomes the handle's table. */
 static int take_copy(zcal_handle *h) {
@@ -170,60 +236,27 @@ static int take_copy(zcal_handle *h) {
       cpu_relax(attempt);
       continue;
     }
-    uint64_t generation = LOAD_ACQ(&hdr->generation);
-    uint64_t publish_time_ns = LOAD_ACQ(&hdr->publish_time_ns);
-    uint32_t count = LOAD_ACQ(&hdr->count);
-    uint32_t flags = LOAD_ACQ(&hdr->flags);
-    uint32_t host_default_source = LOAD_ACQ(&hdr->host_default_source);
-    if (count > h->capacity) {
+    struct published_header seen;
+    load_published_header(hdr, &seen);
+    if (seen.count > h->capacity) {
       if (LOAD_RELAXED(seq_word) != s1) continue;
       zcal_internal_set_detail("segment %s: entry count %" PRIu32
                                " exceeds its capacity %" PRIu32
                                ZCAL_CORRUPT,
-                               h->name, count, h->capacity);
+                               h->name, seen.count, h->capacity);
       return -EPROTO;
     }
-    const unsigned char *src = h->base + h->header_size;
-    for (uint32_t i = 0; i < count; ++i) {
-      const uint64_t *words = (const uint64_t *)(const void *)src;
-      uint64_t copy[ZCAL_ENTRY_SIZE_V1 / 8];
-      for (unsigned w = 0; w < ZCAL_ENTRY_SIZE_V1 / 8; ++w)
-        copy[w] = LOAD_ACQ(&words[w]);
-      memcpy(&h->scratch[i], copy, sizeof copy);
-      src += h->entry_size;
-    }
+    copy_entries(h, seen.count);
     /* The acquire loads above keep this load after them. */
     if (LOAD_RELAXED(seq_word) != s1) continue;
-
-    for (uint32_t i = 0; i < count; ++i) {
-      int rc = validate_entry(h, i, &h->scratch[i]);
-      if (rc != 0) return rc;
-    }
-    struct zcal_shm_entry *old = h->entries;
-    h->entries = h->scratch;
-    h->scratch = old;
-    h->generation = generation;
-    h->publish_time_ns = publish_time_ns;
-    h->count = count;
-    h->flags = flags;
-    h->host_default_source = host_default_source;
-    h->busy = 0;
-    zcal_internal_build_index(h);
-    return 0;
+    return adopt_copy(h, &seen);
   }
-  h->busy = 1;
-  h->busy_seq = s1;
-  zcal_internal_set_detail(
-      "segment %s: the writer held the seqlock through %d attempts "
-      "(seq %" PRIu64 "); it may have died mid-publish: try again, or "
-      "restart the agent",
-      h->name, ZCAL_READ_RETRIES, s1);
-  return -EAGAIN;
+  return writer_busy(h, s1);
 }
 
-/* Validates the geometry of h->base/h->mapped_bytes, allocates the private
- * buffers and takes the first copy. */
-static int attach_mapping(zcal_handle *h) {
+/* Checks the fixed part of the header (magic, ABI major, geometry) against
+ * the mapping, and copies it into `fixed`. */
+static int check_header(const zcal_handle *h, struct zcal_shm_header *fixed) {
   if (h->mapped_bytes < sizeof(struct zcal_shm_header)) {
     zcal_internal_set_detail(
         "segment %s is %zu bytes, smaller than a zcal header (%d bytes): "
@@ -243,45 +276,43 @@ static int attach_mapping(zcal_handle *h) {
         h->name, magic, ZCAL_MAGIC);
     return -EPROTO;
   }
-  struct zcal_shm_header fixed;
-  memcpy(&fixed, hdr, sizeof fixed);
-  if (fixed.abi_major != ZCAL_ABI_MAJOR) {
+  memcpy(fixed, hdr, sizeof *fixed);
+  if (fixed->abi_major != ZCAL_ABI_MAJOR) {
     zcal_internal_set_detail(
         "segment %s: ABI major version %u, this reader understands %d: "
         "use a client library and agent of the same major version",
-        h->name, (unsigned)fixed.abi_major, ZCAL_ABI_MAJOR);
+        h->name, (unsigned)fixed->abi_major, ZCAL_ABI_MAJOR);
     return -EPROTO;
   }
-  if (fixed.header_size < ZCAL_HEADER_SIZE_V1 || fixed.header_size % 8 != 0 ||
-      fixed.header_size > h->mapped_bytes ||
-      fixed.entry_size < ZCAL_ENTRY_SIZE_V1 || fixed.entry_size % 8 != 0 ||
-      fixed.entry_size > ZCAL_MAX_ENTRY_SIZE ||
-      fixed.capacity > ZCAL_MAX_CAPACITY) {
+  if (fixed->header_size < ZCAL_HEADER_SIZE_V1 || fixed->header_size % 8 != 0 ||
+      fixed->header_size > h->mapped_bytes ||
+      fixed->entry_size < ZCAL_ENTRY_SIZE_V1 || fixed->entry_size % 8 != 0 ||
+      fixed->entry_size > ZCAL_MAX_ENTRY_SIZE ||
+      fixed->capacity > ZCAL_MAX_CAPACITY) {
     zcal_internal_set_detail(
         "segment %s: header size %" PRIu32 ", entry size %" PRIu32
         " or capacity %" PRIu32 " out of range" ZCAL_CORRUPT,
-        h->name, fixed.header_size, fixed.entry_size, fixed.capacity);
+        h->name, fixed->header_size, fixed->entry_size, fixed->capacity);
     return -EPROTO;
   }
-  uint64_t needed = (uint64_t)fixed.header_size +
-                    (uint64_t)fixed.capacity * fixed.entry_size;
+  uint64_t needed = (uint64_t)fixed->header_size +
+                    (uint64_t)fixed->capacity * fixed->entry_size;
   if (needed > h->mapped_bytes) {
     zcal_internal_set_detail(
         "segment %s is %zu bytes, its header says %" PRIu64
         " (capacity %" PRIu32 "): it is truncated; restart the agent to "
         "recreate it",
-        h->name, h->mapped_bytes, needed, fixed.capacity);
+        h->name, h->mapped_bytes, needed, fixed->capacity);
     return -EPROTO;
   }
-  h->header_size = fixed.header_size;
-  h->entry_size = fixed.entry_size;
-  h->capacity = fixed.capacity;
-  h->abi_major = fixed.abi_major;
-  h->abi_minor = fixed.abi_minor;
-  h->agent_pid = fixed.agent_pid;
-  h->created_ns = fixed.created_ns;
+  return 0;
+}
 
-  size_t n = fixed.capacity ? fixed.capacity : 1;
+/* The private copies and the lookup index for `capacity` entries: the
+ * table, its scratch twin, the answers, and the hash slots and filters
+ * sized to the next power of two of ZCAL_SLOTS_PER_ENTRY per entry. */
+static int allocate_tables(zcal_handle *h, uint32_t capacity) {
+  size_t n = capacity ? capacity : 1;
   uint32_t slots = 2;
   unsigned slot_bits = 1;
   while (slots < ZCAL_SLOTS_PER_ENTRY * n) {
@@ -308,10 +339,28 @@ static int attach_mapping(zcal_handle *h) {
   h->slot_shift = 64u - slot_bits;
   h->filter_mask = buckets - 1;
   h->filter_shift = h->slot_shift + 1u;
+  return 0;
+}
+
+/* Validates the geometry of h->base/h->mapped_bytes, allocates the private
+ * buffers and takes the first copy. */
+static int attach_mapping(zcal_handle *h) {
+  struct zcal_shm_header fixed;
+  int rc = check_header(h, &fixed);
+  if (rc != 0) return rc;
+  h->header_size = fixed.header_size;
+  h->entry_size = fixed.entry_size;
+  h->capacity = fixed.capacity;
+  h->abi_major = fixed.abi_major;
+  h->abi_minor = fixed.abi_minor;
+  h->agent_pid = fixed.agent_pid;
+  h->created_ns = fixed.created_ns;
+  rc = allocate_tables(h, fixed.capacity);
+  if (rc != 0) return rc;
   h->generation = 0;
   h->size_checked_ns = zcal_internal_now_ns();
   point_generation_word(h);
-  int rc = take_copy(h);
+  rc = take_copy(h);
   /* A fresh handle that could not copy must not look up to date. */
   if (rc != 0) h->generation = 0;
   return rc;
@@ -345,31 +394,32 @@ static zcal_handle *new_handle(const char *name) {
   return h;
 }
 
-static int open_by_name(const char *name, zcal_handle **out) {
-  zcal_handle *h = new_handle(name);
-  if (!h) return -ENOMEM;
+/* shm_open of the name, read-only and never through a symbolic link. */
+static int open_segment_fd(zcal_handle *h, const char *name) {
   h->fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (h->fd < 0) {
-    int err = errno;
-    if (err == ENOENT)
-      zcal_internal_set_detail("no segment %s (/dev/shm%s): no zcal agent has "
-                               "published on this host yet",
-                               name, name);
-    else if (err == ELOOP)
-      zcal_internal_set_detail("segment %s is a symbolic link: refusing it; "
-                               "remove it and restart the agent",
-                               name);
-    else
-      zcal_internal_set_detail("cannot open segment %s: %s", name,
-                               strerror(err));
-    zcal_close(h);
-    return err == ELOOP ? -EPROTO : -err;
-  }
+  if (h->fd >= 0) return 0;
+  int err = errno;
+  if (err == ENOENT)
+    zcal_internal_set_detail("no segment %s (/dev/shm%s): no zcal agent has "
+                             "published on this host yet",
+                             name, name);
+  else if (err == ELOOP)
+    zcal_internal_set_detail("segment %s is a symbolic link: refusing it; "
+                             "remove it and restart the agent",
+                             name);
+  else
+    zcal_internal_set_detail("cannot open segment %s: %s", name,
+                             strerror(err));
+  return err == ELOOP ? -EPROTO : -err;
+}
+
+/* The file must be a regular file of a segment's size that not every user
+ * can write; records its identity and size in h. */
+static int check_segment_file(zcal_handle *h, const char *name) {
   struct stat st;
   if (fstat(h->fd, &st) != 0) {
     int err = errno;
     zcal_internal_set_detail("cannot stat segment %s: %s", name, strerror(err));
-    zcal_close(h);
     return -err;
   }
   if (!S_ISREG(st.st_mode) || st.st_size < 0 ||
@@ -377,7 +427,6 @@ static int open_by_name(const char *name, zcal_handle **out) {
     zcal_internal_set_detail("segment %s is not a regular file of at most "
                              "%zu bytes: not a zcal segment; remove it",
                              name, ZCAL_MAX_SEGMENT_BYTES);
-    zcal_close(h);
     return -EPROTO;
   }
   if (st.st_mode & S_IWOTH) {
@@ -387,26 +436,38 @@ static int open_by_name(const char *name, zcal_handle **out) {
         "segment %s is writable by every user (mode 0%03o): refusing it; "
         "remove it and let the agent recreate it (mode 0644 or 0640)",
         name, (unsigned)(st.st_mode & 07777));
-    zcal_close(h);
     return -EPROTO;
   }
   h->dev = st.st_dev;
   h->ino = st.st_ino;
   h->mapped_bytes = (size_t)st.st_size;
-  if (h->mapped_bytes >= sizeof(struct zcal_shm_header)) {
-    void *base = mmap(NULL, h->mapped_bytes, PROT_READ, MAP_SHARED, h->fd, 0);
-    if (base == MAP_FAILED) {
-      int err = errno;
-      zcal_internal_set_detail("cannot map segment %s: %s", name,
-                               strerror(err));
-      h->mapped_bytes = 0;
-      zcal_close(h);
-      return -err;
-    }
-    h->base = base;
-    h->owns_mapping = 1;
+  return 0;
+}
+
+/* Maps the file read-only; one smaller than a header is left unmapped
+ * (attach_mapping says what is wrong with it). */
+static int map_segment(zcal_handle *h, const char *name) {
+  if (h->mapped_bytes < sizeof(struct zcal_shm_header)) return 0;
+  void *base = mmap(NULL, h->mapped_bytes, PROT_READ, MAP_SHARED, h->fd, 0);
+  if (base == MAP_FAILED) {
+    int err = errno;
+    zcal_internal_set_detail("cannot map segment %s: %s", name,
+                             strerror(err));
+    h->mapped_bytes = 0;
+    return -err;
   }
-  int rc = attach_mapping(h);
+  h->base = base;
+  h->owns_mapping = 1;
+  return 0;
+}
+
+static int open_by_name(const char *name, zcal_handle **out) {
+  zcal_handle *h = new_handle(name);
+  if (!h) return -ENOMEM;
+  int rc = open_segment_fd(h, name);
+  if (rc == 0) rc = check_segment_file(h, name);
+  if (rc == 0) rc = map_segment(h, name);
+  if (rc == 0) rc = attach_mapping(h);
   if (rc != 0) {
     zcal_close(h);
     return rc;

@@ -50,7 +50,7 @@ std::vector<PublishedEntry> DepthTable() {
 
 const ExportedMethod& Of(const ExportValues& values, Method method) {
   for (const ExportedMethod& m : values.methods)
-    if (m.method == static_cast<std::uint8_t>(method)) return m;
+    if (m.method == method) return m;
   throw std::runtime_error("method not exported");
 }
 

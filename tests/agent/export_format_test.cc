@@ -9,12 +9,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "zcal/zcal.h"
-
 namespace zcal::agent {
 namespace {
 
-ExportedMethod Method(std::uint8_t method, std::uint8_t verdict, std::uint64_t bytes,
+ExportedMethod Method(calibrator::Method method, calibrator::Verdict verdict, std::uint64_t bytes,
                       std::string scope = "host_default") {
   ExportedMethod m;
   m.method = method;
@@ -29,9 +27,9 @@ ExportValues Values() {
   ExportValues v;
   v.segment = "/zcal";
   v.key = "198.18.0.2";
-  v.methods = {Method(ZCAL_METHOD_MSG_ZEROCOPY, ZCAL_VERDICT_THRESHOLD, 16384, "peer:198.18.0.0/15"),
-               Method(ZCAL_METHOD_URING_SEND_ZC, ZCAL_VERDICT_NEVER, 0),
-               Method(ZCAL_METHOD_URING_SEND_ZC_FIXED, ZCAL_VERDICT_ALWAYS, 0)};
+  v.methods = {Method(calibrator::Method::kMsgZerocopy, calibrator::Verdict::kThreshold, 16384, "peer:198.18.0.0/15"),
+               Method(calibrator::Method::kUringSendZc, calibrator::Verdict::kNever, 0),
+               Method(calibrator::Method::kUringSendZcFixed, calibrator::Verdict::kAlways, 0)};
   v.methods[2].estimated = true;
   return v;
 }
@@ -63,11 +61,11 @@ TEST(ExportFormat, ParsesTheFiveFormatsAndNamesThemOnAnUnknownOne) {
 }
 
 TEST(ExportFormat, FallbackIsNeverAlwaysOrASize) {
-  EXPECT_EQ(ParseExportFallback("never")->verdict, ZCAL_VERDICT_NEVER);
-  EXPECT_EQ(ParseExportFallback("always")->verdict, ZCAL_VERDICT_ALWAYS);
+  EXPECT_EQ(ParseExportFallback("never")->verdict, calibrator::Verdict::kNever);
+  EXPECT_EQ(ParseExportFallback("always")->verdict, calibrator::Verdict::kAlways);
   auto bytes = ParseExportFallback("16KiB");
   ASSERT_TRUE(bytes);
-  EXPECT_EQ(bytes->verdict, ZCAL_VERDICT_THRESHOLD);
+  EXPECT_EQ(bytes->verdict, calibrator::Verdict::kThreshold);
   EXPECT_EQ(bytes->threshold_bytes, 16384u);
   EXPECT_EQ(ParseExportFallback("4096")->threshold_bytes, 4096u);
   auto bad = ParseExportFallback("sometimes");
@@ -122,11 +120,11 @@ TEST(ExportFormat, EnvQuotesWhatShAndSystemdWouldReadDifferently) {
 TEST(ExportFormat, LibfabricUsesMinusOneForNeverAndZeroForAlways) {
   ExportValues v = Values();
   EXPECT_EQ(Lines(*FormatExport(ExportFormat::kLibfabric, v))["FI_TCP_ZEROCOPY_SIZE"], "16384");
-  v.methods[0].verdict = ZCAL_VERDICT_NEVER;
+  v.methods[0].verdict = calibrator::Verdict::kNever;
   auto vars = Lines(*FormatExport(ExportFormat::kLibfabric, v));
   EXPECT_EQ(vars["FI_TCP_ZEROCOPY_SIZE"], "-1");
   EXPECT_EQ(vars["FI_NET_ZEROCOPY_SIZE"], "-1");
-  v.methods[0].verdict = ZCAL_VERDICT_ALWAYS;
+  v.methods[0].verdict = calibrator::Verdict::kAlways;
   vars = Lines(*FormatExport(ExportFormat::kLibfabric, v));
   EXPECT_EQ(vars["FI_TCP_ZEROCOPY_SIZE"], "0");
   EXPECT_EQ(vars["FI_NET_ZEROCOPY_SIZE"], "0");
@@ -152,7 +150,7 @@ TEST(ExportFormat, SpdkConfigTurnsFlagsOffForNeverAndSetsTheThresholdOtherwise) 
   EXPECT_EQ(uring["enable_zerocopy_send_server"], true);
   EXPECT_EQ(uring["zerocopy_threshold"], 16384);
   ExportValues never = Values();
-  never.methods[0].verdict = ZCAL_VERDICT_NEVER;
+  never.methods[0].verdict = calibrator::Verdict::kNever;
   const auto off = nlohmann::json::parse(*FormatExport(ExportFormat::kSpdk, never));
   for (const auto& call : off["config"]) {
     EXPECT_EQ(call["params"]["enable_zerocopy_send_server"], false);
@@ -163,7 +161,7 @@ TEST(ExportFormat, SpdkConfigTurnsFlagsOffForNeverAndSetsTheThresholdOtherwise) 
 
 TEST(ExportFormat, SpdkRpcIsOneRequestPerModule) {
   ExportValues v = Values();
-  v.methods[0].verdict = ZCAL_VERDICT_ALWAYS;
+  v.methods[0].verdict = calibrator::Verdict::kAlways;
   auto text = FormatExport(ExportFormat::kSpdkRpc, v);
   ASSERT_TRUE(text);
   std::istringstream in(*text);
@@ -202,7 +200,7 @@ ExportValues WithMissing(std::size_t index, std::string why) {
   m.source = ExportSource::kMissing;
   m.scope = "none";
   m.why = std::move(why);
-  m.verdict = 0;
+  m.verdict = {};
   m.threshold_bytes = 0;
   m.estimated = false;
   m.measured_at_ns = 0;

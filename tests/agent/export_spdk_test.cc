@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/agent/report/export_format.h"
-#include "zcal/zcal.h"
 #include "zcal/testing/test_data.h"
 
 namespace zcal::agent {
@@ -28,7 +27,7 @@ json Fixture(const std::string& name) {
   return json::parse(in);
 }
 
-ExportedMethod Method(std::uint8_t method, std::uint8_t verdict, std::uint64_t bytes) {
+ExportedMethod Method(calibrator::Method method, calibrator::Verdict verdict, std::uint64_t bytes) {
   ExportedMethod m;
   m.method = method;
   m.verdict = verdict;
@@ -40,18 +39,18 @@ ExportedMethod Method(std::uint8_t method, std::uint8_t verdict, std::uint64_t b
 
 // Both SPDK modules send with MSG_ZEROCOPY: the values hold msg_zerocopy
 // only, as `zcal export --format spdk` reads them.
-ExportValues Values(std::uint8_t verdict, std::uint64_t bytes) {
+ExportValues Values(calibrator::Verdict verdict, std::uint64_t bytes) {
   ExportValues v;
   v.segment = "/zcal";
   v.key = "host_default";
-  v.methods = {Method(ZCAL_METHOD_MSG_ZEROCOPY, verdict, bytes)};
+  v.methods = {Method(calibrator::Method::kMsgZerocopy, verdict, bytes)};
   return v;
 }
 
 // Every verdict zcal maps: a threshold, always (0), never (flags off).
 std::vector<ExportValues> AllVerdicts() {
-  return {Values(ZCAL_VERDICT_THRESHOLD, 16384), Values(ZCAL_VERDICT_ALWAYS, 0),
-          Values(ZCAL_VERDICT_NEVER, 0)};
+  return {Values(calibrator::Verdict::kThreshold, 16384), Values(calibrator::Verdict::kAlways, 0),
+          Values(calibrator::Verdict::kNever, 0)};
 }
 
 // Whether `value` has the fixture's type name.
@@ -153,7 +152,7 @@ TEST(ExportSpdk, AThresholdBeyondUint32TurnsZerocopyOff) {
   // SPDK reads zerocopy_threshold as uint32 and refuses the whole call for a
   // larger number; no flush is that large, so the answer is zerocopy off.
   const json doc = Fixture("sock_impl_set_options.json");
-  const json beyond = SpdkFragment(Values(ZCAL_VERDICT_THRESHOLD, std::uint64_t{1} << 32));
+  const json beyond = SpdkFragment(Values(calibrator::Verdict::kThreshold, std::uint64_t{1} << 32));
   ASSERT_EQ(beyond.at("config").size(), 2u);
   for (const json& call : beyond.at("config")) {
     const json& params = call.at("params");
@@ -162,7 +161,7 @@ TEST(ExportSpdk, AThresholdBeyondUint32TurnsZerocopyOff) {
     EXPECT_EQ(params.at("enable_zerocopy_send_client"), false);
     EXPECT_FALSE(params.contains("zerocopy_threshold"));
   }
-  const json largest = SpdkFragment(Values(ZCAL_VERDICT_THRESHOLD, UINT32_MAX));
+  const json largest = SpdkFragment(Values(calibrator::Verdict::kThreshold, UINT32_MAX));
   for (const json& call : largest.at("config")) {
     EXPECT_EQ(call.at("params").at("zerocopy_threshold"), UINT32_MAX)
         << "the largest uint32 is still sent";
@@ -175,7 +174,7 @@ TEST(ExportSpdk, AThresholdBeyondUint32TurnsZerocopyOff) {
 // MSG_ZEROCOPY's costs, not those of io_uring's SEND_ZC, so both modules
 // take msg_zerocopy's threshold and the export needs no io_uring method.
 TEST(ExportSpdk, BothModulesTakeMsgZerocopysThreshold) {
-  const json fragment = SpdkFragment(Values(ZCAL_VERDICT_THRESHOLD, 16384));
+  const json fragment = SpdkFragment(Values(calibrator::Verdict::kThreshold, 16384));
   ASSERT_EQ(fragment.at("config").size(), 2u);
   EXPECT_EQ(fragment.at("config").at(0).at("params").at("impl_name"), "posix");
   EXPECT_EQ(fragment.at("config").at(1).at("params").at("impl_name"), "uring");

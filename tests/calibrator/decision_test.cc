@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sample_builders.h"
+#include "zcal/zcal.h"
 
 namespace zcal::calibrator {
 namespace {
@@ -474,6 +475,27 @@ TEST(Names, RoundTrip) {
   EXPECT_FALSE(ParseMethod("sendfile").has_value());
   EXPECT_EQ(ParseObjective("cpu"), Objective::kCpu);
   EXPECT_FALSE(ParseObjective("fast").has_value());
+}
+
+// One table of names: what the calibrator writes (CSV, JSON, the state
+// file) is what a reader of the segment prints for the same code.
+TEST(Names, AreTheSegmentReadersNamesOfTheSameCodes) {
+  for (Method m : kAllMethods) {
+    EXPECT_EQ(MethodName(m), zcal_method_name(static_cast<std::uint8_t>(m)));
+  }
+  EXPECT_EQ(MethodName(Method::kUringSendZcFixed), "uring_send_zc_fixed");
+  for (Verdict v : {Verdict::kThreshold, Verdict::kAlways, Verdict::kNever,
+                    Verdict::kInconclusive}) {
+    EXPECT_EQ(VerdictName(v), zcal_verdict_name(static_cast<std::uint8_t>(v)));
+    EXPECT_EQ(ParseVerdict(VerdictName(v)), v);
+  }
+  for (Reason r : {Reason::kNone, Reason::kSlower, Reason::kKernelCopied, Reason::kUnsupported,
+                   Reason::kFailed, Reason::kNoisy, Reason::kNoBaseline}) {
+    EXPECT_EQ(ReasonName(r), zcal_reason_name(static_cast<std::uint8_t>(r)));
+    EXPECT_EQ(ParseReason(ReasonName(r)), r);
+  }
+  EXPECT_EQ(ReasonName(Reason::kNone), "");
+  EXPECT_EQ(MethodName(static_cast<Method>(200)), "unknown");
 }
 
 // Each depth class is judged on its own zerocopy samples against every

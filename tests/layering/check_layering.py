@@ -19,7 +19,7 @@ import sys
 ALLOWED = {
     "client": set(),
     "common": set(),
-    "calibrator": {"common"},
+    "calibrator": {"common", "client"},
     "probes/types": {"common"},
     "probes/host": {"common", "probes/types"},
     "probes/sink": {"common"},

@@ -1,6 +1,8 @@
 #include "zcal/agent/publish/results.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "zcal/agent/publish/host_default.h"
 #include "zcal/agent/publish/peer_results.h"
@@ -115,50 +117,55 @@ void PruneState(AgentState& state, const Config& config) {
   PrunePeers(state, config);
 }
 
-PublishedTable BuildEntries(const AgentState& state, const Config& config,
-                            const HostDefaultNic& nic, std::uint64_t now_ns,
-                            std::optional<std::int64_t> now_steady_ns) {
-  PublishedTable table;
-  const auto add = [&](const MethodStates& methods, ScopeKind scope, bool estimated,
-                       const PublishedEntry& where = {}) {
-    for (const auto& [key, s] : methods) {
-      // Readers fall back to a scope's stream entry, and the writer refuses
-      // a class without one: a class whose stream result is not there (not
-      // usable for a host default or an aggregate) is left out with it.
-      if (key.depth != DepthClass::kStream && !methods.contains({key.method})) continue;
-      PublishedEntry e = where;
-      e.scope = scope;
-      e.method = key.method;
-      e.depth = key.depth;
-      e.verdict = s.published.verdict;
-      e.threshold_bytes = s.published.threshold_bytes;
-      e.confidence = s.published.confidence;
-      e.reason = s.published.reason;
-      e.measured_at_ns = s.measured_at_ns;
-      e.fingerprint = state.fingerprint;
-      e.estimated = estimated;
-      table.entries.push_back(std::move(e));
-    }
-  };
-  // Each path's result under a scope of its own: it says what it measured.
+namespace {
+
+// Adds the entries of `methods` under `scope` (address or interface from
+// `where`).
+void AddEntries(PublishedTable& table, const AgentState& state, const MethodStates& methods,
+                ScopeKind scope, bool estimated, const PublishedEntry& where = {}) {
+  for (const auto& [key, s] : methods) {
+    // Readers fall back to a scope's stream entry, and the writer refuses
+    // a class without one: a class whose stream result is not there (not
+    // usable for a host default or an aggregate) is left out with it.
+    if (key.depth != DepthClass::kStream && !methods.contains({key.method})) continue;
+    PublishedEntry e = where;
+    e.scope = scope;
+    e.method = key.method;
+    e.depth = key.depth;
+    e.verdict = s.published.verdict;
+    e.threshold_bytes = s.published.threshold_bytes;
+    e.confidence = s.published.confidence;
+    e.reason = s.published.reason;
+    e.measured_at_ns = s.measured_at_ns;
+    e.fingerprint = state.fingerprint;
+    e.estimated = estimated;
+    table.entries.push_back(std::move(e));
+  }
+}
+
+// Each path's result under a scope of its own: it says what it measured.
+void AddPathEntries(PublishedTable& table, const AgentState& state, const Config& config) {
   for (const PathConfig& path : config.paths) {
     const auto it = state.paths.find(path.name);
     if (it == state.paths.end()) continue;
     switch (path.type) {
       case probes::TargetKind::kLoopback:
-        add(it->second, ScopeKind::kLoopback, false);
+        AddEntries(table, state, it->second, ScopeKind::kLoopback, false);
         break;
       case probes::TargetKind::kDiscard:
-        add(it->second, ScopeKind::kDiscard, false);
+        AddEntries(table, state, it->second, ScopeKind::kDiscard, false);
         break;
       case probes::TargetKind::kPeer:
         break;  // not a configured path: peers are published below
     }
   }
-  // Each kept peer under its own host prefix, whatever it measured: a
-  // transport connected to that peer is told what its path measured. Two
-  // peers on one address (two sinks on different ports) share one prefix:
-  // the one measured last stays, with all of its classes.
+}
+
+// Each kept peer under its own host prefix, whatever it measured: a
+// transport connected to that peer is told what its path measured. Two
+// peers on one address (two sinks on different ports) share one prefix:
+// the one measured last stays, with all of its classes.
+void AddPeerEntries(PublishedTable& table, const AgentState& state) {
   struct Chosen {
     PublishedEntry where;
     std::uint64_t measured_at_ns = 0;
@@ -179,18 +186,25 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
     chosen.methods = &results->second;
   }
   for (const auto& [address, chosen] : by_address) {
-    add(*chosen.methods, ScopeKind::kPeer, false, chosen.where);
+    AddEntries(table, state, *chosen.methods, ScopeKind::kPeer, false, chosen.where);
   }
-  table.interfaces = AggregatePeers(state, config, now_ns, now_steady_ns);
+}
+
+// The peers' aggregates per interface, each under its interface's scope.
+void AddInterfaceEntries(PublishedTable& table, const AgentState& state) {
   for (const auto& [interface, methods] : table.interfaces) {
     MethodStates medians;
     for (const auto& [key, a] : methods) medians.emplace(key, a.state);
     PublishedEntry where;
     where.interface = interface;
-    add(medians, ScopeKind::kInterface, false, where);
+    AddEntries(table, state, medians, ScopeKind::kInterface, false, where);
   }
-  // The host default stands for the NIC of the default route, or the one
-  // the configuration names.
+}
+
+// The host default stands for the NIC of the default route, or the one the
+// configuration names.
+void AddHostDefault(PublishedTable& table, const AgentState& state, const Config& config,
+                    const HostDefaultNic& nic) {
   MethodStates through_nic;
   const std::string nic_name = !config.host_default.interface.empty()
                                    ? config.host_default.interface
@@ -201,9 +215,22 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
     for (const auto& [key, a] : it->second) through_nic.emplace(key, a.state);
   }
   HostDefaultChoice choice = ChooseHostDefault(state, config, nic, through_nic);
-  add(choice.methods, ScopeKind::kHostDefault, choice.estimated);
+  AddEntries(table, state, choice.methods, ScopeKind::kHostDefault, choice.estimated);
   table.host_default = choice.source;
   table.host_default_explanation = std::move(choice.explanation);
+}
+
+}  // namespace
+
+PublishedTable BuildEntries(const AgentState& state, const Config& config,
+                            const HostDefaultNic& nic, std::uint64_t now_ns,
+                            std::optional<std::int64_t> now_steady_ns) {
+  PublishedTable table;
+  AddPathEntries(table, state, config);
+  AddPeerEntries(table, state);
+  table.interfaces = AggregatePeers(state, config, now_ns, now_steady_ns);
+  AddInterfaceEntries(table, state);
+  AddHostDefault(table, state, config, nic);
   return table;
 }
 

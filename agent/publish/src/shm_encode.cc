@@ -37,23 +37,8 @@ static_assert(static_cast<int>(HostDefaultSource::kIommuUnknown) ==
               ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN);
 static_assert(static_cast<int>(HostDefaultSource::kDisabled) ==
               ZCAL_HOST_DEFAULT_NONE_DISABLED);
-static_assert(static_cast<int>(Method::kCopy) == ZCAL_METHOD_COPY);
-static_assert(static_cast<int>(Method::kMsgZerocopy) == ZCAL_METHOD_MSG_ZEROCOPY);
-static_assert(static_cast<int>(Method::kUringSend) == ZCAL_METHOD_URING_SEND);
-static_assert(static_cast<int>(Method::kUringSendZc) == ZCAL_METHOD_URING_SEND_ZC);
-static_assert(static_cast<int>(Method::kUringSendZcFixed) ==
-              ZCAL_METHOD_URING_SEND_ZC_FIXED);
-static_assert(static_cast<int>(Verdict::kThreshold) == ZCAL_VERDICT_THRESHOLD);
-static_assert(static_cast<int>(Verdict::kAlways) == ZCAL_VERDICT_ALWAYS);
-static_assert(static_cast<int>(Verdict::kNever) == ZCAL_VERDICT_NEVER);
-static_assert(static_cast<int>(Verdict::kInconclusive) == ZCAL_VERDICT_INCONCLUSIVE);
-static_assert(static_cast<int>(Reason::kNone) == ZCAL_REASON_NONE);
-static_assert(static_cast<int>(Reason::kSlower) == ZCAL_REASON_SLOWER);
-static_assert(static_cast<int>(Reason::kKernelCopied) == ZCAL_REASON_KERNEL_COPIED);
-static_assert(static_cast<int>(Reason::kUnsupported) == ZCAL_REASON_UNSUPPORTED);
-static_assert(static_cast<int>(Reason::kFailed) == ZCAL_REASON_FAILED);
-static_assert(static_cast<int>(Reason::kNoisy) == ZCAL_REASON_NOISY);
-static_assert(static_cast<int>(Reason::kNoBaseline) == ZCAL_REASON_NO_BASELINE);
+// Methods, verdicts and reasons: pinned to their codes where their names
+// are (calibrator/src/method.cc, decision.cc).
 static_assert(static_cast<int>(DepthClass::kStream) == ZCAL_DEPTH_STREAM);
 static_assert(static_cast<int>(DepthClass::k1) == ZCAL_DEPTH_1);
 static_assert(static_cast<int>(DepthClass::k4) == ZCAL_DEPTH_4);
@@ -61,62 +46,47 @@ static_assert(static_cast<int>(DepthClass::k16) == ZCAL_DEPTH_16);
 static_assert(std::size(kDepthClasses) == ZCAL_DEPTH_CLASSES);
 static_assert(sizeof(zcal_shm_entry) % 8 == 0 && sizeof(zcal_shm_header) % 8 == 0);
 
-// Encodes entry `index` of segment `name`.
-Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
-                              std::size_t index) {
-  // Built only on failure: publishing is on the agent's hot path in tests.
-  auto where = [&] { return "segment " + name + ": entry " + std::to_string(index); };
-  zcal_shm_entry out{};
-  out.scope = static_cast<std::uint8_t>(in.scope);
-  out.method = static_cast<std::uint8_t>(in.method);
-  out.verdict = static_cast<std::uint8_t>(in.verdict);
-  out.reason = static_cast<std::uint8_t>(in.reason);
-  out.depth_class = static_cast<std::uint16_t>(in.depth);
-  out.measured_at_ns = in.measured_at_ns;
-  out.fingerprint = in.fingerprint;
-  switch (in.scope) {
-    case ScopeKind::kPeer: {
-      unsigned max_prefix = 0;
-      if (inet_pton(AF_INET, in.address.c_str(), out.address) == 1) {
-        out.family = ZCAL_FAMILY_IPV4;
-        max_prefix = 32;
-      } else if (inet_pton(AF_INET6, in.address.c_str(), out.address) == 1) {
-        out.family = ZCAL_FAMILY_IPV6;
-        max_prefix = 128;
-      } else {
-        return Fail(Errc::kInvalidArgument,
-                    where() + ": peer address \"" + in.address +
-                        "\" is not a numeric IPv4 or IPv6 address");
-      }
-      if (in.prefix_len > max_prefix) {
-        return Fail(Errc::kInvalidArgument,
-                    where() + ": prefix length " + std::to_string(in.prefix_len) +
-                        " exceeds " + std::to_string(max_prefix) + " for " +
-                        in.address);
-      }
-      out.prefix_len = in.prefix_len;
-      // Host bits are cleared so that readers match on the network alone.
-      for (unsigned bit = in.prefix_len; bit < max_prefix; ++bit)
-        out.address[bit / 8] &= static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
-      break;
-    }
-    case ScopeKind::kInterface:
-      if (in.interface.empty() || in.interface.size() >= ZCAL_IFNAME_SIZE) {
-        return Fail(Errc::kInvalidArgument,
-                    where() + ": interface name \"" + in.interface +
-                        "\" must be 1 to 15 bytes");
-      }
-      std::memcpy(out.interface, in.interface.data(), in.interface.size());
-      break;
-    case ScopeKind::kHostDefault:
-    case ScopeKind::kLoopback:
-    case ScopeKind::kDiscard:
-      break;
+// Where an entry is, for a message; built only on failure: publishing is
+// on the agent's hot path in tests.
+std::string EntryWhere(const std::string& name, std::size_t index) {
+  return "segment " + name + ": entry " + std::to_string(index);
+}
+
+// A peer's prefix: family, the network's address (host bits cleared, so
+// that readers match on the network alone) and length.
+Result<void> EncodePeer(const PublishedEntry& in, const std::string& name, std::size_t index,
+                        zcal_shm_entry& out) {
+  unsigned max_prefix = 0;
+  if (inet_pton(AF_INET, in.address.c_str(), out.address) == 1) {
+    out.family = ZCAL_FAMILY_IPV4;
+    max_prefix = 32;
+  } else if (inet_pton(AF_INET6, in.address.c_str(), out.address) == 1) {
+    out.family = ZCAL_FAMILY_IPV6;
+    max_prefix = 128;
+  } else {
+    return Fail(Errc::kInvalidArgument,
+                EntryWhere(name, index) + ": peer address \"" + in.address +
+                    "\" is not a numeric IPv4 or IPv6 address");
   }
+  if (in.prefix_len > max_prefix) {
+    return Fail(Errc::kInvalidArgument,
+                EntryWhere(name, index) + ": prefix length " + std::to_string(in.prefix_len) +
+                    " exceeds " + std::to_string(max_prefix) + " for " + in.address);
+  }
+  out.prefix_len = in.prefix_len;
+  for (unsigned bit = in.prefix_len; bit < max_prefix; ++bit)
+    out.address[bit / 8] &= static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
+  return {};
+}
+
+// The value readers act on: the threshold (required by its verdict) and
+// the confidence in parts per million.
+Result<void> EncodeValue(const PublishedEntry& in, const std::string& name, std::size_t index,
+                         zcal_shm_entry& out) {
   if (in.estimated) out.entry_flags |= ZCAL_ENTRY_ESTIMATED;
   if (in.verdict == Verdict::kThreshold && !in.threshold_bytes) {
     return Fail(Errc::kInvalidArgument,
-                where() + ": verdict threshold without threshold_bytes");
+                EntryWhere(name, index) + ": verdict threshold without threshold_bytes");
   }
   if (in.threshold_bytes) {
     out.entry_flags |= ZCAL_ENTRY_HAS_THRESHOLD;
@@ -126,12 +96,43 @@ Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
   if (in.confidence) {
     const double c = *in.confidence;
     if (!(c >= 0.0 && c <= 1.0)) {
-      return Fail(Errc::kInvalidArgument,
-                  where() + ": confidence " + std::to_string(c) +
-                      " is outside [0,1]");
+      return Fail(Errc::kInvalidArgument, EntryWhere(name, index) + ": confidence " +
+                                              std::to_string(c) + " is outside [0,1]");
     }
     out.confidence_ppm = static_cast<std::uint32_t>(std::lround(c * 1e6));
   }
+  return {};
+}
+
+// Encodes entry `index` of segment `name`.
+Result<zcal_shm_entry> Encode(const PublishedEntry& in, const std::string& name,
+                              std::size_t index) {
+  zcal_shm_entry out{};
+  out.scope = static_cast<std::uint8_t>(in.scope);
+  out.method = static_cast<std::uint8_t>(in.method);
+  out.verdict = static_cast<std::uint8_t>(in.verdict);
+  out.reason = static_cast<std::uint8_t>(in.reason);
+  out.depth_class = static_cast<std::uint16_t>(in.depth);
+  out.measured_at_ns = in.measured_at_ns;
+  out.fingerprint = in.fingerprint;
+  switch (in.scope) {
+    case ScopeKind::kPeer:
+      if (auto ok = EncodePeer(in, name, index, out); !ok) return tl::unexpected(ok.error());
+      break;
+    case ScopeKind::kInterface:
+      if (in.interface.empty() || in.interface.size() >= ZCAL_IFNAME_SIZE) {
+        return Fail(Errc::kInvalidArgument,
+                    EntryWhere(name, index) + ": interface name \"" + in.interface +
+                        "\" must be 1 to 15 bytes");
+      }
+      std::memcpy(out.interface, in.interface.data(), in.interface.size());
+      break;
+    case ScopeKind::kHostDefault:
+    case ScopeKind::kLoopback:
+    case ScopeKind::kDiscard:
+      break;
+  }
+  if (auto ok = EncodeValue(in, name, index, out); !ok) return tl::unexpected(ok.error());
   return out;
 }
 

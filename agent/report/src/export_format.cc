@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 #include "zcal/common/clock.h"
 #include "zcal/common/units.h"
-#include "zcal/zcal.h"
 
 namespace zcal::agent {
+
+using calibrator::Method;
+using calibrator::MethodName;
+using calibrator::Verdict;
 
 namespace {
 
@@ -21,7 +25,7 @@ std::string Utc(std::uint64_t ns) {
   return common::FormatUtc(ns, "%Y-%m-%dT%H:%M:%SZ", "none");
 }
 
-const ExportedMethod* Find(const ExportValues& values, std::uint8_t method) {
+const ExportedMethod* Find(const ExportValues& values, Method method) {
   for (const ExportedMethod& m : values.methods)
     if (m.method == method) return &m;
   return nullptr;
@@ -54,12 +58,12 @@ std::string Quoted(std::string_view value) {
 // uint32 and refuses the whole call for a larger number; no flush reaches
 // 4 GiB, so such a threshold means what never means.
 nlohmann::json SpdkParams(std::string_view impl, const ExportedMethod& m) {
-  const bool on = m.verdict == ZCAL_VERDICT_ALWAYS ||
-                  (m.verdict == ZCAL_VERDICT_THRESHOLD && m.threshold_bytes <= UINT32_MAX);
+  const bool on = m.verdict == Verdict::kAlways ||
+                  (m.verdict == Verdict::kThreshold && m.threshold_bytes <= UINT32_MAX);
   nlohmann::json params = {{"impl_name", impl},
                            {"enable_zerocopy_send_server", on},
                            {"enable_zerocopy_send_client", on}};
-  if (on) params["zerocopy_threshold"] = m.verdict == ZCAL_VERDICT_ALWAYS ? 0 : m.threshold_bytes;
+  if (on) params["zerocopy_threshold"] = m.verdict == Verdict::kAlways ? 0 : m.threshold_bytes;
   return params;
 }
 
@@ -101,12 +105,12 @@ std::string StatusText(const ExportedMethod& m) {
 // The method a format writes, refused when it has no value: only env marks
 // a missing method (its consumer may not read it); the others are read
 // whole by a consumer that would take an absent value for its default.
-Result<const ExportedMethod*> Needed(const ExportValues& values, std::uint8_t method,
+Result<const ExportedMethod*> Needed(const ExportValues& values, Method method,
                                      ExportFormat format) {
   const ExportedMethod* m = Find(values, method);
   if (m == nullptr || m->missing())
     return Fail(m == nullptr ? Errc::kInvalidArgument : Errc::kNotFound,
-                "no usable value for " + std::string(zcal_method_name(method)) + ", which " +
+                "no usable value for " + std::string(MethodName(method)) + ", which " +
                     std::string(ExportFormatName(format)) + " reads");
   return m;
 }
@@ -117,7 +121,7 @@ Result<const ExportedMethod*> Needed(const ExportValues& values, std::uint8_t me
 // pay for.
 Result<std::vector<std::pair<std::string_view, const ExportedMethod*>>> SpdkModules(
     const ExportValues& values, ExportFormat format) {
-  auto m = Needed(values, ZCAL_METHOD_MSG_ZEROCOPY, format);
+  auto m = Needed(values, Method::kMsgZerocopy, format);
   if (!m) return tl::unexpected(m.error());
   return std::vector<std::pair<std::string_view, const ExportedMethod*>>{{"posix", *m},
                                                                           {"uring", *m}};
@@ -126,14 +130,14 @@ Result<std::vector<std::pair<std::string_view, const ExportedMethod*>>> SpdkModu
 }  // namespace
 
 Result<ExportFallback> ParseExportFallback(std::string_view text) {
-  if (text == "never") return ExportFallback{ZCAL_VERDICT_NEVER, 0};
-  if (text == "always") return ExportFallback{ZCAL_VERDICT_ALWAYS, 0};
+  if (text == "never") return ExportFallback{Verdict::kNever, 0};
+  if (text == "always") return ExportFallback{Verdict::kAlways, 0};
   Result<std::uint64_t> bytes = common::ParseSize(text);
   if (!bytes)
     return Fail(Errc::kInvalidArgument,
                 "--fallback \"" + std::string(text) +
                     "\" is not never, always or a size in bytes (16384, 16KiB)");
-  return ExportFallback{ZCAL_VERDICT_THRESHOLD, *bytes};
+  return ExportFallback{Verdict::kThreshold, *bytes};
 }
 
 bool ExportValues::any_fallback() const {
@@ -144,7 +148,7 @@ bool ExportValues::any_fallback() const {
 std::string ExportValues::MissingNames() const {
   std::string out;
   for (const ExportedMethod& m : methods)
-    if (m.missing()) out += (out.empty() ? "" : ",") + std::string(zcal_method_name(m.method));
+    if (m.missing()) out += (out.empty() ? "" : ",") + std::string(MethodName(m.method));
   return out;
 }
 
@@ -152,14 +156,14 @@ std::string ExportValues::DepthFallbackNames() const {
   std::string out;
   for (const ExportedMethod& m : methods)
     if (m.depth_fallback)
-      out += (out.empty() ? "" : ",") + std::string(zcal_method_name(m.method));
+      out += (out.empty() ? "" : ",") + std::string(MethodName(m.method));
   return out;
 }
 
 std::string ThresholdText(const ExportedMethod& m) {
   if (m.missing()) return "";
-  if (m.verdict == ZCAL_VERDICT_NEVER) return "never";
-  if (m.verdict == ZCAL_VERDICT_ALWAYS) return "always";
+  if (m.verdict == Verdict::kNever) return "never";
+  if (m.verdict == Verdict::kAlways) return "always";
   return std::to_string(m.threshold_bytes);
 }
 
@@ -167,12 +171,12 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
     ExportFormat format, const ExportValues& values) {
   std::vector<std::pair<std::string, std::string>> vars;
   if (format == ExportFormat::kLibfabric) {
-    auto needed = Needed(values, ZCAL_METHOD_MSG_ZEROCOPY, format);
+    auto needed = Needed(values, Method::kMsgZerocopy, format);
     if (!needed) return tl::unexpected(needed.error());
     const ExportedMethod* m = *needed;
     // libfabric's semantics: sizes >= the value go zerocopy, -1 is off.
-    const std::string size = m->verdict == ZCAL_VERDICT_NEVER    ? "-1"
-                             : m->verdict == ZCAL_VERDICT_ALWAYS ? "0"
+    const std::string size = m->verdict == Verdict::kNever    ? "-1"
+                             : m->verdict == Verdict::kAlways ? "0"
                                                                  : std::to_string(m->threshold_bytes);
     const std::string source = values.any_fallback() ? "fallback" : "segment";
     return std::vector<std::pair<std::string, std::string>>{
@@ -186,7 +190,7 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
     return Fail(Errc::kInvalidArgument, "format " + std::string(ExportFormatName(format)) +
                                             " sets no environment variables");
   for (const ExportedMethod& m : values.methods) {
-    const std::string prefix = "ZCAL_" + Upper(zcal_method_name(m.method));
+    const std::string prefix = "ZCAL_" + Upper(MethodName(m.method));
     vars.emplace_back(prefix + "_THRESHOLD", ThresholdText(m));
     vars.emplace_back(prefix + "_STATUS", StatusText(m));
     vars.emplace_back(prefix + "_REASON", m.why);
@@ -213,66 +217,85 @@ std::string EnvFileText(const std::vector<std::pair<std::string, std::string>>& 
   return out;
 }
 
+namespace {
+
+// SPDK's JSON config: one sock_impl_set_options per module.
+Result<std::string> SpdkConfigText(const ExportValues& values, ExportFormat format) {
+  auto modules = SpdkModules(values, format);
+  if (!modules) return tl::unexpected(modules.error());
+  nlohmann::json config = nlohmann::json::array();
+  for (const auto& [impl, m] : *modules)
+    config.push_back({{"method", "sock_impl_set_options"}, {"params", SpdkParams(impl, *m)}});
+  return nlohmann::json{{"subsystem", "sock"}, {"config", std::move(config)}}.dump(2) + "\n";
+}
+
+// One request a line, ids from 1: what a script pipes to the RPC socket.
+Result<std::string> SpdkRpcText(const ExportValues& values, ExportFormat format) {
+  auto modules = SpdkModules(values, format);
+  if (!modules) return tl::unexpected(modules.error());
+  std::string out;
+  int id = 1;
+  for (const auto& [impl, m] : *modules)
+    out += nlohmann::json{{"jsonrpc", "2.0"},
+                          {"method", "sock_impl_set_options"},
+                          {"id", id++},
+                          {"params", SpdkParams(impl, *m)}}
+               .dump() +
+           "\n";
+  return out;
+}
+
+nlohmann::json MethodJson(const ExportedMethod& m) {
+  return {{"verdict", calibrator::VerdictName(m.verdict)},
+          {"threshold_bytes", m.verdict == Verdict::kThreshold
+                                  ? nlohmann::json(m.threshold_bytes)
+                                  : nlohmann::json(nullptr)},
+          {"scope", m.scope},
+          {"estimated", m.estimated},
+          {"measured_at_ns",
+           m.fallback() ? nlohmann::json(nullptr) : nlohmann::json(m.measured_at_ns)},
+          {"depth",
+           m.fallback() ? nlohmann::json(nullptr) : nlohmann::json(DepthClassName(m.depth))},
+          {"depth_fallback", m.depth_fallback}};
+}
+
+// zcal show --json's document (or the segment's name without one) with the
+// export's values under "export".
+Result<std::string> JsonText(const ExportValues& values, ExportFormat format,
+                             const nlohmann::json& show) {
+  nlohmann::json doc = show.is_object() ? show : nlohmann::json{{"segment", values.segment}};
+  nlohmann::json methods = nlohmann::json::object();
+  for (const ExportedMethod& m : values.methods) {
+    if (auto needed = Needed(values, m.method, format); !needed)
+      return tl::unexpected(needed.error());
+    methods[std::string(MethodName(m.method))] = MethodJson(m);
+  }
+  doc["export"] = {{"key", values.key},
+                   {"depth", DepthClassName(values.depth)},
+                   {"depth_fallback", !values.DepthFallbackNames().empty()},
+                   {"stale", values.stale},
+                   {"source", values.any_fallback() ? "fallback" : "segment"},
+                   {"methods", std::move(methods)}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace
+
 Result<std::string> FormatExport(ExportFormat format, const ExportValues& values,
                                  const nlohmann::json& show) {
-  const std::string comment = Comment(format, values);
   switch (format) {
     case ExportFormat::kEnv:
     case ExportFormat::kLibfabric: {
       auto vars = ExportVariables(format, values);
       if (!vars) return tl::unexpected(vars.error());
-      return EnvFileText(*vars, comment);
+      return EnvFileText(*vars, Comment(format, values));
     }
-    case ExportFormat::kSpdk: {
-      auto modules = SpdkModules(values, format);
-      if (!modules) return tl::unexpected(modules.error());
-      nlohmann::json config = nlohmann::json::array();
-      for (const auto& [impl, m] : *modules)
-        config.push_back({{"method", "sock_impl_set_options"}, {"params", SpdkParams(impl, *m)}});
-      return nlohmann::json{{"subsystem", "sock"}, {"config", std::move(config)}}.dump(2) + "\n";
-    }
-    case ExportFormat::kSpdkRpc: {
-      auto modules = SpdkModules(values, format);
-      if (!modules) return tl::unexpected(modules.error());
-      // One request a line, ids from 1: what a script pipes to the RPC socket.
-      std::string out;
-      int id = 1;
-      for (const auto& [impl, m] : *modules)
-        out += nlohmann::json{{"jsonrpc", "2.0"},
-                              {"method", "sock_impl_set_options"},
-                              {"id", id++},
-                              {"params", SpdkParams(impl, *m)}}
-                   .dump() +
-               "\n";
-      return out;
-    }
-    case ExportFormat::kJson: {
-      nlohmann::json doc = show.is_object() ? show : nlohmann::json{{"segment", values.segment}};
-      nlohmann::json methods = nlohmann::json::object();
-      for (const ExportedMethod& m : values.methods) {
-        if (auto needed = Needed(values, m.method, format); !needed)
-          return tl::unexpected(needed.error());
-        methods[zcal_method_name(m.method)] = {
-            {"verdict", zcal_verdict_name(m.verdict)},
-            {"threshold_bytes", m.verdict == ZCAL_VERDICT_THRESHOLD
-                                    ? nlohmann::json(m.threshold_bytes)
-                                    : nlohmann::json(nullptr)},
-            {"scope", m.scope},
-            {"estimated", m.estimated},
-            {"measured_at_ns", m.fallback() ? nlohmann::json(nullptr)
-                                            : nlohmann::json(m.measured_at_ns)},
-            {"depth", m.fallback() ? nlohmann::json(nullptr)
-                                   : nlohmann::json(DepthClassName(m.depth))},
-            {"depth_fallback", m.depth_fallback}};
-      }
-      doc["export"] = {{"key", values.key},
-                       {"depth", DepthClassName(values.depth)},
-                       {"depth_fallback", !values.DepthFallbackNames().empty()},
-                       {"stale", values.stale},
-                       {"source", values.any_fallback() ? "fallback" : "segment"},
-                       {"methods", std::move(methods)}};
-      return doc.dump(2) + "\n";
-    }
+    case ExportFormat::kSpdk:
+      return SpdkConfigText(values, format);
+    case ExportFormat::kSpdkRpc:
+      return SpdkRpcText(values, format);
+    case ExportFormat::kJson:
+      return JsonText(values, format, show);
   }
   return Fail(Errc::kInvalidArgument, "unknown format");
 }

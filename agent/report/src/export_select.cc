@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "zcal/agent/report/segment_table.h"
-#include "zcal/common/clock.h"
 #include "zcal/zcal.h"
 
 namespace zcal::agent {
@@ -103,7 +103,7 @@ Result<ExportSelection> AllFallback(ExportSelection selection, const ExportFallb
                                     const ExportPlan& plan, std::string_view why) {
   for (calibrator::Method m : plan.methods) {
     ExportedMethod e;
-    e.method = static_cast<std::uint8_t>(m);
+    e.method = m;
     e.why = why;
     UseFallback(e, fallback);
     selection.values.methods.push_back(std::move(e));
@@ -130,11 +130,22 @@ std::string OpenError(int rc, const std::string& name) {
   }
 }
 
-}  // namespace
+// What every step of one selection needs: the key and its options, the
+// segment's name, the fallback, and where warnings go.
+struct Selecting {
+  const ExportKeyArgs& args;
+  const ExportPlan& plan;
+  std::ostream& warnings;
+  Key key;
+  std::string name;
+  std::optional<ExportFallback> fallback;
+  std::string depth_name;
+  std::string prefix;         ///< "zcal export: warning: "
+  std::string fallback_note;  ///< what a warning says when the fallback answers
+};
 
-Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan& plan,
-                                     std::string_view command, std::ostream& warnings,
-                                     std::uint64_t now_ns) {
+Result<Selecting> Prepare(const ExportKeyArgs& args, const ExportPlan& plan,
+                          std::string_view command, std::ostream& warnings) {
   std::optional<ExportFallback> fallback;
   if (!args.fallback.empty()) {
     auto parsed = ParseExportFallback(args.fallback);
@@ -143,141 +154,205 @@ Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan
   }
   auto key = MakeKey(args);
   if (!key) return tl::unexpected(key.error());
+  return Selecting{args,
+                   plan,
+                   warnings,
+                   std::move(*key),
+                   SegmentName(args.segment),
+                   fallback,
+                   std::string(DepthClassName(plan.depth)),
+                   std::string(command) + ": warning: ",
+                   fallback ? "printing the fallback " + args.fallback +
+                                  " (ZCAL_SOURCE=fallback)"
+                            : ""};
+}
 
-  ExportSelection selection;
-  const std::string name = SegmentName(args.segment);
-  selection.values.segment = name;
-  selection.values.key = key->text;
-  selection.values.depth = plan.depth;
-  selection.values.depth_asked = plan.depth_asked;
-  // zcal_lookup_depth takes a count of sends in flight; the class's own
-  // count falls in it, and stream's is ZCAL_DEPTH_STREAM_FROM.
-  const std::uint32_t depth = plan.depth == DepthClass::kStream
-                                  ? ZCAL_DEPTH_STREAM_FROM
-                                  : static_cast<std::uint32_t>(plan.depth);
-  const std::string depth_name(DepthClassName(plan.depth));
-  const std::string prefix = std::string(command) + ": warning: ";
-  const std::string fallback_note =
-      fallback ? "printing the fallback " + args.fallback + " (ZCAL_SOURCE=fallback)" : "";
+// No segment to read: the fallback for every method, or the error.
+Result<ExportSelection> WithoutSegment(const Selecting& s, int rc, ExportSelection selection) {
+  if (rc == -EINVAL) return Fail(Errc::kInvalidArgument, zcal_error_detail());
+  const std::string why = OpenError(rc, s.name);
+  if (!s.fallback) return Fail(rc == -ENOENT ? Errc::kNotFound : Errc::kFailed, why);
+  s.warnings << s.prefix << why << ": " << s.fallback_note << "\n";
+  return AllFallback(std::move(selection), *s.fallback, s.plan, "no_segment");
+}
 
-  zcal_handle* raw = nullptr;
-  const int rc = zcal_open(name.c_str(), &raw);
-  Handle handle(raw);
-  if (rc != 0) {
-    if (rc == -EINVAL) return Fail(Errc::kInvalidArgument, zcal_error_detail());
-    const std::string why = OpenError(rc, name);
-    if (!fallback) return Fail(rc == -ENOENT ? Errc::kNotFound : Errc::kFailed, why);
-    warnings << prefix << why << ": " << fallback_note << "\n";
-    return AllFallback(std::move(selection), *fallback, plan, "no_segment");
-  }
-
+Result<SegmentTable> ReadTable(zcal_handle* handle, const std::string& name) {
   SegmentTable table;
   table.name = name;
   zcal_info info{};
-  if (const int r = zcal_read_info(handle.get(), &info); r != 0)
+  if (const int r = zcal_read_info(handle, &info); r != 0)
     return Fail(Errc::kFailed, "cannot read segment " + name + ": " + std::strerror(-r));
   table.info = info;
   for (std::uint32_t i = 0; i < info.count; ++i) {
     zcal_shm_entry e{};
-    if (zcal_read_entry(handle.get(), i, &e) == 0) table.entries.push_back(e);
+    if (zcal_read_entry(handle, i, &e) == 0) table.entries.push_back(e);
   }
-  selection.show = ThresholdsJson(table, now_ns);
-  if (args.require_class && plan.depth != DepthClass::kStream &&
-      std::none_of(table.entries.begin(), table.entries.end(), [&](const zcal_shm_entry& e) {
-        return e.depth_class == static_cast<std::uint16_t>(plan.depth);
-      })) {
-    std::set<std::string> classes;
-    for (const zcal_shm_entry& e : table.entries) classes.insert(zcal_depth_name(e.depth_class));
-    std::string listed;
-    for (const std::string& c : classes) listed += (listed.empty() ? "" : ", ") + c;
-    return Fail(Errc::kNotFound,
-                "--depth " + plan.depth_asked + ": segment " + name + " has no entry of depth " +
-                    depth_name + " for any scope (its classes: " +
-                    (listed.empty() ? "none" : listed) +
-                    "); the agent publishes the classes of its depths: setting where they "
-                    "were measured; without --depth the stream entries answer");
-  }
-  selection.values.stale = (info.flags & ZCAL_FLAG_STALE) != 0;
-  if (selection.values.stale) {
-    const std::string why = "segment " + name +
-                            " is stale (an agent republished its saved results at start "
-                            "and has not confirmed them yet)";
-    if (args.fresh) {
-      if (!fallback) return Fail(Errc::kNotFound, why + "; --fresh asks for confirmed values only");
-      warnings << prefix << why << ", and --fresh refuses it: " << fallback_note << "\n";
-      selection.values.stale = false;
-      return AllFallback(std::move(selection), *fallback, plan, "stale");
-    }
-    warnings << prefix << why << ": using it (--fresh refuses a stale table)\n";
-  }
+  return table;
+}
 
-  std::vector<calibrator::Method> missing_required, missing_other, no_class;
-  for (calibrator::Method method : plan.methods) {
-    ExportedMethod e;
-    e.method = static_cast<std::uint8_t>(method);
-    zcal_result r{};
-    const int lr = zcal_lookup_depth(handle.get(), &key->key, e.method, depth, &r);
-    const bool refused_stream = lr == 0 && r.depth_fallback != 0 && args.strict_depth;
-    const bool usable = lr == 0 && !refused_stream &&
-                        (r.verdict == ZCAL_VERDICT_THRESHOLD ||
-                         r.verdict == ZCAL_VERDICT_ALWAYS || r.verdict == ZCAL_VERDICT_NEVER);
-    if (lr != 0 && lr != -ENODATA) return Fail(Errc::kFailed, OpenError(lr, name));
-    if (!usable) {
-      (Contains(plan.required, method) ? missing_required : missing_other).push_back(method);
-      if (refused_stream) no_class.push_back(method);
-      e.source = ExportSource::kMissing;
-      e.scope = "none";
-      e.why = lr == -ENODATA ? "no_entry"
-              : refused_stream ? "no_depth_entry"
-              : r.reason != ZCAL_REASON_NONE
-                  ? "inconclusive:" + std::string(zcal_reason_name(r.reason))
-                  : "inconclusive";
-      if (fallback) UseFallback(e, *fallback);
-      selection.values.methods.push_back(std::move(e));
-      continue;
-    }
-    e.verdict = r.verdict;
-    e.threshold_bytes = r.threshold_bytes;
-    e.scope = ScopeOf(r, *key, table);
-    e.estimated = r.estimated != 0;
-    e.measured_at_ns = r.measured_at_ns;
-    e.depth = static_cast<DepthClass>(r.depth_class);
-    e.depth_fallback = r.depth_fallback != 0;
-    selection.values.methods.push_back(std::move(e));
+// With require_class, a depth class the segment holds for no scope is a
+// mistake to say (the classes it holds listed), not a stream answer.
+Result<void> RequireClass(const Selecting& s, const SegmentTable& table) {
+  if (!s.args.require_class || s.plan.depth == DepthClass::kStream ||
+      std::any_of(table.entries.begin(), table.entries.end(), [&](const zcal_shm_entry& e) {
+        return e.depth_class == static_cast<std::uint16_t>(s.plan.depth);
+      })) {
+    return {};
   }
+  std::set<std::string> classes;
+  for (const zcal_shm_entry& e : table.entries) classes.insert(zcal_depth_name(e.depth_class));
+  std::string listed;
+  for (const std::string& c : classes) listed += (listed.empty() ? "" : ", ") + c;
+  return Fail(Errc::kNotFound,
+              "--depth " + s.plan.depth_asked + ": segment " + s.name +
+                  " has no entry of depth " + s.depth_name + " for any scope (its classes: " +
+                  (listed.empty() ? "none" : listed) +
+                  "); the agent publishes the classes of its depths: setting where they "
+                  "were measured; without --depth the stream entries answer");
+}
+
+// A stale table under --fresh: the fallback for every method, or the error.
+Result<ExportSelection> RefuseStale(const Selecting& s, const std::string& why,
+                                    ExportSelection selection) {
+  if (!s.fallback) return Fail(Errc::kNotFound, why + "; --fresh asks for confirmed values only");
+  s.warnings << s.prefix << why << ", and --fresh refuses it: " << s.fallback_note << "\n";
+  selection.values.stale = false;
+  return AllFallback(std::move(selection), *s.fallback, s.plan, "stale");
+}
+
+// The methods without a usable entry: required by the consumer or not, and
+// those whose scope has only a stream entry that strict_depth refused.
+struct Missing {
+  std::vector<calibrator::Method> required, other, no_class;
+};
+
+// One method's value: the entry the lookup answers with, or marked missing
+// (with the fallback when one is given) and noted in `missing`.
+Result<ExportedMethod> LookUp(const Selecting& s, zcal_handle* handle, const SegmentTable& table,
+                              calibrator::Method method, Missing& missing) {
+  // zcal_lookup_depth takes a count of sends in flight; the class's own
+  // count falls in it, and stream's is ZCAL_DEPTH_STREAM_FROM.
+  const std::uint32_t depth = s.plan.depth == DepthClass::kStream
+                                  ? ZCAL_DEPTH_STREAM_FROM
+                                  : static_cast<std::uint32_t>(s.plan.depth);
+  ExportedMethod e;
+  e.method = method;
+  // The segment's codes are the calibrator's (method.cc, decision.cc): here,
+  // where the segment is read, they become its enums.
+  zcal_result r{};
+  const int lr =
+      zcal_lookup_depth(handle, &s.key.key, static_cast<std::uint8_t>(method), depth, &r);
+  const bool refused_stream = lr == 0 && r.depth_fallback != 0 && s.args.strict_depth;
+  const bool usable = lr == 0 && !refused_stream &&
+                      (r.verdict == ZCAL_VERDICT_THRESHOLD || r.verdict == ZCAL_VERDICT_ALWAYS ||
+                       r.verdict == ZCAL_VERDICT_NEVER);
+  if (lr != 0 && lr != -ENODATA) return Fail(Errc::kFailed, OpenError(lr, s.name));
+  if (!usable) {
+    (Contains(s.plan.required, method) ? missing.required : missing.other).push_back(method);
+    if (refused_stream) missing.no_class.push_back(method);
+    e.source = ExportSource::kMissing;
+    e.scope = "none";
+    e.why = lr == -ENODATA ? "no_entry"
+            : refused_stream ? "no_depth_entry"
+            : r.reason != ZCAL_REASON_NONE
+                ? "inconclusive:" + std::string(calibrator::ReasonName(
+                                        static_cast<calibrator::Reason>(r.reason)))
+                : "inconclusive";
+    if (s.fallback) UseFallback(e, *s.fallback);
+    return e;
+  }
+  e.verdict = static_cast<calibrator::Verdict>(r.verdict);
+  e.threshold_bytes = r.threshold_bytes;
+  e.scope = ScopeOf(r, s.key, table);
+  e.estimated = r.estimated != 0;
+  e.measured_at_ns = r.measured_at_ns;
+  e.depth = static_cast<DepthClass>(r.depth_class);
+  e.depth_fallback = r.depth_fallback != 0;
+  return e;
+}
+
+// The sentence for methods without a usable entry.
+std::string NoEntry(const Selecting& s, const Missing& missing,
+                    const std::vector<calibrator::Method>& methods) {
+  const bool depth_only = std::all_of(methods.begin(), methods.end(), [&](calibrator::Method m) {
+    return Contains(missing.no_class, m);
+  });
+  if (depth_only)
+    return "--strict-depth: segment " + s.name + " has no depth " + s.depth_name + " entry for " +
+           s.key.text + " and " + MethodList(methods);
+  return "segment " + s.name + " has no usable entry (none, or inconclusive" +
+         (missing.no_class.empty() ? std::string() : ", or none of depth " + s.depth_name) +
+         ") for " + s.key.text + " and " + MethodList(methods);
+}
+
+// What the missing methods make of the selection: with a fallback, a
+// warning; a required one refuses the export; any other is a warning.
+Result<ExportSelection> Conclude(const Selecting& s, const Missing& missing,
+                                 ExportSelection selection) {
   if (const std::string fell = selection.values.DepthFallbackNames(); !fell.empty())
-    warnings << prefix << "segment " << name << " has no depth " << depth_name << " entry for "
-             << key->text << " and " << fell << ": the stream entry answers (ZCAL_DEPTH_FALLBACK="
-             << fell << "; --strict-depth refuses it)\n";
-  const auto no_entry = [&](const std::vector<calibrator::Method>& methods) {
-    const bool depth_only = std::all_of(methods.begin(), methods.end(), [&](calibrator::Method m) {
-      return Contains(no_class, m);
-    });
-    if (depth_only)
-      return "--strict-depth: segment " + name + " has no depth " + depth_name + " entry for " +
-             key->text + " and " + MethodList(methods);
-    return "segment " + name + " has no usable entry (none, or inconclusive" +
-           (no_class.empty() ? std::string() : ", or none of depth " + depth_name) + ") for " +
-           key->text + " and " + MethodList(methods);
-  };
-  if (fallback) {
-    std::vector<calibrator::Method> all = missing_required;
-    all.insert(all.end(), missing_other.begin(), missing_other.end());
+    s.warnings << s.prefix << "segment " << s.name << " has no depth " << s.depth_name
+               << " entry for " << s.key.text << " and " << fell
+               << ": the stream entry answers (ZCAL_DEPTH_FALLBACK=" << fell
+               << "; --strict-depth refuses it)\n";
+  if (s.fallback) {
+    std::vector<calibrator::Method> all = missing.required;
+    all.insert(all.end(), missing.other.begin(), missing.other.end());
     std::sort(all.begin(), all.end());
-    if (!all.empty()) warnings << prefix << no_entry(all) << ": " << fallback_note << "\n";
+    if (!all.empty())
+      s.warnings << s.prefix << NoEntry(s, missing, all) << ": " << s.fallback_note << "\n";
     return selection;
   }
-  if (!missing_required.empty())
-    return Fail(Errc::kNotFound, no_entry(missing_required) +
+  if (!missing.required.empty())
+    return Fail(Errc::kNotFound, NoEntry(s, missing, missing.required) +
                                      ", which the consumer reads; --fallback VALUE gives it a "
                                      "value of yours instead" +
-                                     (no_class.empty() ? ""
-                                                       : ", and without --strict-depth the "
-                                                         "stream entry answers"));
-  if (!missing_other.empty())
-    warnings << prefix << no_entry(missing_other) << ": marked missing (ZCAL_MISSING="
-             << selection.values.MissingNames() << ")\n";
+                                     (missing.no_class.empty()
+                                          ? ""
+                                          : ", and without --strict-depth the "
+                                            "stream entry answers"));
+  if (!missing.other.empty())
+    s.warnings << s.prefix << NoEntry(s, missing, missing.other)
+               << ": marked missing (ZCAL_MISSING=" << selection.values.MissingNames() << ")\n";
   return selection;
+}
+
+}  // namespace
+
+Result<ExportSelection> SelectExport(const ExportKeyArgs& args, const ExportPlan& plan,
+                                     std::string_view command, std::ostream& warnings,
+                                     std::uint64_t now_ns) {
+  auto prepared = Prepare(args, plan, command, warnings);
+  if (!prepared) return tl::unexpected(prepared.error());
+  const Selecting& s = *prepared;
+  ExportSelection selection;
+  selection.values.segment = s.name;
+  selection.values.key = s.key.text;
+  selection.values.depth = plan.depth;
+  selection.values.depth_asked = plan.depth_asked;
+
+  zcal_handle* raw = nullptr;
+  const int rc = zcal_open(s.name.c_str(), &raw);
+  Handle handle(raw);
+  if (rc != 0) return WithoutSegment(s, rc, std::move(selection));
+  auto table = ReadTable(handle.get(), s.name);
+  if (!table) return tl::unexpected(table.error());
+  selection.show = ThresholdsJson(*table, now_ns);
+  if (auto ok = RequireClass(s, *table); !ok) return tl::unexpected(ok.error());
+  selection.values.stale = (table->info->flags & ZCAL_FLAG_STALE) != 0;
+  if (selection.values.stale) {
+    const std::string why = "segment " + s.name +
+                            " is stale (an agent republished its saved results at start "
+                            "and has not confirmed them yet)";
+    if (args.fresh) return RefuseStale(s, why, std::move(selection));
+    warnings << s.prefix << why << ": using it (--fresh refuses a stale table)\n";
+  }
+  Missing missing;
+  for (calibrator::Method method : plan.methods) {
+    auto e = LookUp(s, handle.get(), *table, method, missing);
+    if (!e) return tl::unexpected(e.error());
+    selection.values.methods.push_back(std::move(*e));
+  }
+  return Conclude(s, missing, std::move(selection));
 }
 
 }  // namespace zcal::agent

@@ -188,82 +188,94 @@ void Scheduler::OnReloaded(const ReloadedEvent& e, SteadyTime now,
   }
 }
 
+bool Scheduler::Stopping() const {
+  return phase_ == Phase::kStopping || phase_ == Phase::kStopped;
+}
+
+void Scheduler::OnStarted(const StartedEvent& e, SteadyTime now, Decision& d) {
+  if (phase_ != Phase::kIdle || armed_) return;
+  if (options_.at_startup) {
+    TryStart(CalibrationTrigger::kStartup, now, d);
+  } else if (e.host_changed) {
+    TryStart(CalibrationTrigger::kFingerprint, now, d);
+  } else {
+    ArmRegular(d);
+  }
+}
+
+void Scheduler::OnTimerFired(const TimerFiredEvent& e, SteadyTime now, Decision& d) {
+  if (Stopping()) {
+    d.note = Note::kIgnoredWhileStopping;
+  } else if (!armed_ || armed_->id != e.timer || phase_ != Phase::kIdle) {
+    d.note = Note::kStaleTimer;
+  } else {
+    const CalibrationTrigger trigger = armed_->trigger;
+    armed_.reset();
+    TryStart(trigger, now, d);
+  }
+}
+
+void Scheduler::OnCalibrateNow(SteadyTime now, Decision& d) {
+  d.about = CalibrationTrigger::kSignal;
+  if (Stopping()) {
+    d.note = Note::kIgnoredWhileStopping;
+  } else if (phase_ == Phase::kCalibrating) {
+    d.note = Note::kIgnoredWhileCalibrating;
+  } else {
+    TryStart(CalibrationTrigger::kSignal, now, d);
+  }
+}
+
+void Scheduler::OnFingerprintChanged(SteadyTime now, Decision& d) {
+  d.about = CalibrationTrigger::kFingerprint;
+  if (Stopping()) {
+    d.note = Note::kIgnoredWhileStopping;
+  } else if (phase_ == Phase::kCalibrating) {
+    rerun_ = true;
+    d.note = Note::kRerunQueued;
+  } else {
+    TryStart(CalibrationTrigger::kFingerprint, now, d);
+  }
+}
+
+void Scheduler::OnStopRequested(Decision& d) {
+  if (Stopping()) {
+    d.note = Note::kAlreadyStopping;
+    return;
+  }
+  d.disarm = armed_.has_value();
+  armed_.reset();
+  rerun_ = false;
+  if (phase_ == Phase::kCalibrating) {
+    phase_ = Phase::kStopping;
+    d.cancel_calibration = true;
+    d.stop_guard = kStopGuard;
+  } else {
+    phase_ = Phase::kStopped;
+    d.finish_stop = true;
+  }
+}
+
+void Scheduler::OnStopGuardExpired(Decision& d) {
+  if (phase_ != Phase::kStopping) return;
+  phase_ = Phase::kStopped;
+  d.finish_stop = true;
+  d.note = Note::kStopGuardExpired;
+}
+
 Decision Scheduler::On(const SchedulerEvent& event, SteadyTime now) {
   Decision d;
-  const bool stopping =
-      phase_ == Phase::kStopping || phase_ == Phase::kStopped;
   std::visit(
       Overloaded{
-          [&](const StartedEvent& e) {
-            if (phase_ != Phase::kIdle || armed_) return;
-            if (options_.at_startup) {
-              TryStart(CalibrationTrigger::kStartup, now, d);
-            } else if (e.host_changed) {
-              TryStart(CalibrationTrigger::kFingerprint, now, d);
-            } else {
-              ArmRegular(d);
-            }
-          },
-          [&](const TimerFiredEvent& e) {
-            if (stopping) {
-              d.note = Note::kIgnoredWhileStopping;
-            } else if (!armed_ || armed_->id != e.timer ||
-                       phase_ != Phase::kIdle) {
-              d.note = Note::kStaleTimer;
-            } else {
-              const CalibrationTrigger trigger = armed_->trigger;
-              armed_.reset();
-              TryStart(trigger, now, d);
-            }
-          },
-          [&](const CalibrateNowEvent&) {
-            d.about = CalibrationTrigger::kSignal;
-            if (stopping) {
-              d.note = Note::kIgnoredWhileStopping;
-            } else if (phase_ == Phase::kCalibrating) {
-              d.note = Note::kIgnoredWhileCalibrating;
-            } else {
-              TryStart(CalibrationTrigger::kSignal, now, d);
-            }
-          },
-          [&](const FingerprintChangedEvent&) {
-            d.about = CalibrationTrigger::kFingerprint;
-            if (stopping) {
-              d.note = Note::kIgnoredWhileStopping;
-            } else if (phase_ == Phase::kCalibrating) {
-              rerun_ = true;
-              d.note = Note::kRerunQueued;
-            } else {
-              TryStart(CalibrationTrigger::kFingerprint, now, d);
-            }
-          },
+          [&](const StartedEvent& e) { OnStarted(e, now, d); },
+          [&](const TimerFiredEvent& e) { OnTimerFired(e, now, d); },
+          [&](const CalibrateNowEvent&) { OnCalibrateNow(now, d); },
+          [&](const FingerprintChangedEvent&) { OnFingerprintChanged(now, d); },
           [&](const CalibrationFinishedEvent& e) { OnFinished(e, now, d); },
-          [&](const StopRequestedEvent&) {
-            if (stopping) {
-              d.note = Note::kAlreadyStopping;
-              return;
-            }
-            d.disarm = armed_.has_value();
-            armed_.reset();
-            rerun_ = false;
-            if (phase_ == Phase::kCalibrating) {
-              phase_ = Phase::kStopping;
-              d.cancel_calibration = true;
-              d.stop_guard = kStopGuard;
-            } else {
-              phase_ = Phase::kStopped;
-              d.finish_stop = true;
-            }
-          },
-          [&](const StopGuardExpiredEvent&) {
-            if (phase_ != Phase::kStopping) return;
-            phase_ = Phase::kStopped;
-            d.finish_stop = true;
-            d.note = Note::kStopGuardExpired;
-          },
+          [&](const StopRequestedEvent&) { OnStopRequested(d); },
+          [&](const StopGuardExpiredEvent&) { OnStopGuardExpired(d); },
           [&](const ReloadedEvent& e) {
-            if (stopping) return;
-            OnReloaded(e, now, d);
+            if (!Stopping()) OnReloaded(e, now, d);
           },
       },
       event);

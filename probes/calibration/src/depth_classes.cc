@@ -61,72 +61,107 @@ Known KnownOf(const calibrator::MethodResult& result, std::uint32_t depth) {
   return k;
 }
 
+namespace {
+
+// What the classes decided so far say of one method at one depth: the
+// nearest shallower and deeper classes that know it, or an answer that
+// holds at every depth.
+struct Neighbours {
+  bool seen = false;  ///< some class knows the method
+  const Known* everywhere = nullptr;
+  const Known* shallower = nullptr;
+  const Known* deeper = nullptr;
+  std::uint32_t shallower_depth = 0, deeper_depth = 0;
+};
+
+Neighbours NeighboursOf(calibrator::Method method, std::uint32_t depth,
+                        const KnownClasses& known) {
+  Neighbours n;
+  for (const auto& [d, methods] : known) {
+    const auto it = methods.find(method);
+    if (it == methods.end()) continue;
+    n.seen = true;
+    const Known& k = it->second;
+    if (HoldsAtEveryDepth(k)) {
+      n.everywhere = &k;
+      return n;
+    }
+    if (Rank(d) < Rank(depth) && (!n.shallower || Rank(d) > Rank(n.shallower_depth))) {
+      n.shallower = &k;
+      n.shallower_depth = d;
+    }
+    if (Rank(d) > Rank(depth) && (!n.deeper || Rank(d) < Rank(n.deeper_depth))) {
+      n.deeper = &k;
+      n.deeper_depth = d;
+    }
+  }
+  return n;
+}
+
+// Whether the neighbours already give this class's answer (then `place`
+// says why and what it is).
+bool AnsweredByNeighbours(const Neighbours& n, Placement& place) {
+  if (n.everywhere) {
+    place.skip = "it was " + Said(*n.everywhere) + " at depth " +
+                 calibrator::DepthName(n.everywhere->decided_at);
+    place.inferred = *n.everywhere;
+    return true;
+  }
+  if (!n.seen) {
+    place.skip = "it was not measured at the classes before";
+    return true;
+  }
+  if (n.deeper && n.deeper->verdict == Verdict::kNever) {
+    place.skip = "depth " + calibrator::DepthName(n.deeper_depth) + " is " + Said(*n.deeper) +
+                 ", and a shallower class pays more per send";
+    place.inferred = *n.deeper;
+    return true;
+  }
+  if (n.shallower && n.shallower->verdict == Verdict::kAlways) {
+    place.skip = "depth " + calibrator::DepthName(n.shallower_depth) +
+                 " is always, and a deeper class pays less per send";
+    place.inferred = *n.shallower;
+    return true;
+  }
+  return false;
+}
+
+// Between the neighbours' thresholds: below the deeper one's, zerocopy
+// loses here too; from the shallower one's on, it wins here too. The
+// range's ends stay, so that `always` and `never` rest on this class's own
+// probes. Empty: the whole grid.
+std::vector<std::uint64_t> SizesBetween(const Neighbours& n,
+                                        const std::vector<std::uint64_t>& grid) {
+  std::uint64_t low = grid.front();
+  std::uint64_t high = grid.back();
+  if (n.deeper && n.deeper->verdict == Verdict::kThreshold && n.deeper->threshold_bytes) {
+    for (std::uint64_t g : grid) {
+      if (g < *n.deeper->threshold_bytes) low = g;
+    }
+  }
+  if (n.shallower && n.shallower->threshold_bytes &&
+      (n.shallower->verdict == Verdict::kThreshold)) {
+    for (auto g = grid.rbegin(); g != grid.rend(); ++g) {
+      if (*g >= *n.shallower->threshold_bytes) high = *g;
+    }
+  }
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t g : grid) {
+    if (g == grid.front() || g == grid.back() || (g >= low && g <= high)) sizes.push_back(g);
+  }
+  if (sizes.size() == grid.size()) sizes.clear();
+  return sizes;
+}
+
+}  // namespace
+
 Placement Place(calibrator::Method method, std::uint32_t depth, const KnownClasses& known,
                 const std::vector<std::uint64_t>& grid) {
   Placement place;
   if (known.empty() || grid.empty()) return place;
-  const Known* shallower = nullptr;
-  const Known* deeper = nullptr;
-  std::uint32_t shallower_depth = 0, deeper_depth = 0;
-  bool seen = false;
-  for (const auto& [d, methods] : known) {
-    const auto it = methods.find(method);
-    if (it == methods.end()) continue;
-    seen = true;
-    const Known& k = it->second;
-    if (HoldsAtEveryDepth(k)) {
-      place.skip = "it was " + Said(k) + " at depth " + calibrator::DepthName(k.decided_at);
-      place.inferred = k;
-      return place;
-    }
-    if (Rank(d) < Rank(depth) && (!shallower || Rank(d) > Rank(shallower_depth))) {
-      shallower = &k;
-      shallower_depth = d;
-    }
-    if (Rank(d) > Rank(depth) && (!deeper || Rank(d) < Rank(deeper_depth))) {
-      deeper = &k;
-      deeper_depth = d;
-    }
-  }
-  if (!seen) {
-    place.skip = "it was not measured at the classes before";
-    return place;
-  }
-  if (deeper && deeper->verdict == Verdict::kNever) {
-    place.skip = "depth " + calibrator::DepthName(deeper_depth) + " is " + Said(*deeper) +
-                 ", and a shallower class pays more per send";
-    place.inferred = *deeper;
-    return place;
-  }
-  if (shallower && shallower->verdict == Verdict::kAlways) {
-    place.skip = "depth " + calibrator::DepthName(shallower_depth) +
-                 " is always, and a deeper class pays less per send";
-    place.inferred = *shallower;
-    return place;
-  }
-  // Between the neighbours' thresholds: below the deeper one's, zerocopy
-  // loses here too; from the shallower one's on, it wins here too. The
-  // range's ends stay, so that `always` and `never` rest on this class's
-  // own probes.
-  std::uint64_t low = grid.front();
-  std::uint64_t high = grid.back();
-  if (deeper && deeper->verdict == Verdict::kThreshold && deeper->threshold_bytes) {
-    for (std::uint64_t g : grid) {
-      if (g < *deeper->threshold_bytes) low = g;
-    }
-  }
-  if (shallower && shallower->threshold_bytes &&
-      (shallower->verdict == Verdict::kThreshold)) {
-    for (auto g = grid.rbegin(); g != grid.rend(); ++g) {
-      if (*g >= *shallower->threshold_bytes) high = *g;
-    }
-  }
-  for (std::uint64_t g : grid) {
-    if (g == grid.front() || g == grid.back() || (g >= low && g <= high)) {
-      place.sizes.push_back(g);
-    }
-  }
-  if (place.sizes.size() == grid.size()) place.sizes.clear();
+  const Neighbours n = NeighboursOf(method, depth, known);
+  if (AnsweredByNeighbours(n, place)) return place;
+  place.sizes = SizesBetween(n, grid);
   return place;
 }
 

@@ -32,7 +32,6 @@ class MsgZerocopySender final : public Sender {
       : fd_(fd), pool_(pool), depth_(depth), pending_(pool.count(), 0) {}
 
   SendResult Run(const StopCondition& stop) override {
-    const std::uint64_t size = pool_.buffer_bytes();
     std::uint32_t slot = 0;
     std::uint64_t offset = 0;
     auto stalled_since = Clock::time_point::max();
@@ -41,67 +40,26 @@ class MsgZerocopySender final : public Sender {
         // At depth D the connection has D sends in flight at most (the rest
         // of a message TCP took in part is a send of its own): block for a
         // completion as an application at that depth would.
-        if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
-        if (outstanding_ >= depth_) {
-          if (auto waited = WaitForCompletions(); !waited) {
-            return tl::unexpected(waited.error());
-          }
-        }
+        auto freed = ReapThenWait([&] { return outstanding_ >= depth_; });
+        if (!freed) return tl::unexpected(freed.error());
         continue;
       }
       if (offset == 0 && pending_[slot] != 0) {
         // Reuse a buffer only after the kernel released it.
-        if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
-        if (pending_[slot] != 0) {
-          if (auto waited = WaitForCompletions(); !waited) {
-            return tl::unexpected(waited.error());
-          }
-        }
+        auto freed = ReapThenWait([&] { return pending_[slot] != 0; });
+        if (!freed) return tl::unexpected(freed.error());
         continue;
       }
-      const ssize_t n = ::send(fd_, pool_.buffer(slot) + offset, size - offset,
+      const ssize_t n = ::send(fd_, pool_.buffer(slot) + offset, pool_.buffer_bytes() - offset,
                                MSG_ZEROCOPY | MSG_NOSIGNAL);
       if (n > 0) {
-        ++pending_[slot];
-        ++outstanding_;
-        counters_.max_in_flight = std::max<std::uint64_t>(counters_.max_in_flight, outstanding_);
-        slot_of_id_.push_back(static_cast<int>(slot));
-        counters_.bytes += static_cast<std::uint64_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-        if (offset == size) {
-          offset = 0;
-          slot = (slot + 1) % pool_.count();
-        }
+        Sent(static_cast<std::uint64_t>(n), slot, offset);
         stalled_since = Clock::time_point::max();
         continue;
       }
-      const int err = n < 0 ? errno : EIO;
-      if (err == EINTR) continue;
-      if (err == ENOBUFS) {
-        // The socket's option memory (net.core.optmem_max) holds the
-        // pending completions: reap some, then retry.
-        ++counters_.enobufs;
-        if (auto backed_off = BackOffForOptionMemory(); !backed_off) {
-          return tl::unexpected(backed_off.error());
-        }
-        continue;
+      if (auto retry = AfterFailedSend(n < 0 ? errno : EIO, stalled_since); !retry) {
+        return tl::unexpected(retry.error());
       }
-      if (err == EAGAIN || err == EWOULDBLOCK) {
-        const auto now = Clock::now();
-        if (stalled_since == Clock::time_point::max()) {
-          stalled_since = now;
-        } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
-          return FailPeer(PeerFailure::kTimeout, Errc::kFailed,
-                      "msg_zerocopy: the socket accepted no data for over " +
-                          std::to_string((kDrainTimeout + kWaitSlice).count()) +
-                          " ms; is the sink still reading (TCP), or the send "
-                          "buffer draining (UDP)?");
-        }
-        if (auto reaped = Reap(); !reaped) return tl::unexpected(reaped.error());
-        continue;
-      }
-      return FailPeer(SendFailureOf(err), Errc::kFailed,
-                      "msg_zerocopy: send(MSG_ZEROCOPY) failed with " + common::ErrnoText(err));
     }
     if (auto drained = Drain(); !drained) return tl::unexpected(drained.error());
     if (stop.Cancelled()) return FailPeer(PeerFailure::kLocalError, Errc::kFailed, "cancelled");
@@ -109,6 +67,60 @@ class MsgZerocopySender final : public Sender {
   }
 
  private:
+  // Reaps the completions queued; where `still_blocked()` after that,
+  // waits for more (one wait slice).
+  template <typename Blocked>
+  PeerResult<void> ReapThenWait(const Blocked& still_blocked) {
+    if (auto reaped = Reap(); !reaped) return reaped;
+    if (still_blocked()) return WaitForCompletions();
+    return {};
+  }
+
+  // Counts `n` bytes the kernel took from buffer `slot` at `offset` as one
+  // send (one completion id), and moves to the next buffer once this one
+  // went out whole.
+  void Sent(std::uint64_t n, std::uint32_t& slot, std::uint64_t& offset) {
+    ++pending_[slot];
+    ++outstanding_;
+    counters_.max_in_flight = std::max<std::uint64_t>(counters_.max_in_flight, outstanding_);
+    slot_of_id_.push_back(static_cast<int>(slot));
+    counters_.bytes += n;
+    offset += n;
+    if (offset == pool_.buffer_bytes()) {
+      offset = 0;
+      slot = (slot + 1) % pool_.count();
+    }
+  }
+
+  // A send that took nothing (`err`): retried after an interrupt, a
+  // back-off for option memory, or reaping while the socket is full; an
+  // error when the socket stays full past the drain timeout
+  // (`stalled_since` tracks since when) or for any other errno.
+  PeerResult<void> AfterFailedSend(int err, Clock::time_point& stalled_since) {
+    if (err == EINTR) return {};
+    if (err == ENOBUFS) {
+      // The socket's option memory (net.core.optmem_max) holds the
+      // pending completions: reap some, then retry.
+      ++counters_.enobufs;
+      return BackOffForOptionMemory();
+    }
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      const auto now = Clock::now();
+      if (stalled_since == Clock::time_point::max()) {
+        stalled_since = now;
+      } else if (now - stalled_since > kDrainTimeout + kWaitSlice) {
+        return FailPeer(PeerFailure::kTimeout, Errc::kFailed,
+                        "msg_zerocopy: the socket accepted no data for over " +
+                            std::to_string((kDrainTimeout + kWaitSlice).count()) +
+                            " ms; is the sink still reading (TCP), or the send "
+                            "buffer draining (UDP)?");
+      }
+      return Reap();
+    }
+    return FailPeer(SendFailureOf(err), Errc::kFailed,
+                    "msg_zerocopy: send(MSG_ZEROCOPY) failed with " + common::ErrnoText(err));
+  }
+
   std::size_t Outstanding() const { return slot_of_id_.size(); }
 
   // Reads every notification queued on the error queue, without blocking.

@@ -165,6 +165,14 @@ class SweepPlanner {
   /// Whether `method` needs more probes, and if so where: adds at most
   /// `allowance` probes to `planned` as (method, size) -> count.
   using Planned = std::map<std::pair<Method, std::uint64_t>, std::uint32_t>;
+  /// The samples analysed as the planner needs them (fewer replicates, no
+  /// settling on the winning tail).
+  Analysis AnalyzeForPlanning() const;
+  /// One method's refinement this round: true with its probes in `mine`,
+  /// or false where it needs none (settled, or ended with a stop).
+  bool RefineMethod(Method method, const MethodResult& result, Planned& mine);
+  /// Ends a method's refinement for good, with the stop `reason` and `why`.
+  void End(Method method, StopReason reason, std::string why);
   class PlanBudget;
   // Plans the next probes of one method within `allowance` probes; marks
   // the method settled when it needs no more. The steps return whether it
@@ -183,6 +191,11 @@ class SweepPlanner {
     std::optional<double> excess;       ///< regret_excess
     std::optional<double> half_width;   ///< of the model's interval, relative
   };
+  Progress ProgressOf(const MethodResult& result) const;
+  /// The latest round at which the method had at most 1/kProgressSpan of
+  /// the samples it has in the last round of `history`, if any: the
+  /// measured rate is taken over what the probes since then did.
+  static std::optional<std::size_t> RateReference(const std::vector<Progress>& history);
   std::optional<PlannerStop> NoiseLimited(const MethodResult& result, std::size_t left);
   /// The noise stop's sentence, with this round's figures: `span` samples
   /// since the round the rate was measured from, `narrowed` the share by

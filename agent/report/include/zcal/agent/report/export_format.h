@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/agent/domain/export_formats.h"
+#include "zcal/calibrator/method.h"
+#include "zcal/calibrator/method_result.h"
 #include "zcal/common/result.h"
 
 namespace zcal::agent {
@@ -22,7 +24,7 @@ namespace zcal::agent {
 /// The value the command prints for a method without a usable entry, when
 /// asked to (--fallback): never, always, or a byte count.
 struct ExportFallback {
-  std::uint8_t verdict = 0;  ///< ZCAL_VERDICT_THRESHOLD, _ALWAYS or _NEVER
+  calibrator::Verdict verdict = calibrator::Verdict::kThreshold;  ///< threshold, always or never
   std::uint64_t threshold_bytes = 0;
 };
 /// "never", "always", or a size ("16384", "16KiB"); kInvalidArgument naming
@@ -39,8 +41,9 @@ enum class ExportSource {
 
 /// One method's exported decision.
 struct ExportedMethod {
-  std::uint8_t method = 0;   ///< ZCAL_METHOD_*
-  std::uint8_t verdict = 0;  ///< ZCAL_VERDICT_THRESHOLD, _ALWAYS or _NEVER; not for kMissing
+  calibrator::Method method = calibrator::Method::kCopy;
+  /// threshold, always or never; not for kMissing
+  calibrator::Verdict verdict = calibrator::Verdict::kThreshold;
   std::uint64_t threshold_bytes = 0;  ///< with THRESHOLD
   /// Where it came from: "host_default", "loopback", "peer:10.1.0.0/16",
   /// "interface:eth0"; "fallback" for kFallback, "none" for kMissing.
@@ -49,7 +52,7 @@ struct ExportedMethod {
   /// Why there is no value from the segment (kFallback, kMissing), as a
   /// token a script can compare: "no_segment", "stale" (refused by
   /// --fresh), "no_entry", "inconclusive" or "inconclusive:REASON"
-  /// (REASON as zcal_reason_name: "noisy", ...), "no_depth_entry" (the
+  /// (REASON as calibrator::ReasonName: "noisy", ...), "no_depth_entry" (the
   /// scope has no entry of the asked class, and --strict-depth refuses
   /// its stream entry). "" for kSegment.
   std::string why;

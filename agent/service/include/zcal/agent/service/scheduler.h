@@ -217,6 +217,15 @@ class Scheduler {
   void Arm(milliseconds delay, CalibrationTrigger trigger, TimerReason reason,
            Decision& d);
   void ArmRegular(Decision& d);
+  /// A stop was requested (stopping, or stopped).
+  bool Stopping() const;
+  // One step per event: what it changes, noted in `d`.
+  void OnStarted(const StartedEvent& e, SteadyTime now, Decision& d);
+  void OnTimerFired(const TimerFiredEvent& e, SteadyTime now, Decision& d);
+  void OnCalibrateNow(SteadyTime now, Decision& d);
+  void OnFingerprintChanged(SteadyTime now, Decision& d);
+  void OnStopRequested(Decision& d);
+  void OnStopGuardExpired(Decision& d);
   void OnFinished(const CalibrationFinishedEvent& e, SteadyTime now,
                   Decision& d);
   void OnReloaded(const ReloadedEvent& e, SteadyTime now, Decision& d);
