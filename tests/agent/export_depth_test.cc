@@ -23,15 +23,11 @@ namespace zcal::agent {
 namespace {
 
 using calibrator::Method;
+using test::AtDepth;
 using test::Entry;
 using test::MakeWriter;
 using test::PeerEntry;
 using test::ScopedName;
-
-PublishedEntry AtDepth(PublishedEntry e, DepthClass depth) {
-  e.depth = depth;
-  return e;
-}
 
 // msg_zerocopy of the host default at every class; uring_send_zc at stream
 // only; uring_send_zc_fixed at stream and 16; a peer prefix at stream only
@@ -52,17 +48,6 @@ const ExportedMethod& Of(const ExportValues& values, Method method) {
   for (const ExportedMethod& m : values.methods)
     if (m.method == method) return m;
   throw std::runtime_error("method not exported");
-}
-
-std::map<std::string, std::string> Vars(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
 }
 
 TEST(ExportDepth, ClassesAndNumbersTakeLibzcalsClass) {
@@ -247,7 +232,7 @@ TEST_F(SelectAtDepth, EnvSaysTheDepthAndWhichMethodsFellBack) {
   EXPECT_NE(text->find(", depth 8 (class 4), stream entry for uring_send_zc,uring_send_zc_fixed"),
             std::string::npos)
       << *text;
-  auto vars = Vars(*text);
+  auto vars = test::EnvLines(*text);
   EXPECT_EQ(vars["ZCAL_DEPTH"], "4");
   EXPECT_EQ(vars["ZCAL_DEPTH_FALLBACK"], "uring_send_zc,uring_send_zc_fixed");
   EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "49152");
@@ -255,7 +240,7 @@ TEST_F(SelectAtDepth, EnvSaysTheDepthAndWhichMethodsFellBack) {
   EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_DEPTH_FALLBACK"], "0");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_DEPTH"], "stream");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_DEPTH_FALLBACK"], "1");
-  auto fabric = Vars(*FormatExport(ExportFormat::kLibfabric, s->values));
+  auto fabric = test::EnvLines(*FormatExport(ExportFormat::kLibfabric, s->values));
   EXPECT_EQ(fabric["FI_TCP_ZEROCOPY_SIZE"], "49152");
   EXPECT_EQ(fabric["ZCAL_DEPTH"], "4");
   EXPECT_EQ(fabric["ZCAL_DEPTH_FALLBACK"], "uring_send_zc,uring_send_zc_fixed");

@@ -26,16 +26,13 @@ using zcal::agent::DepthClass;
 using zcal::agent::PublishedEntry;
 using zcal::agent::ScopeKind;
 using zcal::calibrator::Method;
+using zcal::test::AtDepth;
 using zcal::test::Entry;
+using zcal::test::LineCount;
 using zcal::test::MakeWriter;
 using zcal::test::PeerEntry;
 using zcal::test::ProcessResult;
 using zcal::test::ScopedName;
-
-PublishedEntry AtDepth(PublishedEntry e, DepthClass depth) {
-  e.depth = depth;
-  return e;
-}
 
 // The host default's msg_zerocopy at 1, 4 and stream (no 16);
 // uring_send_zc at stream only; a peer prefix at stream, 1 and 16 (so
@@ -51,48 +48,18 @@ std::vector<PublishedEntry> Table() {
           AtDepth(PeerEntry("198.18.0.0", 15, 20480), DepthClass::k16)};
 }
 
-std::map<std::string, std::string> Vars(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
-
-std::size_t LineCount(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-class ZcalExportDepth : public ::testing::Test {
+class ZcalExportDepth : public zcal::test::ZcalCommandTest {
  protected:
   void SetUp() override {
-    const char* path = std::getenv("ZCAL_BINARY");
-    if (path == nullptr) GTEST_SKIP() << "ZCAL_BINARY is not set (run through meson test)";
-    binary_ = path;
-    char dir[] = "/tmp/zcal-export-depth-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    zcal::test::ZcalCommandTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     writer_ = MakeWriter(name_);
     ASSERT_TRUE(writer_->Publish(Table(), false));
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
   ProcessResult Zcal(const std::string& command, std::vector<std::string> args) {
     args.insert(args.begin(), {binary_, command, "--segment", name_.str()});
     return zcal::test::Run(args);
   }
-  void ExpectRefused(const ProcessResult& r, int status, const std::string& says) {
-    EXPECT_EQ(r.exit_status, status) << r.err;
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(LineCount(r.err), 1u) << r.err;
-    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
-  }
-  std::string binary_;
-  fs::path dir_;
   ScopedName name_{"export-depth"};
   std::unique_ptr<zcal::agent::ShmWriter> writer_;
 };
@@ -118,20 +85,20 @@ TEST_F(ZcalExportDepth, EnvReadsTheClassAndMarksTheMethodsThatFellBack) {
 }
 
 TEST_F(ZcalExportDepth, ANumberTakesItsClassAndTheDefaultIsTheStream) {
-  auto eight = Vars(Zcal("export", {"--format", "libfabric", "--depth", "8"}).out);
+  auto eight = zcal::test::EnvLines(Zcal("export", {"--format", "libfabric", "--depth", "8"}).out);
   EXPECT_EQ(eight["FI_TCP_ZEROCOPY_SIZE"], "49152");
   EXPECT_EQ(eight["ZCAL_DEPTH"], "4");
   EXPECT_EQ(eight["ZCAL_DEPTH_FALLBACK"], "''");
-  auto two = Vars(Zcal("export", {"--format", "libfabric", "--depth", "2"}).out);
+  auto two = zcal::test::EnvLines(Zcal("export", {"--format", "libfabric", "--depth", "2"}).out);
   EXPECT_EQ(two["FI_TCP_ZEROCOPY_SIZE"], "65536");
-  auto deep = Vars(Zcal("export", {"--format", "libfabric", "--depth", "100"}).out);
+  auto deep = zcal::test::EnvLines(Zcal("export", {"--format", "libfabric", "--depth", "100"}).out);
   EXPECT_EQ(deep["FI_TCP_ZEROCOPY_SIZE"], "24576");
   EXPECT_EQ(deep["ZCAL_DEPTH"], "stream");
   // Without --depth: the format's consumer's class, a stream for libfabric.
   auto plain = Zcal("export", {"--format", "libfabric"});
   EXPECT_EQ(plain.err, "");
-  EXPECT_EQ(Vars(plain.out)["FI_TCP_ZEROCOPY_SIZE"], "24576");
-  EXPECT_EQ(Vars(plain.out)["ZCAL_DEPTH"], "stream");
+  EXPECT_EQ(zcal::test::EnvLines(plain.out)["FI_TCP_ZEROCOPY_SIZE"], "24576");
+  EXPECT_EQ(zcal::test::EnvLines(plain.out)["ZCAL_DEPTH"], "stream");
 }
 
 TEST_F(ZcalExportDepth, JsonSaysWhichClassAnsweredPerMethod) {
@@ -161,12 +128,12 @@ TEST_F(ZcalExportDepth, StrictDepthRefusesTheStreamEntryInPlaceOfTheClass) {
   // With the class present it is no refusal, and a fallback stands in.
   auto ok = Zcal("export", {"--format", "libfabric", "--depth", "4", "--strict-depth"});
   EXPECT_EQ(ok.exit_status, 0) << ok.err;
-  EXPECT_EQ(Vars(ok.out)["FI_TCP_ZEROCOPY_SIZE"], "49152");
+  EXPECT_EQ(zcal::test::EnvLines(ok.out)["FI_TCP_ZEROCOPY_SIZE"], "49152");
   auto fallback = Zcal("export", {"--format", "libfabric", "--depth", "16", "--strict-depth",
                                   "--fallback", "never"});
   EXPECT_EQ(fallback.exit_status, 0) << fallback.err;
-  EXPECT_EQ(Vars(fallback.out)["FI_TCP_ZEROCOPY_SIZE"], "-1");
-  EXPECT_EQ(Vars(fallback.out)["ZCAL_SOURCE"], "fallback");
+  EXPECT_EQ(zcal::test::EnvLines(fallback.out)["FI_TCP_ZEROCOPY_SIZE"], "-1");
+  EXPECT_EQ(zcal::test::EnvLines(fallback.out)["ZCAL_SOURCE"], "fallback");
 }
 
 TEST_F(ZcalExportDepth, ExecSetsTheClassesValuesAndRefusesLikeExport) {

@@ -26,6 +26,7 @@ using zcal::agent::ScopeKind;
 using zcal::calibrator::Method;
 using zcal::calibrator::Verdict;
 using zcal::test::Entry;
+using zcal::test::LineCount;
 using zcal::test::MakeWriter;
 using zcal::test::PeerEntry;
 using zcal::test::ProcessResult;
@@ -47,47 +48,12 @@ std::vector<PublishedEntry> Table() {
           PeerEntry("198.18.0.0", 15, 16384), loopback};
 }
 
-std::map<std::string, std::string> Vars(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
-
-std::size_t LineCount(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-class ZcalExport : public ::testing::Test {
+class ZcalExport : public zcal::test::ZcalCommandTest {
  protected:
-  void SetUp() override {
-    const char* path = std::getenv("ZCAL_BINARY");
-    if (path == nullptr) GTEST_SKIP() << "ZCAL_BINARY is not set (run through meson test)";
-    binary_ = path;
-    char dir[] = "/tmp/zcal-export-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
   ProcessResult Zcal(const std::string& command, std::vector<std::string> args) {
     args.insert(args.begin(), {binary_, command});
     return zcal::test::Run(args);
   }
-  // A refusal: one line on standard error, nothing on standard output.
-  void ExpectRefused(const ProcessResult& r, int status, const std::string& says) {
-    EXPECT_EQ(r.exit_status, status) << r.err;
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(LineCount(r.err), 1u) << r.err;
-    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
-  }
-  std::string binary_;
-  fs::path dir_;
 };
 
 TEST_F(ZcalExport, EnvForTheHostDefaultIsReadByTheShell) {
@@ -109,31 +75,31 @@ TEST_F(ZcalExport, EnvForTheHostDefaultIsReadByTheShell) {
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_NE(Vars(text.str())["ZCAL_MSG_ZEROCOPY_MEASURED_AT"].find('T'), std::string::npos);
+  EXPECT_NE(zcal::test::EnvLines(text.str())["ZCAL_MSG_ZEROCOPY_MEASURED_AT"].find('T'), std::string::npos);
 }
 
 TEST_F(ZcalExport, TheKeyPicksTheEntryALookupWould) {
   ScopedName name("export-key");
   auto writer = MakeWriter(name);
   ASSERT_TRUE(writer->Publish(Table(), false));
-  auto peer = Vars(Zcal("export", {"--format", "env", "--segment", name.str(), "--for",
+  auto peer = zcal::test::EnvLines(Zcal("export", {"--format", "env", "--segment", name.str(), "--for",
                                    "198.19.4.4"}).out);
   EXPECT_EQ(peer["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "16384");
   EXPECT_EQ(peer["ZCAL_MSG_ZEROCOPY_SCOPE"], "peer:198.18.0.0/15");
   EXPECT_EQ(peer["ZCAL_URING_SEND_ZC_SCOPE"], "host_default");
-  auto other = Vars(Zcal("export", {"--format", "env", "--segment", name.str(), "--for",
+  auto other = zcal::test::EnvLines(Zcal("export", {"--format", "env", "--segment", name.str(), "--for",
                                     "2001:db8::1"}).out);
   EXPECT_EQ(other["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "65536");
-  auto nic = Vars(Zcal("export", {"--format", "env", "--segment", name.str(), "--interface",
+  auto nic = zcal::test::EnvLines(Zcal("export", {"--format", "env", "--segment", name.str(), "--interface",
                                   "zc0"}).out);
   EXPECT_EQ(nic["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "32768");
   EXPECT_EQ(nic["ZCAL_MSG_ZEROCOPY_SCOPE"], "interface:zc0");
-  auto loopback = Vars(Zcal("export", {"--format", "env", "--segment", name.str(), "--scope",
+  auto loopback = zcal::test::EnvLines(Zcal("export", {"--format", "env", "--segment", name.str(), "--scope",
                                        "loopback"}).out);
   EXPECT_EQ(loopback["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "always");
   EXPECT_EQ(loopback["ZCAL_MSG_ZEROCOPY_SCOPE"], "loopback");
   EXPECT_EQ(loopback["ZCAL_URING_SEND_ZC_SCOPE"], "host_default");
-  auto fabric = Vars(Zcal("export", {"--format", "libfabric", "--segment", name.str(), "--for",
+  auto fabric = zcal::test::EnvLines(Zcal("export", {"--format", "libfabric", "--segment", name.str(), "--for",
                                      "127.0.0.1"}).out);
   EXPECT_EQ(fabric["FI_TCP_ZEROCOPY_SIZE"], "0") << "always is libfabric's 0";
 }
@@ -144,8 +110,8 @@ TEST_F(ZcalExport, LibfabricSpdkAndJsonParse) {
   ASSERT_TRUE(writer->Publish(Table(), false));
   auto fabric = Zcal("export", {"--format", "libfabric", "--segment", name.str()});
   ASSERT_EQ(fabric.exit_status, 0) << fabric.err;
-  EXPECT_EQ(Vars(fabric.out)["FI_TCP_ZEROCOPY_SIZE"], "65536");
-  EXPECT_EQ(Vars(fabric.out)["FI_NET_ZEROCOPY_SIZE"], "65536");
+  EXPECT_EQ(zcal::test::EnvLines(fabric.out)["FI_TCP_ZEROCOPY_SIZE"], "65536");
+  EXPECT_EQ(zcal::test::EnvLines(fabric.out)["FI_NET_ZEROCOPY_SIZE"], "65536");
 
   auto spdk = Zcal("export", {"--format", "spdk", "--segment", name.str()});
   ASSERT_EQ(spdk.exit_status, 0) << spdk.err;
@@ -186,8 +152,8 @@ TEST_F(ZcalExport, NoSegmentFailsUnlessAFallbackIsNamed) {
 
   auto r = Zcal("export", {"--format", "libfabric", "--segment", name.str(), "--fallback", "never"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  EXPECT_EQ(Vars(r.out)["FI_TCP_ZEROCOPY_SIZE"], "-1");
-  EXPECT_EQ(Vars(r.out)["ZCAL_SOURCE"], "fallback");
+  EXPECT_EQ(zcal::test::EnvLines(r.out)["FI_TCP_ZEROCOPY_SIZE"], "-1");
+  EXPECT_EQ(zcal::test::EnvLines(r.out)["ZCAL_SOURCE"], "fallback");
   EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
   auto json = Zcal("export", {"--format", "json", "--segment", name.str(), "--fallback", "8KiB"});
   ASSERT_EQ(json.exit_status, 0) << json.err;
@@ -221,7 +187,7 @@ TEST_F(ZcalExport, AMethodTheConsumerReadsWithoutAUsableEntryFailsOrFallsBack) {
   EXPECT_TRUE(fs::is_empty(dir_)) << "nothing written";
   auto r = Zcal("export", {"--format", "env", "--segment", name.str(), "--fallback", "4KiB"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  auto vars = Vars(r.out);
+  auto vars = zcal::test::EnvLines(r.out);
   EXPECT_EQ(vars["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "8192");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_THRESHOLD"], "4096");
   EXPECT_EQ(vars["ZCAL_URING_SEND_ZC_SCOPE"], "fallback");
@@ -267,8 +233,8 @@ TEST_F(ZcalExport, EnvMarksAMethodWithoutAUsableEntryForTheStartScriptToTest) {
                               "msg_zerocopy"});
   ASSERT_EQ(only.exit_status, 0) << only.err;
   EXPECT_EQ(only.err, "");
-  EXPECT_EQ(Vars(only.out).count("ZCAL_URING_SEND_ZC_STATUS"), 0u) << only.out;
-  EXPECT_EQ(Vars(only.out)["ZCAL_MISSING"], "''");
+  EXPECT_EQ(zcal::test::EnvLines(only.out).count("ZCAL_URING_SEND_ZC_STATUS"), 0u) << only.out;
+  EXPECT_EQ(zcal::test::EnvLines(only.out)["ZCAL_MISSING"], "''");
 }
 
 TEST_F(ZcalExport, ExecRunsAConsumerThatReadsOnlyWhatWasMeasured) {
@@ -318,14 +284,14 @@ TEST_F(ZcalExport, AStaleTableWarnsAndFreshRefusesIt) {
   auto r = Zcal("export", {"--format", "libfabric", "--segment", name.str()});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.err.find("is stale"), std::string::npos) << r.err;
-  EXPECT_EQ(Vars(r.out)["FI_TCP_ZEROCOPY_SIZE"], "65536");
+  EXPECT_EQ(zcal::test::EnvLines(r.out)["FI_TCP_ZEROCOPY_SIZE"], "65536");
   ExpectRefused(Zcal("export", {"--format", "env", "--segment", name.str(), "--fresh"}), 1,
                 "--fresh");
   auto fallback = Zcal("export", {"--format", "env", "--segment", name.str(), "--fresh",
                                   "--fallback", "always"});
   ASSERT_EQ(fallback.exit_status, 0) << fallback.err;
-  EXPECT_EQ(Vars(fallback.out)["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "always");
-  EXPECT_EQ(Vars(fallback.out)["ZCAL_SOURCE"], "fallback");
+  EXPECT_EQ(zcal::test::EnvLines(fallback.out)["ZCAL_MSG_ZEROCOPY_THRESHOLD"], "always");
+  EXPECT_EQ(zcal::test::EnvLines(fallback.out)["ZCAL_SOURCE"], "fallback");
 }
 
 TEST_F(ZcalExport, BadInputIsOneLineAndWritesNothing) {
@@ -376,7 +342,7 @@ TEST_F(ZcalExport, OutputReplacesAFileKeepingItsMode) {
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(Vars(text.str())["FI_TCP_ZEROCOPY_SIZE"], "65536");
+  EXPECT_EQ(zcal::test::EnvLines(text.str())["FI_TCP_ZEROCOPY_SIZE"], "65536");
 }
 
 TEST_F(ZcalExport, ExecGivesTheCommandTheValuesAndItsExitStatus) {

@@ -8,10 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "segment_image.h"
 #include "zcal/agent/publish/shm_writer.h"
@@ -37,6 +44,11 @@ inline agent::PublishedEntry PeerEntry(const std::string& address, std::uint8_t 
   agent::PublishedEntry e = Entry(agent::ScopeKind::kPeer, threshold);
   e.address = address;
   e.prefix_len = prefix;
+  return e;
+}
+
+inline agent::PublishedEntry AtDepth(agent::PublishedEntry e, agent::DepthClass depth) {
+  e.depth = depth;
   return e;
 }
 
@@ -109,5 +121,49 @@ inline ProcessResult Run(const std::vector<std::string>& argv,
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   return result;
 }
+
+/// The NAME=value lines of an env file or a --print-env output, comments
+/// and blank lines skipped.
+inline std::map<std::string, std::string> EnvLines(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+inline std::size_t LineCount(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+/// A test of the zcal binary (ZCAL_BINARY, set by meson test) with a
+/// private temporary directory, removed after the test, pass or fail.
+class ZcalCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* path = std::getenv("ZCAL_BINARY");
+    if (path == nullptr) GTEST_SKIP() << "ZCAL_BINARY is not set (run through meson test)";
+    binary_ = path;
+    char dir[] = "/tmp/zcal-command-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  /// A refusal: one line on standard error that says `says`, nothing on
+  /// standard output, exit status `status`.
+  static void ExpectRefused(const ProcessResult& r, int status, const std::string& says) {
+    EXPECT_EQ(r.exit_status, status) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(LineCount(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  std::string binary_;
+  std::filesystem::path dir_;
+};
 
 }  // namespace zcal::test
