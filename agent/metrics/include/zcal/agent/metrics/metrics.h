@@ -1,11 +1,11 @@
 // The agent's Prometheus metrics (docs/metrics.md lists every one).
 //
-// Events (calibrations, triggers, probe failures, reloads, publishes, HTTP
-// drops) are prometheus-cpp counters, gauges and a histogram in a registry.
-// Published results, the figures of the last calibration and the host facts
-// are a snapshot replaced as a whole on each update and rendered on each
-// scrape, so that series of a path, method or size that no longer exists
-// are dropped, not left at their old value.
+// Every family is rendered on each scrape from values held in memory:
+// events (calibrations, triggers, probe failures, reloads, publishes, HTTP
+// drops) as counts, gauges and a histogram; published results, the figures
+// of the last calibration and the host facts as a snapshot replaced as a
+// whole on each update, so that series of a path, method or size that no
+// longer exists are dropped, not left at their old value.
 // All member functions are thread-safe: scrapes run on the HTTP server's
 // thread while the service updates.
 #pragma once
@@ -145,10 +145,13 @@ class Metrics final : public prometheus::Collectable {
   std::string Text() const;
 
  private:
-  struct Live;
-  class Snapshot;
-  class SinkView;
-  class PeerView;
+  // The four parts: each holds its values under its own lock and renders
+  // them at each scrape (metrics_family.h); the functions above that
+  // update a part are defined in its file.
+  struct Live;      // events (metrics.cc)
+  struct Snapshot;  // published results, last calibration, host (metrics_snapshot.cc)
+  struct SinkView;  // zcal_sink_* (metrics_sink.cc)
+  struct PeerView;  // zcal_peer*, zcal_interface_* (metrics_peers.cc)
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;
