@@ -1,5 +1,7 @@
 #include "metrics_snapshot.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <tuple>
 
@@ -34,21 +36,22 @@ void EachPublished(const std::map<std::string, MethodStates>& published, const F
 }
 
 // +Inf for never: no size is large enough. Inconclusive has no value.
-std::optional<double> ThresholdValue(const MethodResult& result) {
-  switch (result.verdict) {
+std::optional<double> ThresholdValue(Verdict verdict, std::optional<std::uint64_t> threshold) {
+  switch (verdict) {
     case Verdict::kThreshold:
     case Verdict::kAlways:
-      if (result.threshold_bytes) {
-        return static_cast<double>(*result.threshold_bytes);
-      }
-      return result.verdict == Verdict::kAlways ? std::optional<double>(0)
-                                                : std::nullopt;
+      if (threshold) return static_cast<double>(*threshold);
+      return verdict == Verdict::kAlways ? std::optional<double>(0) : std::nullopt;
     case Verdict::kNever:
       return std::numeric_limits<double>::infinity();
     case Verdict::kInconclusive:
       break;
   }
   return std::nullopt;
+}
+
+std::optional<double> ThresholdValue(const MethodResult& result) {
+  return ThresholdValue(result.verdict, result.threshold_bytes);
 }
 
 }  // namespace
@@ -107,9 +110,14 @@ void Metrics::SetPaths(const std::map<std::string, probes::TargetKind>& kinds) {
   snapshot_->path_kinds = kinds;
 }
 
-void Metrics::SetHostDefault(const HostDefaultInfo& host_default) {
+void Metrics::SetHostDefault(const HostDefaultInfo& host_default,
+                             std::span<const PublishedEntry> table) {
+  std::vector<PublishedEntry> entries;
+  std::copy_if(table.begin(), table.end(), std::back_inserter(entries),
+               [](const PublishedEntry& e) { return e.scope == ScopeKind::kHostDefault; });
   std::lock_guard lock(snapshot_->mutex);
   snapshot_->host_default = host_default;
+  snapshot_->host_default_entries = std::move(entries);
 }
 
 void Metrics::Snapshot::Retain(const std::set<std::string>& paths) {
@@ -323,11 +331,11 @@ void Metrics::Snapshot::AppendHostDefault(FamilyWriter& out) const {
   out.Gauge("zcal_host_default_threshold_bytes",
             "Published host-default threshold per method (+Inf for never); estimated is 1 when "
             "it comes from the discard path rather than from a NIC.");
-  for (const auto& [key, result] : host_default->methods) {
-    if (const auto value = ThresholdValue(result)) {
-      out.Add(*value, {{"method", MethodLabel(key.first)},
-                       {"depth", DepthLabel(key.second)},
-                       {"estimated", host_default->estimated ? "1" : "0"}});
+  for (const PublishedEntry& e : host_default_entries) {
+    if (const auto value = ThresholdValue(e.verdict, e.threshold_bytes)) {
+      out.Add(*value, {{"method", MethodLabel(e.method)},
+                       {"depth", DepthLabel(e.depth)},
+                       {"estimated", e.estimated ? "1" : "0"}});
     }
   }
 }

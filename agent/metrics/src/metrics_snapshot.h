@@ -43,6 +43,7 @@ struct Metrics::Snapshot {
   std::optional<HostInfo> host;
   std::map<std::string, probes::TargetKind> path_kinds;
   std::optional<HostDefaultInfo> host_default;
+  std::vector<PublishedEntry> host_default_entries;
 
   /// Drops what belongs to a path not in `paths`.
   void Retain(const std::set<std::string>& paths);

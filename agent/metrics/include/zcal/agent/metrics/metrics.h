@@ -26,6 +26,7 @@
 #include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/published_entry.h"
 #include "zcal/agent/domain/segment_damage.h"
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/calibrator/sample.h"
@@ -76,7 +77,12 @@ class Metrics final : public prometheus::Collectable {
   /// type label spelled by probes::TargetKindName; replaces the previous
   /// ones).
   void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
-  void SetHostDefault(const HostDefaultInfo& host_default);
+  /// Where the host default comes from (zcal_host_default_info), and its
+  /// verdicts (zcal_host_default_threshold_bytes): the entries of scope
+  /// kHostDefault of `table`, the table the segment got (others are left
+  /// out). Replaces the previous ones.
+  void SetHostDefault(const HostDefaultInfo& host_default,
+                      std::span<const PublishedEntry> table = {});
   /// Drops every series of a path not in `paths` (published results, probe
   /// failures, last calibration, interface): call when a reload removed
   /// paths. A path that comes back counts its failures from 0.
