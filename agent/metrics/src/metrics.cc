@@ -44,8 +44,8 @@ double AsValue(std::uint64_t count) { return static_cast<double>(count); }
 
 }  // namespace
 
-Metrics::Live::Live(std::string version_, double start_time_seconds_)
-    : version(std::move(version_)), start_time_seconds(start_time_seconds_) {
+Metrics::Live::Live(std::string build_version, double start_seconds)
+    : version(std::move(build_version)), start_time_seconds(start_seconds) {
   ZeroEach(calibrations, kResults);
   ZeroEach(triggers, kTriggers);
   reloads[true] = reloads[false] = 0;

@@ -59,7 +59,7 @@ struct Metrics::Live {
   double heartbeat = 0;
   double http_open = 0;
 
-  Live(std::string version, double start_time_seconds);
+  Live(std::string build_version, double start_seconds);
   void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
 
  private:
