@@ -132,7 +132,8 @@ TEST(PeerStaleOnTheSteadyClock, RecordPeerAttemptsKeepsTheSteadyStampOfASuccess)
   const std::string path = "peer/198.18.0.2:7070";
   state.paths[path];  // its results were merged
   RecordPeerAttempts(state,
-                     {PeerAttempt{path, "198.18.0.2:7070", PeerOutcome::kSuccess, "", "eth0"}},
+                     {PeerAttempt{path, *common::ParseHostPort("198.18.0.2:7070"), PeerOutcome::kSuccess, "",
+                                  "eth0"}},
                      42 * kSecond, 7 * static_cast<std::int64_t>(kSecond));
   EXPECT_EQ(state.peers.at(path).last_success_ns, 42 * kSecond);
   EXPECT_EQ(state.peers.at(path).last_success_steady_ns, 7 * static_cast<std::int64_t>(kSecond));

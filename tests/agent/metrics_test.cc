@@ -111,12 +111,17 @@ std::shared_ptr<Metrics> Populated() {
   HostDefaultInfo host_default;
   host_default.source = "estimated";
   host_default.interface = "eth0";
-  host_default.estimated = true;
-  MethodResult estimate;
+  PublishedEntry estimate;
+  estimate.scope = ScopeKind::kHostDefault;
+  estimate.method = Method::kMsgZerocopy;
   estimate.verdict = Verdict::kThreshold;
   estimate.threshold_bytes = 24576;
-  host_default.methods[{Method::kMsgZerocopy, zcal::agent::DepthClass::kStream}] = estimate;
-  metrics->SetHostDefault(host_default);
+  estimate.estimated = true;
+  PublishedEntry other_scope = estimate;  // not the host default's: left out
+  other_scope.scope = ScopeKind::kDiscard;
+  other_scope.threshold_bytes = 8192;
+  const std::vector<PublishedEntry> table = {other_scope, estimate};
+  metrics->SetHostDefault(host_default, table);
   return metrics;
 }
 
@@ -155,14 +160,16 @@ TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
   metrics->SetPublished(paths, false);
   HostDefaultInfo host_default;
   host_default.source = "estimated";
-  MethodResult one;
-  one.verdict = Verdict::kThreshold;
-  one.threshold_bytes = 65536;
-  host_default.methods[{Method::kMsgZerocopy, zcal::agent::DepthClass::k1}] = one;
-  MethodResult stream = one;
+  PublishedEntry stream;
+  stream.scope = ScopeKind::kHostDefault;
+  stream.method = Method::kMsgZerocopy;
+  stream.verdict = Verdict::kThreshold;
   stream.threshold_bytes = 24576;
-  host_default.methods[{Method::kMsgZerocopy, zcal::agent::DepthClass::kStream}] = stream;
-  metrics->SetHostDefault(host_default);
+  PublishedEntry one = stream;
+  one.depth = zcal::agent::DepthClass::k1;
+  one.threshold_bytes = 65536;
+  const std::vector<PublishedEntry> table = {stream, one};
+  metrics->SetHostDefault(host_default, table);
   const std::string text = metrics->Text();
   EXPECT_TRUE(Contains(
       text, "zcal_threshold_bytes{path=\"discard\",method=\"msg_zerocopy\",depth=\"4\"} 49152"))
@@ -442,6 +449,8 @@ TEST(Metrics, SaysWhatEachPathIsAndWhereTheHostDefaultComesFrom) {
   EXPECT_TRUE(Contains(text,
                        "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
                        "depth=\"stream\",estimated=\"1\"} 24576"));
+  // An entry of the table under another scope is not the host default's.
+  EXPECT_FALSE(Contains(text, "estimated=\"1\"} 8192")) << text;
 
   auto metrics = std::make_shared<Metrics>("9.9.9");
   HostDefaultInfo none;

@@ -328,7 +328,8 @@ using testing::Threshold;
 void AddPeer(AgentState& state, const std::string& endpoint, const std::string& interface,
              std::uint64_t success_ns, const MethodResult& result) {
   const std::string path = std::string(kPeerPathPrefix) + endpoint;
-  state.peers[path] = PeerRecord{endpoint, interface, success_ns, success_ns, PeerOutcome::kSuccess};
+  state.peers[path] = PeerRecord{*common::ParseHostPort(endpoint), interface, success_ns, success_ns,
+                                PeerOutcome::kSuccess};
   state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt, std::nullopt};
 }
 
@@ -381,7 +382,8 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", 30, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.4:7070", "eth0", 20, Threshold(Method::kMsgZerocopy, 8192));
-  state.peers["peer/198.18.0.9:7070"] = PeerRecord{"198.18.0.9:7070", "", 40, 0, PeerOutcome::kBusy};
+  state.peers["peer/198.18.0.9:7070"] =
+      PeerRecord{*common::ParseHostPort("198.18.0.9:7070"), "", 40, 0, PeerOutcome::kBusy};
   PruneState(state, config);
   EXPECT_EQ(state.peers.size(), 2u);
   EXPECT_TRUE(state.peers.contains("peer/198.18.0.3:7070"));
@@ -396,7 +398,8 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
 TEST(RecordPeerAttempts, AFailureKeepsTheLastGoodResult) {
   AgentState state;
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
-  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", "198.18.0.2:7070", PeerOutcome::kTimeout,
+  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", *common::ParseHostPort("198.18.0.2:7070"),
+                                         PeerOutcome::kTimeout,
                                          "no answer in time", ""}},
                      50);
   const PeerRecord& p = state.peers.at("peer/198.18.0.2:7070");
@@ -496,7 +499,7 @@ TEST(PeerState, RoundTripsTheRecordsAndTheRound) {
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->peer_round, 41u);
   const PeerRecord& p = back->peers.at("peer/198.18.0.2:7070");
-  EXPECT_EQ(p.endpoint, "198.18.0.2:7070");
+  EXPECT_EQ(common::ToString(p.endpoint), "198.18.0.2:7070");
   EXPECT_EQ(p.interface, "eth0");
   EXPECT_EQ(p.last_success_ns, 77u);
   EXPECT_EQ(p.last_outcome, PeerOutcome::kSuccess);
@@ -505,6 +508,19 @@ TEST(PeerState, RoundTripsTheRecordsAndTheRound) {
   const Result<AgentState> refused = ParseState(bad, "s.json");
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("peers.loopback"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(PeerState, RefusesARecordWhoseEndpointDoesNotParse) {
+  // Parsed once at load: a bad endpoint is an invalid state file (counted
+  // and logged by the publisher), not a peer left out of every publish.
+  const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
+    "fingerprint":"0000000000000000","paths":{},"peers":{"peer/198.18.0.2:7070":{
+    "endpoint":"198.18.0.2","last_attempt_ns":1,"last_success_ns":1}}})";
+  const Result<AgentState> refused = ParseState(bad, "s.json");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kParse);
+  EXPECT_NE(refused.error().message.find("peers.peer/198.18.0.2:7070.endpoint"), std::string::npos)
       << refused.error().message;
 }
 

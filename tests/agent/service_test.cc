@@ -667,7 +667,8 @@ TEST_F(ServiceTest, AReloadOfTheHostRootKeepsThePeersNicsDescribed) {
   saved.last_success_ns = 1;
   saved.paths[peer][Method::kMsgZerocopy] =
       MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
-  saved.peers[peer] = PeerRecord{"198.18.0.9:7070", "eth1", 1, 1, PeerOutcome::kSuccess};
+  saved.peers[peer] = PeerRecord{*common::ParseHostPort("198.18.0.9:7070"), "eth1", 1, 1,
+                                 PeerOutcome::kSuccess};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   namespace fs = std::filesystem;
   const fs::path data = zcal::testing::TestData() / "sysfs" / "pci-host";

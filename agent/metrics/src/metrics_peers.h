@@ -1,41 +1,38 @@
 // The peer part of Metrics: how peer probes ended, what discovery found,
-// which kept peers are stale, and the per-interface aggregates.
+// which kept peers are stale, and the per-interface aggregates; updated by
+// Metrics' peer functions (metrics_peers.cc), rendered on each scrape.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <prometheus/metric_family.h>
 
-#include "zcal/agent/metrics/metrics.h"
+#include "metrics_family.h"
 #include "zcal/agent/domain/agent_state.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/metrics/metrics.h"
 
 namespace zcal::agent {
 
+struct Metrics::PeerView {
+  mutable std::mutex mutex;
+  bool enabled = false;  // without peers configured, no zcal_peer* series at all
+  std::array<std::uint64_t, kPeerOutcomes.size()> outcomes{};
+  std::array<std::uint64_t, kDnsFailures.size()> failures{};
+  std::optional<std::size_t> discovered;
+  std::map<std::string, bool> stale;  // kept peer's path -> stale
+  InterfaceAggregates interfaces;
 
-class Metrics::PeerView {
- public:
-  /// Whether peers are configured: without, no zcal_peer* series at all.
-  void SetEnabled(bool enabled);
-  void RecordAttempt(PeerOutcome outcome);
-  void RecordDiscovery(std::size_t peers, DnsFailure failure);
-  /// The kept peers (path -> stale) and the interface aggregates.
-  void SetPublished(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
   void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
 
  private:
-  mutable std::mutex mutex_;
-  bool enabled_ = false;
-  std::array<std::uint64_t, kPeerOutcomes.size()> outcomes_{};
-  std::array<std::uint64_t, kDnsFailures.size()> failures_{};
-  std::optional<std::size_t> discovered_;
-  std::map<std::string, bool> stale_;
-  InterfaceAggregates interfaces_;
+  void AppendInterfaces(FamilyWriter& out) const;
 };
 
 }  // namespace zcal::agent

@@ -1,5 +1,5 @@
 // The sink part of Metrics: zcal_sink_* rendered from PeerSink::Stats() on
-// each scrape.
+// each scrape (Metrics::SetSink, metrics_sink.cc).
 #pragma once
 
 #include <memory>
@@ -13,16 +13,13 @@
 
 namespace zcal::agent {
 
-class Metrics::SinkView {
- public:
-  void Set(std::shared_ptr<const probes::PeerSink> sink);
+struct Metrics::SinkView {
+  mutable std::mutex mutex;
+  std::shared_ptr<const probes::PeerSink> sink;
+  probes::PeerSinkStats carried;  // counters of the sinks replaced before
+
   /// Appends the zcal_sink_* families; nothing without a sink.
   void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<const probes::PeerSink> sink_;
-  probes::PeerSinkStats carried_;  // counters of the sinks replaced before
 };
 
 }  // namespace zcal::agent

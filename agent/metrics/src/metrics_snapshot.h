@@ -1,5 +1,6 @@
 // The snapshot part of Metrics: published results, the last calibration's
-// figures and the host facts, rendered as families on each scrape.
+// figures and the host facts, replaced by Metrics' Set* functions
+// (metrics_snapshot.cc) and rendered as families on each scrape.
 #pragma once
 
 #include <map>
@@ -11,25 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include <prometheus/metric_family.h>
+
+#include "metrics_family.h"
 #include "zcal/agent/metrics/metrics.h"
 
 namespace zcal::agent {
 
-class Metrics::Snapshot {
- public:
-  void SetPublished(const std::map<std::string, MethodStates>& paths, bool stale);
-  void SetLastCalibration(const std::string& path,
-                          std::span<const calibrator::Sample> samples,
-                          const std::map<DepthClass, calibrator::PathResult>& fresh);
-  void SetHost(const HostInfo& host);
-  void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
-  void SetHostDefault(const HostDefaultInfo& host_default);
-  void RetainPaths(const std::set<std::string>& paths);
-
-  /// Appends the snapshot's families.
-  void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
-
- private:
+struct Metrics::Snapshot {
   using PathMethod = std::pair<std::string, MethodKey>;
   struct SizeKey {
     std::string path;
@@ -44,20 +34,28 @@ class Metrics::Snapshot {
     double cpu_seconds_per_byte = 0;
   };
 
-  void AppendPublished(std::vector<prometheus::MetricFamily>& out) const;
-  void AppendLastCalibration(std::vector<prometheus::MetricFamily>& out) const;
-  void AppendHost(std::vector<prometheus::MetricFamily>& out) const;
-  void AppendHostDefault(std::vector<prometheus::MetricFamily>& out) const;
+  mutable std::mutex mutex;
+  std::map<std::string, MethodStates> published;
+  bool stale = false;
+  std::map<SizeKey, SizeFigures> sizes;
+  std::map<PathMethod, double> copied;
+  std::map<PathMethod, calibrator::MethodResult> fresh;
+  std::optional<HostInfo> host;
+  std::map<std::string, probes::TargetKind> path_kinds;
+  std::optional<HostDefaultInfo> host_default;
+  std::vector<PublishedEntry> host_default_entries;
 
-  mutable std::mutex mutex_;
-  std::map<std::string, MethodStates> published_;
-  bool stale_ = false;
-  std::map<SizeKey, SizeFigures> sizes_;
-  std::map<PathMethod, double> copied_;
-  std::map<PathMethod, calibrator::MethodResult> fresh_;
-  std::optional<HostInfo> host_;
-  std::map<std::string, probes::TargetKind> path_kinds_;
-  std::optional<HostDefaultInfo> host_default_;
+  /// Drops what belongs to a path not in `paths`.
+  void Retain(const std::set<std::string>& paths);
+  /// Appends the snapshot's families.
+  void AppendTo(std::vector<prometheus::MetricFamily>& out) const;
+
+ private:
+  void AppendPublishedResults(FamilyWriter& out) const;
+  void AppendPublishedLoad(FamilyWriter& out) const;
+  void AppendLastCalibration(FamilyWriter& out) const;
+  void AppendHost(FamilyWriter& out) const;
+  void AppendHostDefault(FamilyWriter& out) const;
 };
 
 }  // namespace zcal::agent

@@ -79,7 +79,7 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
   options.cancel = &cancel;
   PeerAttempt attempt;
   attempt.path = options.path_name;
-  attempt.endpoint = common::ToString(peer);
+  attempt.endpoint = peer;
   probes::CalibrationResult<probes::CalibrationReport> report;
   try {
     report = calibrate(options, {});

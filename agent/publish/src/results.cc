@@ -174,14 +174,14 @@ void AddPeerEntries(PublishedTable& table, const AgentState& state) {
   std::map<std::string, Chosen> by_address;
   for (const auto& [path, peer] : state.peers) {
     const auto results = state.paths.find(path);
-    const Result<common::HostPort> endpoint = common::ParseHostPort(peer.endpoint);
-    if (results == state.paths.end() || !endpoint) continue;
+    if (results == state.paths.end()) continue;
+    const common::HostPort& endpoint = peer.endpoint;
     std::uint64_t newest = 0;
     for (const auto& [key, s] : results->second) newest = std::max(newest, s.measured_at_ns);
-    Chosen& chosen = by_address[common::ToString(endpoint->address)];
+    Chosen& chosen = by_address[common::ToString(endpoint.address)];
     if (chosen.methods != nullptr && newest <= chosen.measured_at_ns) continue;
-    chosen.where.address = common::ToString(endpoint->address);
-    chosen.where.prefix_len = endpoint->address.IsIpv6() ? 128 : 32;
+    chosen.where.address = common::ToString(endpoint.address);
+    chosen.where.prefix_len = endpoint.address.IsIpv6() ? 128 : 32;
     chosen.measured_at_ns = newest;
     chosen.methods = &results->second;
   }

@@ -72,7 +72,7 @@ void CopyWords(const void* from, void* to, std::size_t words) {
 SegmentHealth ShmWriter::Inspect() const {
   SegmentHealth health;
   struct stat mapped {};
-  if (fstat(fd_, &mapped) != 0) return health;  // cannot tell: leave it be
+  if (fstat(fd_.get(), &mapped) != 0) return health;  // cannot tell: leave it be
   const auto size = static_cast<std::uint64_t>(mapped.st_size);
   if (size < bytes_) {
     health.damage = SegmentDamage::kTruncated;
@@ -164,32 +164,37 @@ Result<void> ShmWriter::Recreate() {
   // that a reader opens the damaged one or the new one, never half of one.
   auto fresh = Create(options_);
   if (!fresh) return tl::unexpected(fresh.error());
-  RetireOwn();
-  ShmWriter& other = **fresh;
-  std::swap(fd_, other.fd_);
-  std::swap(base_, other.base_);
-  std::swap(bytes_, other.bytes_);
-  std::swap(generation_, other.generation_);
-  std::swap(seq_, other.seq_);
-  std::swap(created_ns_, other.created_ns_);
-  std::swap(heartbeat_ns_, other.heartbeat_ns_);
-  std::swap(publish_time_ns_, other.publish_time_ns_);
-  // `fresh` now owns the old mapping: destroying it unmaps and closes it.
+  Adopt(**fresh);
   if (published_) Store(flags_);
   return {};
 }
 
+void ShmWriter::Adopt(ShmWriter& fresh) {
+  // The old file, which no longer has the name, is marked retired over its
+  // old table, so that its readers reopen the name.
+  RetireOwn();
+  std::swap(fd_, fresh.fd_);
+  std::swap(base_, fresh.base_);
+  std::swap(bytes_, fresh.bytes_);
+  std::swap(generation_, fresh.generation_);
+  std::swap(seq_, fresh.seq_);
+  std::swap(created_ns_, fresh.created_ns_);
+  std::swap(heartbeat_ns_, fresh.heartbeat_ns_);
+  std::swap(publish_time_ns_, fresh.publish_time_ns_);
+  // `fresh` now owns the old mapping: destroying it unmaps and closes it.
+}
+
 void ShmWriter::RetireOwn() {
   struct stat st {};
-  if (fstat(fd_, &st) != 0) return;
+  if (fstat(fd_.get(), &st) != 0) return;
   if (static_cast<std::uint64_t>(st.st_size) < bytes_) {
     // Readers still mapping the cut file would fault on its missing pages;
     // grown back (sparse, zeros) they read a header that is not zcal's, or
     // the retired one below, and reopen the name. Only this writer's own
     // file, which no longer has the name.
     // Allocated, not sparse: the stores below would SIGBUS on a full tmpfs.
-    if (posix_fallocate(fd_, 0, static_cast<off_t>(bytes_)) != 0) return;
-    if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < bytes_) return;
+    if (posix_fallocate(fd_.get(), 0, static_cast<off_t>(bytes_)) != 0) return;
+    if (fstat(fd_.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) < bytes_) return;
   }
   // Whatever was written over the header: the fields readers validate,
   // then the last table marked retired under the seqlock, so that a reader

@@ -66,18 +66,15 @@ void Retire(int fd) {
 }
 
 
-
-}  // namespace
-
-Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& options) {
-  return CreateHolding(options, nullptr);
+std::string ModeText(mode_t mode) {
+  return "0" + std::to_string((mode >> 6) & 7) + std::to_string((mode >> 3) & 7) +
+         std::to_string(mode & 7);
 }
 
-Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptions& options,
-                                                            const Initial* initial) {
+// The options a segment can be made of; the group resolved to its gid.
+Result<std::optional<gid_t>> CheckOptions(const ShmWriterOptions& options) {
   if (auto ok = ValidateSegmentName(options.name); !ok) return tl::unexpected(ok.error());
   const std::string& name = options.name;
-  const std::string path = std::string(kShmDir) + name;
   if (!options.clock) return Fail(Errc::kInvalidArgument, "segment " + name + ": no clock given");
   if (options.capacity < 1 || options.capacity > ZCAL_MAX_CAPACITY) {
     return Fail(Errc::kInvalidArgument,
@@ -86,97 +83,105 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptio
   }
   if ((options.mode & ~static_cast<mode_t>(0777)) != 0 || (options.mode & 0002) != 0) {
     return Fail(Errc::kInvalidArgument,
-                "segment " + name + ": mode 0" + std::to_string((options.mode >> 6) & 7) +
-                    std::to_string((options.mode >> 3) & 7) +
-                    std::to_string(options.mode & 7) +
+                "segment " + name + ": mode " + ModeText(options.mode) +
                     " is refused: only permission bits, and not writable by "
                     "others (any user could rewrite the thresholds)");
   }
-  std::optional<gid_t> gid;
-  if (options.group) {
-    auto resolved = common::ResolveGroup(*options.group);
-    if (!resolved) {
-      return Fail(resolved.error().code, "segment " + name + ": " + resolved.error().message);
-    }
-    gid = *resolved;
+  if (!options.group) return std::optional<gid_t>();
+  auto resolved = common::ResolveGroup(*options.group);
+  if (!resolved) {
+    return Fail(resolved.error().code, "segment " + name + ": " + resolved.error().message);
   }
+  return std::optional<gid_t>(*resolved);
+}
 
+// Refuses what is at the name unless it is a regular file of this user:
+// a link or another user's file could redirect or hijack the agent's
+// writes.
+Result<void> CheckOccupant(const struct stat& st, const std::string& name,
+                           const std::string& path) {
+  if (S_ISLNK(st.st_mode)) {
+    return Fail(Errc::kPermission,
+                "segment " + name + ": " + path +
+                    " is a symbolic link; refusing to follow it (a planted "
+                    "link would redirect the agent's writes). Remove it, or "
+                    "configure another segment name");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Fail(Errc::kPermission, "segment " + name + ": " + path +
+                                       " is not a regular file; remove it, "
+                                       "or configure another segment name");
+  }
+  if (st.st_uid != geteuid()) {
+    return Fail(Errc::kPermission,
+                "segment " + name + ": " + path + " belongs to uid " +
+                    std::to_string(st.st_uid) + " (" + common::UserName(st.st_uid) +
+                    "), not to this agent's uid " + std::to_string(geteuid()) +
+                    "; refusing to take over another user's segment. Remove "
+                    "it, or configure another segment name");
+  }
+  return {};
+}
+
+// The segment now at the name, to retire once the new one replaces it;
+// empty when there is none (or it changed under us: nothing to retire).
+Result<common::UniqueFd> OpenOccupant(const std::string& name, const std::string& path) {
   common::UniqueFd dir(open(kShmDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) {
+  if (!dir) {
     return Fail(Errc::kIo, "segment " + name + ": cannot open " + kShmDir + ": " +
                                common::ErrnoText(errno) + " (is /dev/shm mounted?)");
   }
   const std::string leaf = name.substr(1);
-
-  // An existing file at the name must be ours and a regular file; a link
-  // or another user's file could redirect or hijack the agent's writes.
-  common::UniqueFd old;
   struct stat st {};
-  if (fstatat(dir.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      return Fail(Errc::kPermission,
-                  "segment " + name + ": " + path +
-                      " is a symbolic link; refusing to follow it (a planted "
-                      "link would redirect the agent's writes). Remove it, or "
-                      "configure another segment name");
-    }
-    if (!S_ISREG(st.st_mode)) {
-      return Fail(Errc::kPermission, "segment " + name + ": " + path +
-                                         " is not a regular file; remove it, "
-                                         "or configure another segment name");
-    }
-    if (st.st_uid != geteuid()) {
-      return Fail(Errc::kPermission,
-                  "segment " + name + ": " + path + " belongs to uid " +
-                      std::to_string(st.st_uid) + " (" + common::UserName(st.st_uid) +
-                      "), not to this agent's uid " + std::to_string(geteuid()) +
-                      "; refusing to take over another user's segment. Remove "
-                      "it, or configure another segment name");
-    }
-    common::UniqueFd existing(openat(dir.get(), leaf.c_str(),
-                                     O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-    struct stat now {};
-    if (existing.get() >= 0 && fstat(existing.get(), &now) == 0 &&
-        now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
-        now.st_uid == geteuid() && S_ISREG(now.st_mode)) {
-      old = std::move(existing);
-    }
-  } else if (errno != ENOENT) {
+  if (fstatat(dir.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return common::UniqueFd();
     return Fail(Errc::kIo, "segment " + name + ": cannot inspect " + path + ": " +
                                common::ErrnoText(errno));
   }
+  if (auto ok = CheckOccupant(st, name, path); !ok) return tl::unexpected(ok.error());
+  common::UniqueFd existing(
+      openat(dir.get(), leaf.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  struct stat now {};
+  if (existing && fstat(existing.get(), &now) == 0 && now.st_ino == st.st_ino &&
+      now.st_dev == st.st_dev && now.st_uid == geteuid() && S_ISREG(now.st_mode)) {
+    return existing;
+  }
+  return common::UniqueFd();
+}
 
-  // The new segment is made whole under a temporary name and renamed into
-  // place, so that a reader never maps a half-initialised one. tmpfs needs
-  // no flush.
+// The new segment's file under a temporary name, every page reserved: not
+// sized sparsely, since on a full tmpfs the first store into a page that
+// has none kills the process with SIGBUS, at creation or later when the
+// table grows into an untouched page. tmpfs needs no flush.
+Result<std::unique_ptr<common::AtomicFile>> ReserveFile(const ShmWriterOptions& options,
+                                                        std::optional<gid_t> gid,
+                                                        std::size_t bytes) {
+  const std::string& name = options.name;
   common::AtomicFileOptions file_options;
   file_options.mode = options.mode;
   file_options.group = gid;
   file_options.durable = false;
-  Result<std::unique_ptr<common::AtomicFile>> created_file =
-      common::AtomicFile::Create(path, file_options);
-  if (!created_file) {
-    return Fail(created_file.error().code, "segment " + name + ": " + created_file.error().message);
-  }
-  common::AtomicFile& file = **created_file;
-  const std::size_t bytes =
-      sizeof(zcal_shm_header) + std::size_t{options.capacity} * sizeof(zcal_shm_entry);
-  // Every page reserved now, not sized sparsely: on a full tmpfs the first
-  // store into a page that has none kills the process with SIGBUS, at
-  // creation or later when the table grows into an untouched page.
-  if (const int err = posix_fallocate(file.fd(), 0, static_cast<off_t>(bytes)); err != 0) {
+  auto file = common::AtomicFile::Create(std::string(kShmDir) + name, file_options);
+  if (!file) return Fail(file.error().code, "segment " + name + ": " + file.error().message);
+  if (const int err = posix_fallocate((*file)->fd(), 0, static_cast<off_t>(bytes)); err != 0) {
     return Fail(Errc::kIo, "segment " + name + ": cannot reserve " + std::to_string(bytes) +
                                " bytes in " + kShmDir + ": " + common::ErrnoText(err) +
                                (err == ENOSPC ? "; /dev/shm is full (df /dev/shm)" : ""));
   }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd(), 0);
-  if (base == MAP_FAILED) {
-    return Fail(Errc::kIo, "segment " + name + ": cannot map it: " + common::ErrnoText(errno));
-  }
+  return file;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ShmWriter>> ShmWriter::Create(const ShmWriterOptions& options) {
+  return CreateHolding(options, nullptr);
+}
+
+void ShmWriter::WriteHeader(void* base, const ShmWriterOptions& options, std::uint64_t created,
+                            const Initial* initial) {
   // Nobody can see the file before the rename, so plain stores suffice
   // except for the magic, which readers take as "initialized".
   auto* hdr = static_cast<zcal_shm_header*>(base);
-  const std::uint64_t created = options.clock->Wall();
   hdr->abi_major = ZCAL_ABI_MAJOR;
   hdr->abi_minor = ZCAL_ABI_MINOR;
   hdr->header_size = sizeof(zcal_shm_header);
@@ -198,24 +203,46 @@ Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptio
     hdr->publish_time_ns = created;
   }
   StoreRelease(&hdr->magic, static_cast<std::uint64_t>(ZCAL_MAGIC));
+}
 
-  if (Result<void> placed = file.Commit(); !placed) {
+// The new segment is made whole under a temporary name and renamed into
+// place, so that a reader never maps a half-initialised one.
+Result<std::unique_ptr<ShmWriter>> ShmWriter::CreateHolding(const ShmWriterOptions& options,
+                                                            const Initial* initial) {
+  const Result<std::optional<gid_t>> gid = CheckOptions(options);
+  if (!gid) return tl::unexpected(gid.error());
+  const std::string& name = options.name;
+  Result<common::UniqueFd> old = OpenOccupant(name, std::string(kShmDir) + name);
+  if (!old) return tl::unexpected(old.error());
+  const std::size_t bytes =
+      sizeof(zcal_shm_header) + std::size_t{options.capacity} * sizeof(zcal_shm_entry);
+  auto file = ReserveFile(options, *gid, bytes);
+  if (!file) return tl::unexpected(file.error());
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (*file)->fd(), 0);
+  if (base == MAP_FAILED) {
+    return Fail(Errc::kIo, "segment " + name + ": cannot map it: " + common::ErrnoText(errno));
+  }
+  const std::uint64_t created = options.clock->Wall();
+  WriteHeader(base, options, created, initial);
+  if (Result<void> placed = (*file)->Commit(); !placed) {
     munmap(base, bytes);
     return Fail(placed.error().code, "segment " + name + ": " + placed.error().message);
   }
   // Retire only after the rename, so that readers reopening the name find
   // the new segment.
-  if (old) Retire(old.get());
+  if (*old) Retire(old->get());
   auto writer = std::unique_ptr<ShmWriter>(
-      new ShmWriter(options, file.TakeFd().Release(), base, bytes, created));
-  if (initial != nullptr) {
-    writer->table_ = initial->table;
-    writer->flags_ = initial->flags;
-    writer->host_default_ = initial->host_default;
-    writer->publish_time_ns_ = created;
-    writer->published_ = true;
-  }
+      new ShmWriter(options, (*file)->TakeFd(), base, bytes, created));
+  if (initial != nullptr) writer->Hold(*initial, created);
   return writer;
+}
+
+void ShmWriter::Hold(Initial initial, std::uint64_t publish_time_ns) {
+  table_ = std::move(initial.table);
+  flags_ = initial.flags;
+  host_default_ = initial.host_default;
+  publish_time_ns_ = publish_time_ns;
+  published_ = true;
 }
 
 Result<void> ShmWriter::Grow(Initial initial) {
@@ -232,32 +259,18 @@ Result<void> ShmWriter::Grow(Initial initial) {
                     std::to_string(initial.table.size()) + " failed: " + fresh.error().message +
                     "; it keeps its previous table, and the next publish tries again");
   }
-  // As Recreate: the old file, which no longer has the name, is marked
-  // retired over its old table, and the writer takes the new one.
-  RetireOwn();
-  ShmWriter& other = **fresh;
-  std::swap(fd_, other.fd_);
-  std::swap(base_, other.base_);
-  std::swap(bytes_, other.bytes_);
-  std::swap(generation_, other.generation_);
-  std::swap(seq_, other.seq_);
-  std::swap(created_ns_, other.created_ns_);
-  std::swap(heartbeat_ns_, other.heartbeat_ns_);
-  std::swap(publish_time_ns_, other.publish_time_ns_);
+  Adopt(**fresh);
   options_.capacity = grown.capacity;
-  table_ = std::move(initial.table);
-  flags_ = initial.flags;
-  host_default_ = initial.host_default;
-  published_ = true;
+  Hold(std::move(initial), publish_time_ns_);
   ++grows_;
   return {};
 }
 
-ShmWriter::ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t bytes,
-                     std::uint64_t created)
+ShmWriter::ShmWriter(ShmWriterOptions options, common::UniqueFd fd, void* base,
+                     std::size_t bytes, std::uint64_t created)
     : options_(std::move(options)),
       path_(std::string(kShmDir) + options_.name),
-      fd_(fd),
+      fd_(std::move(fd)),
       base_(base),
       bytes_(bytes),
       generation_(created),
@@ -265,14 +278,11 @@ ShmWriter::ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t b
       heartbeat_ns_(created),
       pid_(static_cast<std::uint32_t>(getpid())) {}
 
-ShmWriter::~ShmWriter() {
-  munmap(base_, bytes_);
-  close(fd_);
-}
+ShmWriter::~ShmWriter() { munmap(base_, bytes_); }
 
 std::optional<off_t> ShmWriter::FileSize() const {
   struct stat st {};
-  if (fstat(fd_, &st) != 0) return std::nullopt;
+  if (fstat(fd_.get(), &st) != 0) return std::nullopt;
   return st.st_size;
 }
 

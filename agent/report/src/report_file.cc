@@ -113,7 +113,7 @@ Result<ReportModel> LoadCsv(const std::string& name, std::string_view text,
 }  // namespace
 
 Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& given) {
-  if (given == "-") return std::unique_ptr<PendingFile>(new PendingFile(given, nullptr, -1));
+  if (given == "-") return std::unique_ptr<PendingFile>(new PendingFile(given, nullptr, common::UniqueFd()));
   // A symbolic link keeps pointing where it did: its target is replaced.
   std::error_code ec;
   const std::filesystem::path resolved = std::filesystem::weakly_canonical(given, ec);
@@ -122,23 +122,23 @@ Result<std::unique_ptr<PendingFile>> PendingFile::Create(const std::string& give
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written in
     // place: renaming over it would replace the device node itself.
-    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
+    common::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd) {
       return Fail(Errc::kIo, given + ": cannot open for writing: " + common::ErrnoText(errno));
     }
-    return std::unique_ptr<PendingFile>(new PendingFile(given, nullptr, fd));
+    return std::unique_ptr<PendingFile>(new PendingFile(given, nullptr, std::move(fd)));
   }
   Result<std::unique_ptr<common::AtomicFile>> file = common::AtomicFile::Create(path);
   if (!file) {
     return Fail(Errc::kIo, file.error().message + "; choose a writable directory");
   }
-  return std::unique_ptr<PendingFile>(new PendingFile(path, std::move(*file), -1));
+  return std::unique_ptr<PendingFile>(new PendingFile(path, std::move(*file), common::UniqueFd()));
 }
 
 Result<void> PendingFile::WriteInPlace(std::string_view text) {
   std::size_t written = 0;
   while (written < text.size()) {
-    const ssize_t n = write(fd_, text.data() + written, text.size() - written);
+    const ssize_t n = write(fd_.get(), text.data() + written, text.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Fail(Errc::kIo, path_ + ": cannot write: " + common::ErrnoText(errno));
     written += static_cast<std::size_t>(n);
@@ -146,15 +146,11 @@ Result<void> PendingFile::WriteInPlace(std::string_view text) {
   return {};
 }
 
-PendingFile::~PendingFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
 Result<void> PendingFile::Commit(std::string_view text) {
   if (file_) {
     if (Result<void> written = file_->Write(text); !written) return written;
     if (Result<void> done = file_->Commit(); !done) return done;
-  } else if (fd_ >= 0) {
+  } else if (fd_) {
     if (Result<void> written = WriteInPlace(text); !written) return written;
   } else {
     std::cout << text << std::flush;

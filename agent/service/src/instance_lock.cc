@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "zcal/common/errno_text.h"
 
@@ -16,12 +17,12 @@ namespace zcal::agent {
 Result<std::unique_ptr<InstanceLock>> InstanceLock::Acquire(
     const std::string& segment_name, const std::string& dir) {
   const std::string path = dir + segment_name + ".lock";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0 && errno == EACCES) {
+  common::UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd && errno == EACCES) {
     // Locking needs no write access; only recording the pid does.
-    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   }
-  if (fd < 0) {
+  if (!fd) {
     const int error = errno;
     const std::string why = common::ErrnoText(error);
     if (error == ELOOP) {
@@ -34,16 +35,15 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::Acquire(
                     "); run the agent as the user that owns it, or remove "
                     "it if no agent runs");
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     std::string holder;
     char buffer[32] = {};
-    const ssize_t n = pread(fd, buffer, sizeof buffer - 1, 0);
+    const ssize_t n = pread(fd.get(), buffer, sizeof buffer - 1, 0);
     if (n > 0) {
       const long pid = std::strtol(buffer, nullptr, 10);
       if (pid > 0) holder = " (pid " + std::to_string(pid) + ")";
     }
-    close(fd);
     if (error == EWOULDBLOCK) {
       return Fail(Errc::kBusy,
                   "another zcal agent" + holder + " already publishes segment " +
@@ -54,17 +54,16 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::Acquire(
     return Fail(Errc::kIo, path + ": cannot lock: " + common::ErrnoText(error));
   }
   const std::string pid = std::to_string(getpid()) + "\n";
-  if (ftruncate(fd, 0) == 0) {
-    [[maybe_unused]] const ssize_t n = pwrite(fd, pid.data(), pid.size(), 0);
+  if (ftruncate(fd.get(), 0) == 0) {
+    [[maybe_unused]] const ssize_t n = pwrite(fd.get(), pid.data(), pid.size(), 0);
   }
-  return std::unique_ptr<InstanceLock>(new InstanceLock(path, fd));
+  return std::unique_ptr<InstanceLock>(new InstanceLock(path, std::move(fd)));
 }
 
 InstanceLock::~InstanceLock() {
-  if (ftruncate(fd_, 0) != 0) {
+  if (ftruncate(fd_.get(), 0) != 0) {
     // A stale pid in the file only makes a later message less precise.
   }
-  close(fd_);
 }
 
 }  // namespace zcal::agent

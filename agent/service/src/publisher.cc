@@ -15,25 +15,22 @@ namespace zcal::agent {
 
 namespace {
 
-// The host default of a published table, as the metrics show it.
-HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
-                                   const HostDefaultNic& nic) {
+// Where the host default of a published table comes from, as the metrics
+// show it beside the table's own host-default entries.
+HostDefaultInfo HostDefaultOf(const PublishedTable& table, const HostDefaultNic& nic) {
   HostDefaultInfo info;
   info.source = std::string(HostDefaultSourceName(table.host_default));
   info.reason = std::string(HostDefaultAbsenceReason(table.host_default));
   if (nic.facts) info.interface = nic.facts->name;
-  for (const PublishedEntry& entry : table.entries) {
-    if (entry.scope != ScopeKind::kHostDefault) continue;
-    calibrator::MethodResult result;
-    result.method = entry.method;
-    result.verdict = entry.verdict;
-    result.threshold_bytes = entry.threshold_bytes;
-    result.reason = entry.reason;
-    result.confidence = entry.confidence;
-    info.methods[{entry.method, entry.depth}] = std::move(result);
-    info.estimated = info.estimated || entry.estimated;
-  }
   return info;
+}
+
+PathRefused Refused(PathRefusal refusal, std::string message) {
+  PathRefused refused;
+  refused.code = refusal == PathRefusal::kNotConfigured ? Errc::kNotFound : Errc::kFailed;
+  refused.message = std::move(message);
+  refused.refusal = refusal;
+  return refused;
 }
 
 // The result of `path` in an analysis: under its name, or the only one
@@ -133,15 +130,20 @@ void Publisher::Publish() {
   const std::uint64_t now_ns = clock_->Wall();
   const std::int64_t steady_ns = common::SteadyNs(*clock_);
   PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns, steady_ns);
-  const std::vector<PublishedEntry>& entries = table.entries;
   if (table.host_default_explanation != host_default_explanation_) {
     // Logged when it changes, not on every publish.
     spdlog::info("{}", table.host_default_explanation);
     host_default_explanation_ = table.host_default_explanation;
   }
   CheckSegment();
+  WriteSegment(table.entries, table.host_default);
+  PublishMetrics(std::move(table), now_ns, steady_ns);
+}
+
+void Publisher::WriteSegment(const std::vector<PublishedEntry>& entries,
+                             HostDefaultSource host_default) {
   const std::uint32_t capacity = writer_->capacity();
-  const Result<void> published = writer_->Publish(entries, stale_, table.host_default);
+  const Result<void> published = writer_->Publish(entries, stale_, host_default);
   // Only a failure of the file system (a segment that could not grow on a
   // full /dev/shm) can go away by itself; the table is then retried at
   // each heartbeat.
@@ -149,38 +151,40 @@ void Publisher::Publish() {
   metrics_->SetSegmentPublishFailing(!published);
   if (!published) {
     ++failed_publishes_;
-    const std::string& failure = published.error().message;
-    if (failure != publish_failure_) {
+    const Error& failure = published.error();
+    if (publish_failure_ != failure.code) {
       spdlog::error("segment {}: publishing {} entries failed: {}{}", config_.segment.name,
-                    entries.size(), failure,
+                    entries.size(), failure.message,
                     publish_pending_ ? " (tried again at each heartbeat)" : "");
-      publish_failure_ = failure;
+      publish_failure_ = failure.code;
     } else {
-      spdlog::debug("segment {}: publishing failed again: {}", config_.segment.name, failure);
+      spdlog::debug("segment {}: publishing failed again: {}", config_.segment.name,
+                    failure.message);
     }
-  } else {
-    if (writer_->capacity() != capacity) {
-      spdlog::info("segment {} grew from {} to {} entries for a table of {}; its readers move "
-                   "to the new one",
-                   config_.segment.name, capacity, writer_->capacity(), entries.size());
-    }
-    if (failed_publishes_ != 0) {
-      spdlog::info("segment {}: published {} entries after {} failed attempt(s)",
-                   config_.segment.name, entries.size(), failed_publishes_);
-    }
-    failed_publishes_ = 0;
-    publish_failure_.clear();
-    metrics_->RecordPublish(clock_->Wall(), entries.size());
-    spdlog::debug("published {} entries{}", entries.size(),
-                  stale_ ? " (stale)" : "");
-    // Read back from the segment, as a consumer's zcal export would.
-    exporter_.Update(config_.segment.name);
+    return;
   }
+  if (writer_->capacity() != capacity) {
+    spdlog::info("segment {} grew from {} to {} entries for a table of {}; its readers move "
+                 "to the new one",
+                 config_.segment.name, capacity, writer_->capacity(), entries.size());
+  }
+  if (failed_publishes_ != 0) {
+    spdlog::info("segment {}: published {} entries after {} failed attempt(s)",
+                 config_.segment.name, entries.size(), failed_publishes_);
+  }
+  failed_publishes_ = 0;
+  publish_failure_.reset();
+  metrics_->RecordPublish(clock_->Wall(), entries.size());
+  spdlog::debug("published {} entries{}", entries.size(), stale_ ? " (stale)" : "");
+  // Read back from the segment, as a consumer's zcal export would.
+  exporter_.Update(config_.segment.name);
+}
+
+void Publisher::PublishMetrics(PublishedTable table, std::uint64_t now_ns,
+                               std::int64_t steady_ns) {
   metrics_->SetPublished(state_.paths, stale_);
   std::map<std::string, probes::TargetKind> types;
-  for (const PathConfig& path : config_.paths) {
-    types[path.name] = path.type;
-  }
+  for (const PathConfig& path : config_.paths) types[path.name] = path.type;
   std::map<std::string, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
     types[path] = probes::TargetKind::kPeer;
@@ -188,8 +192,8 @@ void Publisher::Publish() {
   }
   metrics_->SetPaths(types);
   metrics_->SetPeersEnabled(config_.peers.enabled());
+  metrics_->SetHostDefault(HostDefaultOf(table, host_default_nic_), table.entries);
   metrics_->SetPeers(std::move(stale_peers), std::move(table.interfaces));
-  metrics_->SetHostDefault(DescribeForMetrics(table, host_default_nic_));
 }
 
 void Publisher::Save() {
@@ -215,21 +219,9 @@ void Publisher::Save() {
   }
 }
 
-bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
-  if (!r.report) {
-    spdlog::warn("calibration of path {} failed: {}", r.path,
-                 r.report.error().message);
-    return false;
-  }
+std::map<DepthClass, calibrator::PathResult> Publisher::FreshResults(
+    const PathReport& r) const {
   const probes::CalibrationReport& report = *r.report;
-  metrics_->RecordProbeFailures(r.path, report.samples);
-  const bool peer = IsPeerPath(r.path) && config_.peers.enabled();
-  if (!peer && std::none_of(config_.paths.begin(), config_.paths.end(),
-                            [&](const PathConfig& p) { return p.name == r.path; })) {
-    spdlog::info("path {} is no longer configured; its results are dropped",
-                 r.path);
-    return false;
-  }
   // Each class calibrated; a report without classes is its stream
   // analysis alone.
   std::vector<probes::ClassAnalysis> stream_only;
@@ -249,9 +241,29 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
     });
     fresh.emplace(*depth, std::move(result));
   }
+  return fresh;
+}
+
+tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
+                                                       std::uint64_t now_ns) {
+  if (!r.report) {
+    return tl::unexpected(Refused(PathRefusal::kCalibrationFailed,
+                                  "calibration of path " + r.path +
+                                      " failed: " + r.report.error().message));
+  }
+  const probes::CalibrationReport& report = *r.report;
+  metrics_->RecordProbeFailures(r.path, report.samples);
+  const bool peer = IsPeerPath(r.path) && config_.peers.enabled();
+  if (!peer && std::none_of(config_.paths.begin(), config_.paths.end(),
+                            [&](const PathConfig& p) { return p.name == r.path; })) {
+    return tl::unexpected(
+        Refused(PathRefusal::kNotConfigured,
+                "path " + r.path + " is no longer configured; its results are dropped"));
+  }
+  const std::map<DepthClass, calibrator::PathResult> fresh = FreshResults(r);
   if (!fresh.contains(DepthClass::kStream)) {
-    spdlog::warn("calibration of path {} produced no results", r.path);
-    return false;
+    return tl::unexpected(Refused(PathRefusal::kNoResults,
+                                  "calibration of path " + r.path + " produced no results"));
   }
   metrics_->SetLastCalibration(r.path, report.samples, fresh);
   for (const auto& [depth, result] : fresh) {
@@ -260,7 +272,7 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
       spdlog::info("{}", line);
     }
   }
-  for (const probes::ClassAnalysis& c : classes) {
+  for (const probes::ClassAnalysis& c : report.classes) {
     const std::optional<DepthClass> depth = DepthClassOf(c.depth);
     if (!depth) continue;
     for (const auto& [method, why] : c.not_probed) {
@@ -269,13 +281,22 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
       }
     }
   }
-  return true;
+  return {};
 }
 
 bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
                        std::uint64_t now_ns) {
   bool any = false;
-  for (const PathReport& r : outcome.reports) any |= AcceptPath(r, now_ns);
+  for (const PathReport& r : outcome.reports) {
+    const tl::expected<void, PathRefused> accepted = AcceptPath(r, now_ns);
+    if (accepted) {
+      any = true;
+    } else if (accepted.error().refusal == PathRefusal::kNotConfigured) {
+      spdlog::info("{}", accepted.error().message);  // a reload's doing, not a fault
+    } else {
+      spdlog::warn("{}", accepted.error().message);
+    }
+  }
   AcceptPeers(outcome, now_ns);
   if (!any) {
     if (!outcome.peer_attempts.empty()) {
@@ -333,8 +354,8 @@ void Publisher::CheckSegment() {
   if (health.damage == SegmentDamage::kNone) return;
   const std::string& name = config_.segment.name;
   if (!health.repaired) {
-    const std::string failure = health.found + ": " + health.repaired.error().message;
-    if (failure != repair_failure_) {
+    const std::pair failure{health.damage, health.repaired.error().code};
+    if (repair_failure_ != failure) {
       spdlog::error("segment {}: {}; recreating it failed: {}; readers use their "
                     "fallback until it succeeds (tried again at each heartbeat)",
                     name, health.found, health.repaired.error().message);
@@ -345,7 +366,7 @@ void Publisher::CheckSegment() {
     }
     return;
   }
-  repair_failure_.clear();
+  repair_failure_.reset();
   metrics_->RecordSegmentRepair(health.damage);
   spdlog::warn("segment {} repaired ({}): {}; recreated it and republished the last "
                "table, and its readers move to the new one",
@@ -406,7 +427,7 @@ void Publisher::SwitchSegment(PreparedSegment prepared) {
     lock_ = std::move(prepared.lock);
   }
   config_.segment = prepared.config;
-  repair_failure_.clear();  // a failure of the old segment's repair
+  repair_failure_.reset();  // a failure of the old segment's repair
   spdlog::info("publishing in segment {} now", config_.segment.name);
 }
 

@@ -5,6 +5,7 @@
 #include "zcal/agent/state/host_json.h"
 #include "zcal/agent/state/load_json.h"
 #include "zcal/calibrator/report_json.h"
+#include "zcal/common/address.h"
 #include "zcal/common/atomic_file.h"
 #include "zcal/common/bounded_read.h"
 #include "zcal/common/text.h"
@@ -103,7 +104,7 @@ std::string SerializeState(const AgentState& state) {
   }
   json peers = json::object();
   for (const auto& [path, p] : state.peers) {
-    peers[path] = json{{"endpoint", p.endpoint},
+    peers[path] = json{{"endpoint", common::ToString(p.endpoint)},
                        {"interface", p.interface},
                        {"last_attempt_ns", p.last_attempt_ns},
                        {"last_success_ns", p.last_success_ns},
@@ -218,7 +219,10 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
                                        "key with an 'endpoint')");
       }
       PeerRecord p;
-      p.endpoint = entry["endpoint"].get<std::string>();
+      Result<common::HostPort> endpoint =
+          common::ParseHostPort(entry["endpoint"].get<std::string>());
+      if (!endpoint) return Fail(Errc::kParse, at + ".endpoint: " + endpoint.error().message);
+      p.endpoint = *endpoint;
       if (const auto i = entry.find("interface"); i != entry.end() && i->is_string()) {
         p.interface = i->get<std::string>();
       }

@@ -13,10 +13,12 @@
 #include <cerrno>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "discard_access.h"
 #include "zcal/common/errno_text.h"
 #include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/probes/discard/discard.h"
 #include "zcal/probes/host/rtnetlink.h"
 
@@ -131,20 +133,21 @@ bool SetUp(const char* qdisc, SetupReport& report) {
     const ssize_t n = ::recv(kControlFd, &request, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || request != kSocketRequest) ::_exit(0);  // the parent is done
+    // Closed here once sent: the parent holds its own copies.
+    common::UniqueFd owned[kSocketBatch];
     int fds[kSocketBatch];
     int count = 0;
     int err = 0;
     while (count < kSocketBatch) {
-      const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) {
+      owned[count].Reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      if (!owned[count]) {
         err = errno;
         break;
       }
-      fds[count++] = fd;
+      fds[count] = owned[count].get();
+      ++count;
     }
-    const bool sent = SendSockets(kControlFd, fds, count, count > 0 ? 0 : err);
-    for (int i = 0; i < count; ++i) ::close(fds[i]);
-    if (!sent) ::_exit(0);
+    if (!SendSockets(kControlFd, fds, count, count > 0 ? 0 : err)) ::_exit(0);
   }
 }
 
@@ -177,27 +180,25 @@ Result<std::unique_ptr<DiscardNamespace>> DiscardNamespace::Create(
     return Fail(Errc::kFailed, "the discard path's namespace: socketpair failed with " +
                                    common::ErrnoText(errno));
   }
+  common::UniqueFd control(pair[0]);
+  common::UniqueFd helper_end(pair[1]);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    const int err = errno;
-    ::close(pair[0]);
-    ::close(pair[1]);
     return Fail(Errc::kFailed, "the discard path's namespace: fork failed with " +
-                                   common::ErrnoText(err));
+                                   common::ErrnoText(errno));
   }
-  if (pid == 0) HelperMain(pair[1], options.qdisc.c_str(), parent);
-  ::close(pair[1]);
-  const int control = pair[0];
+  if (pid == 0) HelperMain(helper_end.get(), options.qdisc.c_str(), parent);
+  helper_end.Reset();
 
   SetupReport report;
   iovec data{&report, sizeof report};
   msghdr message{};
   message.msg_iov = &data;
   message.msg_iovlen = 1;
-  const int n = ReceiveWithin(control, &message, kSetupTimeoutMs);
+  const int n = ReceiveWithin(control.get(), &message, kSetupTimeoutMs);
   if (n != static_cast<int>(sizeof report)) {
-    ::close(control);
+    control.Reset();
     Reap(pid);
     return Fail(Errc::kFailed,
                 "the discard path's namespace helper sent no setup report (" +
@@ -205,7 +206,7 @@ Result<std::unique_ptr<DiscardNamespace>> DiscardNamespace::Create(
                     "); it may have been killed");
   }
   if (report.step != 0) {
-    ::close(control);
+    control.Reset();
     Reap(pid);
     report.detail[sizeof report.detail - 1] = '\0';
     if (report.step < 0) {
@@ -216,19 +217,20 @@ Result<std::unique_ptr<DiscardNamespace>> DiscardNamespace::Create(
                                        report.detail, options.qdisc));
   }
   return std::unique_ptr<DiscardNamespace>(
-      new DiscardNamespace(pid, control, report.new_net_err != 0));
+      new DiscardNamespace(pid, std::move(control), report.new_net_err != 0));
 }
 
-DiscardNamespace::DiscardNamespace(pid_t helper, int control, bool in_user_namespace)
-    : helper_(helper), control_(control), in_user_namespace_(in_user_namespace) {}
+DiscardNamespace::DiscardNamespace(pid_t helper, common::UniqueFd control,
+                                   bool in_user_namespace)
+    : helper_(helper), control_(std::move(control)), in_user_namespace_(in_user_namespace) {}
 
 DiscardNamespace::~DiscardNamespace() {
-  ::close(control_);
+  control_.Reset();
   Reap(helper_);
 }
 
 Result<void> DiscardNamespace::Restock(const std::string& where) {
-  if (::send(control_, &kSocketRequest, 1, MSG_NOSIGNAL) != 1) {
+  if (::send(control_.get(), &kSocketRequest, 1, MSG_NOSIGNAL) != 1) {
     return Fail(Errc::kFailed, where + ": the namespace helper is gone (" +
                                    common::ErrnoText(errno) + ")");
   }
@@ -240,7 +242,7 @@ Result<void> DiscardNamespace::Restock(const std::string& where) {
   message.msg_iovlen = 1;
   message.msg_control = control_bytes;
   message.msg_controllen = sizeof control_bytes;
-  const int n = ReceiveWithin(control_, &message, kRequestTimeoutMs);
+  const int n = ReceiveWithin(control_.get(), &message, kRequestTimeoutMs);
   for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const std::size_t fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);

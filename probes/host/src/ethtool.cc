@@ -12,6 +12,7 @@
 
 #include "zcal/common/errno_text.h"
 #include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 
 namespace zcal::probes {
 
@@ -41,14 +42,13 @@ OffloadFeatures QueryOffloads(const std::string& interface) {
     features.error = "no valid interface name to ask ethtool about";
     return features;
   }
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  const common::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) {
     features.error = "cannot open a socket for ethtool: " + common::ErrnoText(errno);
     return features;
   }
-  features.sg = Query(fd, interface, ETHTOOL_GSG, features.error);
-  features.tso = Query(fd, interface, ETHTOOL_GTSO, features.error);
-  ::close(fd);
+  features.sg = Query(fd.get(), interface, ETHTOOL_GSG, features.error);
+  features.tso = Query(fd.get(), interface, ETHTOOL_GTSO, features.error);
   return features;
 }
 

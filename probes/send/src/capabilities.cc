@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "uring_ring.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/probes/host/sysfs.h"
 #include "zcal/probes/send/sender.h"
 
@@ -19,12 +20,11 @@ using calibrator::Method;
 Support No(std::string reason) { return {false, std::move(reason)}; }
 
 Support CheckZerocopySocket() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return No("msg_zerocopy: cannot create a TCP socket (" + common::ErrnoText(errno) + ")");
+  const common::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return No("msg_zerocopy: cannot create a TCP socket (" + common::ErrnoText(errno) + ")");
   const int one = 1;
-  const int rc = ::setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one);
+  const int rc = ::setsockopt(fd.get(), SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one);
   const int err = errno;
-  ::close(fd);
   if (rc != 0) {
     return No("msg_zerocopy: the socket refused SO_ZEROCOPY (" + common::ErrnoText(err) +
               "); it needs Linux 4.14 or later");

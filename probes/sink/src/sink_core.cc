@@ -75,24 +75,20 @@ Result<std::unique_ptr<SinkCore>> SinkCore::Open(SinkCoreOptions options,
     ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &event);
   }
   const common::HostPort bound = SocketEndpoint(listen_fd.get(), true);
-  return std::unique_ptr<SinkCore>(new SinkCore(std::move(options), listen_fd.Release(),
-                                                wake_fd.Release(), epoll_fd.Release(), bound));
+  return std::unique_ptr<SinkCore>(new SinkCore(std::move(options), std::move(listen_fd),
+                                                std::move(wake_fd), std::move(epoll_fd), bound));
 }
 
-SinkCore::SinkCore(SinkCoreOptions options, int listen_fd, int wake_fd, int epoll_fd,
-                   common::HostPort endpoint)
+SinkCore::SinkCore(SinkCoreOptions options, common::UniqueFd listen_fd, common::UniqueFd wake_fd,
+                   common::UniqueFd epoll_fd, common::HostPort endpoint)
     : options_(std::move(options)),
-      listen_fd_(listen_fd),
-      wake_fd_(wake_fd),
-      epoll_fd_(epoll_fd),
+      listen_fd_(std::move(listen_fd)),
+      wake_fd_(std::move(wake_fd)),
+      epoll_fd_(std::move(epoll_fd)),
       endpoint_(std::move(endpoint)),
       next_pause_(kFirstPause) {}
 
-SinkCore::~SinkCore() {
-  Stop();
-  ::close(wake_fd_);
-  ::close(epoll_fd_);
-}
+SinkCore::~SinkCore() { Stop(); }
 
 void SinkCore::Run(Handler& handler) {
   thread_ = std::thread([this, &handler] { Loop(handler); });
@@ -105,23 +101,22 @@ void SinkCore::Stop() {
     stopped_ = true;
   }
   const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  [[maybe_unused]] const ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   if (thread_.joinable()) thread_.join();
   // A stopped sink refuses connections at once instead of leaving them in
   // its listen queue until the client's deadline.
-  ::close(listen_fd_);
+  listen_fd_.Reset();
 }
 
 void SinkCore::Close(int fd) {
   const auto it = source_of_.find(fd);
   if (it == source_of_.end()) return;
-  if (const auto source = per_source_.find(it->second);
+  if (const auto source = per_source_.find(it->second.source);
       source != per_source_.end() && --source->second == 0) {
     per_source_.erase(source);
   }
-  source_of_.erase(it);
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  ::close(fd);
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  source_of_.erase(it);  // closes it
   // A descriptor is free again: a paused listener may accept now.
   if (paused_) resume_at_ = SinkClock::now();
   Update([](SinkCoreCounts& c) { --c.connections_open; });
@@ -148,9 +143,9 @@ void SinkCore::Accept(Handler& handler) {
   for (;;) {
     sockaddr_storage storage{};
     socklen_t length = sizeof storage;
-    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&storage), &length,
-                             SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
+    common::UniqueFd accepted(::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&storage),
+                                        &length, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!accepted) {
       const int err = errno;
       if (ConnectionGone(err)) continue;
       if (OutOfResources(err)) PauseListener();
@@ -162,18 +157,19 @@ void SinkCore::Accept(Handler& handler) {
     const std::optional<common::HostPort> known =
         client ? std::optional(*client) : std::nullopt;
     if (const auto refusal = Admit(known)) {
-      handler.OnRefused(fd, *refusal);
-      ::close(fd);
+      handler.OnRefused(accepted.get(), *refusal);
+      accepted.Reset();
       if (*refusal == SinkRefusal::kPerSource) {
         Update([](SinkCoreCounts& c) { ++c.refused_per_source; });
       }
       continue;
     }
+    const int fd = accepted.get();
     epoll_event event{};
     event.events = EPOLLIN | EPOLLRDHUP;
     event.data.fd = fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    source_of_.emplace(fd, known->address);
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &event);
+    source_of_.emplace(fd, Connection{std::move(accepted), known->address});
     ++per_source_[known->address];
     Update([](SinkCoreCounts& c) {
       ++c.connections_accepted;
@@ -186,7 +182,7 @@ void SinkCore::Accept(Handler& handler) {
 void SinkCore::PauseListener() {
   // Level-triggered: the connection that could not be accepted keeps the
   // listener readable, and every epoll_wait would return at once.
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, listen_fd_.get(), nullptr);
   paused_ = true;
   resume_at_ = SinkClock::now() + next_pause_;
   next_pause_ = std::min(next_pause_ * 2, kLongestPause);
@@ -196,8 +192,8 @@ void SinkCore::PauseListener() {
 void SinkCore::ResumeListener() {
   epoll_event event{};
   event.events = EPOLLIN;
-  event.data.fd = listen_fd_;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &event);
+  event.data.fd = listen_fd_.get();
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &event);
   paused_ = false;
 }
 
@@ -215,15 +211,15 @@ void SinkCore::Loop(Handler& handler) {
   std::vector<epoll_event> events(64);
   milliseconds tick{-1};
   for (;;) {
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+    const int n = ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
                                WaitMs(tick));
     if (n < 0 && errno != EINTR) break;
     bool stop = false;
     for (int i = 0; i < n; ++i) {
       const int fd = events[static_cast<std::size_t>(i)].data.fd;
-      if (fd == wake_fd_) {
+      if (fd == wake_fd_.get()) {
         stop = true;
-      } else if (fd == listen_fd_) {
+      } else if (fd == listen_fd_.get()) {
         Accept(handler);
       } else if (source_of_.contains(fd)) {
         // Skipped when an earlier event of this batch closed it.

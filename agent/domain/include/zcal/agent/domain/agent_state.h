@@ -64,7 +64,8 @@ inline bool IsPeerPath(std::string_view path) { return path.starts_with(kPeerPat
 /// What is known about one peer besides its results (AgentState::paths
 /// under the peer's path name).
 struct PeerRecord {
-  std::string endpoint;   ///< "ADDR:PORT" or "[V6]:PORT"
+  /// Its sink; parsed once, where it is born (the round, the state file).
+  common::HostPort endpoint;
   /// The interface a connection to it left through at the last success
   /// (peers/peer_discovery.h, EgressInterface); "" when not known.
   std::string interface;

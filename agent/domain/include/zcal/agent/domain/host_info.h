@@ -53,16 +53,12 @@ HostInfo HostInfoOf(const probes::HostFacts& facts, std::string path);
 /// that `host` lacks.
 void AddPath(HostInfo& host, const probes::HostFacts& facts, std::string path);
 
-/// The host default as published (zcal_host_default_info and
-/// zcal_host_default_threshold_bytes).
+/// Where the published host default comes from (zcal_host_default_info);
+/// its entries are those of the published table.
 struct HostDefaultInfo {
   std::string source;     ///< "peers", "estimated", "none"
   std::string reason;     ///< why "none": "no_path", "iommu_translates", ...
   std::string interface;  ///< the NIC it stands for; "" when unknown
-  /// The published host-default verdict per method and depth class
-  /// (empty for "none").
-  std::map<std::pair<calibrator::Method, DepthClass>, calibrator::MethodResult> methods;
-  bool estimated = false;  ///< from the discard path, not from a NIC
 };
 
 /// The NIC whose results become the host default: the interface of the

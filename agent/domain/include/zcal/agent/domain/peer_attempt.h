@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "zcal/common/address.h"
+
 namespace zcal::agent {
 
 /// How a peer calibration ended: zcal_peer_probes_total's `outcome` label
@@ -58,7 +60,7 @@ inline constexpr std::array<DnsFailure, 4> kDnsFailures = {
 
 struct PeerAttempt {
   std::string path;      ///< "peer/ADDR:PORT"
-  std::string endpoint;  ///< "ADDR:PORT"
+  common::HostPort endpoint;  ///< the peer's sink
   PeerOutcome outcome = PeerOutcome::kFailed;
   std::string detail;     ///< the error's sentence, "" on success
   std::string interface;  ///< egress interface, "" when not known

@@ -1,11 +1,11 @@
 // The agent's Prometheus metrics (docs/metrics.md lists every one).
 //
-// Events (calibrations, triggers, probe failures, reloads, publishes, HTTP
-// drops) are prometheus-cpp counters, gauges and a histogram in a registry.
-// Published results, the figures of the last calibration and the host facts
-// are a snapshot replaced as a whole on each update and rendered on each
-// scrape, so that series of a path, method or size that no longer exists
-// are dropped, not left at their old value.
+// Every family is rendered on each scrape from values held in memory:
+// events (calibrations, triggers, probe failures, reloads, publishes, HTTP
+// drops) as counts, gauges and a histogram; published results, the figures
+// of the last calibration and the host facts as a snapshot replaced as a
+// whole on each update, so that series of a path, method or size that no
+// longer exists are dropped, not left at their old value.
 // All member functions are thread-safe: scrapes run on the HTTP server's
 // thread while the service updates.
 #pragma once
@@ -26,6 +26,7 @@
 #include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/published_entry.h"
 #include "zcal/agent/domain/segment_damage.h"
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/calibrator/sample.h"
@@ -76,7 +77,12 @@ class Metrics final : public prometheus::Collectable {
   /// type label spelled by probes::TargetKindName; replaces the previous
   /// ones).
   void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
-  void SetHostDefault(const HostDefaultInfo& host_default);
+  /// Where the host default comes from (zcal_host_default_info), and its
+  /// verdicts (zcal_host_default_threshold_bytes): the entries of scope
+  /// kHostDefault of `table`, the table the segment got (others are left
+  /// out). Replaces the previous ones.
+  void SetHostDefault(const HostDefaultInfo& host_default,
+                      std::span<const PublishedEntry> table = {});
   /// Drops every series of a path not in `paths` (published results, probe
   /// failures, last calibration, interface): call when a reload removed
   /// paths. A path that comes back counts its failures from 0.
@@ -145,10 +151,13 @@ class Metrics final : public prometheus::Collectable {
   std::string Text() const;
 
  private:
-  struct Live;
-  class Snapshot;
-  class SinkView;
-  class PeerView;
+  // The four parts: each holds its values under its own lock and renders
+  // them at each scrape (metrics_family.h); the functions above that
+  // update a part are defined in its file.
+  struct Live;      // events (metrics.cc)
+  struct Snapshot;  // published results, last calibration, host (metrics_snapshot.cc)
+  struct SinkView;  // zcal_sink_* (metrics_sink.cc)
+  struct PeerView;  // zcal_peer*, zcal_interface_* (metrics_peers.cc)
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;

@@ -19,6 +19,7 @@
 #include "zcal/calibrator/method.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 #include "zcal/zcal.h"
 
 namespace zcal::agent {
@@ -114,10 +115,20 @@ class ShmWriter {
   };
   static Result<std::unique_ptr<ShmWriter>> CreateHolding(const ShmWriterOptions& options,
                                                           const Initial* initial);
-  ShmWriter(ShmWriterOptions options, int fd, void* base, std::size_t bytes,
+  // The header of a segment nobody can see yet, `initial` in its table
+  // (nullptr: empty), the magic stored last.
+  static void WriteHeader(void* base, const ShmWriterOptions& options, std::uint64_t created,
+                          const Initial* initial);
+  ShmWriter(ShmWriterOptions options, common::UniqueFd fd, void* base, std::size_t bytes,
             std::uint64_t created);
+  // Takes `initial` as the last table stored, published at that time.
+  void Hold(Initial initial, std::uint64_t publish_time_ns);
   // Replaces this writer's segment with a larger one holding `initial`.
   Result<void> Grow(Initial initial);
+  // Retires this writer's segment and takes `fresh`'s (its file, mapping
+  // and stamps) in its place; `fresh` is left with the old one, to unmap
+  // and close. The one way a writer moves to a new segment (Grow, Recreate).
+  void Adopt(ShmWriter& fresh);
   std::optional<off_t> FileSize() const;
   bool Covered() const;  // the file is at least as long as the mapping
   // Stores table_ under the seqlock with `flags`, bumps the generation.
@@ -130,7 +141,7 @@ class ShmWriter {
 
   ShmWriterOptions options_;
   std::string path_;
-  int fd_;
+  common::UniqueFd fd_;
   void* base_;
   std::size_t bytes_;
   std::uint64_t generation_;

@@ -10,6 +10,7 @@
 #include "zcal/agent/report/report.h"
 #include "zcal/common/atomic_file.h"
 #include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 
 namespace zcal::agent {
 
@@ -24,7 +25,6 @@ class PendingFile {
   /// Creates the temporary file now (so that an unwritable directory is
   /// found before a calibration runs). kIo naming the path and the errno.
   static Result<std::unique_ptr<PendingFile>> Create(const std::string& path);
-  ~PendingFile();
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
 
@@ -32,12 +32,12 @@ class PendingFile {
   Result<void> Commit(std::string_view text);
 
  private:
-  PendingFile(std::string path, std::unique_ptr<common::AtomicFile> file, int fd)
-      : path_(std::move(path)), file_(std::move(file)), fd_(fd) {}
+  PendingFile(std::string path, std::unique_ptr<common::AtomicFile> file, common::UniqueFd fd)
+      : path_(std::move(path)), file_(std::move(file)), fd_(std::move(fd)) {}
   Result<void> WriteInPlace(std::string_view text);
   std::string path_;
   std::unique_ptr<common::AtomicFile> file_;  // a regular file's replacement
-  int fd_ = -1;  // a device or pipe written in place; -1 with no file_: stdout
+  common::UniqueFd fd_;  // a device or pipe written in place; empty with no file_: stdout
 };
 
 /// Reads a report input (a samples CSV, `zcal calibrate --json`, `zcal

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 
 namespace zcal::agent {
 
@@ -25,9 +26,10 @@ class InstanceLock {
   const std::string& path() const { return path_; }
 
  private:
-  InstanceLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  InstanceLock(std::string path, common::UniqueFd fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
   std::string path_;
-  int fd_;
+  common::UniqueFd fd_;
 };
 
 }  // namespace zcal::agent

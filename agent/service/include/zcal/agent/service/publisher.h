@@ -12,8 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "zcal/agent/service/calibration_runner.h"
 #include "zcal/agent/config/config.h"
@@ -21,6 +24,7 @@
 #include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/service/instance_lock.h"
 #include "zcal/agent/metrics/metrics.h"
+#include "zcal/agent/publish/results.h"
 #include "zcal/agent/publish/shm_writer.h"
 #include "zcal/agent/state/state.h"
 #include "zcal/common/clock.h"
@@ -31,6 +35,18 @@ namespace zcal::agent {
 /// ShmWriterOptions of a segment configuration, stamped by `clock`.
 ShmWriterOptions WriterOptions(const SegmentConfig& segment,
                                std::shared_ptr<const common::Clock> clock = common::SystemClock());
+
+/// Why Publisher::Accept did not take a path's report into the state.
+enum class PathRefusal : std::uint8_t {
+  kCalibrationFailed,  ///< the round's report of the path is an error
+  kNotConfigured,      ///< a reload removed the path while the round ran
+  kNoResults,          ///< the report holds no stream result for the path
+};
+
+/// A report refused: its kind, and the sentence logged for it.
+struct PathRefused : Error {
+  PathRefusal refusal = PathRefusal::kCalibrationFailed;
+};
 
 /// The segment of a new configuration, made ready without giving up the
 /// running one (see Publisher::PrepareSegment).
@@ -67,8 +83,9 @@ class Publisher {
   void SetHost(const HostSnapshot& host);
 
   /// Publishes the table of the current state (BuildEntries) with the stale
-  /// flag, and the snapshot in the metrics. A failure is logged once (until
-  /// it changes or ends), zcal_segment_publish_failing is 1 meanwhile, and
+  /// flag, and the snapshot in the metrics (its host default from the same
+  /// table). A failure is logged once (until its kind, the error's Errc,
+  /// changes or it ends), zcal_segment_publish_failing is 1 meanwhile, and
   /// the segment keeps its previous table; one of the file system (the
   /// segment could not grow for a larger table: /dev/shm full) is retried
   /// at each heartbeat. A segment that grew is logged in one line. The segment is checked first,
@@ -92,7 +109,8 @@ class Publisher {
   /// Checks the segment (ShmWriter::Heal): a damaged one is recreated with
   /// the last table, logged in one warning line and counted
   /// (zcal_segment_repairs_total{cause}); a repair that fails is logged
-  /// once until it succeeds or fails otherwise. Then refreshes the
+  /// once until it succeeds or fails otherwise (another damage or Errc).
+  /// Then refreshes the
   /// segment's heartbeat (and its metric), and retries a save of the state
   /// file that failed (a full or read-only state directory): each failed
   /// attempt counts in zcal_state_errors_total{operation="save"}, the
@@ -139,7 +157,16 @@ class Publisher {
   void CheckWallClock();
   void Save();
   void CheckSegment();
-  bool AcceptPath(const PathReport& r, std::uint64_t now_ns);
+  // Takes one path's report into the state (and its metrics), or says why
+  // not; Accept logs the refusal.
+  tl::expected<void, PathRefused> AcceptPath(const PathReport& r, std::uint64_t now_ns);
+  // The report's results per published depth class, limited to the
+  // configured methods.
+  std::map<DepthClass, calibrator::PathResult> FreshResults(const PathReport& r) const;
+  // The table into the segment, logged and counted.
+  void WriteSegment(const std::vector<PublishedEntry>& entries, HostDefaultSource host_default);
+  // The published snapshot into the metrics, the host default from `table`.
+  void PublishMetrics(PublishedTable table, std::uint64_t now_ns, std::int64_t steady_ns);
   // The round's discovery and peer attempts: metrics, log, the peers'
   // records, and the kept M.
   void AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns);
@@ -155,8 +182,9 @@ class Publisher {
   bool stale_ = false;
   HostDefaultNic host_default_nic_;
   std::string host_default_explanation_;
-  std::string repair_failure_;  // the last one logged, "" when none
-  std::string publish_failure_;  // likewise for Publish
+  // The kind of the last repair failure logged; nullopt when none.
+  std::optional<std::pair<SegmentDamage, Errc>> repair_failure_;
+  std::optional<Errc> publish_failure_;  // likewise for Publish
   std::uint64_t failed_publishes_ = 0;  // since the last publish that succeeded
   bool publish_pending_ = false;  // the last table is not in the segment; retry
   Exporter exporter_;

@@ -82,13 +82,13 @@ class DiscardNamespace {
   pid_t helper_pid() const { return helper_; }
 
  private:
-  DiscardNamespace(pid_t helper, int control, bool in_user_namespace);
+  DiscardNamespace(pid_t helper, common::UniqueFd control, bool in_user_namespace);
 
   // Asks the helper for kSocketBatch sockets; with mutex_ held.
   Result<void> Restock(const std::string& where);
 
   pid_t helper_;
-  int control_;
+  common::UniqueFd control_;
   bool in_user_namespace_;
   std::mutex mutex_;  // one request on the control socket at a time; stock_
   std::vector<common::UniqueFd> stock_;  // unconnected sockets of the namespace

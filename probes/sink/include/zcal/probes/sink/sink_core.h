@@ -31,6 +31,7 @@
 
 #include "zcal/common/address.h"
 #include "zcal/common/result.h"
+#include "zcal/common/unique_fd.h"
 
 namespace zcal::probes {
 
@@ -127,8 +128,13 @@ class SinkCore {
       return a.family != b.family ? a.family < b.family : a.bytes < b.bytes;
     }
   };
-  SinkCore(SinkCoreOptions options, int listen_fd, int wake_fd, int epoll_fd,
-           common::HostPort endpoint);
+  // An accepted connection: closed when it leaves the map.
+  struct Connection {
+    common::UniqueFd fd;
+    common::IpAddress source;
+  };
+  SinkCore(SinkCoreOptions options, common::UniqueFd listen_fd, common::UniqueFd wake_fd,
+           common::UniqueFd epoll_fd, common::HostPort endpoint);
   void Loop(Handler& handler);
   void Accept(Handler& handler);
   std::optional<SinkRefusal> Admit(const std::optional<common::HostPort>& client) const;
@@ -137,13 +143,13 @@ class SinkCore {
   int WaitMs(std::chrono::milliseconds tick) const;
 
   SinkCoreOptions options_;
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;
-  int epoll_fd_ = -1;
+  common::UniqueFd listen_fd_;
+  common::UniqueFd wake_fd_;
+  common::UniqueFd epoll_fd_;
   common::HostPort endpoint_;
 
   // The core's thread only.
-  std::unordered_map<int, common::IpAddress> source_of_;
+  std::unordered_map<int, Connection> source_of_;
   std::map<common::IpAddress, std::size_t, SourceLess> per_source_;
   bool paused_ = false;
   SinkClock::time_point resume_at_;
