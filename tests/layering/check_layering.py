@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Fails when a component or a room of the agent includes a header it must
 not: a header of a room above it, a private header of another room, or a
-library its layer keeps out (docs/architecture.md, "Layers" and "Rooms").
+library its layer keeps out (docs/architecture.md, "Layers" and "Rooms");
+and when a static library links a room or a library that none of its files
+includes (a link no include needs, as a meson.build says it).
 
 usage: check_layering.py SOURCE_ROOT [--expect-violations N]
 Prints one line per violation as FILE:LINE: what, and exits 1 when there
@@ -187,6 +189,113 @@ def check(root):
     return problems, checked
 
 
+# The header prefix of each external dependency a meson.build may name; a
+# dependency not listed here (threads, gtest) is not checked.
+EXTERNAL_HEADERS = {
+    "json_dep": "nlohmann/", "cli11_dep": "CLI/", "fmt_dep": "fmt/",
+    "yaml_dep": "yaml-cpp/", "prometheus_dep": "prometheus/",
+    "spdlog_dep": "spdlog/", "boost_dep": "boost/", "liburing_dep": "liburing",
+    "libmnl_dep": "libmnl/", "libsodium_dep": "sodium",
+}
+ASSIGNED = re.compile(r"^(\w+)\s*=\s*(static_library|declare_dependency)\(", re.M)
+
+
+def call_text(text, start):
+    """The text of a meson call from its opening parenthesis to the one that
+    closes it."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return text[start:]
+
+
+def dependency_names(call):
+    """The names in a call's `dependencies:` (a list or one name)."""
+    m = re.search(r"dependencies\s*:\s*(\[[^\]]*\]|\w+)", call)
+    if not m:
+        return []
+    return re.findall(r"\b(\w+_dep)\b", m.group(1))
+
+
+def included_by(paths):
+    """Units and library headers the files include: ("unit", name) pairs
+    for zcal headers, the raw name for any other."""
+    names = set()
+    for path in paths:
+        with open(path, encoding="utf-8") as source:
+            for line in source:
+                m = INCLUDE.match(line)
+                if m:
+                    target = unit_of_header(m.group(2))
+                    names.add(("unit", target) if target else m.group(2))
+    return names
+
+
+def check_links(root):
+    """A static library's `dependencies:` that none of its sources (nor its
+    unit's headers) includes. Each internal dependency stands for the unit
+    whose meson.build declares it; an external one for its headers."""
+    problems = []
+    builds = []
+    owner = {}  # dependency name -> unit that declares it
+    for top in ("client", "common", "calibrator", "probes", "agent"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            if "meson.build" not in files:
+                continue
+            path = os.path.join(dirpath, "meson.build")
+            rel_dir = os.path.relpath(dirpath, root)
+            # probes/ and agent/ themselves declare the union of their rooms.
+            unit = (rel_dir if rel_dir in ("probes", "agent")
+                    else unit_of(os.path.join(rel_dir, "src", "x.cc")))
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            builds.append((path, rel_dir, unit, text))
+            for m in ASSIGNED.finditer(text):
+                if m.group(2) == "declare_dependency" and unit:
+                    owner[m.group(1)] = unit
+    for path, rel_dir, unit, text in builds:
+        if unit is None or unit in ("probes", "agent"):
+            continue
+        unit_dir = os.path.join(root, *unit.split("/"))
+        headers = [os.path.join(d, f) for d, _, fs in os.walk(unit_dir)
+                   for f in fs if f.endswith((".h", ".hpp"))]
+        for m in ASSIGNED.finditer(text):
+            if m.group(2) != "static_library":
+                continue
+            call = call_text(text, m.end() - 1)
+            sources = [os.path.join(root, rel_dir, s)
+                       for s in re.findall(r"'([^']+\.(?:cc|c))'", call)]
+            sources = [s for s in sources if os.path.exists(s)]
+            includes = included_by(sources + headers)
+            line = text[:m.start()].count("\n") + 1
+            where = f"{os.path.relpath(path, root)}:{line}"
+            for dep in dependency_names(call):
+                if dep in owner:
+                    target = owner[dep]
+                    if target == unit:
+                        continue
+                    needed = any(
+                        t is not None and (t == target or t.startswith(target + "/"))
+                        for _, t in (i for i in includes if isinstance(i, tuple)))
+                    if not needed:
+                        problems.append(
+                            f"{where}: {m.group(1)} links {dep} ({target}), "
+                            "which none of its files includes")
+                elif dep in EXTERNAL_HEADERS:
+                    prefix = EXTERNAL_HEADERS[dep]
+                    if not any(isinstance(i, str) and i.startswith(prefix)
+                               for i in includes):
+                        problems.append(
+                            f"{where}: {m.group(1)} links {dep}, whose "
+                            f"headers (<{prefix}...>) none of its files includes")
+    return problems
+
+
 def main():
     args = sys.argv[1:]
     expect = None
@@ -196,6 +305,7 @@ def main():
         del args[i:i + 2]
     root = args[0] if args else os.getcwd()
     problems, checked = check(root)
+    problems += check_links(root)
     for p in problems:
         print(p)
     if expect is not None:
@@ -204,7 +314,8 @@ def main():
     if problems:
         print(f"layering: {len(problems)} violation(s) in {checked} files")
         return 1
-    print(f"layering: {checked} files, every include points down")
+    print(f"layering: {checked} files, every include points down and every "
+          "link is included")
     return 0
 
 

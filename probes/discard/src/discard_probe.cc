@@ -1,5 +1,6 @@
-#include "zcal/probes/send/probe_runner.h"
 #include "zcal/probes/discard/discard.h"
+#include "zcal/probes/send/probe_runner.h"
+#include "zcal/probes/types/peer_failure.h"
 
 namespace zcal::probes {
 
