@@ -181,8 +181,8 @@ void Metrics::Snapshot::AppendHostDefault(
     GaugeFamily f(out, "zcal_host_default_info",
                   "1; where the host default comes from (source peers, "
                   "estimated or none) and, for none, why.");
-    f.Add(1, {{"source", host_default_->source},
-              {"reason", host_default_->reason},
+    f.Add(1, {{"source", std::string(HostDefaultSourceName(host_default_->source))},
+              {"reason", std::string(HostDefaultAbsenceReason(host_default_->source))},
               {"interface", host_default_->interface}});
   }
   GaugeFamily f(out, "zcal_host_default_threshold_bytes",

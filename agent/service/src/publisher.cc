@@ -19,8 +19,7 @@ namespace {
 HostDefaultInfo DescribeForMetrics(const PublishedTable& table,
                                    const HostDefaultNic& nic) {
   HostDefaultInfo info;
-  info.source = std::string(HostDefaultSourceName(table.host_default));
-  info.reason = std::string(HostDefaultAbsenceReason(table.host_default));
+  info.source = table.host_default;
   if (nic.facts) info.interface = nic.facts->name;
   for (const PublishedEntry& entry : table.entries) {
     if (entry.scope != ScopeKind::kHostDefault) continue;

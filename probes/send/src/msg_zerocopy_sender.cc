@@ -112,7 +112,7 @@ class MsgZerocopySender final : public Sender {
   std::size_t Outstanding() const { return slot_of_id_.size(); }
 
   // Reads every notification queued on the error queue, without blocking.
-  PeerResult<void> Reap() {
+  Result<void, PeerError> Reap() {
     while (Outstanding() != 0) {
       char control[CMSG_SPACE(sizeof(sock_extended_err)) + 64];
       msghdr msg{};
@@ -165,7 +165,7 @@ class MsgZerocopySender final : public Sender {
   }
 
   // Blocks until the error queue has something (at most one wait slice).
-  PeerResult<void> WaitForCompletions() {
+  Result<void, PeerError> WaitForCompletions() {
     pollfd p{fd_, 0, 0};  // POLLERR is always reported
     const int ready = ::poll(&p, 1, static_cast<int>(kWaitSlice.count()));
     if (ready < 0 && errno != EINTR) {
@@ -175,7 +175,7 @@ class MsgZerocopySender final : public Sender {
     return Reap();
   }
 
-  PeerResult<void> BackOffForOptionMemory() {
+  Result<void, PeerError> BackOffForOptionMemory() {
     if (Outstanding() != 0) {
       enobufs_idle_ = Clock::time_point::max();
       return WaitForCompletions();
@@ -198,7 +198,7 @@ class MsgZerocopySender final : public Sender {
     return {};
   }
 
-  PeerResult<void> Drain() {
+  Result<void, PeerError> Drain() {
     const auto give_up = Clock::now() + kDrainTimeout;
     while (Outstanding() != 0) {
       if (Clock::now() > give_up) {

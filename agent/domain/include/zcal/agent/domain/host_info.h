@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zcal/agent/domain/depth_class.h"
+#include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/host/host_facts.h"
@@ -56,8 +57,9 @@ void AddPath(HostInfo& host, const probes::HostFacts& facts, std::string path);
 /// The host default as published (zcal_host_default_info and
 /// zcal_host_default_threshold_bytes).
 struct HostDefaultInfo {
-  std::string source;     ///< "peers", "estimated", "none"
-  std::string reason;     ///< why "none": "no_path", "iommu_translates", ...
+  /// Where it comes from, or why there is none (named where shown:
+  /// HostDefaultSourceName, HostDefaultAbsenceReason).
+  HostDefaultSource source = HostDefaultSource::kUnknown;
   std::string interface;  ///< the NIC it stands for; "" when unknown
   /// The published host-default verdict per method and depth class
   /// (empty for "none").
