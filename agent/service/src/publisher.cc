@@ -124,7 +124,7 @@ void Publisher::LoadSaved() {
                results, config_.state_path);
 }
 
-void Publisher::SetHost(const HostSnapshot& host) {
+void Publisher::SetHost(const HostInfo& host) {
   host_default_nic_ = host.host_default_nic;
 }
 
@@ -271,7 +271,7 @@ bool Publisher::AcceptPath(const PathReport& r, std::uint64_t now_ns) {
   return true;
 }
 
-bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
+bool Publisher::Accept(const RoundOutcome& outcome, const HostInfo& host,
                        std::uint64_t now_ns) {
   bool any = false;
   for (const PathReport& r : outcome.reports) any |= AcceptPath(r, now_ns);
@@ -285,7 +285,7 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
     return false;
   }
   state_.fingerprint = host.fingerprint;
-  state_.host = host.info;
+  state_.host = host;
   SetHost(host);
   state_.last_success_ns = now_ns;
   state_.saved_at_ns = now_ns;
