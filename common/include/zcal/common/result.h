@@ -45,7 +45,7 @@ struct Error {
 /// spelling of the setting) reads them and never parses `message`.
 struct FieldError : Error {
   /// The field as the input's own schema names it, without a section or a
-  /// spelling: "max_sessions", "allow", "paths.loopback.copy"; "" when the
+  /// spelling: "max_sessions", "allow", "peers.dns"; "" when the
   /// error is about the input as a whole.
   std::string field;
   /// The element of a list field that is at fault, when one is.
