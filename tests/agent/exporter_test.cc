@@ -63,10 +63,9 @@ RoundOutcome LoopbackNever() {
   return outcome;
 }
 
-HostSnapshot Host() {
-  HostSnapshot host;
+HostInfo Host() {
+  HostInfo host;
   host.fingerprint = 7;
-  host.info.fingerprint = 7;
   return host;
 }
 

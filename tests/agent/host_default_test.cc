@@ -45,7 +45,7 @@ AgentState LoopbackAndDiscard() {
 }
 
 // The snapshot of the fake host with the host-default NIC named.
-HostSnapshot On(const std::string& interface, Config& config) {
+HostInfo On(const std::string& interface, Config& config) {
   config.host_root = FakeRoot();
   config.host_default.interface = interface;
   return CollectHostSnapshot(config);
@@ -53,7 +53,7 @@ HostSnapshot On(const std::string& interface, Config& config) {
 
 TEST(HostDefault, TheDefaultRouteNamesTheNic) {
   Config config;
-  const HostSnapshot host = On("", config);  // 0.0.0.0/0 via eth0
+  const HostInfo host = On("", config);  // 0.0.0.0/0 via eth0
   ASSERT_TRUE(host.host_default_nic.facts) << host.host_default_nic.why_unknown;
   EXPECT_EQ(host.host_default_nic.facts->name, "eth0");
 }
@@ -63,10 +63,10 @@ TEST(HostDefault, TheDefaultRouteNamesTheNic) {
 // one no kept peer uses any more goes, and an unknown name gets nothing.
 TEST(HostDefault, ThePeersNicsAreDescribedToo) {
   Config config;
-  HostSnapshot host = On("", config);
+  HostInfo host = On("", config);
   const auto peer_nics = [&] {
     std::vector<PathInterface> found;
-    for (const PathInterface& i : host.info.interfaces) {
+    for (const PathInterface& i : host.interfaces) {
       if (i.path.starts_with(kPeerInterfacePathPrefix)) found.push_back(i);
     }
     return found;
@@ -85,14 +85,14 @@ TEST(HostDefault, ThePeersNicsAreDescribedToo) {
   EXPECT_TRUE(DescribePeerInterfaces(host, config, {}));
   EXPECT_TRUE(peer_nics().empty());
   // The host default's own entry is not a peer NIC's and stays.
-  EXPECT_TRUE(std::any_of(host.info.interfaces.begin(), host.info.interfaces.end(),
+  EXPECT_TRUE(std::any_of(host.interfaces.begin(), host.interfaces.end(),
                           [](const PathInterface& i) { return i.path == kHostDefaultInterfacePath; }));
 }
 
 TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {
   for (const char* nic : {"eth3", "eth2"}) {  // virtio without group; identity
     Config config;
-    const HostSnapshot host = On(nic, config);
+    const HostInfo host = On(nic, config);
     const HostDefaultChoice choice =
         ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic);
     EXPECT_EQ(choice.source, HostDefaultSource::kEstimated) << nic << ": " << choice.explanation;
@@ -109,7 +109,7 @@ TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {
 TEST(HostDefault, NoneWhereTheIommuTranslates) {
   for (const char* nic : {"eth0", "eth1"}) {  // DMA-FQ, DMA
     Config config;
-    const HostSnapshot host = On(nic, config);
+    const HostInfo host = On(nic, config);
     const HostDefaultChoice choice =
         ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic);
     EXPECT_EQ(choice.source, HostDefaultSource::kIommuTranslates) << nic;
@@ -123,7 +123,7 @@ TEST(HostDefault, NoneWhereTheIommuModeIsUnknown) {
   Config config;
   // eth4's group type cannot be read; eth9 does not exist; lo is virtual.
   for (const char* nic : {"eth4", "eth9", "lo"}) {
-    const HostSnapshot host = On(nic, config);
+    const HostInfo host = On(nic, config);
     const HostDefaultChoice choice =
         ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic);
     EXPECT_EQ(choice.source, HostDefaultSource::kIommuUnknown) << nic << ": " << choice.explanation;
@@ -133,7 +133,7 @@ TEST(HostDefault, NoneWhereTheIommuModeIsUnknown) {
 
 TEST(HostDefault, PeerResultsReplaceTheEstimate) {
   Config config;
-  const HostSnapshot host = On("eth0", config);  // translating: no estimate
+  const HostInfo host = On("eth0", config);  // translating: no estimate
   MethodStates peers;
   peers[Method::kMsgZerocopy] = Published(Verdict::kThreshold, 12288);
   peers[Method::kUringSendZc] = Published(Verdict::kNever, std::nullopt, Reason::kSlower);
@@ -154,7 +154,7 @@ TEST(HostDefault, LoopbackAloneIsNeverTheSource) {
   state.paths["loopback"][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 4096);
   Config config;
   config.paths = {PathConfig{}};  // loopback only
-  const HostSnapshot host = On("eth3", config);
+  const HostInfo host = On("eth3", config);
   const HostDefaultChoice choice = ChooseHostDefault(state, config, host.host_default_nic);
   EXPECT_EQ(choice.source, HostDefaultSource::kNoPath);
   EXPECT_TRUE(choice.methods.empty());
@@ -162,7 +162,7 @@ TEST(HostDefault, LoopbackAloneIsNeverTheSource) {
 
 TEST(HostDefault, TheConfigurationCanTurnItOffOrForbidTheEstimate) {
   Config config;
-  const HostSnapshot host = On("eth3", config);
+  const HostInfo host = On("eth3", config);
   config.host_default.estimate = false;
   EXPECT_EQ(ChooseHostDefault(LoopbackAndDiscard(), config, host.host_default_nic).source,
             HostDefaultSource::kNoPath);
@@ -173,7 +173,7 @@ TEST(HostDefault, TheConfigurationCanTurnItOffOrForbidTheEstimate) {
 
 TEST(HostDefault, EntriesCarryTheEstimatedFlag) {
   Config config;
-  const HostSnapshot host = On("eth3", config);
+  const HostInfo host = On("eth3", config);
   const PublishedTable table = BuildEntries(LoopbackAndDiscard(), config, host.host_default_nic, 0);
   EXPECT_EQ(table.host_default, HostDefaultSource::kEstimated);
   std::size_t defaults = 0;

@@ -109,7 +109,7 @@ std::shared_ptr<Metrics> Populated() {
   metrics->SetPaths({{"loopback", probes::TargetKind::kLoopback},
                     {"discard", probes::TargetKind::kDiscard}});
   HostDefaultInfo host_default;
-  host_default.source = "estimated";
+  host_default.source = HostDefaultSource::kEstimated;
   host_default.interface = "eth0";
   PublishedEntry estimate;
   estimate.scope = ScopeKind::kHostDefault;
@@ -159,7 +159,7 @@ TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 49152);
   metrics->SetPublished(paths, false);
   HostDefaultInfo host_default;
-  host_default.source = "estimated";
+  host_default.source = HostDefaultSource::kEstimated;
   PublishedEntry stream;
   stream.scope = ScopeKind::kHostDefault;
   stream.method = Method::kMsgZerocopy;
@@ -454,8 +454,7 @@ TEST(Metrics, SaysWhatEachPathIsAndWhereTheHostDefaultComesFrom) {
 
   auto metrics = std::make_shared<Metrics>("9.9.9");
   HostDefaultInfo none;
-  none.source = "none";
-  none.reason = "iommu_translates";
+  none.source = HostDefaultSource::kIommuTranslates;
   metrics->SetHostDefault(none);
   const std::string absent = metrics->Text();
   EXPECT_TRUE(Contains(absent, "zcal_host_default_info{source=\"none\","

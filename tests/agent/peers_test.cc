@@ -28,7 +28,7 @@ using calibrator::Reason;
 using calibrator::Verdict;
 
 // The outcome label, as zcal_peer_probes_total and the log name it.
-std::string OutcomeName(const probes::CalibrationResult<probes::CalibrationReport>& report) {
+std::string OutcomeName(const Result<probes::CalibrationReport, probes::CalibrationError>& report) {
   return std::string(PeerOutcomeName(ClassifyPeerCalibration(report)));
 }
 
@@ -253,7 +253,7 @@ TEST(PeerRound, ABusyPeerIsFollowedByTheNextOfTheRankingAtMostThreeTimes) {
   std::vector<std::string> asked;
   const RoundOutcome outcome = RunOnce(
       [&](const probes::CalibrationOptions& o,
-          const auto&) -> probes::CalibrationResult<probes::CalibrationReport> {
+          const auto&) -> Result<probes::CalibrationReport, probes::CalibrationError> {
         asked.push_back(o.path_name);
         return probes::FailCalibration(Errc::kBusy, "sink " + o.path_name + ": busy",
                                        probes::PeerFailure::kBusy);

@@ -57,10 +57,9 @@ RoundOutcome Outcome(std::vector<PathReport> reports) {
   return outcome;
 }
 
-HostSnapshot Host(std::uint64_t fingerprint) {
-  HostSnapshot host;
+HostInfo Host(std::uint64_t fingerprint) {
+  HostInfo host;
   host.fingerprint = fingerprint;
-  host.info.fingerprint = fingerprint;
   return host;
 }
 
@@ -346,7 +345,7 @@ TEST_F(PublisherTest, MetricsSayWhereTheHostDefaultComesFromOrWhyThereIsNone) {
   EXPECT_FALSE(Contains(text, "zcal_host_default_threshold_bytes{"));
 
   // A NIC without IOMMU group and a discard threshold: an estimate.
-  HostSnapshot host = Host(1);
+  HostInfo host = Host(1);
   probes::InterfaceFacts nic;
   nic.name = "eth0";
   nic.driver = "virtio_net";

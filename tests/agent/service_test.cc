@@ -136,9 +136,8 @@ class ServiceTest : public ::testing::Test {
     hooks_.metrics = metrics_;
     hooks_.collect_host = [this](const Config&) {
       ++host_reads_;
-      HostSnapshot snapshot;
+      HostInfo snapshot;
       snapshot.fingerprint = fingerprint_;
-      snapshot.info.fingerprint = fingerprint_;
       return snapshot;
     };
   }
@@ -268,7 +267,7 @@ TEST_F(ServiceTest, PublishesTheDepthClassesOfTheDiscardPathForLibzcalAndTheMetr
   config_.paths = {PathConfig{"discard", probes::TargetKind::kDiscard}};
   config_.depths = {1, 4, calibrator::kStreamDepth};
   hooks_.collect_host = [](const Config&) {
-    HostSnapshot snapshot;
+    HostInfo snapshot;
     snapshot.fingerprint = 1;
     probes::InterfaceFacts nic;
     nic.name = "eth3";

@@ -406,7 +406,7 @@ TEST_F(PeerFaults, EveryPeerBusyIsCountedAndTheResultsKept) {
   ASSERT_TRUE(ring) << ring.error().message;
   std::vector<probes::PeerSession> held;
   for (int member = 2; member <= 3; ++member) {
-    std::optional<probes::PeerResult<probes::PeerSession>> opened;
+    std::optional<Result<probes::PeerSession, probes::PeerError>> opened;
     ASSERT_TRUE(net_.hub().RunInside([&] {
       opened = probes::PeerSession::Open(
           {*common::ParseIpAddress(BridgedNetwork::Address(member)),

@@ -223,13 +223,14 @@ TEST(DiscardNamespace, AQdiscTheKernelDoesNotKnowIsUnsupportedWithTheKernelsAnsw
 TEST(Rtnetlink, ReportsTheKernelsErrorsWithTheirText) {
   const auto out = RunInChild([] {
     if (::unshare(CLONE_NEWNET) != 0) return std::string("skip unshare: ") + std::strerror(errno);
-    NetlinkStatus status;
-    auto netlink = Rtnetlink::Open(status);
-    if (!netlink) return "open " + std::to_string(status.err);
+    auto opened = Rtnetlink::Open();
+    if (!opened) return "open " + std::to_string(opened.error().err);
+    Rtnetlink* netlink = opened->get();
     const unsigned lo = ::if_nametoindex("lo");
     std::string text;
-    auto add = [&](const NetlinkStatus& s) {
-      text += std::to_string(s.err) + "|" + s.detail + "\n";
+    auto add = [&](const Result<void, NetlinkError>& r) {
+      const NetlinkError e = r ? NetlinkError() : r.error();
+      text += std::to_string(e.err) + "|" + e.message + "\n";
     };
     add(netlink->SetLinkUp(lo));
     add(netlink->SetLinkUp(999999));

@@ -43,10 +43,9 @@ std::string EnterTinyOptmemNamespace(bool blackhole = false) {
     return std::string("cannot create a network namespace: ") + std::strerror(errno);
   }
   if (blackhole) {
-    NetlinkStatus status;
-    auto netlink = Rtnetlink::Open(status);
-    if (!netlink) return "cannot open rtnetlink: " + status.detail;
-    if (!netlink->AddRootQdisc(::if_nametoindex("lo"), "blackhole").ok()) {
+    auto netlink = Rtnetlink::Open();
+    if (!netlink) return "cannot open rtnetlink: " + netlink.error().message;
+    if (!(*netlink)->AddRootQdisc(::if_nametoindex("lo"), "blackhole")) {
       return "cannot install the blackhole qdisc";
     }
   }

@@ -175,7 +175,7 @@ TEST(PeerCalibration, ASinkGoneMidCalibrationMarksTheReportLost) {
   ASSERT_TRUE(sink->WaitFor([](const PeerSinkStats& s) { return s.bytes_received > 0; },
                             3000ms));
   sink.reset();  // as when its process ends: the listener closes too
-  const CalibrationResult<CalibrationReport> report = running.get();
+  const Result<CalibrationReport, CalibrationError> report = running.get();
   // Lost with some probes measured: a report marked lost; before any: kFailed.
   if (report) {
     ASSERT_TRUE(report->session_lost);

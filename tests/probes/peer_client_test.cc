@@ -64,7 +64,7 @@ struct BareListener {
   }
 };
 
-PeerFailure FailureOf(const PeerResult<PeerSession>& opened) {
+PeerFailure FailureOf(const Result<PeerSession, PeerError>& opened) {
   EXPECT_FALSE(opened);
   return opened ? PeerFailure::kLocalError : opened.error().failure;
 }

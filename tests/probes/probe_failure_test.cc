@@ -101,7 +101,8 @@ TEST_P(FailedProbe, AReceiverThatResetsIsVanished) {
   const ProbeOutcome outcome = Probe(receiver.endpoint(), 1000ms);
   ASSERT_EQ(outcome.sample.status, SampleStatus::kFailed) << outcome.sample.error;
   EXPECT_EQ(outcome.failure, PeerFailure::kVanished)
-      << PeerFailureName(outcome.failure) << ": " << outcome.sample.error;
+      << (outcome.failure ? PeerFailureName(*outcome.failure) : "none") << ": "
+      << outcome.sample.error;
 }
 
 // Longer than the senders' stall limit (kDrainTimeout + kWaitSlice, 1.2 s),
@@ -113,7 +114,8 @@ TEST_P(FailedProbe, AReceiverThatStopsReadingIsATimeout) {
   const ProbeOutcome outcome = Probe(receiver.endpoint(), 2500ms);
   ASSERT_EQ(outcome.sample.status, SampleStatus::kFailed) << outcome.sample.error;
   EXPECT_EQ(outcome.failure, PeerFailure::kTimeout)
-      << PeerFailureName(outcome.failure) << ": " << outcome.sample.error;
+      << (outcome.failure ? PeerFailureName(*outcome.failure) : "none") << ": "
+      << outcome.sample.error;
 }
 
 TEST_P(FailedProbe, NobodyListeningIsUnreachable) {
@@ -129,7 +131,8 @@ TEST_P(FailedProbe, NobodyListeningIsUnreachable) {
   const ProbeOutcome outcome = Probe(closed, 100ms);
   ASSERT_EQ(outcome.sample.status, SampleStatus::kFailed) << outcome.sample.error;
   EXPECT_EQ(outcome.failure, PeerFailure::kUnreachable)
-      << PeerFailureName(outcome.failure) << ": " << outcome.sample.error;
+      << (outcome.failure ? PeerFailureName(*outcome.failure) : "none") << ": "
+      << outcome.sample.error;
   EXPECT_NE(outcome.sample.error.find("ECONNREFUSED"), std::string::npos) << outcome.sample.error;
 }
 

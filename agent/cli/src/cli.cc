@@ -28,12 +28,12 @@ int RunCli(int argc, char** argv, std::span<const CommandFactory> factories) {
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0 in CLI11.
     const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    return rc == 0 ? kExitOk : ExitStatusOf(Errc::kInvalidArgument);
   }
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();
   }
-  return kExitUsage;
+  return ExitStatusOf(Errc::kInvalidArgument);
 }
 
 }  // namespace zcal::agent

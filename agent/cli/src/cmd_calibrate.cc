@@ -385,7 +385,7 @@ Result<std::unique_ptr<PendingFile>> CreateOutput(const std::string& option,
 }
 
 // Runs the calibrations with Ctrl-C turned into a cancel of the probes.
-probes::CalibrationResult<probes::CalibrationReport> CalibrateInterruptibly(
+Result<probes::CalibrationReport, probes::CalibrationError> CalibrateInterruptibly(
     const probes::CalibrationOptions& options) {
   g_interrupted.store(false);
   struct sigaction action{};
@@ -459,6 +459,73 @@ int RunCalibrate(const CalibrateArgs& args) {
   return kExitOk;
 }
 
+// What is measured: the path, the methods and sizes.
+void AddMeasureOptions(CLI::App* app, CalibrateArgs& args) {
+  app->add_option("--path", args.path,
+                  "loopback (an in-process sink), discard (UDP dropped in a private "
+                  "namespace: real zerocopy, the sender's costs only; sizes up to "
+                  "65507 bytes) or ADDRESS:PORT of a peer's sink")
+      ->capture_default_str();
+  app->add_option("--methods", args.methods,
+                  "Comma-separated methods (default: all): " + cal::MethodNames())
+      ->delimiter(',');
+  app->add_option("--min", args.min_size,
+                  "Smallest message size (4096, 4K = 4KiB = 4096, 10kB = 10000; docs/units.md)")
+      ->capture_default_str();
+  app->add_option("--max", args.max_size, "Largest message size")->capture_default_str();
+}
+
+// How long and how fast it may probe, and how the verdicts are decided.
+void AddBudgetOptions(CLI::App* app, CalibrateArgs& args) {
+  AddDecisionOptions(*app, args.decision);
+  app->add_option("--budget", args.budget_seconds,
+                  "Seconds for the whole calibration; probes are shortened to fit")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app->add_option("--max-rate", args.max_rate,
+                  "Average rate the probes may send (100M = 100MiB/s, 100MB/s, "
+                  "10Gbit/s; docs/units.md); 0 = unlimited")
+      ->capture_default_str();
+}
+
+// Where the results go besides the printed verdicts.
+void AddOutputOptions(CLI::App* app, CalibrateArgs& args) {
+  app->add_flag("--json", args.json,
+                "Print one JSON object: the `zcal analyze --json` document plus "
+                "\"host\", \"host_load\" (the load the probes ran under), \"probes\" "
+                "(per method), \"timings\" and \"size_clamp\" (null, or the --max the "
+                "path could not carry); the top level is the stream class's, "
+                "\"depths\" holds every class's analysis with its \"depth\"");
+  app->add_option("--samples-out", args.samples_out,
+                  "Write the raw samples as CSV (what `zcal analyze` reads)");
+  app->add_option("--report", args.report,
+                  "Also write the HTML page of `zcal report` (curves, verdicts, host "
+                  "facts) to this file");
+}
+
+// How the probes run: the depth classes, the key a peer is shown, the
+// buffers' memory, where host facts are read.
+void AddProbeOptions(CLI::App* app, CalibrateArgs& args) {
+  app->add_option("--key-file", args.key_file,
+                  "With a peer path: the key file whose first key is presented to "
+                  "the peer's sink (lines KEYID HEXSECRET, zcal keygen)");
+  app->add_option("--depth", args.depths,
+                  "Depth classes to calibrate, comma-separated: how many zerocopy "
+                  "sends of a connection may be in flight (1 to 128, or stream: as "
+                  "many as the probe's buffers allow, a bulk stream), at most 8. All "
+                  "in one calibration: the baselines probed once, a class not probed "
+                  "where its neighbours answer for it (default: 1,4,16,stream on the "
+                  "discard path and towards a peer, stream on loopback)");
+  app->add_option("--buffers", args.buffers,
+                  "Memory of the probes' buffers: pages (4 KiB) or hugepages (2 MiB: "
+                  "hugetlbfs when vm.nr_hugepages reserves some, else transparent huge "
+                  "pages; fails with what to do when neither can be had)")
+      ->capture_default_str();
+  app->add_option("--root", args.root,
+                  "Read sysfs and procfs under this directory instead of / (tests)")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 Command AddCalibrateCommand(CLI::App& parent) {
@@ -467,56 +534,10 @@ Command AddCalibrateCommand(CLI::App& parent) {
       "calibrate",
       "Measure on this host, with real sends, from which message size each "
       "zerocopy method pays off, and print the verdicts.");
-  app->add_option("--path", args->path,
-                  "loopback (an in-process sink), discard (UDP dropped in a private "
-                  "namespace: real zerocopy, the sender's costs only; sizes up to "
-                  "65507 bytes) or ADDRESS:PORT of a peer's sink")
-      ->capture_default_str();
-  app->add_option("--methods", args->methods,
-                  "Comma-separated methods (default: all): " + cal::MethodNames())
-      ->delimiter(',');
-  app->add_option("--min", args->min_size,
-                  "Smallest message size (4096, 4K = 4KiB = 4096, 10kB = 10000; docs/units.md)")
-      ->capture_default_str();
-  app->add_option("--max", args->max_size, "Largest message size")->capture_default_str();
-  AddDecisionOptions(*app, args->decision);
-  app->add_option("--budget", args->budget_seconds,
-                  "Seconds for the whole calibration; probes are shortened to fit")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->capture_default_str();
-  app->add_option("--max-rate", args->max_rate,
-                  "Average rate the probes may send (100M = 100MiB/s, 100MB/s, "
-                  "10Gbit/s; docs/units.md); 0 = unlimited")
-      ->capture_default_str();
-  app->add_flag("--json", args->json,
-                "Print one JSON object: the `zcal analyze --json` document plus "
-                "\"host\", \"host_load\" (the load the probes ran under), \"probes\" "
-                "(per method), \"timings\" and \"size_clamp\" (null, or the --max the "
-                "path could not carry); the top level is the stream class's, "
-                "\"depths\" holds every class's analysis with its \"depth\"");
-  app->add_option("--samples-out", args->samples_out,
-                  "Write the raw samples as CSV (what `zcal analyze` reads)");
-  app->add_option("--report", args->report,
-                  "Also write the HTML page of `zcal report` (curves, verdicts, host "
-                  "facts) to this file");
-  app->add_option("--key-file", args->key_file,
-                  "With a peer path: the key file whose first key is presented to "
-                  "the peer's sink (lines KEYID HEXSECRET, zcal keygen)");
-  app->add_option("--depth", args->depths,
-                  "Depth classes to calibrate, comma-separated: how many zerocopy "
-                  "sends of a connection may be in flight (1 to 128, or stream: as "
-                  "many as the probe's buffers allow, a bulk stream), at most 8. All "
-                  "in one calibration: the baselines probed once, a class not probed "
-                  "where its neighbours answer for it (default: 1,4,16,stream on the "
-                  "discard path and towards a peer, stream on loopback)");
-  app->add_option("--buffers", args->buffers,
-                  "Memory of the probes' buffers: pages (4 KiB) or hugepages (2 MiB: "
-                  "hugetlbfs when vm.nr_hugepages reserves some, else transparent huge "
-                  "pages; fails with what to do when neither can be had)")
-      ->capture_default_str();
-  app->add_option("--root", args->root,
-                  "Read sysfs and procfs under this directory instead of / (tests)")
-      ->capture_default_str();
+  AddMeasureOptions(app, *args);
+  AddBudgetOptions(app, *args);
+  AddOutputOptions(app, *args);
+  AddProbeOptions(app, *args);
   app->footer(
       "Exit status: 0 calibration completed (whatever the verdicts); 1 "
       "interrupted, the peer's session lost mid-calibration (partial "

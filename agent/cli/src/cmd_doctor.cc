@@ -63,7 +63,7 @@ int RunDoctor(const DoctorArgs& args) {
   if (!options) {
     // Whatever is wrong with it, the configuration is what the user gave.
     std::cerr << "zcal doctor: " << options.error().message << "\n";
-    return kExitUsage;
+    return ExitStatusOf(options.error(), kExitUsage);
   }
   const doctor::Observations seen = doctor::Observe(*options);
   const std::vector<doctor::Finding> findings = doctor::Diagnose(*options, seen);

@@ -67,7 +67,8 @@ bool HasSeparator(std::size_t command_words) {
 
 int RunExec(const ExecArgs& args) {
   if (args.command.empty() || !HasSeparator(args.command.size()))
-    return Refuse("name the command after --, as in: zcal exec -- CMD ARGS", kExitUsage);
+    return Refuse("name the command after --, as in: zcal exec -- CMD ARGS",
+                  ExitStatusOf(Errc::kInvalidArgument));
   auto formats = ParseFormats(args.formats);
   if (!formats) return Refuse(formats.error().message, ExitStatusOf(formats.error()));
   auto plan = args.plan.Plan(*formats);

@@ -195,49 +195,57 @@ std::string WithoutAdvice(std::string detail) {
   return detail;
 }
 
-int RunShow(const ShowArgs& args) {
-  const char* env = std::getenv(ZCAL_SEGMENT_ENV);
-  const std::string name = !args.segment.empty() ? args.segment
-                           : (env && *env)       ? std::string(env)
-                                                 : std::string(ZCAL_DEFAULT_SEGMENT);
-  const SegmentTable table = ReadSegmentTable(name);
-  if (!table.info) {
-    const std::string& detail = table.detail;
-    std::cerr << "zcal show: ";
-    switch (-table.error) {
-      case ENOENT:
-        std::cerr << "no segment " << name << " (/dev/shm" << name
-                  << " does not exist): no zcal agent has published on this "
-                     "host. Start one with `zcal agent`, or name the segment "
-                     "with --segment or "
-                  << ZCAL_SEGMENT_ENV << ".\n";
+// Why the segment could not be read, in a sentence that says what to do;
+// the exit status.
+int ReportUnreadable(const SegmentTable& table, const std::string& name) {
+  const std::string& detail = table.detail;
+  std::cerr << "zcal show: ";
+  switch (-table.error) {
+    case ENOENT:
+      std::cerr << "no segment " << name << " (/dev/shm" << name
+                << " does not exist): no zcal agent has published on this "
+                   "host. Start one with `zcal agent`, or name the segment "
+                   "with --segment or "
+                << ZCAL_SEGMENT_ENV << ".\n";
+      return kExitFailure;
+    case EPROTO:
+      if (const std::optional<long> agent = AgentOf(name)) {
+        // The agent checks its segment at each heartbeat and puts a new
+        // one in place of a damaged one.
+        std::cerr << "incompatible or corrupt segment: " << WithoutAdvice(detail)
+                  << ". It is the segment of the running agent (pid " << *agent
+                  << "), which checks it at every heartbeat and recreates a damaged "
+                     "one: run `zcal show` again in a moment, and restart the agent "
+                     "if it stays corrupt.\n";
         return kExitFailure;
-      case EPROTO:
-        if (const std::optional<long> agent = AgentOf(name)) {
-          // The agent checks its segment at each heartbeat and puts a new
-          // one in place of a damaged one.
-          std::cerr << "incompatible or corrupt segment: " << WithoutAdvice(detail)
-                    << ". It is the segment of the running agent (pid " << *agent
-                    << "), which checks it at every heartbeat and recreates a damaged "
-                       "one: run `zcal show` again in a moment, and restart the agent "
-                       "if it stays corrupt.\n";
-          return kExitFailure;
-        }
-        // The detail says what is wrong and what to do.
-        std::cerr << "incompatible or corrupt segment: " << detail << ".\n";
-        return kExitFailure;
-      case EACCES:
-        std::cerr << "not allowed to read segment " << name << ": " << detail
-                  << ". Run as a user that the segment's mode or group admits.\n";
-        return kExitFailure;
-      case EINVAL:
-        std::cerr << detail << ".\n";
-        return kExitUsage;
-      default:
-        std::cerr << "cannot read segment " << name << ": " << detail << ".\n";
-        return kExitFailure;
-    }
+      }
+      // The detail says what is wrong and what to do.
+      std::cerr << "incompatible or corrupt segment: " << detail << ".\n";
+      return kExitFailure;
+    case EACCES:
+      std::cerr << "not allowed to read segment " << name << ": " << detail
+                << ". Run as a user that the segment's mode or group admits.\n";
+      return kExitFailure;
+    case EINVAL:
+      std::cerr << detail << ".\n";
+      return ExitStatusOf(Errc::kInvalidArgument);
+    default:
+      std::cerr << "cannot read segment " << name << ": " << detail << ".\n";
+      return kExitFailure;
   }
+}
+
+std::string SegmentName(const ShowArgs& args) {
+  const char* env = std::getenv(ZCAL_SEGMENT_ENV);
+  return !args.segment.empty() ? args.segment
+         : (env && *env)       ? std::string(env)
+                               : std::string(ZCAL_DEFAULT_SEGMENT);
+}
+
+int RunShow(const ShowArgs& args) {
+  const std::string name = SegmentName(args);
+  const SegmentTable table = ReadSegmentTable(name);
+  if (!table.info) return ReportUnreadable(table, name);
   std::optional<AgentState> state;
   if (!args.state.empty()) {
     Result<AgentState> loaded = LoadState(args.state);

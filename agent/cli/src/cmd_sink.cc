@@ -7,6 +7,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -33,6 +34,61 @@ std::string Summary(const probes::PeerSinkStats& s) {
   return text;
 }
 
+// The same zcal_sink_* series as the agent's sink, and the same bounded
+// listener (docs/metrics.md, "The HTTP listener"), for hosts that run the
+// sink alone and are scraped all the same. nullptr without --metrics-listen.
+Result<std::unique_ptr<MetricsServer>> StartMetrics(const std::string& listen,
+                                                    const std::shared_ptr<probes::PeerSink>& sink) {
+  if (listen.empty()) return std::unique_ptr<MetricsServer>();
+  auto metrics = std::make_shared<Metrics>(ZCAL_VERSION, MetricsRole::kSink);
+  metrics->SetSink(sink);
+  MetricsServerOptions server_options;
+  server_options.setting = "--metrics-listen";
+  server_options.disable_hint = "leave --metrics-listen out";
+  auto server = MetricsServer::Start(listen, metrics, std::move(server_options));
+  if (!server) return tl::unexpected(server.error());
+  spdlog::info("zcal sink: metrics at {}", (*server)->Url());
+  return std::move(*server);
+}
+
+void LogServing(const probes::PeerSink& sink, const probes::PeerSinkOptions& options,
+                const SinkSettings& settings) {
+  const std::size_t keys = options.keys ? options.keys->keys.size() : 0;
+  spdlog::info("zcal sink: serving on {} ({}, {}, at most {} session(s) of {}s)",
+               common::ToString(sink.endpoint()),
+               keys != 0 ? std::to_string(keys) + " key(s)" : std::string("no authentication"),
+               settings.allow.empty()
+                   ? std::string("any source")
+                   : std::to_string(settings.allow.size()) + " allowed prefix(es)",
+               options.max_sessions, options.max_session_seconds.count());
+}
+
+// Logs what happened every `every` until SIGTERM or SIGINT, then stops.
+int ServeUntilStopped(probes::PeerSink& sink, MetricsServer* metrics_server,
+                      std::chrono::milliseconds every, const sigset_t& stop_signals) {
+  probes::PeerSinkStats reported = sink.Stats();
+  for (;;) {
+    timespec wait{};
+    wait.tv_sec = static_cast<time_t>(every.count() / 1000);
+    wait.tv_nsec = static_cast<long>(every.count() % 1000) * 1'000'000;
+    const int signal = sigtimedwait(&stop_signals, nullptr, &wait);
+    const probes::PeerSinkStats now = sink.Stats();
+    if (signal == SIGTERM || signal == SIGINT) {
+      if (metrics_server != nullptr) metrics_server->Stop();
+      sink.Stop();
+      spdlog::info("zcal sink: stopped by {}; {}", signal == SIGTERM ? "SIGTERM" : "SIGINT",
+                   Summary(sink.Stats()));
+      return kExitOk;
+    }
+    // A line only when something happened, so an idle sink logs nothing.
+    if (now.connections_accepted != reported.connections_accepted ||
+        now.outcomes != reported.outcomes || now.accept_pauses != reported.accept_pauses) {
+      spdlog::info("zcal sink: {}", Summary(now));
+      reported = now;
+    }
+  }
+}
+
 int RunSink(const SinkSettings& settings, const std::string& report_every,
             const std::string& metrics_listen) {
   auto logger = spdlog::stderr_color_mt("zcal-sink");
@@ -44,7 +100,7 @@ int RunSink(const SinkSettings& settings, const std::string& report_every,
   if (!every || every->count() < 1000) {
     spdlog::error("zcal sink: --report-every: {}",
                   every ? "at least 1s" : every.error().message);
-    return kExitUsage;
+    return ExitStatusOf(Errc::kInvalidArgument);
   }
   std::vector<std::string> warnings;
   auto options = ToPeerSinkOptions(settings, SettingSpelling::kCommandLine, warnings);
@@ -68,54 +124,14 @@ int RunSink(const SinkSettings& settings, const std::string& report_every,
     return ExitStatusOf(started.error());
   }
   const std::shared_ptr<probes::PeerSink> sink = std::move(*started);
-  // The same zcal_sink_* series as the agent's sink, and the same bounded
-  // listener (docs/metrics.md, "The HTTP listener"), for hosts that run
-  // the sink alone and are scraped all the same.
-  std::unique_ptr<MetricsServer> metrics_server;
-  if (!metrics_listen.empty()) {
-    auto metrics = std::make_shared<Metrics>(ZCAL_VERSION, MetricsRole::kSink);
-    metrics->SetSink(sink);
-    MetricsServerOptions server_options;
-    server_options.setting = "--metrics-listen";
-    server_options.disable_hint = "leave --metrics-listen out";
-    auto server = MetricsServer::Start(metrics_listen, metrics, std::move(server_options));
-    if (!server) {
-      sink->Stop();
-      spdlog::error("zcal sink: {}", server.error().message);
-      return ExitStatusOf(server.error());
-    }
-    metrics_server = std::move(*server);
-    spdlog::info("zcal sink: metrics at {}", metrics_server->Url());
+  auto metrics_server = StartMetrics(metrics_listen, sink);
+  if (!metrics_server) {
+    sink->Stop();
+    spdlog::error("zcal sink: {}", metrics_server.error().message);
+    return ExitStatusOf(metrics_server.error());
   }
-  const std::size_t keys = options->keys ? options->keys->keys.size() : 0;
-  spdlog::info("zcal sink: serving on {} ({}, {}, at most {} session(s) of {}s)",
-               common::ToString(sink->endpoint()),
-               keys != 0 ? std::to_string(keys) + " key(s)" : std::string("no authentication"),
-               settings.allow.empty() ? std::string("any source")
-                                      : std::to_string(settings.allow.size()) + " allowed prefix(es)",
-               options->max_sessions, options->max_session_seconds.count());
-
-  probes::PeerSinkStats reported = sink->Stats();
-  for (;;) {
-    timespec wait{};
-    wait.tv_sec = static_cast<time_t>(every->count() / 1000);
-    wait.tv_nsec = static_cast<long>(every->count() % 1000) * 1'000'000;
-    const int signal = sigtimedwait(&stop_signals, nullptr, &wait);
-    const probes::PeerSinkStats now = sink->Stats();
-    if (signal == SIGTERM || signal == SIGINT) {
-      if (metrics_server) metrics_server->Stop();
-      sink->Stop();
-      spdlog::info("zcal sink: stopped by {}; {}", signal == SIGTERM ? "SIGTERM" : "SIGINT",
-                   Summary(sink->Stats()));
-      return kExitOk;
-    }
-    // A line only when something happened, so an idle sink logs nothing.
-    if (now.connections_accepted != reported.connections_accepted ||
-        now.outcomes != reported.outcomes || now.accept_pauses != reported.accept_pauses) {
-      spdlog::info("zcal sink: {}", Summary(now));
-      reported = now;
-    }
-  }
+  LogServing(*sink, *options, settings);
+  return ServeUntilStopped(*sink, metrics_server->get(), *every, stop_signals);
 }
 
 }  // namespace

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "config_sections.h"
 #include "zcal/common/address.h"
@@ -131,6 +134,74 @@ bool ReadDepth(ConfigReader& reader, const YAML::Node& node, const std::string& 
   return true;
 }
 
+using Fields = std::map<std::string, YAML::Node>;
+
+// A key every export must have: false, with an error at the entry, when it
+// is not written.
+bool Required(ConfigReader& reader, const Fields& fields, const YAML::Node& entry,
+              const std::string& key, const char* name, const char* what) {
+  if (fields.contains(name)) return true;
+  reader.Error(entry, key, std::string("has no ") + name + "; write " + what);
+  return false;
+}
+
+bool ReadFormat(ConfigReader& reader, const YAML::Node& value, const std::string& key,
+                ExportConfig& out) {
+  std::string text;
+  if (!reader.String(value, key, text)) return false;
+  const Result<ExportFormat> format = ParseExportFormat(text);
+  if (!format) {
+    reader.Error(value, key, format.error().message);
+    return false;
+  }
+  out.format = *format;
+  return true;
+}
+
+bool ReadFallback(ConfigReader& reader, const YAML::Node& value, const std::string& key,
+                  ExportConfig& out) {
+  std::string text;
+  if (!reader.String(value, key, text)) return false;
+  if (text != "never" && text != "always" && !common::ParseSize(text)) {
+    reader.Error(value, key,
+                 "'" + text + "' is not never, always or a size in bytes (16384, 16KiB)");
+    return false;
+  }
+  out.fallback = text;
+  return true;
+}
+
+// exports[i]: nullopt when any of its keys is wrong (each reported).
+std::optional<ExportConfig> ReadExport(ConfigReader& reader, const YAML::Node& entry,
+                                       const std::string& key, const Fields& fields) {
+  ExportConfig e;
+  bool ok = true;
+  bool format_ok = false;  // methods are checked against a known format only
+  if (Required(reader, fields, entry, key, "format",
+               "one of env, json, libfabric, spdk, spdk-rpc")) {
+    format_ok = ReadFormat(reader, fields.at("format"), key + ".format", e);
+  }
+  ok = format_ok;
+  if (Required(reader, fields, entry, key, "path", "an absolute file path")) {
+    ReadPath(reader, fields.at("path"), key + ".path", e);
+    ok = ok && !e.path.empty();
+  } else {
+    ok = false;
+  }
+  ReadKey(reader, fields, entry, key, e);
+  ok = ok && !(e.for_address.empty() && e.interface.empty() && e.scope.empty());
+  if (const auto it = fields.find("fallback"); it != fields.end())
+    ok = ReadFallback(reader, it->second, key + ".fallback", e) && ok;
+  if (const auto it = fields.find("methods"); it != fields.end() && format_ok)
+    ok = ReadMethods(reader, it->second, key + ".methods", e) && ok;
+  if (const auto it = fields.find("depth"); it != fields.end())
+    ok = ReadDepth(reader, it->second, key + ".depth", e) && ok;
+  if (const auto it = fields.find("strict_depth"); it != fields.end())
+    ok = reader.Bool(it->second, key + ".strict_depth", e.strict_depth) && ok;
+  if (!ok) return std::nullopt;
+  return e;
+}
+
 }  // namespace
 
 void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
@@ -144,64 +215,16 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config) {
     const std::string key = "exports[" + std::to_string(i) + "]";
     const auto fields = reader.Map(node[i], key, kKeys);
     if (!fields) continue;
-    ExportConfig e;
-    bool ok = true;
-    bool format_ok = false;  // methods are checked against a known format only
-    const auto required = [&](const char* name, const char* what) {
-      const auto it = fields->find(name);
-      if (it != fields->end()) return true;
-      reader.Error(node[i], key, std::string("has no ") + name + "; write " + what);
-      ok = false;
-      return false;
-    };
-    if (required("format", "one of env, json, libfabric, spdk, spdk-rpc")) {
-      const YAML::Node& value = fields->at("format");
-      std::string text;
-      if (!reader.String(value, key + ".format", text)) {
-        ok = false;
-      } else if (const Result<ExportFormat> format = ParseExportFormat(text); !format) {
-        reader.Error(value, key + ".format", format.error().message);
-        ok = false;
-      } else {
-        e.format = *format;
-        format_ok = true;
-      }
-    }
-    if (required("path", "an absolute file path")) {
-      ReadPath(reader, fields->at("path"), key + ".path", e);
-      ok = ok && !e.path.empty();
-    }
-    ReadKey(reader, *fields, node[i], key, e);
-    ok = ok && !(e.for_address.empty() && e.interface.empty() && e.scope.empty());
-    if (const auto it = fields->find("fallback"); it != fields->end()) {
-      std::string text;
-      if (reader.String(it->second, key + ".fallback", text)) {
-        if (text != "never" && text != "always" && !common::ParseSize(text)) {
-          reader.Error(it->second, key + ".fallback",
-                       "'" + text + "' is not never, always or a size in bytes (16384, 16KiB)");
-          ok = false;
-        } else {
-          e.fallback = text;
-        }
-      } else {
-        ok = false;
-      }
-    }
-    if (const auto it = fields->find("methods"); it != fields->end() && format_ok)
-      ok = ReadMethods(reader, it->second, key + ".methods", e) && ok;
-    if (const auto it = fields->find("depth"); it != fields->end())
-      ok = ReadDepth(reader, it->second, key + ".depth", e) && ok;
-    if (const auto it = fields->find("strict_depth"); it != fields->end())
-      ok = reader.Bool(it->second, key + ".strict_depth", e.strict_depth) && ok;
-    if (!ok) continue;
+    std::optional<ExportConfig> e = ReadExport(reader, node[i], key, *fields);
+    if (!e) continue;
     const bool twice = std::any_of(config.exports.begin(), config.exports.end(),
-                                   [&](const ExportConfig& o) { return o.path == e.path; });
+                                   [&](const ExportConfig& o) { return o.path == e->path; });
     if (twice) {
       reader.Error(fields->at("path"), key + ".path",
-                   "'" + e.path + "' is the path of an earlier export; each file has one export");
+                   "'" + e->path + "' is the path of an earlier export; each file has one export");
       continue;
     }
-    config.exports.push_back(std::move(e));
+    config.exports.push_back(std::move(*e));
   }
 }
 

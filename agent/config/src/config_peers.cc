@@ -2,6 +2,7 @@
 // are found, how many are probed per round and how many results are kept.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string>
 
 #include "config_sections.h"
@@ -52,67 +53,58 @@ bool Count(ConfigReader& reader, const YAML::Node& node, std::string_view key,
   return true;
 }
 
-}  // namespace
+using Fields = std::map<std::string, YAML::Node>;
 
-void ReadPeers(ConfigReader& reader, const YAML::Node& node, Config& config) {
-  static constexpr std::array<std::string_view, 7> kKeys = {
-      "key_file", "static", "dns", "refresh", "per_calibration", "keep",
-      "stale_after"};
-  if (node.IsNull()) return;  // `peers:` alone: no peers
-  const auto fields = reader.Map(node, "peers", kKeys);
-  if (!fields) return;
-  PeersConfig& p = config.peers;
-  const auto field = [&](std::string_view key) -> const YAML::Node* {
-    const auto it = fields->find(std::string(key));
-    return it == fields->end() ? nullptr : &it->second;
-  };
-  if (const YAML::Node* value = field("key_file");
-      value != nullptr && reader.String(*value, "peers.key_file", p.key_file) &&
-      !p.key_file.empty()) {
-    if (p.key_file.front() != '/') {
-      reader.Error(*value, "peers.key_file",
-                   "'" + p.key_file +
-                       "' is not an absolute file path; write one such as "
-                       "/etc/zcal/peer.keys");
-    } else if (Result<probes::peer::KeyRing> ring = probes::peer::LoadKeyFile(p.key_file);
-               !ring) {
-      // Read as the sink's key file is: a file that cannot be used shows
-      // at start or reload, not as a failed peer round hours later. Each
-      // round reads it again, so a rotated file is taken without a reload.
-      reader.Error(*value, "peers.key_file", ring.error().message);
-    }
+const YAML::Node* FieldOf(const Fields& fields, std::string_view key) {
+  const auto it = fields.find(std::string(key));
+  return it == fields.end() ? nullptr : &it->second;
+}
+
+void ReadKeyFile(ConfigReader& reader, const YAML::Node& value, PeersConfig& p) {
+  if (!reader.String(value, "peers.key_file", p.key_file) || p.key_file.empty()) return;
+  if (p.key_file.front() != '/') {
+    reader.Error(value, "peers.key_file",
+                 "'" + p.key_file +
+                     "' is not an absolute file path; write one such as "
+                     "/etc/zcal/peer.keys");
+  } else if (Result<probes::peer::KeyRing> ring = probes::peer::LoadKeyFile(p.key_file);
+             !ring) {
+    // Read as the sink's key file is: a file that cannot be used shows
+    // at start or reload, not as a failed peer round hours later. Each
+    // round reads it again, so a rotated file is taken without a reload.
+    reader.Error(value, "peers.key_file", ring.error().message);
   }
-  if (const YAML::Node* value = field("static")) ReadStatic(reader, *value, p);
-  if (const YAML::Node* value = field("dns")) {
-    std::string text;
-    if (reader.String(*value, "peers.dns", text)) {
-      if (text.empty()) {
-        p.dns = {};
-      } else if (Result<DnsPeerName> name = ParseDnsPeerName(text)) {
-        p.dns = *name;
-      } else {
-        // The parser names the key itself; the reader puts it first.
-        std::string_view message = name.error().message;
-        if (message.starts_with("peers.dns ")) message.remove_prefix(10);
-        reader.Error(*value, "peers.dns", message);
-      }
-    }
+}
+
+void ReadDns(ConfigReader& reader, const YAML::Node& value, PeersConfig& p) {
+  std::string text;
+  if (!reader.String(value, "peers.dns", text)) return;
+  if (text.empty()) {
+    p.dns = {};
+  } else if (auto name = ParseDnsPeerName(text)) {
+    p.dns = *name;
+  } else {
+    reader.Error(value, "peers.dns", name.error().detail);
   }
+}
+
+void ReadTimes(ConfigReader& reader, const Fields& fields, PeersConfig& p) {
   using std::chrono::hours;
   using std::chrono::seconds;
-  if (const YAML::Node* value = field("refresh")) {
-    reader.Duration(*value, "peers.refresh", seconds(1), hours(24), false,
-                    p.refresh);
+  if (const YAML::Node* value = FieldOf(fields, "refresh")) {
+    reader.Duration(*value, "peers.refresh", seconds(1), hours(24), false, p.refresh);
   }
-  if (const YAML::Node* value = field("stale_after")) {
-    reader.Duration(*value, "peers.stale_after", std::chrono::minutes(1),
-                    hours(24 * 30), false, p.stale_after);
+  if (const YAML::Node* value = FieldOf(fields, "stale_after")) {
+    reader.Duration(*value, "peers.stale_after", std::chrono::minutes(1), hours(24 * 30), false,
+                    p.stale_after);
   }
-  if (const YAML::Node* value = field("per_calibration")) {
-    Count(reader, *value, "peers.per_calibration", 1, kMaxPerCalibration,
-          p.per_calibration);
+}
+
+void ReadCounts(ConfigReader& reader, const Fields& fields, PeersConfig& p) {
+  if (const YAML::Node* value = FieldOf(fields, "per_calibration")) {
+    Count(reader, *value, "peers.per_calibration", 1, kMaxPerCalibration, p.per_calibration);
   }
-  if (const YAML::Node* value = field("keep")) {
+  if (const YAML::Node* value = FieldOf(fields, "keep")) {
     if (Count(reader, *value, "peers.keep", 1, kMaxKeep, p.keep) &&
         p.keep < p.per_calibration) {
       // Fewer kept than probed would throw away results just measured.
@@ -124,6 +116,23 @@ void ReadPeers(ConfigReader& reader, const YAML::Node& node, Config& config) {
   } else if (p.keep < p.per_calibration) {
     p.keep = p.per_calibration;
   }
+}
+
+}  // namespace
+
+void ReadPeers(ConfigReader& reader, const YAML::Node& node, Config& config) {
+  static constexpr std::array<std::string_view, 7> kKeys = {
+      "key_file", "static", "dns", "refresh", "per_calibration", "keep",
+      "stale_after"};
+  if (node.IsNull()) return;  // `peers:` alone: no peers
+  const auto fields = reader.Map(node, "peers", kKeys);
+  if (!fields) return;
+  PeersConfig& p = config.peers;
+  if (const YAML::Node* value = FieldOf(*fields, "key_file")) ReadKeyFile(reader, *value, p);
+  if (const YAML::Node* value = FieldOf(*fields, "static")) ReadStatic(reader, *value, p);
+  if (const YAML::Node* value = FieldOf(*fields, "dns")) ReadDns(reader, *value, p);
+  ReadTimes(reader, *fields, p);
+  ReadCounts(reader, *fields, p);
 }
 
 }  // namespace zcal::agent

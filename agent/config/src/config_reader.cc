@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -41,16 +42,15 @@ std::string FormatNumber(double value) {
   return out.str();
 }
 
-// Counts how deep mappings and lists nest, and stops the parse at the first
-// one past kMaxYamlNesting. yaml-cpp refuses its own limit (500 in 0.7) with
-// a "bad file" message whose mark is not where the nesting went too deep,
-// and a deep tree would also be walked recursively by whoever reads it.
+// Counts how deep mappings and lists nest, and keeps the first place past
+// kMaxYamlNesting. yaml-cpp refuses its own limit (500 in 0.7) with a "bad
+// file" message whose mark is not where the nesting went too deep, and a
+// deep tree would also be walked recursively by whoever reads it. The
+// handler's callbacks return nothing, so it does not stop the parse: the
+// events after that place are only counted (and yaml-cpp's own limit still
+// bounds the parser's recursion), and Load asks it when the parse ended.
 class NestingCheck final : public YAML::EventHandler {
  public:
-  struct TooDeep {
-    YAML::Mark mark;
-  };
-
   void OnDocumentStart(const YAML::Mark&) override { depth_ = 0; }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
@@ -68,11 +68,15 @@ class NestingCheck final : public YAML::EventHandler {
   }
   void OnMapEnd() override { --depth_; }
 
+  /// Where the nesting first went past the limit; nullopt if it never did.
+  const std::optional<YAML::Mark>& too_deep() const { return too_deep_; }
+
  private:
   void Enter(const YAML::Mark& mark) {
-    if (++depth_ > ConfigReader::kMaxYamlNesting) throw TooDeep{mark};
+    if (++depth_ > ConfigReader::kMaxYamlNesting && !too_deep_) too_deep_ = mark;
   }
   int depth_ = 0;
+  std::optional<YAML::Mark> too_deep_;
 };
 
 }  // namespace
@@ -98,21 +102,24 @@ std::optional<YAML::Node> ConfigReader::Load(std::string_view text) {
     return std::nullopt;
   }
   const std::string owned(text);
+  NestingCheck check;
   try {
     std::istringstream in(owned);
     YAML::Parser parser(in);
-    NestingCheck check;
-    while (parser.HandleNextDocument(check)) {
+    while (!check.too_deep() && parser.HandleNextDocument(check)) {
     }
-  } catch (const NestingCheck::TooDeep& deep) {
-    ErrorAt(deep.mark.line + 1, deep.mark.column + 1,
+  } catch (const YAML::Exception&) {
+    // A syntax error, or yaml-cpp's own depth limit: the load below reports
+    // a syntax error with its position, unless the nesting went too deep
+    // before it.
+  }
+  if (const std::optional<YAML::Mark>& deep = check.too_deep()) {
+    ErrorAt(deep->line + 1, deep->column + 1,
             "YAML nesting deeper than " +
                 std::to_string(kMaxYamlNesting) +
                 " levels (mappings and lists inside each other); a "
                 "configuration nests a few levels, see docs/config.md");
     return std::nullopt;
-  } catch (const YAML::Exception&) {
-    // A syntax error: the load below reports it with its position.
   }
   std::vector<YAML::Node> documents;
   try {

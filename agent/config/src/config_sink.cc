@@ -4,6 +4,7 @@
 // configuration keeps the result.
 #include <array>
 #include <charconv>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,89 @@ bool WholeNumber(ConfigReader& reader, const YAML::Node& node,
   return true;
 }
 
+using Fields = std::map<std::string, YAML::Node>;
+
+const YAML::Node* FieldOf(const Fields& fields, std::string_view key) {
+  const auto it = fields.find(std::string(key));
+  return it == fields.end() ? nullptr : &it->second;
+}
+
+// The settings written as text: durations, rates, addresses, file names.
+bool ReadStrings(ConfigReader& reader, const Fields& fields, SinkSettings& s) {
+  const std::pair<std::string_view, std::string*> strings[] = {
+      {"listen", &s.listen},
+      {"key_file", &s.key_file},
+      {"auth", &s.auth},
+      {"max_session_seconds", &s.max_session_seconds},
+      {"max_bytes_per_second", &s.max_bytes_per_second},
+      {"idle_timeout", &s.idle_timeout},
+      {"handshake_deadline", &s.handshake_deadline}};
+  bool read_all = true;
+  for (const auto& [key, out] : strings) {
+    const YAML::Node* value = FieldOf(fields, key);
+    if (value == nullptr) continue;
+    read_all = reader.String(*value, "sink." + std::string(key), *out) && read_all;
+  }
+  if (const YAML::Node* value = FieldOf(fields, "key_file");
+      value != nullptr && !s.key_file.empty() && s.key_file.front() != '/') {
+    // The agent's working directory is no place to look for a secret.
+    reader.Error(*value, "sink.key_file",
+                 "'" + s.key_file +
+                     "' is not an absolute file path; write one such as "
+                     "/etc/zcal/peer.keys");
+    read_all = false;
+  }
+  return read_all;
+}
+
+bool ReadNumbers(ConfigReader& reader, const Fields& fields, SinkSettings& s) {
+  const std::pair<std::string_view, std::uint64_t*> numbers[] = {
+      {"max_sessions", &s.max_sessions},
+      {"max_connections", &s.max_connections},
+      {"max_connections_per_source", &s.max_connections_per_source}};
+  bool read_all = true;
+  for (const auto& [key, out] : numbers) {
+    const YAML::Node* value = FieldOf(fields, key);
+    if (value == nullptr) continue;
+    read_all = WholeNumber(reader, *value, "sink." + std::string(key), *out) && read_all;
+  }
+  return read_all;
+}
+
+bool ReadAllow(ConfigReader& reader, const Fields& fields, SinkSettings& s) {
+  const YAML::Node* value = FieldOf(fields, "allow");
+  if (value == nullptr) return true;
+  if (!value->IsNull() && !reader.ExpectSequence(*value, "sink.allow")) return false;
+  bool read_all = true;
+  s.allow.clear();
+  for (std::size_t i = 0; value->IsSequence() && i < value->size(); ++i) {
+    std::string prefix;
+    if (reader.String((*value)[i], "sink.allow[" + std::to_string(i) + "]", prefix)) {
+      s.allow.push_back(prefix);
+    } else {
+      read_all = false;
+    }
+  }
+  return read_all;
+}
+
+// A setting the conversion refused: at the node of its key when it is
+// written (at its own element of a list: in a long allow-list the list's
+// line alone leaves the reader searching), else at the section.
+void ReportRefused(ConfigReader& reader, const YAML::Node& section, const Fields& fields,
+                   const FieldError& error) {
+  const std::string name = "sink." + error.field;
+  const YAML::Node* at = FieldOf(fields, error.field);
+  if (at == nullptr) {
+    reader.Error(section, name, error.detail);
+  } else if (error.index && at->IsSequence() && *error.index < at->size()) {
+    reader.Error((*at)[*error.index], name + "[" + std::to_string(*error.index) + "]",
+                 error.detail);
+  } else {
+    reader.Error(*at, name, error.detail);
+  }
+}
+
 }  // namespace
 
 void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
@@ -48,59 +132,10 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
   const auto fields = reader.Map(node, "sink", kKeys);
   if (!fields) return;
   SinkSettings s;
-  bool read_all = true;
-  const auto field = [&](std::string_view key) -> const YAML::Node* {
-    const auto it = fields->find(std::string(key));
-    return it == fields->end() ? nullptr : &it->second;
-  };
-  const std::pair<std::string_view, std::string*> strings[] = {
-      {"listen", &s.listen},
-      {"key_file", &s.key_file},
-      {"auth", &s.auth},
-      {"max_session_seconds", &s.max_session_seconds},
-      {"max_bytes_per_second", &s.max_bytes_per_second},
-      {"idle_timeout", &s.idle_timeout},
-      {"handshake_deadline", &s.handshake_deadline}};
-  for (const auto& [key, out] : strings) {
-    const YAML::Node* value = field(key);
-    if (value == nullptr) continue;
-    read_all = reader.String(*value, "sink." + std::string(key), *out) && read_all;
-  }
-  if (const YAML::Node* value = field("key_file");
-      value != nullptr && !s.key_file.empty() && s.key_file.front() != '/') {
-    // The agent's working directory is no place to look for a secret.
-    reader.Error(*value, "sink.key_file",
-                 "'" + s.key_file +
-                     "' is not an absolute file path; write one such as "
-                     "/etc/zcal/peer.keys");
-    read_all = false;
-  }
-  const std::pair<std::string_view, std::uint64_t*> numbers[] = {
-      {"max_sessions", &s.max_sessions},
-      {"max_connections", &s.max_connections},
-      {"max_connections_per_source", &s.max_connections_per_source}};
-  for (const auto& [key, out] : numbers) {
-    const YAML::Node* value = field(key);
-    if (value == nullptr) continue;
-    read_all = WholeNumber(reader, *value, "sink." + std::string(key), *out) && read_all;
-  }
-  if (const YAML::Node* value = field("allow"); value != nullptr) {
-    if (!value->IsNull() && !reader.ExpectSequence(*value, "sink.allow")) {
-      read_all = false;
-    } else {
-      s.allow.clear();
-      for (std::size_t i = 0; value->IsSequence() && i < value->size(); ++i) {
-        std::string prefix;
-        if (reader.String((*value)[i], "sink.allow[" + std::to_string(i) + "]",
-                          prefix)) {
-          s.allow.push_back(prefix);
-        } else {
-          read_all = false;
-        }
-      }
-    }
-  }
-  if (!read_all) return;
+  const bool strings = ReadStrings(reader, *fields, s);
+  const bool numbers = ReadNumbers(reader, *fields, s);
+  const bool allow = ReadAllow(reader, *fields, s);
+  if (!strings || !numbers || !allow) return;
 
   // Without a listen address the other settings are checked as they would
   // apply on loopback, so that a mistake shows before the sink is enabled.
@@ -108,35 +143,15 @@ void ReadSink(ConfigReader& reader, const YAML::Node& node, Config& config) {
   if (check.listen.empty()) check.listen = kListenForChecks;
   std::vector<std::string> warnings;  // logged when the service starts it
   auto options = ToPeerSinkOptions(check, SettingSpelling::kConfig, warnings);
-  if (options) {
-    config.sink.key_file = s.key_file;
-    if (!s.listen.empty()) {
-      config.sink.options = std::move(*options);
-      config.sink.warnings = std::move(warnings);
-    }
+  if (!options) {
+    ReportRefused(reader, node, *fields, options.error());
     return;
   }
-  // "sink.max_sessions: 1 to 64": at the node of that key when it is
-  // written, else at the section.
-  const std::string& message = options.error().message;
-  const std::size_t colon = message.find(": ");
-  const std::string name = message.substr(0, colon);
-  const std::string text =
-      colon == std::string::npos ? message : message.substr(colon + 2);
-  const std::string key = name.starts_with("sink.") ? name.substr(5) : name;
-  const YAML::Node* at = field(key);
-  if (key == "allow" && at != nullptr && at->IsSequence()) {
-    // The prefix that the message quotes, at its own element: in a long
-    // allow-list the list's line alone leaves the reader searching.
-    for (std::size_t i = 0; i < s.allow.size() && i < at->size(); ++i) {
-      if (text.find('"' + s.allow[i] + '"') != std::string::npos ||
-          text.starts_with(s.allow[i] + " can never match")) {
-        reader.Error((*at)[i], name + "[" + std::to_string(i) + "]", text);
-        return;
-      }
-    }
+  config.sink.key_file = s.key_file;
+  if (!s.listen.empty()) {
+    config.sink.options = std::move(*options);
+    config.sink.warnings = std::move(warnings);
   }
-  reader.Error(at != nullptr ? *at : node, name, text);
 }
 
 }  // namespace zcal::agent

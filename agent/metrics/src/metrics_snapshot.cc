@@ -325,8 +325,8 @@ void Metrics::Snapshot::AppendHostDefault(FamilyWriter& out) const {
   out.Gauge("zcal_host_default_info",
             "1; where the host default comes from (source peers, estimated or none) and, for "
             "none, why.")
-      .Add(1, {{"source", host_default->source},
-               {"reason", host_default->reason},
+      .Add(1, {{"source", std::string(HostDefaultSourceName(host_default->source))},
+               {"reason", std::string(HostDefaultAbsenceReason(host_default->source))},
                {"interface", host_default->interface}});
   out.Gauge("zcal_host_default_threshold_bytes",
             "Published host-default threshold per method (+Inf for never); estimated is 1 when "

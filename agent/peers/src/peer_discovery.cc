@@ -25,10 +25,10 @@ constexpr std::size_t kMaxLabelBytes = 63;
 
 std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
-Error Invalid(std::string_view text, const std::string& why) {
-  return Error{Errc::kInvalidArgument,
-               "peers.dns " + Quoted(text) + ": " + why +
-                   "; expected NAME:PORT, e.g. zcal-agents.zcal.svc.cluster.local:7070"};
+FieldError Invalid(std::string_view text, const std::string& why) {
+  std::string detail = Quoted(text) + ": " + why +
+                       "; expected NAME:PORT, e.g. zcal-agents.zcal.svc.cluster.local:7070";
+  return FieldError(Errc::kInvalidArgument, "peers.dns " + detail, "peers.dns", detail);
 }
 
 // getaddrinfo takes what inet_aton(3) takes as a number, which is more than
@@ -146,7 +146,7 @@ DnsFailure Resolve(const DnsPeerName& dns, std::vector<common::HostPort>& out,
 
 }  // namespace
 
-Result<DnsPeerName> ParseDnsPeerName(std::string_view text) {
+Result<DnsPeerName, FieldError> ParseDnsPeerName(std::string_view text) {
   if (text.starts_with('[')) {
     return tl::unexpected(
         Invalid(text, "is a numeric address: list it under peers.static"));

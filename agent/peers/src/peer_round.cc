@@ -80,7 +80,7 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
   PeerAttempt attempt;
   attempt.path = options.path_name;
   attempt.endpoint = peer;
-  probes::CalibrationResult<probes::CalibrationReport> report;
+  Result<probes::CalibrationReport, probes::CalibrationError> report;
   try {
     report = calibrate(options, {});
   } catch (const std::exception& e) {
@@ -155,7 +155,7 @@ PeerOutcome OutcomeOf(probes::PeerFailure failure) {
 }
 
 PeerOutcome ClassifyPeerCalibration(
-    const probes::CalibrationResult<probes::CalibrationReport>& report) {
+    const Result<probes::CalibrationReport, probes::CalibrationError>& report) {
   if (!report) {
     return report.error().peer ? OutcomeOf(*report.error().peer) : PeerOutcome::kFailed;
   }

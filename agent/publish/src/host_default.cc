@@ -145,23 +145,4 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
   return choice;
 }
 
-std::string_view HostDefaultSourceName(HostDefaultSource source) {
-  switch (source) {
-    case HostDefaultSource::kPeers: return "peers";
-    case HostDefaultSource::kEstimated: return "estimated";
-    case HostDefaultSource::kUnknown: return "unknown";
-    default: return "none";
-  }
-}
-
-std::string_view HostDefaultAbsenceReason(HostDefaultSource source) {
-  switch (source) {
-    case HostDefaultSource::kNoPath: return "no_path";
-    case HostDefaultSource::kIommuTranslates: return "iommu_translates";
-    case HostDefaultSource::kIommuUnknown: return "iommu_unknown";
-    case HostDefaultSource::kDisabled: return "disabled";
-    default: return "";
-  }
-}
-
 }  // namespace zcal::agent

@@ -118,13 +118,8 @@ Result<ReportModel> ModelOfDocument(const json& document, std::string source,
       where = {"format"};
       return Fail(Errc::kParse, kExpected);
     }
-    auto state = ParseState(document.dump(), "state");
-    if (!state) {
-      // "state: paths.x.y: ..." without the made-up source name.
-      std::string message = state.error().message;
-      if (message.starts_with("state: ")) message.erase(0, 7);
-      return Fail(Errc::kParse, message);
-    }
+    auto state = ParseState(document.dump());
+    if (!state) return Fail(Errc::kParse, state.error().message);
     return ModelOfState(*state, std::move(source));
   }
   if (!document.contains("paths")) return Fail(Errc::kParse, kExpected);

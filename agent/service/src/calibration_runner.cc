@@ -19,8 +19,26 @@ struct CalibrationRunner::Mailbox {
 
 namespace {
 
-RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& calibrate,
+// The round's one edge with the calibration it is given (RunCalibration,
+// or a test's function): whatever that throws becomes the failed report of
+// its path here, for the paths and the peers alike, so that nothing thrown
+// ends the worker thread (and the process with it).
+CalibrateFn Guarded(const CalibrateFn& calibrate) {
+  return [&calibrate](const probes::CalibrationOptions& options,
+                      const std::function<void(const probes::CalibrationProgress&)>& progress)
+             -> Result<probes::CalibrationReport, probes::CalibrationError> {
+    try {
+      return calibrate(options, progress);
+    } catch (const std::exception& e) {
+      return Fail(Errc::kFailed,
+                  "calibration of path " + options.PathName() + " threw: " + e.what());
+    }
+  };
+}
+
+RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& unguarded,
                       RoundPlan& plan) {
+  const CalibrateFn calibrate = Guarded(unguarded);
   std::vector<PathJob>& jobs = plan.jobs;
   std::atomic<bool> cancel{false};
   const std::stop_callback on_stop(stop, [&cancel] {
@@ -44,13 +62,7 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& calibrate,
       spdlog::debug("{}: probe {} of ~{}: {} at {} bytes", name, p.done + 1,
                     p.total, calibrator::MethodName(p.method), p.size_bytes);
     };
-    Result<probes::CalibrationReport> report;
-    try {
-      report = calibrate(job.options, progress);
-    } catch (const std::exception& e) {
-      report = Fail(Errc::kFailed,
-                    "calibration of path " + name + " threw: " + e.what());
-    }
+    Result<probes::CalibrationReport> report = calibrate(job.options, progress);
     const bool cancelled = cancel.load(std::memory_order_relaxed) ||
                            (report && report->cancelled);
     const double used =

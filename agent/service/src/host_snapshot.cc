@@ -33,9 +33,9 @@ HostDefaultNic FindHostDefaultNic(const Config& config) {
 
 }  // namespace
 
-bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
+bool DescribePeerInterfaces(HostInfo& snapshot, const Config& config,
                             const std::set<std::string>& names) {
-  std::vector<PathInterface>& list = snapshot.info.interfaces;
+  std::vector<PathInterface>& list = snapshot.interfaces;
   const auto peer_nic = [](const PathInterface& i) {
     return i.path.starts_with(kPeerInterfacePathPrefix);
   };
@@ -65,26 +65,25 @@ probes::Target ProbeTarget(const PathConfig& path) {
   return probes::Target{path.type, {}};
 }
 
-HostSnapshot CollectHostSnapshot(const Config& config) {
-  HostSnapshot snapshot;
+HostInfo CollectHostSnapshot(const Config& config) {
+  HostInfo snapshot;
   for (const PathConfig& path : config.paths) {
     probes::HostFactsOptions options;
     options.root = config.host_root;
     options.target = ProbeTarget(path);
     const probes::HostFacts facts = probes::CollectHostFacts(options);
     // Host-wide facts (and the fingerprint) do not depend on the path.
-    if (snapshot.info.interfaces.empty()) {
-      snapshot.info = HostInfoOf(facts, path.name);
+    if (snapshot.interfaces.empty()) {
+      snapshot = HostInfoOf(facts, path.name);
     } else {
-      AddPath(snapshot.info, facts, path.name);
+      AddPath(snapshot, facts, path.name);
     }
   }
-  snapshot.fingerprint = snapshot.info.fingerprint;
   snapshot.host_default_nic = FindHostDefaultNic(config);
   // The NIC the host default and the peers through it stand for: the
   // fleet's hardware classes are joined on its facts (docs/metrics.md).
   if (snapshot.host_default_nic.facts) {
-    snapshot.info.interfaces.push_back(PathInterface{
+    snapshot.interfaces.push_back(PathInterface{
         std::string(kHostDefaultInterfacePath), *snapshot.host_default_nic.facts});
   }
   return snapshot;

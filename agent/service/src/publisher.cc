@@ -19,8 +19,7 @@ namespace {
 // show it beside the table's own host-default entries.
 HostDefaultInfo HostDefaultOf(const PublishedTable& table, const HostDefaultNic& nic) {
   HostDefaultInfo info;
-  info.source = std::string(HostDefaultSourceName(table.host_default));
-  info.reason = std::string(HostDefaultAbsenceReason(table.host_default));
+  info.source = table.host_default;
   if (nic.facts) info.interface = nic.facts->name;
   return info;
 }
@@ -122,7 +121,7 @@ void Publisher::LoadSaved() {
                results, config_.state_path);
 }
 
-void Publisher::SetHost(const HostSnapshot& host) {
+void Publisher::SetHost(const HostInfo& host) {
   host_default_nic_ = host.host_default_nic;
 }
 
@@ -284,7 +283,7 @@ tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
   return {};
 }
 
-bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
+bool Publisher::Accept(const RoundOutcome& outcome, const HostInfo& host,
                        std::uint64_t now_ns) {
   bool any = false;
   for (const PathReport& r : outcome.reports) {
@@ -307,7 +306,7 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostSnapshot& host,
     return false;
   }
   state_.fingerprint = host.fingerprint;
-  state_.host = host.info;
+  state_.host = host;
   SetHost(host);
   state_.last_success_ns = now_ns;
   state_.saved_at_ns = now_ns;

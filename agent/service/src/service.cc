@@ -269,7 +269,7 @@ void Service::Impl::ArmFingerprintPoll() {
 }
 
 void Service::Impl::PollHost() {
-  HostSnapshot now = hooks_.collect_host(config_);
+  HostInfo now = hooks_.collect_host(config_);
   const bool changed = now.fingerprint != host_.fingerprint;
   if (changed) {
     spdlog::info("host facts changed (fingerprint {} -> {}); calibrating "
@@ -285,11 +285,11 @@ void Service::Impl::PollHost() {
   if (changed) Handle(FingerprintChangedEvent{});
 }
 
-void Service::Impl::AdoptHost(HostSnapshot snapshot) {
+void Service::Impl::AdoptHost(HostInfo snapshot) {
   host_ = std::move(snapshot);
   DescribePeerInterfaces(host_, config_, PeerNicNames());
   publisher_->SetHost(host_);
-  metrics_->SetHost(host_.info);
+  metrics_->SetHost(host_);
 }
 
 std::set<std::string> Service::Impl::PeerNicNames() const {
@@ -299,7 +299,7 @@ std::set<std::string> Service::Impl::PeerNicNames() const {
 }
 
 void Service::Impl::DescribePeerNics() {
-  if (DescribePeerInterfaces(host_, config_, PeerNicNames())) metrics_->SetHost(host_.info);
+  if (DescribePeerInterfaces(host_, config_, PeerNicNames())) metrics_->SetHost(host_);
 }
 
 void Service::Impl::RequestStop(const std::string& why) {

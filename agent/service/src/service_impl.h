@@ -83,7 +83,7 @@ class Service::Impl {
   void PollHost();
   // Takes `snapshot` as the host's facts (publisher and metrics), with the
   // NICs that the kept peers are reached through described too.
-  void AdoptHost(HostSnapshot snapshot);
+  void AdoptHost(HostInfo snapshot);
   // Describes the kept peers' NICs anew after they may have changed (a
   // round, the saved state loaded); the metrics get them when they did.
   void DescribePeerNics();
@@ -120,8 +120,8 @@ class Service::Impl {
   std::unique_ptr<Publisher> publisher_;
   ServedSink sink_;  // the peer sink of `sink:`, if any
   Scheduler scheduler_;
-  HostSnapshot host_;        // as last read
-  HostSnapshot round_host_;  // as when the running round started
+  HostInfo host_;        // as last read
+  HostInfo round_host_;  // as when the running round started
   // The last peer discovery, reused by rounds within peers.refresh.
   std::optional<Discovery> discovery_;
   std::chrono::steady_clock::time_point discovered_at_{};

@@ -1,6 +1,8 @@
 #include "zcal/agent/state/state.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "zcal/agent/state/host_json.h"
 #include "zcal/agent/state/load_json.h"
@@ -26,8 +28,8 @@ Result<std::uint64_t> RequiredUint(const json& object, const char* key,
                                    std::string_view where) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_number_unsigned()) {
-    return Fail(Errc::kParse, std::string(where) + ": '" + key +
-                                  "' is missing or not a whole number");
+    const std::string field = "'" + std::string(key) + "' is missing or not a whole number";
+    return Fail(Errc::kParse, where.empty() ? field : std::string(where) + ": " + field);
   }
   return it->get<std::uint64_t>();
 }
@@ -124,36 +126,30 @@ std::string SerializeState(const AgentState& state) {
   return document.dump(2) + "\n";
 }
 
-Result<AgentState> ParseState(std::string_view text, std::string_view source) {
-  const std::string where(source);
-  const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
-    return Fail(Errc::kParse, where + ": not JSON (truncated or corrupt)");
-  }
+namespace {
+
+// The steps of ParseState: their messages name where in the document,
+// without the source, which ParseState puts first once.
+
+Result<void> ParseHeader(const json& document, AgentState& state) {
   if (!document.is_object() || document.value("format", "") != "zcal-state") {
-    return Fail(Errc::kParse,
-                where + ": not a zcal state file ('format' is not "
-                        "\"zcal-state\")");
+    return Fail(Errc::kParse, "not a zcal state file ('format' is not \"zcal-state\")");
   }
   const auto version = document.find("version");
   if (version == document.end() || !version->is_number_integer()) {
-    return Fail(Errc::kParse, where + ": 'version' is missing");
+    return Fail(Errc::kParse, "'version' is missing");
   }
   if (version->get<int>() != kStateVersion) {
-    return Fail(Errc::kParse,
-                where + ": version " + std::to_string(version->get<int>()) +
-                    " is not the version this zcal reads (" +
-                    std::to_string(kStateVersion) +
-                    "); it was written by another zcal release");
+    return Fail(Errc::kParse, "version " + std::to_string(version->get<int>()) +
+                                  " is not the version this zcal reads (" +
+                                  std::to_string(kStateVersion) +
+                                  "); it was written by another zcal release");
   }
-  AgentState state;
-  const auto saved_at = RequiredUint(document, "saved_at_ns", where);
+  const auto saved_at = RequiredUint(document, "saved_at_ns", "");
   if (!saved_at) return tl::unexpected(saved_at.error());
   state.saved_at_ns = *saved_at;
   const auto fingerprint = FromHex(document.value("fingerprint", json()));
-  if (!fingerprint) {
-    return Fail(Errc::kParse, where + ": 'fingerprint' is not 16 hex digits");
-  }
+  if (!fingerprint) return Fail(Errc::kParse, "'fingerprint' is not 16 hex digits");
   state.fingerprint = *fingerprint;
   if (const auto last = document.find("last_success_ns");
       last != document.end() && last->is_number_unsigned()) {
@@ -164,82 +160,114 @@ Result<AgentState> ParseState(std::string_view text, std::string_view source) {
       state.host = std::move(*parsed);
     }
   }
+  return {};
+}
+
+// One method of a path: its object is its stream class, also in a file
+// written before classes, whatever "depth" it named (only stream was ever
+// written); its other classes under "classes".
+Result<void> ParseMethod(const json& entry, Method method, const std::string& at,
+                         MethodStates& results) {
+  auto stream = StateEntryFromJson(entry, method, at);
+  if (!stream) return tl::unexpected(stream.error());
+  results[method] = std::move(*stream);
+  const auto classes = entry.find("classes");
+  if (classes == entry.end() || classes->is_null()) return {};
+  if (!classes->is_object()) return Fail(Errc::kParse, at + ".classes: no object");
+  for (const auto& [class_name, class_entry] : classes->items()) {
+    const std::optional<DepthClass> depth = ParseDepthClass(class_name);
+    if (!depth || *depth == DepthClass::kStream) {
+      return Fail(Errc::kParse,
+                  at + ".classes." + class_name + ": not a depth class (1, 4 or 16)");
+    }
+    auto s = StateEntryFromJson(class_entry, method, at + ".classes." + class_name);
+    if (!s) return tl::unexpected(s.error());
+    results[{method, *depth}] = std::move(*s);
+  }
+  return {};
+}
+
+Result<void> ParsePaths(const json& document, AgentState& state) {
   const auto paths = document.find("paths");
   if (paths == document.end() || !paths->is_object()) {
-    return Fail(Errc::kParse, where + ": 'paths' is missing");
+    return Fail(Errc::kParse, "'paths' is missing");
   }
   for (const auto& [path, methods] : paths->items()) {
-    if (!methods.is_object()) {
-      return Fail(Errc::kParse, where + ": paths." + path + " is no object");
-    }
+    if (!methods.is_object()) return Fail(Errc::kParse, "paths." + path + " is no object");
     for (const auto& [name, entry] : methods.items()) {
       const auto method = calibrator::ParseMethod(name);
-      const std::string at = where + ": paths." + path + "." + name;
+      const std::string at = "paths." + path + "." + name;
       if (!method || !calibrator::IsZerocopy(*method)) {
         return Fail(Errc::kParse, at + ": not a zerocopy method");
       }
-      // The method's object is its stream class, also in a file written
-      // before classes, whatever "depth" it named (only stream was ever
-      // written).
-      auto stream = StateEntryFromJson(entry, *method, at);
-      if (!stream) return tl::unexpected(stream.error());
-      MethodStates& results = state.paths[path];
-      results[*method] = std::move(*stream);
-      const auto classes = entry.find("classes");
-      if (classes == entry.end() || classes->is_null()) continue;
-      if (!classes->is_object()) return Fail(Errc::kParse, at + ".classes: no object");
-      for (const auto& [class_name, class_entry] : classes->items()) {
-        const std::optional<DepthClass> depth = ParseDepthClass(class_name);
-        if (!depth || *depth == DepthClass::kStream) {
-          return Fail(Errc::kParse, at + ".classes." + class_name +
-                                        ": not a depth class (1, 4 or 16)");
-        }
-        auto s = StateEntryFromJson(class_entry, *method, at + ".classes." + class_name);
-        if (!s) return tl::unexpected(s.error());
-        results[{*method, *depth}] = std::move(*s);
+      if (auto parsed = ParseMethod(entry, *method, at, state.paths[path]); !parsed) {
+        return parsed;
       }
     }
   }
-  // Written since the peers: section; a version-1 file without them is a
-  // state without peers, not an error.
+  return {};
+}
+
+Result<PeerRecord> ParsePeer(const std::string& path, const json& entry) {
+  const std::string at = "peers." + path;
+  if (!path.starts_with(kPeerPathPrefix) || !entry.is_object() ||
+      !entry.value("endpoint", json()).is_string()) {
+    return Fail(Errc::kParse,
+                at + ": not a peer record (a \"peer/ADDR:PORT\" key with an 'endpoint')");
+  }
+  PeerRecord p;
+  Result<common::HostPort> endpoint = common::ParseHostPort(entry["endpoint"].get<std::string>());
+  if (!endpoint) return Fail(Errc::kParse, at + ".endpoint: " + endpoint.error().message);
+  p.endpoint = *endpoint;
+  if (const auto i = entry.find("interface"); i != entry.end() && i->is_string()) {
+    p.interface = i->get<std::string>();
+  }
+  if (const auto o = entry.find("last_outcome"); o != entry.end() && o->is_string()) {
+    // A label this version does not know (a newer one's) reads as failed.
+    p.last_outcome = ParsePeerOutcome(o->get<std::string>()).value_or(PeerOutcome::kFailed);
+  }
+  for (const auto& [key, out] : {std::pair{"last_attempt_ns", &p.last_attempt_ns},
+                                 std::pair{"last_success_ns", &p.last_success_ns}}) {
+    const auto value = RequiredUint(entry, key, at);
+    if (!value) return tl::unexpected(value.error());
+    *out = *value;
+  }
+  return p;
+}
+
+// Written since the peers: section; a version-1 file without them is a
+// state without peers, not an error.
+Result<void> ParsePeers(const json& document, AgentState& state) {
   if (const auto round = document.find("peer_round");
       round != document.end() && round->is_number_unsigned()) {
     state.peer_round = round->get<std::uint64_t>();
   }
-  if (const auto peers = document.find("peers");
-      peers != document.end() && !peers->is_null()) {
-    if (!peers->is_object()) {
-      return Fail(Errc::kParse, where + ": 'peers' is no object");
-    }
-    for (const auto& [path, entry] : peers->items()) {
-      const std::string at = where + ": peers." + path;
-      if (!path.starts_with(kPeerPathPrefix) || !entry.is_object() ||
-          !entry.value("endpoint", json()).is_string()) {
-        return Fail(Errc::kParse, at + ": not a peer record (a \"peer/ADDR:PORT\" "
-                                       "key with an 'endpoint')");
-      }
-      PeerRecord p;
-      Result<common::HostPort> endpoint =
-          common::ParseHostPort(entry["endpoint"].get<std::string>());
-      if (!endpoint) return Fail(Errc::kParse, at + ".endpoint: " + endpoint.error().message);
-      p.endpoint = *endpoint;
-      if (const auto i = entry.find("interface"); i != entry.end() && i->is_string()) {
-        p.interface = i->get<std::string>();
-      }
-      if (const auto o = entry.find("last_outcome"); o != entry.end() && o->is_string()) {
-        // A label this version does not know (a newer one's) reads as failed.
-        p.last_outcome = ParsePeerOutcome(o->get<std::string>()).value_or(PeerOutcome::kFailed);
-      }
-      for (const auto& [key, out] :
-           {std::pair{"last_attempt_ns", &p.last_attempt_ns},
-            std::pair{"last_success_ns", &p.last_success_ns}}) {
-        const auto value = RequiredUint(entry, key, at);
-        if (!value) return tl::unexpected(value.error());
-        *out = *value;
-      }
-      state.peers[path] = std::move(p);
-    }
+  const auto peers = document.find("peers");
+  if (peers == document.end() || peers->is_null()) return {};
+  if (!peers->is_object()) return Fail(Errc::kParse, "'peers' is no object");
+  for (const auto& [path, entry] : peers->items()) {
+    auto p = ParsePeer(path, entry);
+    if (!p) return tl::unexpected(p.error());
+    state.peers[path] = std::move(*p);
   }
+  return {};
+}
+
+}  // namespace
+
+Result<AgentState> ParseState(std::string_view text) {
+  const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) return Fail(Errc::kParse, "not JSON (truncated or corrupt)");
+  AgentState state;
+  for (const auto step : {ParseHeader, ParsePaths, ParsePeers}) {
+    if (auto parsed = step(document, state); !parsed) return tl::unexpected(parsed.error());
+  }
+  return state;
+}
+
+Result<AgentState> ParseState(std::string_view text, std::string_view source) {
+  auto state = ParseState(text);
+  if (!state) return Fail(state.error().code, std::string(source) + ": " + state.error().message);
   return state;
 }
 

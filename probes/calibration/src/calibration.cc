@@ -1,6 +1,7 @@
 #include "zcal/probes/calibration/calibration.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -191,6 +192,67 @@ struct ClassRun {
 // did not.
 enum class Stop { kNone, kCancelled, kLost, kNoRoom };
 
+// What the probes of one class work with; `done` numbers the run's probes
+// for progress.
+struct ClassProbes {
+  const CalibrationOptions& options;
+  const ClassRun& run;
+  PathRunner& path;
+  std::map<Method, Support>& support;
+  HostLoadMeter& load;
+  CalibrationReport& report;
+  calibrator::SweepPlanner& planner;
+  std::size_t& done;
+};
+
+void Record(ClassProbes& c, const ProbeOutcome& outcome) {
+  if (outcome.sample.status == SampleStatus::kFailed) {
+    assert(outcome.failure.has_value());
+    c.report.probe_failures.push_back(
+        {c.report.samples.size(), outcome.failure.value_or(PeerFailure::kLocalError)});
+  }
+  c.planner.Record(outcome.sample);
+  c.report.samples.push_back(c.planner.samples().back());
+  ++c.done;
+}
+
+// A method the path cannot run is recorded as such, not probed: true when
+// `request` was one.
+bool RecordIfUnsupported(ClassProbes& c, const calibrator::ProbeRequest& request) {
+  auto [it, added] = c.support.try_emplace(request.method);
+  if (added) it->second = c.path.SupportOf(request.method, c.options.root);
+  if (it->second.supported) return false;
+  Sample unsupported = UnsupportedSample(c.options, request, it->second.reason);
+  if (calibrator::IsZerocopy(request.method)) unsupported.depth = c.run.depth;
+  Record(c, {std::move(unsupported), std::nullopt});
+  return true;
+}
+
+// Runs and records one probe; why the probes stop after it (kNone: they
+// go on). `unfinished` is set where the path had no room for it.
+Stop ProbeOne(ClassProbes& c, const calibrator::ProbeRequest& request, Seconds duration,
+              std::size_t left, std::string& unfinished) {
+  ProbeOptions probe = ProbeFor(c.options, request, c.run.depth, duration);
+  if (auto room = c.path.Prepare(probe, left); !room) {
+    unfinished = std::move(room.error().message);
+    return Stop::kNoRoom;
+  }
+  c.load.Sample();
+  const auto probe_start = Clock::now();
+  PathProbe probed = c.path.Probe(probe);
+  if (probed.loss) {
+    c.report.session_lost = std::move(probed.loss);
+    Record(c, probed.outcome);
+    return Stop::kLost;
+  }
+  const Sample& sample = probed.outcome.sample;
+  RestForTheRate(c.options, probe_start, sample);
+  if (!sample.ok() && Cancelled(c.options)) return Stop::kCancelled;  // cut short: meaningless
+  if (sample.status != SampleStatus::kUnsupported) ++c.report.probes_run;
+  Record(c, probed.outcome);
+  return Stop::kNone;
+}
+
 // Runs one class's probes, appending to `report` (samples, failures,
 // probes_run). `done` and `total` number the run's probes for progress.
 Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunner& path,
@@ -212,14 +274,7 @@ Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunn
     }
   } account{planner, analysis, {}};
   planner.Seed(report.samples);
-  auto record = [&](const ProbeOutcome& outcome) {
-    if (outcome.sample.status == SampleStatus::kFailed) {
-      report.probe_failures.push_back({report.samples.size(), outcome.failure});
-    }
-    planner.Record(outcome.sample);
-    report.samples.push_back(planner.samples().back());
-    ++done;
-  };
+  ClassProbes c{options, run, path, support, load, report, planner, done};
   while (auto request = planner.Next()) {
     if (Cancelled(options)) return Stop::kCancelled;
     const Seconds remaining = run.deadline - Clock::now();
@@ -233,32 +288,11 @@ Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunn
     if (on_progress) {
       on_progress({done, done + left, request->method, request->size_bytes});
     }
-    auto [it, added] = support.try_emplace(request->method);
-    if (added) it->second = path.SupportOf(request->method, options.root);
-    if (!it->second.supported) {
-      Sample unsupported = UnsupportedSample(options, *request, it->second.reason);
-      if (calibrator::IsZerocopy(request->method)) unsupported.depth = run.depth;
-      record({std::move(unsupported), PeerFailure::kLocalError});
-      continue;
+    if (RecordIfUnsupported(c, *request)) continue;
+    if (const Stop stop = ProbeOne(c, *request, duration, left, account.unfinished);
+        stop != Stop::kNone) {
+      return stop;
     }
-    ProbeOptions probe = ProbeFor(options, *request, run.depth, duration);
-    if (!path.Prepare(probe, left)) {  // the path has no room left
-      account.unfinished = "the path's allowance for probes was spent";
-      return Stop::kNoRoom;
-    }
-    load.Sample();
-    const auto probe_start = Clock::now();
-    PathProbe probed = path.Probe(probe);
-    if (probed.loss) {
-      report.session_lost = std::move(probed.loss);
-      record(probed.outcome);
-      return Stop::kLost;
-    }
-    const Sample& sample = probed.outcome.sample;
-    RestForTheRate(options, probe_start, sample);
-    if (!sample.ok() && Cancelled(options)) return Stop::kCancelled;  // cut short: meaningless
-    if (sample.status != SampleStatus::kUnsupported) ++report.probes_run;
-    record(probed.outcome);
   }
   return Stop::kNone;
 }
@@ -318,9 +352,9 @@ calibrator::PlannerOptions PlanClass(const CalibrationOptions& options, std::uin
 
 // The report once the probes ended: the path closed, every class decided on
 // every sample, or why no probe measured.
-CalibrationResult<CalibrationReport> Finish(const CalibrationOptions& options,
-                                            CalibrationReport report, PathRunner& path,
-                                            Clock::time_point start) {
+Result<CalibrationReport, CalibrationError> Finish(const CalibrationOptions& options,
+                                                   CalibrationReport report, PathRunner& path,
+                                                   Clock::time_point start) {
   const bool ended_early = report.cancelled || report.session_lost.has_value();
   if (auto loss = path.Close(report.samples, ended_early)) report.session_lost = std::move(loss);
   // Reported as the classes are listed everywhere (ParseDepthClasses):
@@ -367,7 +401,7 @@ double ShareOf(std::size_t methods, std::size_t methods_after, Seconds remaining
 
 }  // namespace
 
-CalibrationResult<CalibrationReport> RunCalibration(
+Result<CalibrationReport, CalibrationError> RunCalibration(
     const CalibrationOptions& options,
     const std::function<void(const CalibrationProgress&)>& on_progress) {
   if (auto valid = ValidateCalibrationOptions(options); !valid) {

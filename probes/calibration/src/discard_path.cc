@@ -26,7 +26,7 @@ class DiscardPath final : public PathRunner {
     return kDiscardProbe;
   }
 
-  bool Prepare(ProbeOptions& /*probe*/, std::size_t /*left*/) override { return true; }
+  Result<void> Prepare(ProbeOptions& /*probe*/, std::size_t /*left*/) override { return {}; }
 
   PathProbe Probe(const ProbeOptions& probe) override {
     return {DiscardProbeOn(*discard_, probe, &arena_), std::nullopt};
@@ -45,7 +45,8 @@ class DiscardPath final : public PathRunner {
 
 }  // namespace
 
-CalibrationResult<std::unique_ptr<PathRunner>> OpenDiscardPath(const CalibrationOptions& options) {
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenDiscardPath(
+    const CalibrationOptions& options) {
   // The namespace lives as long as the calibration.
   auto created = DiscardNamespace::Create(DiscardNamespaceOptions{"blackhole", options.root});
   if (created) return std::make_unique<DiscardPath>(std::move(*created));

@@ -18,9 +18,9 @@ class LoopbackPath final : public PathRunner {
     return TcpProbeDuration(remaining, left);
   }
 
-  bool Prepare(ProbeOptions& probe, std::size_t /*left*/) override {
+  Result<void> Prepare(ProbeOptions& probe, std::size_t /*left*/) override {
     probe.sink = sink_->endpoint();
-    return true;
+    return {};
   }
 
   PathProbe Probe(const ProbeOptions& probe) override {
@@ -40,7 +40,7 @@ class LoopbackPath final : public PathRunner {
 
 }  // namespace
 
-CalibrationResult<std::unique_ptr<PathRunner>> OpenLoopbackPath(
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenLoopbackPath(
     const CalibrationOptions& /*options*/) {
   auto started = Sink::Start(SinkOptions{});
   if (!started) {

@@ -23,7 +23,7 @@ PathSeconds TcpProbeDuration(PathSeconds remaining, std::size_t left) {
                     kMinTcpProbe, kMaxTcpProbe);
 }
 
-CalibrationResult<std::unique_ptr<PathRunner>> OpenPath(const CalibrationOptions& options) {
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenPath(const CalibrationOptions& options) {
   switch (options.target.kind) {
     case TargetKind::kLoopback:
       return OpenLoopbackPath(options);

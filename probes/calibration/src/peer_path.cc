@@ -42,24 +42,26 @@ class PeerPath final : public PathRunner {
     return TcpProbeDuration(remaining, left);
   }
 
-  bool Prepare(ProbeOptions& probe, std::size_t left) override {
+  Result<void> Prepare(ProbeOptions& probe, std::size_t left) override {
     probe.sink = session_.sink();
     // The session's bytes are granted once, for all its probes: each probe
     // gets its share of what is left.
     const std::uint64_t granted = session_.granted_bytes();
     const std::uint64_t grant_left = granted - std::min(bytes_sent_, granted);
-    if (grant_left < probe.size_bytes) return false;
+    if (grant_left < probe.size_bytes) {
+      return Fail(Errc::kFailed, "the path's allowance for probes was spent");
+    }
     const std::uint64_t share = std::max<std::uint64_t>(grant_left / left, probe.size_bytes);
     // A probe stops issuing once it reached its cap, so it may pass it by
     // less than one message: cap it one message short of the share.
     const std::uint64_t cap = share - probe.size_bytes + 1;
     probe.max_bytes = probe.max_bytes == 0 ? cap : std::min(probe.max_bytes, cap);
-    return true;
+    return {};
   }
 
   PathProbe Probe(const ProbeOptions& probe) override {
     std::optional<SessionLoss> loss;
-    auto connect = [this, &loss]() -> PeerResult<common::UniqueFd> {
+    auto connect = [this, &loss]() -> Result<common::UniqueFd, PeerError> {
       auto data = session_.OpenData(kPeerConnectTimeout);
       if (data) return std::move(*data);
       // The sink no longer takes this session's connections: every further
@@ -111,7 +113,8 @@ class PeerPath final : public PathRunner {
 
 }  // namespace
 
-CalibrationResult<std::unique_ptr<PathRunner>> OpenPeerPath(const CalibrationOptions& options) {
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenPeerPath(
+    const CalibrationOptions& options) {
   PeerSessionRequest request;
   const PathSeconds wanted = PathSeconds(options.budget_seconds) + kPeerSessionSlack;
   request.duration = std::chrono::milliseconds(static_cast<std::int64_t>(

@@ -90,20 +90,19 @@ bool SetUp(const char* qdisc, SetupReport& report) {
       return false;
     }
   }
-  auto fail = [&](SetupStep step, const NetlinkStatus& status) {
+  auto fail = [&](SetupStep step, const NetlinkError& error) {
     report.step = static_cast<std::int32_t>(step);
-    report.err = status.err;
-    CopyDetail(report, status.detail);
+    report.err = error.err;
+    CopyDetail(report, error.message);
     return false;
   };
   const unsigned lo = ::if_nametoindex("lo");
-  if (lo == 0) return fail(SetupStep::kLoopbackIndex, {errno, ""});
-  NetlinkStatus status;
-  const auto netlink = Rtnetlink::Open(status);
-  if (!netlink) return fail(SetupStep::kNetlinkSocket, status);
-  if (status = netlink->SetLinkUp(lo); !status.ok()) return fail(SetupStep::kLinkUp, status);
-  if (status = netlink->AddRootQdisc(lo, qdisc); !status.ok()) {
-    return fail(SetupStep::kQdisc, status);
+  if (lo == 0) return fail(SetupStep::kLoopbackIndex, NetlinkError(errno, ""));
+  const auto netlink = Rtnetlink::Open();
+  if (!netlink) return fail(SetupStep::kNetlinkSocket, netlink.error());
+  if (auto up = (*netlink)->SetLinkUp(lo); !up) return fail(SetupStep::kLinkUp, up.error());
+  if (auto root = (*netlink)->AddRootQdisc(lo, qdisc); !root) {
+    return fail(SetupStep::kQdisc, root.error());
   }
   return true;
 }

@@ -22,7 +22,7 @@ ProbeOutcome DiscardProbeOn(DiscardNamespace& discard, const ProbeOptions& optio
   }
   return ProbeOn(
       options,
-      [&discard]() -> PeerResult<common::UniqueFd> {
+      [&discard]() -> Result<common::UniqueFd, PeerError> {
         // The namespace's helper is this host's: whatever fails there is local.
         auto fd = discard.ConnectUdp();
         if (!fd) return FailPeer(PeerFailure::kLocalError, fd.error().code, fd.error().message);

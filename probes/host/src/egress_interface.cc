@@ -46,16 +46,16 @@ Result<std::string> EgressInterface(const common::IpAddress& destination) {
   const common::IpAddress address = Unmapped(destination);
   const std::string target = common::ToString(address);
   const std::string check = "; check `ip route get " + target + "`";
-  NetlinkStatus opened;
-  const std::unique_ptr<Rtnetlink> netlink = Rtnetlink::Open(opened);
+  const auto netlink = Rtnetlink::Open();
   if (!netlink) {
     return Fail(Errc::kIo, "cannot ask the kernel for the route to " + target + ": " +
-                               opened.detail + " with " + common::ErrnoText(opened.err));
+                               netlink.error().message + " with " +
+                               common::ErrnoText(netlink.error().err));
   }
-  const auto index = netlink->RouteInterface(address);
+  const auto index = (*netlink)->RouteInterface(address);
   if (!index) {
-    const NetlinkStatus& status = index.error();
-    const std::string said = status.detail.empty() ? "" : " (\"" + status.detail + "\")";
+    const NetlinkError& status = index.error();
+    const std::string said = status.message.empty() ? "" : " (\"" + status.message + "\")";
     if (NoRoute(status.err)) {
       return Fail(Errc::kNotFound, "no route to " + target + " from this host (RTM_GETROUTE: " +
                                        common::ErrnoText(status.err) + said + ")" + check);

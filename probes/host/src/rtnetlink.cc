@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace zcal::probes {
 
@@ -17,7 +18,25 @@ namespace {
 // Enough for either request and for an error ACK that echoes it.
 constexpr std::size_t kBufferBytes = 8192;
 
-NetlinkStatus FromErrno(int err, const char* what) { return {err, what}; }
+tl::unexpected<NetlinkError> Refused(int err, std::string what) {
+  return tl::unexpected<NetlinkError>(NetlinkError(err, std::move(what)));
+}
+
+Errc ClassOf(int err) {
+  switch (err) {
+    case EPERM:
+    case EACCES: return Errc::kPermission;
+    case EOPNOTSUPP:
+    case EAFNOSUPPORT:
+    case EPROTONOSUPPORT: return Errc::kUnsupported;
+    case ENOENT:
+    case ENODEV:
+    case ENETUNREACH:
+    case EHOSTUNREACH: return Errc::kNotFound;
+    case EINVAL: return Errc::kInvalidArgument;
+    default: return Errc::kIo;
+  }
+}
 
 // The extended-ack message (NLMSGERR_ATTR_MSG) that follows an error, if
 // the kernel included one.
@@ -46,21 +65,20 @@ std::string ExtackMessage(const nlmsghdr* header, const nlmsgerr* error) {
 
 }  // namespace
 
-std::unique_ptr<Rtnetlink> Rtnetlink::Open(NetlinkStatus& status) {
+NetlinkError::NetlinkError(int errno_value, std::string detail)
+    : Error{ClassOf(errno_value), std::move(detail)}, err(errno_value) {}
+
+Result<std::unique_ptr<Rtnetlink>, NetlinkError> Rtnetlink::Open() {
   mnl_socket* socket = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-  if (socket == nullptr) {
-    status = FromErrno(errno, "socket(AF_NETLINK, NETLINK_ROUTE) failed");
-    return nullptr;
-  }
+  if (socket == nullptr) return Refused(errno, "socket(AF_NETLINK, NETLINK_ROUTE) failed");
   if (mnl_socket_bind(socket, 0, MNL_SOCKET_AUTOPID) < 0) {
-    status = FromErrno(errno, "binding the netlink socket failed");
+    const int err = errno;
     mnl_socket_close(socket);
-    return nullptr;
+    return Refused(err, "binding the netlink socket failed");
   }
   // Optional (Linux 4.12): without it errors come without the kernel's text.
   int one = 1;
   (void)mnl_socket_setsockopt(socket, NETLINK_EXT_ACK, &one, sizeof one);
-  status = {};
   return std::unique_ptr<Rtnetlink>(new Rtnetlink(socket));
 }
 
@@ -69,7 +87,7 @@ Rtnetlink::Rtnetlink(mnl_socket* socket)
 
 Rtnetlink::~Rtnetlink() { mnl_socket_close(socket_); }
 
-NetlinkStatus Rtnetlink::SetLinkUp(unsigned ifindex) {
+Result<void, NetlinkError> Rtnetlink::SetLinkUp(unsigned ifindex) {
   alignas(nlmsghdr) char buffer[kBufferBytes] = {};
   nlmsghdr* header = mnl_nlmsg_put_header(buffer);
   header->nlmsg_type = RTM_NEWLINK;
@@ -82,7 +100,7 @@ NetlinkStatus Rtnetlink::SetLinkUp(unsigned ifindex) {
   return Transact(buffer);
 }
 
-NetlinkStatus Rtnetlink::AddRootQdisc(unsigned ifindex, const std::string& kind) {
+Result<void, NetlinkError> Rtnetlink::AddRootQdisc(unsigned ifindex, const std::string& kind) {
   alignas(nlmsghdr) char buffer[kBufferBytes] = {};
   nlmsghdr* header = mnl_nlmsg_put_header(buffer);
   header->nlmsg_type = RTM_NEWQDISC;
@@ -93,12 +111,12 @@ NetlinkStatus Rtnetlink::AddRootQdisc(unsigned ifindex, const std::string& kind)
   tc->tcm_handle = 0;  // the kernel picks one
   tc->tcm_parent = TC_H_ROOT;
   if (!mnl_attr_put_strz_check(header, sizeof buffer, TCA_KIND, kind.c_str())) {
-    return {EINVAL, "the qdisc kind is too long"};
+    return Refused(EINVAL, "the qdisc kind is too long");
   }
   return Transact(buffer);
 }
 
-tl::expected<unsigned, NetlinkStatus> Rtnetlink::RouteInterface(
+Result<unsigned, NetlinkError> Rtnetlink::RouteInterface(
     const common::IpAddress& destination) {
   alignas(nlmsghdr) char buffer[kBufferBytes] = {};
   nlmsghdr* header = mnl_nlmsg_put_header(buffer);
@@ -110,7 +128,7 @@ tl::expected<unsigned, NetlinkStatus> Rtnetlink::RouteInterface(
   mnl_attr_put(header, RTA_DST, static_cast<std::uint32_t>(destination.Size()),
                destination.bytes.data());
   unsigned oif = 0;
-  const NetlinkStatus status = Transact(buffer, [&oif](const nlmsghdr* answer) {
+  const Result<void, NetlinkError> status = Transact(buffer, [&oif](const nlmsghdr* answer) {
     if (answer->nlmsg_type != RTM_NEWROUTE) return;
     mnl_attr_parse(
         answer, sizeof(rtmsg),
@@ -123,25 +141,25 @@ tl::expected<unsigned, NetlinkStatus> Rtnetlink::RouteInterface(
         },
         &oif);
   });
-  if (!status.ok()) return tl::unexpected(status);
-  if (oif == 0) return tl::unexpected(NetlinkStatus{ENODEV, "the kernel's route has no output interface"});
+  if (!status) return tl::unexpected(status.error());
+  if (oif == 0) return Refused(ENODEV, "the kernel's route has no output interface");
   return oif;
 }
 
-NetlinkStatus Rtnetlink::Transact(void* request,
-                                  const std::function<void(const nlmsghdr*)>& on_answer) {
+Result<void, NetlinkError> Rtnetlink::Transact(
+    void* request, const std::function<void(const nlmsghdr*)>& on_answer) {
   auto* header = static_cast<nlmsghdr*>(request);
   const unsigned sequence = sequence_++;
   header->nlmsg_seq = sequence;
   if (mnl_socket_sendto(socket_, header, header->nlmsg_len) < 0) {
-    return FromErrno(errno, "sending the netlink request failed");
+    return Refused(errno, "sending the netlink request failed");
   }
   alignas(nlmsghdr) char reply[kBufferBytes];
   for (;;) {
     const ssize_t n = mnl_socket_recvfrom(socket_, reply, sizeof reply);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return FromErrno(errno, "reading the netlink reply failed");
+      return Refused(errno, "reading the netlink reply failed");
     }
     int left = static_cast<int>(n);
     for (auto* message = reinterpret_cast<const nlmsghdr*>(reply);
@@ -155,11 +173,11 @@ NetlinkStatus Rtnetlink::Transact(void* request,
         continue;
       }
       if (mnl_nlmsg_get_payload_len(message) < sizeof(nlmsgerr)) {
-        return {EBADMSG, "the kernel's netlink ACK was truncated"};
+        return Refused(EBADMSG, "the kernel's netlink ACK was truncated");
       }
       const auto* error = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(message));
       if (error->error == 0) return {};
-      return {-error->error, ExtackMessage(message, error)};
+      return Refused(-error->error, ExtackMessage(message, error));
     }
   }
 }

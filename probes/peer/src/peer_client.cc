@@ -33,8 +33,8 @@ struct Stage {
 };
 
 // Reads exactly out.size() bytes by `deadline`.
-PeerResult<void> ReadExact(int fd, std::span<std::uint8_t> out, Clock::time_point deadline,
-                           const Stage& stage, std::size_t had = 0) {
+Result<void, PeerError> ReadExact(int fd, std::span<std::uint8_t> out, Clock::time_point deadline,
+                                  const Stage& stage, std::size_t had = 0) {
   std::size_t have = 0;
   while (have < out.size()) {
     pollfd p{fd, POLLIN, 0};
@@ -62,7 +62,7 @@ PeerResult<void> ReadExact(int fd, std::span<std::uint8_t> out, Clock::time_poin
   return {};
 }
 
-PeerResult<void> WriteAll(int fd, std::span<const std::uint8_t> bytes, const Stage& stage) {
+Result<void, PeerError> WriteAll(int fd, std::span<const std::uint8_t> bytes, const Stage& stage) {
   const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   if (sent != static_cast<ssize_t>(bytes.size())) {
     return FailPeer(stage.closed, Errc::kFailed,
@@ -73,8 +73,9 @@ PeerResult<void> WriteAll(int fd, std::span<const std::uint8_t> bytes, const Sta
 
 // A connect that failed when its time was up timed out; one that failed
 // sooner was refused or had no route (ConnectTcp's own classes).
-PeerResult<common::UniqueFd> Connect(const common::HostPort& sink,
-                                     std::chrono::milliseconds timeout, PeerFailure refused) {
+Result<common::UniqueFd, PeerError> Connect(const common::HostPort& sink,
+                                            std::chrono::milliseconds timeout,
+                                            PeerFailure refused) {
   const auto deadline = Clock::now() + timeout;
   auto fd = ConnectTcp(sink, static_cast<int>(timeout.count()));
   if (fd) return std::move(*fd);
@@ -128,8 +129,8 @@ PeerError Refusal(AnswerCode code, const std::string& where, bool had_key) {
 
 // The greeting every connection to a sink starts with, or the refusal a sink
 // sends in its place when a connection limit refuses the connection.
-PeerResult<peer::Greeting> ReadGreeting(int fd, Clock::time_point deadline, const Stage& stage,
-                                        bool had_key) {
+Result<peer::Greeting, PeerError> ReadGreeting(int fd, Clock::time_point deadline,
+                                               const Stage& stage, bool had_key) {
   std::array<std::uint8_t, std::max(peer::kGreetingBytes, peer::kAnswerBytes)> frame{};
   const auto magic = std::span(frame).first(peer::kMagicBytes);
   if (auto ok = ReadExact(fd, magic, deadline, stage); !ok) return tl::unexpected(ok.error());
@@ -163,10 +164,10 @@ PeerResult<peer::Greeting> ReadGreeting(int fd, Clock::time_point deadline, cons
 
 }  // namespace
 
-PeerResult<PeerSession> PeerSession::Open(const common::HostPort& sink,
-                                          const std::optional<peer::PeerKey>& key,
-                                          const PeerSessionRequest& request,
-                                          std::chrono::milliseconds timeout) {
+Result<PeerSession, PeerError> PeerSession::Open(const common::HostPort& sink,
+                                                 const std::optional<peer::PeerKey>& key,
+                                                 const PeerSessionRequest& request,
+                                                 std::chrono::milliseconds timeout) {
   const Stage stage{"sink " + common::ToString(sink), PeerFailure::kUnreachable};
   const std::string& where = stage.where;
   const auto ms = request.duration.count();
@@ -225,7 +226,7 @@ PeerResult<PeerSession> PeerSession::Open(const common::HostPort& sink,
   return session;
 }
 
-PeerResult<void> PeerSession::StillOpen() const {
+Result<void, PeerError> PeerSession::StillOpen() const {
   const std::string where = "sink " + common::ToString(sink_);
   if (!control_) {
     return FailPeer(PeerFailure::kVanished, Errc::kFailed, where + ": the session is closed");
@@ -246,7 +247,7 @@ PeerResult<void> PeerSession::StillOpen() const {
                                   : std::string(" (it closed the control connection)")));
 }
 
-PeerResult<common::UniqueFd> PeerSession::OpenData(std::chrono::milliseconds timeout) const {
+Result<common::UniqueFd, PeerError> PeerSession::OpenData(std::chrono::milliseconds timeout) const {
   const Stage stage{"sink " + common::ToString(sink_) + " (data)", PeerFailure::kVanished};
   if (!control_) {
     return FailPeer(PeerFailure::kVanished, Errc::kFailed, stage.where + ": the session is closed");

@@ -344,7 +344,7 @@ struct PeerSink::Server final : SinkCore::Handler {
 
 Result<std::unique_ptr<PeerSink>> PeerSink::Start(PeerSinkOptions options) {
   const std::string where = "sink on " + common::ToString(options.listen);
-  if (Result<void> valid = ValidatePeerSinkOptions(options); !valid) {
+  if (auto valid = ValidatePeerSinkOptions(options); !valid) {
     return Fail(Errc::kInvalidArgument, where + ": " + valid.error().message);
   }
   SinkCoreOptions core_options;

@@ -23,7 +23,7 @@ PeerFailure ConnectFailureOf(int err) {
 
 }  // namespace
 
-PeerResult<common::UniqueFd> ConnectTcp(const common::HostPort& endpoint, int timeout_ms) {
+Result<common::UniqueFd, PeerError> ConnectTcp(const common::HostPort& endpoint, int timeout_ms) {
   const common::SocketAddress address = common::ToSocketAddress(endpoint);
   const std::string where = common::ToString(endpoint);
   auto local = [&](const std::string& what, int err) {

@@ -70,7 +70,7 @@ class MsgZerocopySender final : public Sender {
   // Reaps the completions queued; where `still_blocked()` after that,
   // waits for more (one wait slice).
   template <typename Blocked>
-  PeerResult<void> ReapThenWait(const Blocked& still_blocked) {
+  Result<void, PeerError> ReapThenWait(const Blocked& still_blocked) {
     if (auto reaped = Reap(); !reaped) return reaped;
     if (still_blocked()) return WaitForCompletions();
     return {};
@@ -96,7 +96,7 @@ class MsgZerocopySender final : public Sender {
   // back-off for option memory, or reaping while the socket is full; an
   // error when the socket stays full past the drain timeout
   // (`stalled_since` tracks since when) or for any other errno.
-  PeerResult<void> AfterFailedSend(int err, Clock::time_point& stalled_since) {
+  Result<void, PeerError> AfterFailedSend(int err, Clock::time_point& stalled_since) {
     if (err == EINTR) return {};
     if (err == ENOBUFS) {
       // The socket's option memory (net.core.optmem_max) holds the
@@ -124,7 +124,7 @@ class MsgZerocopySender final : public Sender {
   std::size_t Outstanding() const { return slot_of_id_.size(); }
 
   // Reads every notification queued on the error queue, without blocking.
-  PeerResult<void> Reap() {
+  Result<void, PeerError> Reap() {
     while (Outstanding() != 0) {
       char control[CMSG_SPACE(sizeof(sock_extended_err)) + 64];
       msghdr msg{};
@@ -177,7 +177,7 @@ class MsgZerocopySender final : public Sender {
   }
 
   // Blocks until the error queue has something (at most one wait slice).
-  PeerResult<void> WaitForCompletions() {
+  Result<void, PeerError> WaitForCompletions() {
     pollfd p{fd_, 0, 0};  // POLLERR is always reported
     const int ready = ::poll(&p, 1, static_cast<int>(kWaitSlice.count()));
     if (ready < 0 && errno != EINTR) {
@@ -187,7 +187,7 @@ class MsgZerocopySender final : public Sender {
     return Reap();
   }
 
-  PeerResult<void> BackOffForOptionMemory() {
+  Result<void, PeerError> BackOffForOptionMemory() {
     if (Outstanding() != 0) {
       enobufs_idle_ = Clock::time_point::max();
       return WaitForCompletions();
@@ -210,7 +210,7 @@ class MsgZerocopySender final : public Sender {
     return {};
   }
 
-  PeerResult<void> Drain() {
+  Result<void, PeerError> Drain() {
     const auto give_up = Clock::now() + kDrainTimeout;
     while (Outstanding() != 0) {
       if (Clock::now() > give_up) {

@@ -39,9 +39,12 @@ Result<std::unique_ptr<Sender>> MakeSender(Method method, int fd, const BufferPo
 
 ProbeOutcome Failed(Sample sample, const Error& error,
                     PeerFailure failure = PeerFailure::kLocalError) {
-  sample.status = error.code == Errc::kUnsupported ? SampleStatus::kUnsupported
-                                                   : SampleStatus::kFailed;
   sample.error = error.message;
+  if (error.code == Errc::kUnsupported) {
+    sample.status = SampleStatus::kUnsupported;
+    return {std::move(sample), std::nullopt};
+  }
+  sample.status = SampleStatus::kFailed;
   return {std::move(sample), failure};
 }
 
@@ -71,7 +74,7 @@ Sample RunProbe(const ProbeOptions& options) {
 
 Sample RunProbeOn(const ProbeOptions& options,
                   const std::function<Result<common::UniqueFd>()>& connect) {
-  return ProbeOn(options, [&connect]() -> PeerResult<common::UniqueFd> {
+  return ProbeOn(options, [&connect]() -> Result<common::UniqueFd, PeerError> {
            auto fd = connect();
            if (!fd) return FailPeer(PeerFailure::kLocalError, fd.error().code, fd.error().message);
            return std::move(*fd);
@@ -137,7 +140,7 @@ ProbeOutcome ProbeOn(const ProbeOptions& options, const ProbeConnect& connect,
                                       std::to_string(sample.wall_ns / 1000000) + " ms"},
                   PeerFailure::kTimeout);
   }
-  return {std::move(sample), PeerFailure::kLocalError};
+  return {std::move(sample), std::nullopt};
 }
 
 }  // namespace zcal::probes

@@ -21,12 +21,20 @@ inline constexpr int kExitFailure = 1;  ///< ran, and failed (e.g. no segment)
 inline constexpr int kExitUsage = 2;    ///< bad arguments, config or input
 inline constexpr int kExitNoProbe = 3;  ///< calibrate: no probe could run
 
-/// The exit status of a failed library call: kExitUsage for what the user
-/// gave wrong (Errc::kInvalidArgument: an option, a value, a file name),
-/// `otherwise` for the rest (what ran and failed). The one place that maps
-/// error classes to exit statuses.
+/// The exit status of a failure of class `code`: kExitUsage for what the
+/// user gave wrong (Errc::kInvalidArgument: an option, a value, a file
+/// name), `otherwise` for the rest (what ran and failed; a command passes
+/// kExitUsage where all it was given is the user's, such as a
+/// configuration). The one place that maps error classes to exit statuses:
+/// every command's failure goes through it, also one found without a
+/// library call (a command line CLI11 refused).
+inline int ExitStatusOf(Errc code, int otherwise = kExitFailure) {
+  return code == Errc::kInvalidArgument ? kExitUsage : otherwise;
+}
+
+/// ExitStatusOf the error's class.
 inline int ExitStatusOf(const Error& error, int otherwise = kExitFailure) {
-  return error.code == Errc::kInvalidArgument ? kExitUsage : otherwise;
+  return ExitStatusOf(error.code, otherwise);
 }
 
 struct Command {

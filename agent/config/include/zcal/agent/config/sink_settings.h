@@ -37,11 +37,12 @@ enum class SettingSpelling : std::uint8_t { kCommandLine, kConfig };
 
 /// Parses and checks every setting and loads the key file. Errors are
 /// kInvalidArgument (or the key file's kParse/kIo/kNotFound), naming the
-/// setting as the user spelled it. Warnings for
-/// the log (a key file others may read, `auth: none` off loopback) are
-/// appended to `warnings`.
-Result<probes::PeerSinkOptions> ToPeerSinkOptions(const SinkSettings& settings,
-                                                   SettingSpelling spelling,
-                                                   std::vector<std::string>& warnings);
+/// setting as the user spelled it; the error's `field` is the setting's key
+/// ("max_sessions"), `index` the element of `allow` at fault, `detail` the
+/// sentence after the name. Warnings for the log (a key file others may
+/// read, `auth: none` off loopback) are appended to `warnings`.
+Result<probes::PeerSinkOptions, FieldError> ToPeerSinkOptions(const SinkSettings& settings,
+                                                              SettingSpelling spelling,
+                                                              std::vector<std::string>& warnings);
 
 }  // namespace zcal::agent

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zcal/agent/domain/depth_class.h"
+#include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/host/host_facts.h"
@@ -31,7 +32,16 @@ struct PathInterface {
   probes::InterfaceFacts facts;
 };
 
-/// The host facts a calibration ran under (zcal_host_info,
+/// The NIC whose results become the host default: the interface of the
+/// default route, or the one the configuration names.
+struct HostDefaultNic {
+  std::optional<probes::InterfaceFacts> facts;  ///< nullopt: not found
+  std::string why_unknown = "not read yet";  ///< when facts is nullopt
+};
+
+/// The host facts as the agent reads them once per round (the service's
+/// CollectHostSnapshot) and as a calibration ran under: the one type of
+/// them above the probes, formatted where shown (zcal_host_info,
 /// zcal_interface_info, the state file's "host", the report's Host).
 struct HostInfo {
   std::string kernel_release;
@@ -44,6 +54,9 @@ struct HostInfo {
   std::vector<PathInterface> interfaces;
   /// What could not be read (for people), without duplicates.
   std::vector<std::string> notes;
+  /// The NIC whose results become the host default, as last read (not
+  /// kept in the state file: it is read again at start).
+  HostDefaultNic host_default_nic;
 };
 
 /// The host-wide facts of `facts`, with its egress interface as `path`'s.
@@ -56,16 +69,11 @@ void AddPath(HostInfo& host, const probes::HostFacts& facts, std::string path);
 /// Where the published host default comes from (zcal_host_default_info);
 /// its entries are those of the published table.
 struct HostDefaultInfo {
-  std::string source;     ///< "peers", "estimated", "none"
-  std::string reason;     ///< why "none": "no_path", "iommu_translates", ...
+  /// Where it comes from, or why there is none (named where shown:
+  /// HostDefaultSourceName, HostDefaultAbsenceReason).
+  HostDefaultSource source = HostDefaultSource::kUnknown;
   std::string interface;  ///< the NIC it stands for; "" when unknown
 };
 
-/// The NIC whose results become the host default: the interface of the
-/// default route, or the one the configuration names.
-struct HostDefaultNic {
-  std::optional<probes::InterfaceFacts> facts;  ///< nullopt: not found
-  std::string why_unknown = "not read yet";  ///< when facts is nullopt
-};
 
 }  // namespace zcal::agent

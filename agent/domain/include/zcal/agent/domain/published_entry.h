@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "zcal/agent/domain/depth_class.h"
 #include "zcal/calibrator/decision.h"
@@ -34,6 +35,13 @@ enum class HostDefaultSource : std::uint8_t {
   kIommuUnknown = 5,
   kDisabled = 6,
 };
+
+/// "peers", "estimated", "unknown" or "none": how the state JSON, the
+/// metrics and `zcal show` name the source.
+std::string_view HostDefaultSourceName(HostDefaultSource source);
+/// Why there is no host default: "no_path", "iommu_translates",
+/// "iommu_unknown", "disabled"; "" when there is one (or it is unknown).
+std::string_view HostDefaultAbsenceReason(HostDefaultSource source);
 
 /// One decision to publish.
 struct PublishedEntry {

@@ -24,7 +24,7 @@
 namespace zcal::agent {
 
 /// The calibration of one path; probes::RunCalibration in the agent.
-using CalibrateFn = std::function<probes::CalibrationResult<probes::CalibrationReport>(
+using CalibrateFn = std::function<Result<probes::CalibrationReport, probes::CalibrationError>(
     const probes::CalibrationOptions&,
     const std::function<void(const probes::CalibrationProgress&)>&)>;
 
@@ -80,7 +80,7 @@ PeerRoundOutcome RunPeerRound(const PeerRoundPlan& plan, const CalibrateFn& cali
 /// kind, or of this host's own (invalid_request, local_error), is failed.
 /// Any other report is success.
 PeerOutcome ClassifyPeerCalibration(
-    const probes::CalibrationResult<probes::CalibrationReport>& report);
+    const Result<probes::CalibrationReport, probes::CalibrationError>& report);
 
 /// The outcome label of a peer failure kind.
 PeerOutcome OutcomeOf(probes::PeerFailure failure);

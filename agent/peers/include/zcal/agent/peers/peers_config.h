@@ -22,8 +22,8 @@ struct DnsPeerName {
 
 /// Parses "NAME:PORT" (NAME: letters, digits, '-', '.', '_', 1-253 bytes,
 /// not a numeric address; PORT 1-65535). kInvalidArgument naming the text
-/// and what is expected.
-Result<DnsPeerName> ParseDnsPeerName(std::string_view text);
+/// and what is expected; the error's `field` is "peers.dns".
+Result<DnsPeerName, FieldError> ParseDnsPeerName(std::string_view text);
 
 /// The peers this agent probes (section `peers:`, docs/peers.md): found
 /// from a static list and a DNS name, K of them per calibration round

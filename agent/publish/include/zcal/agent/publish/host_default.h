@@ -63,9 +63,4 @@ struct HostDefaultChoice {
 HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
                                     const HostDefaultNic& nic, const MethodStates& peers = {});
 
-/// "peers", "estimated", "none" for the metrics and `zcal show`.
-std::string_view HostDefaultSourceName(HostDefaultSource source);
-/// "", "no_path", "iommu_translates", "iommu_unknown", "disabled".
-std::string_view HostDefaultAbsenceReason(HostDefaultSource source);
-
 }  // namespace zcal::agent

@@ -16,31 +16,23 @@
 
 namespace zcal::agent {
 
-struct HostSnapshot {
-  /// probes::HostFacts::Fingerprint: changes with the kernel, the CPU, the
-  /// IOMMU kernel flags, or the facts (driver, MTU, speed, offloads, IOMMU
-  /// group and type) of lo or of any interface backed by a device, and
-  /// when such an interface appears or disappears.
-  std::uint64_t fingerprint = 0;
-  /// The facts of every configured path's egress interface, the host
-  /// default NIC's (kHostDefaultInterfacePath) and those of the NICs kept
-  /// peers are reached through (kPeerInterfacePathPrefix): for the
-  /// metrics, and for the state file with the calibration's results.
-  HostInfo info;
-  HostDefaultNic host_default_nic;
-};
+/// Reads the facts below config.host_root, once per round: those of every
+/// configured path's egress interface and of the host default NIC (also as
+/// kHostDefaultInterfacePath in `interfaces`), and the fingerprint, which
+/// changes with the kernel, the CPU, the IOMMU kernel flags, or the facts
+/// (driver, MTU, speed, offloads, IOMMU group and type) of lo or of any
+/// interface backed by a device, and when such an interface appears or
+/// disappears. Never fails: what cannot be read is left unknown (and named
+/// in the facts' notes).
+HostInfo CollectHostSnapshot(const Config& config);
 
-/// Reads the facts below config.host_root. Never fails: what cannot be read
-/// is left unknown (and named in the facts' notes).
-HostSnapshot CollectHostSnapshot(const Config& config);
-
-/// Describes, in snapshot.info.interfaces (path "interface/NAME"), each of
+/// Describes, in host.interfaces (path "interface/NAME"), each of
 /// `names`: the interfaces that kept peers are reached through, so that the
 /// fleet's per-interface classes have the facts of a second NIC too, not
 /// only of the host default's. Entries of names no longer given go; an
 /// interface that cannot be found gets none. Reads below config.host_root.
 /// Returns whether the list changed.
-bool DescribePeerInterfaces(HostSnapshot& snapshot, const Config& config,
+bool DescribePeerInterfaces(HostInfo& host, const Config& config,
                             const std::set<std::string>& names);
 
 /// Where the probes of a configured path send.

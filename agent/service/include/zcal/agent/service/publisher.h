@@ -80,7 +80,7 @@ class Publisher {
 
   /// The host facts the table depends on (the host-default NIC); call it
   /// whenever they are read anew. Publish uses the last ones given.
-  void SetHost(const HostSnapshot& host);
+  void SetHost(const HostInfo& host);
 
   /// Publishes the table of the current state (BuildEntries) with the stale
   /// flag, and the snapshot in the metrics (its host default from the same
@@ -103,7 +103,7 @@ class Publisher {
   /// `now_ns`, loses its stale flag, and is published and saved. Peers
   /// asked are recorded (outcome metrics, their records, the M kept)
   /// whatever the rest did. Returns whether one path succeeded. A cancelled round must not be passed.
-  bool Accept(const RoundOutcome& outcome, const HostSnapshot& host,
+  bool Accept(const RoundOutcome& outcome, const HostInfo& host,
               std::uint64_t now_ns);
 
   /// Checks the segment (ShmWriter::Heal): a damaged one is recreated with

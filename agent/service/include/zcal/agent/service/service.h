@@ -33,7 +33,7 @@ namespace zcal::agent {
 struct ServiceHooks {
   using CalibrateFn = agent::CalibrateFn;
   CalibrateFn calibrate;  ///< default: probes::RunCalibration
-  std::function<HostSnapshot(const Config&)> collect_host;  ///< default: sysfs
+  std::function<HostInfo(const Config&)> collect_host;  ///< default: sysfs
   /// Directory of the single-instance lock files (default /dev/shm).
   std::string lock_dir = "/dev/shm";
   /// The metrics the service updates; default: its own. Tests pass one to

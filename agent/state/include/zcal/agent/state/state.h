@@ -38,6 +38,10 @@ std::string SerializeState(const AgentState& state);
 /// not JSON, not a zcal state, of an unknown version or missing a field.
 Result<AgentState> ParseState(std::string_view text, std::string_view source);
 
+/// ParseState of a document that has no source to name: the message is
+/// "what was wrong" alone ("paths.loopback.copy: not a zerocopy method").
+Result<AgentState> ParseState(std::string_view text);
+
 /// Reads the file: kNotFound when it does not exist (the first start),
 /// kIo when it cannot be read, kParse as ParseState.
 Result<AgentState> LoadState(const std::string& path);

@@ -34,7 +34,7 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options,
 /// when not one probe had measured). Otherwise the report, whatever the
 /// verdicts. `on_progress` is called on the calling thread before each
 /// probe.
-CalibrationResult<CalibrationReport> RunCalibration(
+Result<CalibrationReport, CalibrationError> RunCalibration(
     const CalibrationOptions& options,
     const std::function<void(const CalibrationProgress&)>& on_progress = {});
 

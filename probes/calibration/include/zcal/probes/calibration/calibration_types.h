@@ -169,16 +169,13 @@ struct CalibrationError : Error {
   std::optional<PeerFailure> peer;
 
   CalibrationError() = default;
-  /// Implicit, so that a Result<T> is a CalibrationResult<T> with no peer
-  /// kind (a caller's own failure, a fake in a test).
+  /// Implicit, so that a Result<T> converts to a Result<T, CalibrationError>
+  /// with no peer kind (a caller's own failure, a fake in a test).
   CalibrationError(Error error, std::optional<PeerFailure> kind = std::nullopt)
       : Error(std::move(error)), peer(kind) {}
 };
 
-template <typename T>
-using CalibrationResult = tl::expected<T, CalibrationError>;
-
-/// Builds the unexpected value of a CalibrationResult.
+/// Builds the unexpected value of a Result<T, CalibrationError>.
 inline tl::unexpected<CalibrationError> FailCalibration(
     Errc code, std::string message, std::optional<PeerFailure> peer = std::nullopt) {
   return tl::unexpected<CalibrationError>(

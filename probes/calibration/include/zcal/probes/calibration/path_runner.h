@@ -63,9 +63,10 @@ class PathRunner {
   virtual PathSeconds ProbeDuration(PathSeconds remaining, std::size_t left) const = 0;
 
   /// Sets where `probe` sends and applies the path's own caps to its
-  /// max_bytes (0 = none yet). False when the path has no room for it (a
-  /// peer's granted bytes are spent): the sweep ends there.
-  virtual bool Prepare(ProbeOptions& probe, std::size_t left) = 0;
+  /// max_bytes (0 = none yet). Errc::kFailed, with a message that says why
+  /// (reported as the unfinished methods' stop), when the path has no room
+  /// for it (a peer's granted bytes are spent): the sweep ends there.
+  virtual Result<void> Prepare(ProbeOptions& probe, std::size_t left) = 0;
 
   /// Runs one prepared probe.
   virtual PathProbe Probe(const ProbeOptions& probe) = 0;
@@ -87,11 +88,14 @@ PathSeconds TcpProbeDuration(PathSeconds remaining, std::size_t left);
 
 /// The path of `options.target`. Errors are RunCalibration's for a path
 /// that cannot be set up (the sink, the peer's session, the namespace).
-CalibrationResult<std::unique_ptr<PathRunner>> OpenPath(const CalibrationOptions& options);
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenPath(const CalibrationOptions& options);
 
 /// One per path, each in its own file.
-CalibrationResult<std::unique_ptr<PathRunner>> OpenLoopbackPath(const CalibrationOptions& options);
-CalibrationResult<std::unique_ptr<PathRunner>> OpenPeerPath(const CalibrationOptions& options);
-CalibrationResult<std::unique_ptr<PathRunner>> OpenDiscardPath(const CalibrationOptions& options);
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenLoopbackPath(
+    const CalibrationOptions& options);
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenPeerPath(
+    const CalibrationOptions& options);
+Result<std::unique_ptr<PathRunner>, CalibrationError> OpenDiscardPath(
+    const CalibrationOptions& options);
 
 }  // namespace zcal::probes

@@ -45,17 +45,17 @@ class PeerSession {
   ///    answer; kTimeout (kFailed): `timeout` passed first;
   ///  - kInvalidRequest (kInvalidArgument): `request` out of range, not sent;
   ///  - kLocalError (kFailed): a local socket or poll call failed.
-  static PeerResult<PeerSession> Open(const common::HostPort& sink,
-                                      const std::optional<peer::PeerKey>& key,
-                                      const PeerSessionRequest& request,
-                                      std::chrono::milliseconds timeout);
+  static Result<PeerSession, PeerError> Open(const common::HostPort& sink,
+                                             const std::optional<peer::PeerKey>& key,
+                                             const PeerSessionRequest& request,
+                                             std::chrono::milliseconds timeout);
 
   /// A data connection of this session (blocking, TCP_NODELAY): connect,
   /// the sink's greeting, then the DataOpen frame with the token. Failures:
   /// kVanished (the sink no longer takes connections: refused, reset or
   /// closed), kTimeout, kOverLimit (a connection limit of the sink),
   /// kProtocolError, kLocalError.
-  PeerResult<common::UniqueFd> OpenData(std::chrono::milliseconds timeout) const;
+  Result<common::UniqueFd, PeerError> OpenData(std::chrono::milliseconds timeout) const;
 
   std::chrono::milliseconds granted_duration() const { return granted_duration_; }
   std::uint64_t granted_bytes() const { return granted_bytes_; }
@@ -66,7 +66,7 @@ class PeerSession {
   /// process ended, or it ended the session over a limit), else success.
   /// The sink never writes on the control connection after its answer, so
   /// anything readable there is its end. Does not block.
-  PeerResult<void> StillOpen() const;
+  Result<void, PeerError> StillOpen() const;
 
   /// Ends the session: closes the control connection. Idempotent.
   void Close() { control_.Reset(); }

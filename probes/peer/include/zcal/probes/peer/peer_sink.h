@@ -100,8 +100,10 @@ struct PeerSinkStats {
 class SinkCore;
 
 /// Checks the options: kInvalidArgument with a sentence that starts with
-/// the bad field's name ("max_sessions: 1 to 64").
-Result<void> ValidatePeerSinkOptions(const PeerSinkOptions& options);
+/// the bad field's name ("max_sessions: 1 to 64"); the error's `field` is
+/// that name, `detail` the rest, and `index` the element of `allow` at
+/// fault when it is that list.
+Result<void, FieldError> ValidatePeerSinkOptions(const PeerSinkOptions& options);
 
 /// Thread-safe: every public member may be called from any thread.
 class PeerSink {

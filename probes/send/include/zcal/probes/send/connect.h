@@ -12,7 +12,7 @@ namespace zcal::probes {
 /// answer within `timeout_ms`, or ETIMEDOUT), kUnreachable (refused,
 /// unreachable, any other error of connect(2)), kLocalError (socket(2),
 /// setsockopt, poll or fcntl on this host).
-PeerResult<common::UniqueFd> ConnectTcp(const common::HostPort& endpoint,
-                                        int timeout_ms = 2000);
+Result<common::UniqueFd, PeerError> ConnectTcp(const common::HostPort& endpoint,
+                                               int timeout_ms = 2000);
 
 }  // namespace zcal::probes

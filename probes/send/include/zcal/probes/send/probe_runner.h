@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "zcal/calibrator/sample.h"
 #include "zcal/common/unique_fd.h"
@@ -12,18 +13,19 @@
 
 namespace zcal::probes {
 
-/// A probe's sample and, when its status is kFailed, how it failed:
-/// the connection's kind (ConnectTcp, a peer session's data connection),
-/// the sender's (sender.h: SendResult), kTimeout when not one byte was sent
-/// by the deadline, kLocalError for this host's part (buffers, sender
-/// setup, cancel).
+/// A probe's sample and, set exactly when its status is kFailed, how it
+/// failed: the connection's kind (ConnectTcp, a peer session's data
+/// connection), the sender's (sender.h: SendResult), kTimeout when not one
+/// byte was sent by the deadline, kLocalError for this host's part
+/// (buffers, sender setup, cancel). A probe that measured, or found its
+/// method unsupported, carries none.
 struct ProbeOutcome {
   calibrator::Sample sample;
-  PeerFailure failure = PeerFailure::kLocalError;
+  std::optional<PeerFailure> failure;
 };
 
 /// How a path connects a probe's socket.
-using ProbeConnect = std::function<PeerResult<common::UniqueFd>()>;
+using ProbeConnect = std::function<Result<common::UniqueFd, PeerError>()>;
 
 /// RunProbe with the socket from `connect` (called once, after the buffers
 /// are allocated and before the sender is set up; the probe closes the

@@ -63,7 +63,7 @@ struct SendCounters {
 /// not come, for kDrainTimeout past the probe's end; TCP's retransmission
 /// timeout), kLocalError for this host's part (poll, io_uring_enter, the
 /// error queue, "cancelled") and for Errc::kUnsupported.
-using SendResult = PeerResult<SendCounters>;
+using SendResult = Result<SendCounters, PeerError>;
 
 /// The kind of failure of a send that failed with errno `err`.
 inline PeerFailure SendFailureOf(int err) {

@@ -62,10 +62,7 @@ struct PeerError : Error {
       : Error{errc, std::move(text)}, failure(kind) {}
 };
 
-template <typename T>
-using PeerResult = tl::expected<T, PeerError>;
-
-/// Builds the unexpected value of a PeerResult.
+/// Builds the unexpected value of a Result<T, PeerError>.
 inline tl::unexpected<PeerError> FailPeer(PeerFailure kind, Errc errc, std::string message) {
   return tl::unexpected<PeerError>(PeerError(kind, errc, std::move(message)));
 }
