@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include <yaml-cpp/eventhandler.h>
 
@@ -79,6 +81,40 @@ class NestingCheck final : public YAML::EventHandler {
   std::optional<YAML::Mark> too_deep_;
 };
 
+// Where the nesting of `text` first went past the limit; nullopt if it
+// never did, or if a syntax error came first.
+std::optional<YAML::Mark> FirstTooDeep(const std::string& text) {
+  NestingCheck check;
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (!check.too_deep() && parser.HandleNextDocument(check)) {
+    }
+  } catch (const YAML::Exception&) {
+    // A syntax error, or yaml-cpp's own depth limit: the load reports a
+    // syntax error with its position, unless the nesting went too deep
+    // before it.
+  }
+  return check.too_deep();
+}
+
+// yaml-cpp reports a tab in indentation as "illegal map value" at the end
+// of the line: the first tab in the indentation of a line up to
+// `last_line` (1-based), as (line, column), to point at instead.
+std::optional<std::pair<int, int>> TabInIndentation(std::string_view text, int last_line) {
+  int line = 1;
+  for (std::size_t start = 0; start < text.size() && line <= last_line; ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view row = text.substr(start, end - start);
+    const std::size_t indent = row.find_first_not_of(" \t");
+    const std::size_t tab = row.substr(0, indent).find('\t');
+    if (tab != std::string_view::npos) return std::pair{line, static_cast<int>(tab) + 1};
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string Describe(const YAML::Node& node) {
@@ -102,18 +138,7 @@ std::optional<YAML::Node> ConfigReader::Load(std::string_view text) {
     return std::nullopt;
   }
   const std::string owned(text);
-  NestingCheck check;
-  try {
-    std::istringstream in(owned);
-    YAML::Parser parser(in);
-    while (!check.too_deep() && parser.HandleNextDocument(check)) {
-    }
-  } catch (const YAML::Exception&) {
-    // A syntax error, or yaml-cpp's own depth limit: the load below reports
-    // a syntax error with its position, unless the nesting went too deep
-    // before it.
-  }
-  if (const std::optional<YAML::Mark>& deep = check.too_deep()) {
+  if (const std::optional<YAML::Mark> deep = FirstTooDeep(owned)) {
     ErrorAt(deep->line + 1, deep->column + 1,
             "YAML nesting deeper than " +
                 std::to_string(kMaxYamlNesting) +
@@ -125,25 +150,13 @@ std::optional<YAML::Node> ConfigReader::Load(std::string_view text) {
   try {
     documents = YAML::LoadAll(owned);
   } catch (const YAML::Exception& e) {
-    // yaml-cpp reports a tab in indentation as "illegal map value" at the
-    // end of the line; point at the tab instead.
-    int line = 1;
-    for (std::size_t start = 0; start < text.size(); ++line) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string_view::npos) end = text.size();
-      const std::string_view row = text.substr(start, end - start);
-      const std::size_t indent = row.find_first_not_of(" \t");
-      const std::size_t tab = row.substr(0, indent).find('\t');
-      if (tab != std::string_view::npos && line <= e.mark.line + 1) {
-        ErrorAt(line, static_cast<int>(tab) + 1,
-                "YAML syntax error: a tab in the indentation; indent with "
-                "spaces");
-        return std::nullopt;
-      }
-      start = end + 1;
+    if (const auto tab = TabInIndentation(text, e.mark.line + 1)) {
+      ErrorAt(tab->first, tab->second,
+              "YAML syntax error: a tab in the indentation; indent with "
+              "spaces");
+    } else {
+      ErrorAt(e.mark.line + 1, e.mark.column + 1, "YAML syntax error: " + e.msg);
     }
-    ErrorAt(e.mark.line + 1, e.mark.column + 1,
-            "YAML syntax error: " + e.msg);
     return std::nullopt;
   }
   if (documents.empty() || documents.front().IsNull()) {

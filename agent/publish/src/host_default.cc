@@ -1,6 +1,9 @@
 #include "zcal/agent/publish/host_default.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace zcal::agent {
 
@@ -78,17 +81,75 @@ const MethodStates* PathOfType(const AgentState& state,
 
 }  // namespace
 
+namespace {
+
+// Where the NIC's IOMMU translates (or may), no discard result could stand
+// for it, whatever it measured: the choice that says so, or nullopt with
+// `why` (the IOMMU's state, for the estimate's explanation).
+std::optional<HostDefaultChoice> RefusedByIommu(const HostDefaultNic& nic, std::string& why) {
+  const IommuClass iommu = ClassifyIommu(nic);
+  why = iommu.why;
+  HostDefaultChoice choice;
+  switch (iommu.translation) {
+    case IommuTranslation::kNone:
+      return std::nullopt;
+    case IommuTranslation::kTranslates:
+      choice.source = HostDefaultSource::kIommuTranslates;
+      break;
+    case IommuTranslation::kUnknown:
+      choice.source = HostDefaultSource::kIommuUnknown;
+      break;
+  }
+  choice.explanation = "no host default: " + iommu.why + "; measure a peer (peers:)";
+  return choice;
+}
+
+// Neither a peer nor the discard path has a usable result: why, in words.
+HostDefaultChoice NoSource(const Config& config, bool discard_configured,
+                           const std::string& nic_name) {
+  HostDefaultChoice choice;
+  choice.source = HostDefaultSource::kNoPath;
+  choice.explanation =
+      std::string("no host default: no usable peer result through ") + nic_name +
+      " (kernel-copied, failed and inconclusive ones never are)" +
+      (!config.host_default.estimate ? " (estimates from the discard path are off)"
+       : discard_configured
+           ? " and no usable discard-path result yet (loopback is never a source: "
+             "the kernel copies local zerocopy sends)"
+           : " and no discard path configured (loopback is never a source: the "
+             "kernel copies local zerocopy sends)");
+  return choice;
+}
+
+// The discard path's results as an estimate: half their confidence, and no
+// pending result of their own.
+HostDefaultChoice Estimated(MethodStates estimate, const std::string& why) {
+  for (auto& [key, s] : estimate) {
+    if (s.published.confidence) *s.published.confidence *= 0.5;
+    s.pending.reset();
+  }
+  HostDefaultChoice choice;
+  choice.source = HostDefaultSource::kEstimated;
+  choice.methods = std::move(estimate);
+  choice.estimated = true;
+  choice.explanation = "host default estimated from the discard path: " + why;
+  return choice;
+}
+
+}  // namespace
+
 HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
                                     const HostDefaultNic& nic,
                                     const MethodStates& peers) {
-  HostDefaultChoice choice;
   if (!config.host_default.enabled) {
+    HostDefaultChoice choice;
     choice.source = HostDefaultSource::kDisabled;
     choice.explanation = "no host default: host_default is off in the configuration";
     return choice;
   }
   const std::string nic_name = nic.facts ? nic.facts->name : std::string("the NIC");
   if (auto usable = Usable(peers); !usable.empty()) {
+    HostDefaultChoice choice;
     choice.source = HostDefaultSource::kPeers;
     choice.methods = std::move(usable);
     choice.explanation = "host default from the peers reached through " + nic_name;
@@ -101,48 +162,13 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
       config.host_default.estimate &&
       std::any_of(config.paths.begin(), config.paths.end(),
                   [](const PathConfig& p) { return p.type == probes::TargetKind::kDiscard; });
+  std::string why;
   if (discard_configured) {
-    // The NIC first: where its IOMMU translates (or may), no discard result
-    // could stand for it, whatever it measured.
-    const IommuClass iommu = ClassifyIommu(nic);
-    const std::string& why = iommu.why;
-    switch (iommu.translation) {
-      case IommuTranslation::kNone:
-        break;
-      case IommuTranslation::kTranslates:
-        choice.source = HostDefaultSource::kIommuTranslates;
-        choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
-        return choice;
-      case IommuTranslation::kUnknown:
-        choice.source = HostDefaultSource::kIommuUnknown;
-        choice.explanation = "no host default: " + why + "; measure a peer (peers:)";
-        return choice;
-    }
-    choice.explanation = why;
+    if (auto refused = RefusedByIommu(nic, why)) return std::move(*refused);
   }
   MethodStates estimate = discard ? Usable(*discard) : MethodStates{};
-  if (estimate.empty()) {
-    choice.source = HostDefaultSource::kNoPath;
-    choice.explanation =
-        std::string("no host default: no usable peer result through ") + nic_name +
-        " (kernel-copied, failed and inconclusive ones never are)" +
-        (!config.host_default.estimate ? " (estimates from the discard path are off)"
-         : discard_configured
-             ? " and no usable discard-path result yet (loopback is never a source: "
-               "the kernel copies local zerocopy sends)"
-             : " and no discard path configured (loopback is never a source: the "
-               "kernel copies local zerocopy sends)");
-    return choice;
-  }
-  for (auto& [key, s] : estimate) {
-    if (s.published.confidence) *s.published.confidence *= 0.5;
-    s.pending.reset();
-  }
-  choice.source = HostDefaultSource::kEstimated;
-  choice.methods = std::move(estimate);
-  choice.estimated = true;
-  choice.explanation = "host default estimated from the discard path: " + choice.explanation;
-  return choice;
+  if (estimate.empty()) return NoSource(config, discard_configured, nic_name);
+  return Estimated(std::move(estimate), why);
 }
 
 }  // namespace zcal::agent

@@ -162,6 +162,26 @@ Result<peer::Greeting, PeerError> ReadGreeting(int fd, Clock::time_point deadlin
   return *greeting;
 }
 
+// The hello that asks for `request` at `version` over the control
+// connection `fd`; with a key, signed over the greeting's nonce and both
+// addresses as this side sees them (the sink computes the same from its
+// side of the connection).
+peer::Hello HelloFor(const std::optional<peer::PeerKey>& key, const peer::Greeting& greeting,
+                     std::uint16_t version, const PeerSessionRequest& request, int fd) {
+  peer::Hello hello;
+  hello.key_id = key ? key->id : std::string(kNoKeyId);
+  hello.request.version = version;
+  hello.request.mode = peer::kModeTcpStream;
+  hello.request.duration_ms = static_cast<std::uint32_t>(request.duration.count());
+  hello.request.max_bytes = request.max_bytes;
+  hello.request.max_bytes_per_second = request.max_bytes_per_second;
+  if (key) {
+    hello.mac = peer::ComputeMac(key->secret, greeting.nonce, SocketEndpoint(fd, true),
+                                 SocketEndpoint(fd, false), hello.request);
+  }
+  return hello;
+}
+
 }  // namespace
 
 Result<PeerSession, PeerError> PeerSession::Open(const common::HostPort& sink,
@@ -188,19 +208,7 @@ Result<PeerSession, PeerError> PeerSession::Open(const common::HostPort& sink,
                         " to " + std::to_string(greeting->version) + ", this zcal speaks " +
                         std::to_string(peer::kProtocolVersion));
   }
-  peer::Hello hello;
-  hello.key_id = key ? key->id : std::string(kNoKeyId);
-  hello.request.version = version;
-  hello.request.mode = peer::kModeTcpStream;
-  hello.request.duration_ms = static_cast<std::uint32_t>(ms);
-  hello.request.max_bytes = request.max_bytes;
-  hello.request.max_bytes_per_second = request.max_bytes_per_second;
-  if (key) {
-    // Both addresses as this side sees them; the sink computes the same
-    // from its side of the connection.
-    hello.mac = peer::ComputeMac(key->secret, greeting->nonce, SocketEndpoint(control->get(), true),
-                                 SocketEndpoint(control->get(), false), hello.request);
-  }
+  const peer::Hello hello = HelloFor(key, *greeting, version, request, control->get());
   if (auto ok = WriteAll(control->get(), peer::Encode(hello), stage); !ok) {
     return tl::unexpected(ok.error());
   }
