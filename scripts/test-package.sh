@@ -163,7 +163,7 @@ expect_files() {
     /usr/share/man/man1/zcal-agent.1.gz /usr/share/man/man3/libzcal.3.gz \
     /usr/share/man/man3/zcal.h.3.gz "/usr/lib/$multiarch/libzcal.so.1" \
     "/usr/lib/$multiarch/libzcal.so" "/usr/lib/$multiarch/pkgconfig/zcal.pc" \
-    /usr/include/zcal/zcal.h /usr/include/zcal/zcal.hpp \
+    /usr/include/zcal/zcal.h /usr/include/zcal/zcal_codes.h /usr/include/zcal/zcal.hpp \
     /usr/share/doc/libzcal-dev/examples/zc_sender.c; do
     [[ -e $f ]] || { echo "missing: $f"; missing=1; }
   done

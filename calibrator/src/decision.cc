@@ -9,7 +9,7 @@
 #include "measured_bracket.h"
 #include "model_decision.h"
 #include "zcal/common/text.h"
-#include "zcal/zcal.h"
+#include "zcal/zcal_codes.h"
 
 namespace zcal::calibrator {
 

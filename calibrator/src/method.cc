@@ -1,6 +1,6 @@
 #include "zcal/calibrator/method.h"
 
-#include "zcal/zcal.h"
+#include "zcal/zcal_codes.h"
 
 namespace zcal::calibrator {
 

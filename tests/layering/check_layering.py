@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fails when a component or a room of the agent includes a header it must
 not: a header of a room above it, a private header of another room, or a
-library its layer keeps out (docs/architecture.md, "Layers" and "Rooms");
+library its layer keeps out (docs/architecture.md, "Layers" and "Rooms"),
+itself or through the headers of other units it includes;
 and when a static library links a room or a library that none of its files
 includes (a link no include needs, as a meson.build says it).
 
@@ -72,7 +73,9 @@ FORBIDDEN = {
     "probes": ["prometheus/", "yaml-cpp/", "boost/", "spdlog/", "CLI/"],
     # Within the probes, what only one room needs stays in that room: the
     # peer protocol's sodium, the senders' io_uring, host facts' netlink.
-    "probes/types": ["liburing", "libmnl", "sodium", "sys/socket.h"],
+    # (The socket API's headers are allowed: a target's endpoint is a
+    # common::HostPort, whose address family is the socket API's.)
+    "probes/types": ["liburing", "libmnl", "sodium"],
     "probes/host": ["liburing", "sodium"],
     "probes/sink": ["liburing", "libmnl", "sodium"],
     "probes/send": ["libmnl", "sodium"],
@@ -111,7 +114,7 @@ def unit_of_header(name):
     parts = name.split("/")
     if parts[0] != "zcal" or len(parts) < 2:
         return None
-    if parts[1] in ("zcal.h", "zcal.hpp"):
+    if parts[1] in ("zcal.h", "zcal_codes.h", "zcal.hpp"):
         return "client"
     if parts[1] in ("agent", "probes"):
         return parts[1] + "/" + parts[2] if len(parts) > 3 else parts[1] + "/?"
@@ -135,9 +138,51 @@ def forbidden(unit):
     return banned
 
 
+def public_headers(root):
+    """Include name ("zcal/zcal.h", "zcal/probes/host/host_facts.h") ->
+    file, for every public header of the tree (a unit's include/ folder)."""
+    headers = {}
+    for top in ("client", "common", "calibrator", "probes", "agent"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            parts = dirpath.split(os.sep)
+            if "include" not in parts:
+                continue
+            base = os.sep.join(parts[:len(parts) - parts[::-1].index("include")])
+            for f in files:
+                if f.endswith(SOURCES):
+                    path = os.path.join(dirpath, f)
+                    headers[os.path.relpath(path, base)] = path
+    return headers
+
+
+def reached_libraries(path, headers, seen):
+    """The library headers (<...> or "..." names that are not the tree's)
+    that `path` includes, itself or through the tree's headers it includes,
+    each once; `seen` holds the files already followed."""
+    if path in seen:
+        return []
+    seen.add(path)
+    found = []
+    with open(path, encoding="utf-8") as source:
+        for line in source:
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            name = m.group(2)
+            local = os.path.join(os.path.dirname(path), name)
+            if name in headers:
+                found += reached_libraries(headers[name], headers, seen)
+            elif m.group(1) == '"' and os.path.exists(local):
+                found += reached_libraries(local, headers, seen)
+            else:
+                found.append(name)
+    return found
+
+
 def check(root):
     problems = []
     checked = 0
+    headers = public_headers(root)
     for top in ("client", "common", "calibrator", "probes", "agent"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
@@ -168,6 +213,16 @@ def check(root):
                                 problems.append(
                                     f"{where}: {unit} includes {name} of "
                                     f"{target}, which it must not depend on")
+                            elif target != unit and name in headers:
+                                # What another unit's header includes is
+                                # included here too: the libraries this
+                                # unit keeps out stay out through it.
+                                for lib in reached_libraries(headers[name], headers, set()):
+                                    if any(lib.startswith(p) for p in forbidden(unit)):
+                                        problems.append(
+                                            f"{where}: {unit} includes {name}, "
+                                            f"which brings <{lib}>, a library "
+                                            "it keeps out")
                             continue
                         if kind == '"':
                             local = os.path.join(dirpath, name)
