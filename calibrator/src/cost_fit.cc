@@ -15,7 +15,7 @@ constexpr int kBranchRounds = 4;
 // How clearly a throughput cap must show before it is fitted.
 constexpr double kBranchSigmas = 3.0;
 
-std::string Percent(double fraction) {
+std::string AbsPercent(double fraction) {
   return std::to_string(static_cast<int>(std::lround(std::fabs(fraction) * 100))) + " %";
 }
 
@@ -359,7 +359,7 @@ Structure StructureOfRun(const Observations& obs, const Deviation& worst,
                                 : "from " + bytes(worst.first) + " to " + bytes(worst.last) +
                                       " bytes";
   found.reason = std::string(MethodName(obs.method)) + " " + std::string(quantity) + " " +
-                 where + " is " + Percent(worst.mean) + (worst.mean < 0 ? " below" : " above") +
+                 where + " is " + AbsPercent(worst.mean) + (worst.mean < 0 ? " below" : " above") +
                  " the fitted curve (" + OneDecimal(worst.sigmas) + " standard errors)";
   return found;
 }

@@ -255,7 +255,7 @@ Result<Sample> ParseRow(const RowReader& r) {
 // The samples of one (path, method, size), bounded: past `limit` rows, a
 // uniform reservoir of `limit` of them (Vitter's algorithm R with a fixed
 // seed, so that a file always gives the same result).
-struct Group {
+struct SampleGroup {
   std::uint64_t rows = 0;
   std::vector<std::pair<std::uint64_t, Sample>> kept;  // (row index, sample)
 };
@@ -297,7 +297,7 @@ struct SamplesCsvReader::State {
   CsvTokenizer tokenizer;
   std::optional<CsvRow> header;
   std::map<std::string, std::size_t> columns;
-  std::map<GroupKey, Group> groups;
+  std::map<GroupKey, SampleGroup> groups;
   std::uint64_t rows = 0;
   std::uint64_t random = 0x5eed;
   bool has_baseline = false;
@@ -337,7 +337,7 @@ Result<void> SamplesCsvReader::State::OnHeader(const CsvRow& row) {
 
 void SamplesCsvReader::State::Keep(Sample&& sample) {
   has_baseline = has_baseline || (sample.ok() && !IsZerocopy(sample.method));
-  Group& group = groups[GroupKey{sample.path, sample.method, sample.depth, sample.size_bytes}];
+  SampleGroup& group = groups[GroupKey{sample.path, sample.method, sample.depth, sample.size_bytes}];
   const std::uint64_t index = rows++;
   ++group.rows;
   if (group.kept.size() < limits.max_samples_per_group) {

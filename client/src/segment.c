@@ -571,12 +571,13 @@ void zcal_internal_maybe_recheck(zcal_handle *h, uint64_t now_ns,
 static int reopen_broken(zcal_handle *h) {
   if (h->fd >= 0 && recheck_due(h, zcal_internal_now_ns())) {
     const int error = h->broken_error;
+    /* Each sentence cut to 319 bytes, on purpose: both go into one detail. */
     char why[320];
-    snprintf(why, sizeof why, "%s", zcal_error_detail());
+    snprintf(why, sizeof why, "%.319s", zcal_error_detail());
     const int rc = zcal_refresh(h);
     if (rc == 0) return 0;
     char reopen[320];
-    snprintf(reopen, sizeof reopen, "%s", zcal_error_detail());
+    snprintf(reopen, sizeof reopen, "%.319s", zcal_error_detail());
     zcal_internal_set_detail("%s; reopening the name failed: %s", why, reopen);
     return error;
   }

@@ -8,7 +8,7 @@
 namespace zcal::common {
 namespace {
 
-std::string Quoted(std::string_view text) {
+std::string DoubleQuoted(std::string_view text) {
   return "\"" + std::string(text) + "\"";
 }
 
@@ -34,7 +34,7 @@ Result<IpAddress> ParseIpAddress(std::string_view text) {
     return address;
   }
   return Fail(Errc::kInvalidArgument,
-              Quoted(text) +
+              DoubleQuoted(text) +
                   " is not a numeric IPv4 or IPv6 address (names are not "
                   "resolved here)");
 }
@@ -54,7 +54,7 @@ Result<HostPort> ParseHostPort(std::string_view text, PortRule rule) {
     if (close == std::string_view::npos || close + 1 >= text.size() ||
         text[close + 1] != ':') {
       return Fail(Errc::kInvalidArgument,
-                  Quoted(text) + " is not [IPV6]:PORT; " + example);
+                  DoubleQuoted(text) + " is not [IPV6]:PORT; " + example);
     }
     host = text.substr(1, close - 1);
     port = text.substr(close + 2);
@@ -62,7 +62,7 @@ Result<HostPort> ParseHostPort(std::string_view text, PortRule rule) {
     const std::size_t colon = text.rfind(':');
     if (colon == std::string_view::npos || text.find(':') != colon) {
       return Fail(Errc::kInvalidArgument,
-                  Quoted(text) + " is not ADDRESS:PORT (an IPv6 address goes "
+                  DoubleQuoted(text) + " is not ADDRESS:PORT (an IPv6 address goes "
                                  "in brackets); " + example);
     }
     host = text.substr(0, colon);
@@ -75,17 +75,17 @@ Result<HostPort> ParseHostPort(std::string_view text, PortRule rule) {
   if (port.empty() || ec != std::errc() || end != port.data() + port.size() ||
       value < lowest || value > 65535) {
     return Fail(Errc::kInvalidArgument,
-                Quoted(text) + ": the port must be a number from " +
+                DoubleQuoted(text) + ": the port must be a number from " +
                     std::to_string(lowest) + " to 65535");
   }
   Result<IpAddress> address = ParseIpAddress(host);
   if (!address) {
     return Fail(Errc::kInvalidArgument,
-                Quoted(text) + ": " + address.error().message);
+                DoubleQuoted(text) + ": " + address.error().message);
   }
   if (text.starts_with('[') != address->IsIpv6()) {
     return Fail(Errc::kInvalidArgument,
-                Quoted(text) + (address->IsIpv6()
+                DoubleQuoted(text) + (address->IsIpv6()
                                     ? " needs brackets around the IPv6 address; "
                                     : " has brackets around an IPv4 address; ") +
                     example);
@@ -165,7 +165,7 @@ Result<IpPrefix> ParsePrefix(std::string_view text) {
   Result<IpAddress> address = ParseIpAddress(text.substr(0, slash));
   if (!address) {
     return Fail(Errc::kInvalidArgument,
-                "prefix " + Quoted(text) + ": " + address.error().message +
+                "prefix " + DoubleQuoted(text) + ": " + address.error().message +
                     "; write ADDRESS/LENGTH, e.g. 198.18.0.0/15");
   }
   const unsigned bits = static_cast<unsigned>(address->Size() * 8);
@@ -177,7 +177,7 @@ Result<IpPrefix> ParsePrefix(std::string_view text) {
     if (digits.empty() || ec != std::errc() ||
         end != digits.data() + digits.size() || length > bits) {
       return Fail(Errc::kInvalidArgument,
-                  "prefix " + Quoted(text) + ": the length must be a number "
+                  "prefix " + DoubleQuoted(text) + ": the length must be a number "
                   "from 0 to " + std::to_string(bits));
     }
   }
@@ -188,7 +188,7 @@ Result<IpPrefix> ParsePrefix(std::string_view text) {
   }
   if (masked != *address) {
     return Fail(Errc::kInvalidArgument,
-                "prefix " + Quoted(text) + " has host bits set; write " +
+                "prefix " + DoubleQuoted(text) + " has host bits set; write " +
                     ToString(IpPrefix{masked, prefix.length}));
   }
   return prefix;

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::agent {
+namespace zcal::agent::calibration_runner_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -285,4 +285,4 @@ TEST(PlanRound, TheDiscardPathAndPeersAtTheConfiguredClassesLoopbackAtStream) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::calibration_runner_test

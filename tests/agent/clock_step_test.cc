@@ -15,7 +15,7 @@
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
-namespace zcal::agent {
+namespace zcal::agent::clock_step_test {
 namespace {
 
 using std::chrono::hours;
@@ -140,4 +140,4 @@ TEST(PeerStaleOnTheSteadyClock, RecordPeerAttemptsKeepsTheSteadyStampOfASuccess)
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::clock_step_test

@@ -10,7 +10,7 @@
 #include "test_util.h"
 #include "zcal/agent/config/config.h"
 
-namespace zcal::agent {
+namespace zcal::agent::config_sink_test {
 namespace {
 
 using testing::TempDir;
@@ -127,4 +127,4 @@ TEST(ConfigSink, EveryProblemOfTheSectionIsReportedAtOnce) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::config_sink_test

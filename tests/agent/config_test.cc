@@ -10,7 +10,7 @@
 
 #include "zcal/testing/test_data.h"
 
-namespace zcal::agent {
+namespace zcal::agent::config_test {
 namespace {
 
 using calibrator::Method;
@@ -365,4 +365,4 @@ TEST(ConfigCorpus, AcceptsEveryGoodFile) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::config_test

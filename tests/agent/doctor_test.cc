@@ -12,7 +12,7 @@
 #include "probes_live.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::agent::doctor {
+namespace zcal::agent::doctor::doctor_test {
 namespace {
 
 using calibrator::Method;
@@ -338,4 +338,4 @@ TEST(DoctorLive, ANewNetworkNamespaceSaysWhichOptionMemoryApplies) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::doctor
+}  // namespace zcal::agent::doctor::doctor_test

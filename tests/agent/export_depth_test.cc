@@ -19,7 +19,7 @@
 #include "zcal/agent/report/export_select.h"
 #include "zcal/zcal.h"
 
-namespace zcal::agent {
+namespace zcal::agent::export_depth_test {
 namespace {
 
 using calibrator::Method;
@@ -306,4 +306,4 @@ TEST(ExportDepthConfig, ABadDepthIsOneLineAtItsPosition) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::export_depth_test

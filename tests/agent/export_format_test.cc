@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace zcal::agent {
+namespace zcal::agent::export_format_test {
 namespace {
 
 ExportedMethod Method(calibrator::Method method, calibrator::Verdict verdict, std::uint64_t bytes,
@@ -332,4 +332,4 @@ TEST(ExportMethods, ParsesACommaSeparatedListInCanonicalOrder) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::export_format_test

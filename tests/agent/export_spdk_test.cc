@@ -17,7 +17,7 @@
 #include "zcal/agent/report/export_format.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::agent {
+namespace zcal::agent::export_spdk_test {
 namespace {
 
 using nlohmann::json;
@@ -240,4 +240,4 @@ TEST(ExportSpdk, TheCheckerRejectsWhatSpdkWouldRefuse) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::export_spdk_test

@@ -22,7 +22,7 @@
 #include "zcal/common/clock.h"
 #include "zcal/common/fake_clock.h"
 
-namespace zcal::agent {
+namespace zcal::agent::exporter_test {
 namespace {
 
 using calibrator::Method;
@@ -311,4 +311,4 @@ TEST(ExporterDepth, AnExportAtADepthWritesItsClassAndTheStreamEntryWhereItHasNon
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::exporter_test

@@ -11,7 +11,7 @@
 #include "zcal/agent/publish/results.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::agent {
+namespace zcal::agent::host_default_test {
 namespace {
 
 using calibrator::Method;
@@ -189,4 +189,4 @@ TEST(HostDefault, EntriesCarryTheEstimatedFlag) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::host_default_test

@@ -9,7 +9,7 @@
 
 #include "test_util.h"
 
-namespace zcal::agent {
+namespace zcal::agent::instance_lock_test {
 namespace {
 
 using testing::TempDir;
@@ -86,4 +86,4 @@ TEST(InstanceLock, ReportsAMissingDirectory) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::instance_lock_test

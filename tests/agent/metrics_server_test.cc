@@ -15,7 +15,7 @@
 #include "test_util.h"
 #include "zcal/agent/metrics/metrics.h"
 
-namespace zcal::agent {
+namespace zcal::agent::metrics_server_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -335,4 +335,4 @@ TEST(MetricsServer, StopsAtOnceWithClientsConnectedAndFreesThePort) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::metrics_server_test

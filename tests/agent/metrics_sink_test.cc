@@ -13,7 +13,7 @@
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/probes/peer/peer_sink.h"
 
-namespace zcal::agent {
+namespace zcal::agent::metrics_sink_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -130,4 +130,4 @@ TEST(MetricsSink, ConnectionsOverThePerSourceCapAreCounted) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::metrics_sink_test

@@ -12,7 +12,7 @@
 #include "zcal/common/fake_clock.h"
 #include "zcal/zcal.h"
 
-namespace zcal::agent {
+namespace zcal::agent::metrics_test {
 namespace {
 
 using calibrator::Method;
@@ -478,4 +478,4 @@ TEST(Metrics, PassesPromtoolLint) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::metrics_test

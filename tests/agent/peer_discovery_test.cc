@@ -20,7 +20,7 @@
 #include "child_process.h"
 #include "zcal/probes/host/host_facts.h"
 
-namespace zcal::agent {
+namespace zcal::agent::peer_discovery_test {
 namespace {
 
 using probes::testing::InPrivateNetwork;
@@ -273,4 +273,4 @@ TEST(EgressInterface, NamesTheInterfaceThatHoldsTheRoute) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::peer_discovery_test

@@ -11,7 +11,7 @@
 
 #include "zcal/agent/peers/peer_selection.h"
 
-namespace zcal::agent {
+namespace zcal::agent::peer_selection_test {
 namespace {
 
 common::HostPort Host(int i) {
@@ -126,4 +126,4 @@ TEST(PeerSelection, AFleetOfAThousandHostsCoversEveryPeerAndSpreadsTheLoad) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::peer_selection_test

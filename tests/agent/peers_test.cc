@@ -19,7 +19,7 @@
 #include "zcal/agent/publish/results.h"
 #include "zcal/agent/state/state.h"
 
-namespace zcal::agent {
+namespace zcal::agent::peers_test {
 namespace {
 
 using calibrator::Method;
@@ -525,4 +525,4 @@ TEST(PeerState, RefusesARecordWhoseEndpointDoesNotParse) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::peers_test

@@ -13,7 +13,7 @@
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
-namespace zcal::agent {
+namespace zcal::agent::publisher_test {
 namespace {
 
 using calibrator::Method;
@@ -406,4 +406,4 @@ TEST_F(PublisherTest, PreparingASegmentHeldByAnotherAgentFailsAndChangesNothing)
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::publisher_test

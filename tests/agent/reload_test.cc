@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::agent {
+namespace zcal::agent::reload_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -159,4 +159,4 @@ TEST(ConfigChange, SummaryNamesEveryFlag) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::reload_test

@@ -13,7 +13,7 @@
 #include "zcal/agent/metrics/status_page.h"
 #include "zcal/calibrator/report_json.h"
 
-namespace zcal::agent {
+namespace zcal::agent::report_test {
 namespace {
 
 namespace cal = zcal::calibrator;
@@ -315,4 +315,4 @@ TEST(StatusPage, AnswersOnceTheAgentHasAState) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::report_test

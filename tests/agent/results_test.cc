@@ -7,7 +7,7 @@
 
 #include "method_results.h"
 
-namespace zcal::agent {
+namespace zcal::agent::results_test {
 namespace {
 
 using calibrator::Method;
@@ -306,4 +306,4 @@ TEST(DescribeResult, NamesVerdictSizeAndReason) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::results_test

@@ -7,7 +7,7 @@
 
 #include "zcal/agent/service/scheduler.h"
 
-namespace zcal::agent {
+namespace zcal::agent::scheduler_sink_test {
 namespace {
 
 using std::chrono::hours;
@@ -158,4 +158,4 @@ TEST(SchedulerSink, AReloadLeavesAWaitingStartToItsTimer) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::scheduler_sink_test

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::agent {
+namespace zcal::agent::scheduler_test {
 namespace {
 
 using std::chrono::hours;
@@ -484,4 +484,4 @@ TEST(ScheduleOptions, TakesTheScheduleAndTheBudgetOfTheConfiguration) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::scheduler_test

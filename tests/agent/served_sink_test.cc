@@ -14,7 +14,7 @@
 #include "zcal/agent/config/sink_settings.h"
 #include "zcal/probes/peer/peer_keys.h"
 
-namespace zcal::agent {
+namespace zcal::agent::served_sink_test {
 namespace {
 
 using testing::FreePort;
@@ -129,4 +129,4 @@ TEST_F(ServedSinkTest, ARotatedKeyFileReplacesTheSink) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::served_sink_test

@@ -29,7 +29,7 @@
 #include "zcal/zcal.hpp"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::agent {
+namespace zcal::agent::service_test {
 namespace {
 
 using calibrator::Method;
@@ -704,4 +704,4 @@ TEST_F(ServiceTest, AReloadOfTheHostRootKeepsThePeersNicsDescribed) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::service_test

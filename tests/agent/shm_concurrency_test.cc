@@ -16,6 +16,8 @@
 #include "shm_test_util.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_concurrency_test {
 namespace {
 
 using zcal::agent::PublishedEntry;
@@ -196,3 +198,5 @@ TEST(ShmConcurrency, NoTornReadsInTheWritersMapping) {
 }
 
 }  // namespace
+
+}  // namespace shm_concurrency_test

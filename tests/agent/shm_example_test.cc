@@ -19,6 +19,8 @@
 
 #include "shm_test_util.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_example_test {
 namespace {
 
 using zcal::agent::PublishedEntry;
@@ -223,3 +225,5 @@ TEST_F(ZcSender, StaleAgentHeartbeatFallsBack) {
 }
 
 }  // namespace
+
+}  // namespace shm_example_test

@@ -19,6 +19,8 @@
 
 #include "shm_test_util.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_export_depth_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -184,3 +186,5 @@ TEST_F(ZcalExportDepth, ABadDepthIsOneLineExitTwoAndNothingWrittenOrRun) {
 }
 
 }  // namespace
+
+}  // namespace shm_export_depth_test

@@ -18,6 +18,8 @@
 
 #include "shm_test_util.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_export_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -394,3 +396,5 @@ TEST_F(ZcalExport, ExecRefusesAsExportDoesAndLikeEnvWhenItCannotRun) {
 }
 
 }  // namespace
+
+}  // namespace shm_export_test

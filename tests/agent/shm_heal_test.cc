@@ -16,6 +16,8 @@
 #include "shm_test_util.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_heal_test {
 namespace {
 
 using zcal::agent::PublishedEntry;
@@ -215,3 +217,5 @@ TEST_F(Heal, BeforeTheFirstPublishTheNewSegmentIsEmpty) {
 }
 
 }  // namespace
+
+}  // namespace shm_heal_test

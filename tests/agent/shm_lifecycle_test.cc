@@ -13,6 +13,8 @@
 #include "shm_test_util.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_lifecycle_test {
 namespace {
 
 using zcal::agent::PublishedEntry;
@@ -158,3 +160,5 @@ TEST(ShmLifecycle, SegmentOutlivesItsWriter) {
 }
 
 }  // namespace
+
+}  // namespace shm_lifecycle_test

@@ -9,6 +9,8 @@
 
 #include "shm_test_util.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_show_test {
 namespace {
 
 using zcal::agent::HostDefaultSource;
@@ -181,3 +183,5 @@ TEST_F(ZcalShow, SaysWhyThereIsNoHostDefault) {
 }
 
 }  // namespace
+
+}  // namespace shm_show_test

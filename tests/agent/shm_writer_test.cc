@@ -20,6 +20,8 @@
 #include "zcal/zcal.h"
 #include "zcal/zcal.hpp"
 
+// This file's names, apart from other test files' (unity builds).
+namespace shm_writer_test {
 namespace {
 
 using zcal::Errc;
@@ -459,3 +461,5 @@ TEST(ShmWriter, LeavesNoTemporaryFiles) {
 }
 
 }  // namespace
+
+}  // namespace shm_writer_test

@@ -14,7 +14,7 @@
 
 #include "zcal/testing/test_data.h"
 
-namespace zcal::agent {
+namespace zcal::agent::state_test {
 namespace {
 
 using calibrator::Method;
@@ -464,4 +464,4 @@ TEST(State, UnknownKeysAreIgnored) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::state_test

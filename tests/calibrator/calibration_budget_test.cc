@@ -13,7 +13,7 @@
 #include "simulated_host.h"
 #include "zcal/calibrator/planner.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::calibration_budget_test {
 namespace {
 
 using testing::SimulatedHost;
@@ -140,4 +140,4 @@ TEST(CalibrationBudget, FiveMethodsOnOnePathWithTheRunnersProbeDurations) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::calibration_budget_test

@@ -12,7 +12,7 @@
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::cost_model_test {
 namespace {
 
 using testing::GeometricSizes;
@@ -354,4 +354,4 @@ TEST(ValidateDecisionOptions, NamesTheBadField) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::cost_model_test

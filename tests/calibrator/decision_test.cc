@@ -9,7 +9,7 @@
 #include "sample_builders.h"
 #include "zcal/zcal.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::decision_test {
 namespace {
 
 using testing::Pair;
@@ -529,4 +529,4 @@ TEST(Analyze, DecidesEachDepthClassOnItsOwnSamplesAgainstAllBaselines) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::decision_test

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::depth_test {
 namespace {
 
 using Classes = std::vector<std::uint32_t>;
@@ -65,4 +65,4 @@ TEST(Depth, ADepthBetweenClassesTakesTheClassBelowItAndStreamFrom32) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::depth_test

@@ -7,7 +7,7 @@
 
 #include "zcal/calibrator/planner.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::hysteresis_test {
 namespace {
 
 MethodResult Threshold(std::uint64_t bytes, double confidence = 0.8) {
@@ -121,4 +121,4 @@ TEST(Hysteresis, TwentyNoisyCalibrationsOfUnchangedTruthPublishAtMostOneChange) 
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::hysteresis_test

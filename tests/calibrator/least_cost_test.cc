@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-namespace zcal::calibrator::detail {
+namespace zcal::calibrator::detail::least_cost_test {
 namespace {
 
 WeightedSizes Uniform(const std::vector<double>& sizes) {
@@ -84,4 +84,4 @@ TEST(LeastCost, AmongEqualRegretsTakesTheSplitWhereTheCostCrossesOne) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator::detail
+}  // namespace zcal::calibrator::detail::least_cost_test

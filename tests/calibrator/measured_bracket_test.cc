@@ -12,7 +12,7 @@
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::measured_bracket_test {
 namespace {
 
 using testing::Row;
@@ -143,4 +143,4 @@ TEST(MeasuredBracket, TheJsonCarriesTheBracketTheCurvesAndTheOverruledSizes) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::measured_bracket_test

@@ -11,7 +11,7 @@
 #include "simulated_host.h"
 #include "zcal/calibrator/decision.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::planner_test {
 namespace {
 
 using testing::Calibrate;
@@ -534,4 +534,4 @@ TEST(ValidatePlannerOptions, NamesTheBadField) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::planner_test

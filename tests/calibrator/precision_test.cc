@@ -14,7 +14,7 @@
 #include "simulated_host.h"
 #include "zcal/calibrator/decision.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::precision_test {
 namespace {
 
 using testing::GeometricSizes;
@@ -211,4 +211,4 @@ TEST(Precision, ThresholdFromOneRunCostsAtMostOnePointMoreOnAnother) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::precision_test

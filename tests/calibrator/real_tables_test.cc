@@ -19,7 +19,7 @@
 #include "zcal/calibrator/samples_csv.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::real_tables_test {
 namespace {
 
 std::vector<std::filesystem::path> Tables() {
@@ -245,4 +245,4 @@ TEST(RealTables, TheLocalFitCostsNoMoreOnAnotherRunThanThePerSizeRule) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::real_tables_test

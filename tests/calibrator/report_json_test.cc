@@ -13,7 +13,7 @@
 #include "zcal/calibrator/decision.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::report_json_test {
 namespace {
 
 using nlohmann::json;
@@ -254,4 +254,4 @@ TEST(ReportJson, ReadsTheResultsOfAStateFileWrittenBefore) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::report_json_test

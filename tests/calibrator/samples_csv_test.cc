@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::samples_csv_test {
 namespace {
 
 using ::testing::AllOf;
@@ -351,4 +351,4 @@ TEST(ParseSamplesCsv, RefusesAGarbageDepthWithLineAndColumn) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::samples_csv_test

@@ -6,7 +6,7 @@
 
 #include "sample_builders.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::stats_test {
 namespace {
 
 TEST(Median, OddAndEvenCounts) {
@@ -42,4 +42,4 @@ TEST(Aggregate, SkipsFailedSamplesAndSumsCopies) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::stats_test

@@ -22,7 +22,7 @@
 #include "simulated_host.h"
 #include "zcal/calibrator/decision.h"
 
-namespace zcal::calibrator {
+namespace zcal::calibrator::stepped_tables_test {
 namespace {
 
 using testing::GeometricSizes;
@@ -224,4 +224,4 @@ TEST(SteppedTables, TheHeldOutSetLandsWithinOneFineStepOfTheTruth) {
 }
 
 }  // namespace
-}  // namespace zcal::calibrator
+}  // namespace zcal::calibrator::stepped_tables_test

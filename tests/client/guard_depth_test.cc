@@ -9,6 +9,8 @@
 #include "segment_image.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace guard_depth_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -139,3 +141,5 @@ TEST(GuardDepth, SegmentWithoutClassesAnswersEveryDepthAsTheStream) {
 }
 
 }  // namespace
+
+}  // namespace guard_depth_test

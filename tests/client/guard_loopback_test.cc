@@ -24,6 +24,8 @@
 #include "segment_image.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace guard_loopback_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -191,3 +193,5 @@ TEST(GuardLoopback, TurnsZerocopyOffAfterCopiedCompletionsAndRetriesPerItsRule) 
 }
 
 }  // namespace
+
+}  // namespace guard_loopback_test

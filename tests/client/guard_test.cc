@@ -20,6 +20,8 @@
 #include "zcal/zcal.h"
 #include "zcal/zcal.hpp"
 
+// This file's names, apart from other test files' (unity builds).
+namespace guard_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -315,3 +317,5 @@ TEST(Guard, TheWrapperDrivesTheSameStateMachine) {
 }
 
 }  // namespace
+
+}  // namespace guard_test

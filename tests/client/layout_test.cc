@@ -14,6 +14,8 @@ extern const size_t zcal_test_c_layout[];
 extern const size_t zcal_test_c_layout_count;
 }
 
+// This file's names, apart from other test files' (unity builds).
+namespace layout_test {
 namespace {
 
 // Offsets from docs/shm-abi.md, in the order layout_c.c lists them.
@@ -87,3 +89,5 @@ TEST(Layout, WrapperMethodCodesAreTheAbiCodes) {
 }
 
 }  // namespace
+
+}  // namespace layout_test

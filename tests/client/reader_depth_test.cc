@@ -10,6 +10,8 @@
 #include "segment_image.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace reader_depth_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -217,3 +219,5 @@ TEST(ReaderDepth, ClassWithoutAStreamEntryIsNotUsed) {
 }
 
 }  // namespace
+
+}  // namespace reader_depth_test

@@ -17,6 +17,8 @@
 #include "segment_image.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace reader_index_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -220,3 +222,5 @@ TEST(LookupIndex, RebuildsForEachCopy) {
 }
 
 }  // namespace
+
+}  // namespace reader_index_test

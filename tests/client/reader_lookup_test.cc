@@ -19,6 +19,8 @@
 #include "zcal/zcal.h"
 #include "zcal/zcal.hpp"
 
+// This file's names, apart from other test files' (unity builds).
+namespace reader_lookup_test {
 namespace {
 
 using zcal::test::Interface;
@@ -576,3 +578,5 @@ TEST(Wrapper, CachedDecisionFollowsPublishesAndFallsBack) {
 }
 
 }  // namespace
+
+}  // namespace reader_lookup_test

@@ -18,6 +18,8 @@
 #include "segment_image.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace reader_open_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -273,3 +275,5 @@ TEST(ReaderOpen, AttachRejectsMisalignedMemory) {
 }
 
 }  // namespace
+
+}  // namespace reader_open_test

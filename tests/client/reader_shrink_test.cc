@@ -18,6 +18,8 @@
 #include "segment_image.h"
 #include "zcal/zcal.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace reader_shrink_test {
 namespace {
 
 using zcal::test::MakeEntry;
@@ -288,3 +290,5 @@ TEST(ShrinkOpen, AWorldWritableSegmentIsRefused) {
 }
 
 }  // namespace
+
+}  // namespace reader_shrink_test

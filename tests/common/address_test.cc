@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::common {
+namespace zcal::common::address_test {
 namespace {
 
 TEST(Address, ParsesIpv4AndBracketedIpv6) {
@@ -88,4 +88,4 @@ TEST(Address, RejectsBadPrefixesSayingWhatToWrite) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::address_test

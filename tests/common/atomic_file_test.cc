@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::common {
+namespace zcal::common::atomic_file_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -139,4 +139,4 @@ TEST(AtomicFile, TheDescriptorStaysUsableAfterCommit) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::atomic_file_test

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::common {
+namespace zcal::common::bounded_read_test {
 namespace {
 
 class BoundedRead : public ::testing::Test {
@@ -112,4 +112,4 @@ TEST_F(BoundedRead, MissingAndUnreadableFilesSayWhich) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::bounded_read_test

@@ -5,7 +5,7 @@
 #include "zcal/common/clock.h"
 #include "zcal/common/fake_clock.h"
 
-namespace zcal::common {
+namespace zcal::common::clock_test {
 namespace {
 
 TEST(Clock, FormatUtcWritesTheStampInTheGivenFormat) {
@@ -78,4 +78,4 @@ TEST(Clock, SteadyNsIsTheSteadyClockInNanoseconds) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::clock_test

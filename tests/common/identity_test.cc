@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::common {
+namespace zcal::common::identity_test {
 namespace {
 
 TEST(Identity, ResolvesGroupsByNameAndNumber) {
@@ -35,4 +35,4 @@ TEST(Identity, NamesUsersOrSaysTheUid) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::identity_test

@@ -8,7 +8,7 @@
 #include "zcal/common/errno_text.h"
 #include "zcal/common/unique_fd.h"
 
-namespace zcal::common {
+namespace zcal::common::text_test {
 namespace {
 
 TEST(Text, TrimsBlanksOnly) {
@@ -76,4 +76,4 @@ TEST(UniqueFd, ClosesOnceAndMoves) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::text_test

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::common {
+namespace zcal::common::units_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -97,4 +97,4 @@ TEST(Units, FormatsReadBackExactly) {
 }
 
 }  // namespace
-}  // namespace zcal::common
+}  // namespace zcal::common::units_test

@@ -10,7 +10,7 @@
 #include "agent_harness.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_check_config_test {
 namespace {
 
 std::filesystem::path SourceRoot() {
@@ -125,4 +125,4 @@ TEST(AgentCheckConfig, PrintsTheEmbeddedDefault) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_check_config_test

@@ -23,7 +23,7 @@
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_clock_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -225,4 +225,4 @@ TEST_F(WallClockStepTest, StepsOfAnHourKeepHeartbeatStalenessScheduleAgesAndStat
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_clock_test

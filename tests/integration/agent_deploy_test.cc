@@ -19,7 +19,7 @@
 #include "agent_harness.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_deploy_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -375,4 +375,4 @@ TEST(AgentDeploy, DaemonSetServesTheNodesSinkToItsPeers) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_deploy_test

@@ -17,7 +17,7 @@
 #include "agent_harness.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_exports_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -171,4 +171,4 @@ TEST_F(AgentExportsTest, CheckConfigRejectsMethodsTheFormatDoesNotWrite) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_exports_test

@@ -17,7 +17,7 @@
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_faults_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -255,4 +255,4 @@ TEST_F(AgentFaultsTest, SigtermRightBehindAReloadExitsCleanlyWithStateAndTableKe
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_faults_test

@@ -12,7 +12,7 @@
 #include "http_test_util.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_load_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -111,4 +111,4 @@ TEST(AgentLoad, EveryPublishedResultCarriesTheLoadItWasMeasuredUnder) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_load_test

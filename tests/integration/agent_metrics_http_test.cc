@@ -12,7 +12,7 @@
 #include "http_test_util.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_metrics_http_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -114,4 +114,4 @@ TEST_F(AgentMetricsHttp, ServesOnTheIpv6Loopback) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_metrics_http_test

@@ -11,7 +11,7 @@
 #include "agent_harness.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_prometheus_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -88,4 +88,4 @@ TEST(AgentPrometheus, AQueryReturnsTheThresholdSeriesWithTheirLabels) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_prometheus_test

@@ -18,7 +18,7 @@
 #include "http_test_util.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_segment_grow_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -129,4 +129,4 @@ TEST_F(SegmentGrowTest, AFullDevShmWhenTheSegmentMustGrowKeepsTheOldTableUntilTh
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_segment_grow_test

@@ -20,7 +20,7 @@
 #include "test_util.h"
 #include "zcal/zcal.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_segment_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -281,4 +281,4 @@ TEST_F(SegmentRepair, ShowWithoutARunningAgentKeepsTheReadersAdvice) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_segment_test

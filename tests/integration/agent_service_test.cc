@@ -15,7 +15,7 @@
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_service_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -585,4 +585,4 @@ TEST_F(AgentTest, OneFingerprintInCalibrateShowMetricsAndState) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_service_test

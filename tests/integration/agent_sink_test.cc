@@ -22,7 +22,7 @@
 #include "zcal/common/unique_fd.h"
 #include "zcal/probes/peer/peer_client.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_sink_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -374,4 +374,4 @@ TEST(AgentSink, CheckConfigRequiresAKeyFileOffLoopback) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_sink_test

@@ -17,7 +17,7 @@
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::agent_storage_faults_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -190,4 +190,4 @@ TEST_F(StorageFaultsTest, ASegmentRemovedWhileDevShmIsFullIsRecreatedOnceThereIs
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::agent_storage_faults_test

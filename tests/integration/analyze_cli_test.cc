@@ -13,7 +13,7 @@
 
 #include "run_command.h"
 
-namespace zcal::testing {
+namespace zcal::testing::analyze_cli_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -370,4 +370,4 @@ TEST_F(AnalyzeCli, HelpAndVersion) {
 }
 
 }  // namespace
-}  // namespace zcal::testing
+}  // namespace zcal::testing::analyze_cli_test

@@ -14,7 +14,7 @@
 
 #include "run_command.h"
 
-namespace zcal::testing {
+namespace zcal::testing::calibrate_buffers_test {
 namespace {
 
 using ::testing::AnyOf;
@@ -108,4 +108,4 @@ TEST(CalibrateBuffers, NoHugePagesIsOneLineSayingWhatToDo) {
 }
 
 }  // namespace
-}  // namespace zcal::testing
+}  // namespace zcal::testing::calibrate_buffers_test

@@ -17,7 +17,7 @@
 
 #include "run_command.h"
 
-namespace zcal::testing {
+namespace zcal::testing::calibrate_cli_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -387,4 +387,4 @@ TEST_F(CalibrateCli, BadDepthsExitTwoNamingThemAndWriteNothing) {
 }
 
 }  // namespace
-}  // namespace zcal::testing
+}  // namespace zcal::testing::calibrate_cli_test

@@ -11,7 +11,7 @@
 #include "run_command.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::doctor_cli_test {
 namespace {
 
 using zcal::testing::CommandResult;
@@ -139,4 +139,4 @@ TEST(DoctorCli, RefusesABadConfigurationWithExitTwo) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::doctor_cli_test

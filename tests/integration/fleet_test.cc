@@ -22,7 +22,7 @@
 #include "peer_fleet.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::fleet_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -216,4 +216,4 @@ TEST(PeerFleet, EveryAgentPublishesKPeerEntriesAndNoSinkServesTwoSessionsAtOnce)
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::fleet_test

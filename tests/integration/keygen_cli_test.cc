@@ -7,7 +7,7 @@
 
 #include "run_command.h"
 
-namespace zcal::testing {
+namespace zcal::testing::keygen_cli_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -47,4 +47,4 @@ TEST(KeygenCli, RefusesAnInvalidIdWithExitTwo) {
 }
 
 }  // namespace
-}  // namespace zcal::testing
+}  // namespace zcal::testing::keygen_cli_test

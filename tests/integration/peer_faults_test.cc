@@ -20,7 +20,7 @@
 #include "zcal/probes/peer/peer_client.h"
 #include "zcal/probes/peer/peer_keys.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::peer_faults_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -433,4 +433,4 @@ TEST_F(PeerFaults, EveryPeerBusyIsCountedAndTheResultsKept) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::peer_faults_test

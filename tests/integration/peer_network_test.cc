@@ -13,7 +13,7 @@
 #include "peer_fleet.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::peer_network_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -109,4 +109,4 @@ TEST_F(PeerNetwork, AnAgentServesItsSinkToACalibrationFromAnotherMember) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::peer_network_test

@@ -22,7 +22,7 @@
 #include "browser.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::report_browser_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -292,4 +292,4 @@ TEST_F(ReportBrowser, LargeStateStaysUnderOneMebibyteAndRenders) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::report_browser_test

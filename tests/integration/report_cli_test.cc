@@ -16,7 +16,7 @@
 
 #include "run_command.h"
 
-namespace zcal::testing {
+namespace zcal::testing::report_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -198,4 +198,4 @@ TEST_F(ReportCli, CalibrateRefusesAnUnwritableReportBeforeProbing) {
 }
 
 }  // namespace
-}  // namespace zcal::testing
+}  // namespace zcal::testing::report_cli_test

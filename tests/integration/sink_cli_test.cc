@@ -23,7 +23,7 @@
 #include "test_util.h"
 #include "run_command.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::sink_cli_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -315,4 +315,4 @@ TEST_F(SinkCli, CalibrateRefusesAKeyFileOffAPeerPath) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::sink_cli_test

@@ -26,7 +26,7 @@
 #include "peer_fleet.h"
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::sink_dribble_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -205,4 +205,4 @@ TEST_F(SinkDribble, OneSourceDribblingOnAllItMayHoldLeavesTheSinkToAnother) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::sink_dribble_test

@@ -16,7 +16,7 @@
 #include "test_util.h"
 #include "zcal/agent/config/config.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::installed_config_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -117,4 +117,4 @@ TEST(InstalledConfig, AgentManualPageDocumentsEveryKey) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::installed_config_test

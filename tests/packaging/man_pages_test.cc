@@ -18,7 +18,7 @@
 
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::man_pages_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -273,4 +273,4 @@ TEST(ManPages, GeneratedPagesAreManualPages) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::man_pages_test

@@ -14,7 +14,7 @@
 
 #include "test_util.h"
 
-namespace zcal::agent::testing {
+namespace zcal::agent::testing::systemd_unit_test {
 namespace {
 
 std::string Env(const char* name) {
@@ -110,4 +110,4 @@ TEST(SystemdUnit, ExposureIsBelowFour) {
 }
 
 }  // namespace
-}  // namespace zcal::agent::testing
+}  // namespace zcal::agent::testing::systemd_unit_test

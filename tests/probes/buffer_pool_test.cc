@@ -19,7 +19,7 @@
 #include "zcal/probes/send/probe.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::buffer_pool_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -291,4 +291,4 @@ TEST(CalibrationBuffers, EveryProbeAsksForTheCalibrationsMemory) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::buffer_pool_test

@@ -13,7 +13,7 @@
 #include "zcal/probes/sink/sink.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::probes {
+namespace zcal::probes::calibration_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -263,4 +263,4 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::calibration_test

@@ -6,7 +6,7 @@
 
 #include "zcal/testing/test_data.h"
 
-namespace zcal::probes {
+namespace zcal::probes::capabilities_test {
 namespace {
 
 using calibrator::Method;
@@ -47,4 +47,4 @@ TEST(Capabilities, EveryMethodIsSupportedOnThisKernel) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::capabilities_test

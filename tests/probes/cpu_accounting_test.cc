@@ -16,7 +16,7 @@
 #include "scratch_dir.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::probes {
+namespace zcal::probes::cpu_accounting_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -146,4 +146,4 @@ TEST(CpuAccounting, SnapshotsLeaveTheirOwnProcStatReadOutsideTheWindow) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::cpu_accounting_test

@@ -10,6 +10,8 @@
 
 #include "zcal/calibrator/depth.h"
 
+// This file's names, apart from other test files' (unity builds).
+namespace depth_classes_test {
 namespace {
 
 using zcal::calibrator::kStreamDepth;
@@ -109,3 +111,5 @@ TEST(DepthClasses, AnInconclusiveNeighbourBoundsNothing) {
 }
 
 }  // namespace
+
+}  // namespace depth_classes_test

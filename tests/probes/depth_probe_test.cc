@@ -12,7 +12,7 @@
 #include "zcal/probes/send/sender.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::depth_probe_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -98,4 +98,4 @@ TEST(ProbeAtDepth, ADepthBeyondTheDeepestPoolFailsTheProbeNamingIt) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::depth_probe_test

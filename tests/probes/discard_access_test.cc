@@ -9,7 +9,7 @@
 
 #include "zcal/testing/test_data.h"
 
-namespace zcal::probes {
+namespace zcal::probes::discard_access_test {
 namespace {
 
 std::string FakeRoot() {
@@ -110,4 +110,4 @@ TEST(DiscardAccess, OtherSetupErrorsAreFailuresNamingTheStep) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::discard_access_test

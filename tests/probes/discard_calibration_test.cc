@@ -15,7 +15,7 @@
 #include "zcal/probes/calibration/calibration.h"
 #include "zcal/probes/discard/discard.h"
 
-namespace zcal::probes {
+namespace zcal::probes::discard_calibration_test {
 namespace {
 
 using calibrator::Method;
@@ -154,4 +154,4 @@ TEST(DiscardCalibration, WithoutANamespaceEveryMethodIsUnsupportedWithTheCause) 
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::discard_calibration_test

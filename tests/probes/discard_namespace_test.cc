@@ -23,7 +23,7 @@
 #include "child_process.h"
 #include "zcal/probes/host/rtnetlink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::discard_namespace_test {
 namespace {
 
 using testing::RunInChild;
@@ -258,4 +258,4 @@ TEST(Rtnetlink, ReportsTheKernelsErrorsWithTheirText) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::discard_namespace_test

@@ -12,7 +12,7 @@
 #include "zcal/probes/discard/discard.h"
 #include "zcal/probes/send/capabilities.h"
 
-namespace zcal::probes {
+namespace zcal::probes::discard_probe_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -87,4 +87,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::discard_probe_test

@@ -13,7 +13,7 @@
 #include "child_process.h"
 #include "zcal/probes/host/host_facts.h"
 
-namespace zcal::probes {
+namespace zcal::probes::egress_interface_test {
 namespace {
 
 using testing::InPrivateNetwork;
@@ -129,4 +129,4 @@ TEST(EgressInterface, HostFactsNotePeersWithoutRoute) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::egress_interface_test

@@ -24,7 +24,7 @@
 #include "zcal/probes/send/probe_runner.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::enobufs_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -155,4 +155,4 @@ TEST(MsgZerocopyEnobufs, UdpDatagramsCompleteAndCountThemWithTinyOptmem) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::enobufs_test

@@ -14,7 +14,7 @@
 #include "zcal/probes/send/probe.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::fallback_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -148,4 +148,4 @@ TEST(LockedMemoryLimit, RegisteredBuffersBeyondItAreUnsupported) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::fallback_test

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::probes {
+namespace zcal::probes::host_facts_json_test {
 namespace {
 
 InterfaceFacts Nic() {
@@ -65,4 +65,4 @@ TEST(InterfaceFactsJson, HostFactsWriteTheirInterfaceAndDevicesThisWay) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::host_facts_json_test

@@ -12,7 +12,7 @@
 #include "scratch_dir.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::probes {
+namespace zcal::probes::host_facts_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -241,4 +241,4 @@ TEST(HostFacts, DescribesThisMachine) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::host_facts_test

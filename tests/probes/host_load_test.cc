@@ -10,7 +10,7 @@
 #include "zcal/probes/host/cpu_accounting.h"
 #include "zcal/testing/test_data.h"
 
-namespace zcal::probes {
+namespace zcal::probes::host_load_test {
 namespace {
 
 std::string Fixture(const std::string& name) {
@@ -93,4 +93,4 @@ TEST(HostLoad, TheMeterSeesThisProcessBusy) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::host_load_test

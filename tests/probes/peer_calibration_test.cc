@@ -11,7 +11,7 @@
 #include "zcal/probes/peer/peer_client.h"
 #include "zcal/probes/peer/peer_sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::peer_calibration_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -198,4 +198,4 @@ TEST(PeerCalibration, ASinkGoneMidCalibrationMarksTheReportLost) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::peer_calibration_test

@@ -20,7 +20,7 @@
 #include "zcal/probes/types/peer_failure.h"
 #include "zcal/probes/types/target.h"
 
-namespace zcal::probes {
+namespace zcal::probes::peer_client_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -235,4 +235,4 @@ TEST(PeerFailure, NamesAreStableAndDistinct) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::peer_client_test

@@ -15,7 +15,7 @@
 #include "zcal/common/text.h"
 #include "zcal/probes/peer/peer_keys.h"
 
-namespace zcal::probes::peer {
+namespace zcal::probes::peer::peer_protocol_test {
 namespace {
 
 common::HostPort Endpoint(const char* text) {
@@ -274,4 +274,4 @@ TEST(PeerKeys, WarnsAboutAKeyFileOthersMayRead) {
 }
 
 }  // namespace
-}  // namespace zcal::probes::peer
+}  // namespace zcal::probes::peer::peer_protocol_test

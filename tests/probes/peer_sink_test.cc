@@ -20,7 +20,7 @@
 #include "zcal/probes/send/connect.h"
 #include "zcal/probes/types/target.h"
 
-namespace zcal::probes {
+namespace zcal::probes::peer_sink_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -462,4 +462,4 @@ TEST(PeerSink, OptionsAreCheckedBeforeAnythingListens) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::peer_sink_test

@@ -16,7 +16,7 @@
 #include "zcal/probes/send/probe_runner.h"
 #include "zcal/probes/types/target.h"
 
-namespace zcal::probes {
+namespace zcal::probes::probe_failure_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -144,4 +144,4 @@ INSTANTIATE_TEST_SUITE_P(Methods, FailedProbe,
                          });
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::probe_failure_test

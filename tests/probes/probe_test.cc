@@ -11,7 +11,7 @@
 #include "zcal/probes/send/capabilities.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::probe_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -150,4 +150,4 @@ TEST(PoolBuffers, KeepsTheInFlightBytesWithinBounds) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::probe_test

@@ -31,7 +31,7 @@
 #include "zcal/probes/peer/peer_sink.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::sink_accept_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -246,4 +246,4 @@ TEST(SinkAccept, ThePeerSinkPausesWithoutDescriptorsAndGreetsOnceTheyAreFree) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::sink_accept_test

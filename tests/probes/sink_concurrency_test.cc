@@ -10,7 +10,7 @@
 #include "zcal/probes/send/probe.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::sink_concurrency_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -83,4 +83,4 @@ TEST(SinkConcurrency, StopWhileSendersAreConnectedEndsTheirProbes) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::sink_concurrency_test

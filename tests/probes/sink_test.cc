@@ -11,7 +11,7 @@
 #include "zcal/probes/send/connect.h"
 #include "zcal/probes/types/target.h"
 
-namespace zcal::probes {
+namespace zcal::probes::sink_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -122,4 +122,4 @@ TEST(Sink, ReportsAnAddressInUse) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::sink_test

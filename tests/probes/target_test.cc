@@ -5,7 +5,7 @@
 #include "zcal/probes/send/connect.h"
 #include "zcal/probes/sink/sink.h"
 
-namespace zcal::probes {
+namespace zcal::probes::target_test {
 namespace {
 
 TEST(Target, ParsesLoopbackAndPeers) {
@@ -77,4 +77,4 @@ TEST(Target, ConnectToAClosedPortSaysWhereAndWhat) {
 }
 
 }  // namespace
-}  // namespace zcal::probes
+}  // namespace zcal::probes::target_test

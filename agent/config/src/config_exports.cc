@@ -51,7 +51,7 @@ void ReadPath(ConfigReader& reader, const YAML::Node& node, const std::string& k
 
 // for, interface or scope: the key of the entry, as zcal export's --for,
 // --interface and --scope.
-void ReadKey(ConfigReader& reader, const std::map<std::string, YAML::Node>& fields,
+void ReadKey(ConfigReader& reader, const Fields& fields,
              const YAML::Node& entry, const std::string& key, ExportConfig& out) {
   int given = 0;
   for (const char* name : {"for", "interface", "scope"}) given += fields.contains(name) ? 1 : 0;
@@ -133,8 +133,6 @@ bool ReadDepth(ConfigReader& reader, const YAML::Node& node, const std::string& 
   out.depth = std::move(*depth);
   return true;
 }
-
-using Fields = std::map<std::string, YAML::Node>;
 
 // A key every export must have: false, with an error at the entry, when it
 // is not written.

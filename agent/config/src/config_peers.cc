@@ -53,13 +53,6 @@ bool Count(ConfigReader& reader, const YAML::Node& node, std::string_view key,
   return true;
 }
 
-using Fields = std::map<std::string, YAML::Node>;
-
-const YAML::Node* FieldOf(const Fields& fields, std::string_view key) {
-  const auto it = fields.find(std::string(key));
-  return it == fields.end() ? nullptr : &it->second;
-}
-
 void ReadKeyFile(ConfigReader& reader, const YAML::Node& value, PeersConfig& p) {
   if (!reader.String(value, "peers.key_file", p.key_file) || p.key_file.empty()) return;
   if (p.key_file.front() != '/') {

@@ -219,7 +219,7 @@ std::string ConfigReader::Message() const {
   return out;
 }
 
-std::optional<std::map<std::string, YAML::Node>> ConfigReader::Map(
+std::optional<Fields> ConfigReader::Map(
     const YAML::Node& node, std::string_view key,
     std::span<const std::string_view> allowed) {
   if (!node.IsMap()) {
@@ -231,7 +231,7 @@ std::optional<std::map<std::string, YAML::Node>> ConfigReader::Map(
                            : "; allowed keys: " + common::Join(allowed)));
     return std::nullopt;
   }
-  std::map<std::string, YAML::Node> fields;
+  Fields fields;
   for (auto it = node.begin(); it != node.end(); ++it) {
     // Copies: the iterator's pair is a temporary proxy.
     const YAML::Node k = it->first;

@@ -15,6 +15,15 @@
 
 namespace zcal::agent {
 
+/// A mapping's values by key, as ConfigReader::Map returns them.
+using Fields = std::map<std::string, YAML::Node>;
+
+/// The value of `key` in `fields`; nullptr when the mapping lacks it.
+inline const YAML::Node* FieldOf(const Fields& fields, std::string_view key) {
+  const auto it = fields.find(std::string(key));
+  return it == fields.end() ? nullptr : &it->second;
+}
+
 class ConfigReader {
  public:
   explicit ConfigReader(std::string_view source) : source_(source) {}
@@ -38,7 +47,7 @@ class ConfigReader {
   /// The node must be a mapping whose keys are all in `allowed`, each at
   /// most once. Returns key -> value, or nullopt when it is no mapping.
   /// Unknown and repeated keys are recorded and left out.
-  std::optional<std::map<std::string, YAML::Node>> Map(
+  std::optional<Fields> Map(
       const YAML::Node& node, std::string_view key,
       std::span<const std::string_view> allowed);
 

@@ -35,13 +35,6 @@ bool WholeNumber(ConfigReader& reader, const YAML::Node& node,
   return true;
 }
 
-using Fields = std::map<std::string, YAML::Node>;
-
-const YAML::Node* FieldOf(const Fields& fields, std::string_view key) {
-  const auto it = fields.find(std::string(key));
-  return it == fields.end() ? nullptr : &it->second;
-}
-
 // The settings written as text: durations, rates, addresses, file names.
 bool ReadStrings(ConfigReader& reader, const Fields& fields, SinkSettings& s) {
   const std::pair<std::string_view, std::string*> strings[] = {

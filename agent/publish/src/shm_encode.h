@@ -1,4 +1,5 @@
-// Private to the segment writer: the table as the segment stores it.
+// Private to the segment writer: the table as the segment stores it, and
+// how a word of it is stored.
 #pragma once
 
 #include <span>
@@ -17,5 +18,14 @@ namespace zcal::agent {
 /// confidence outside [0,1], or two entries with the same scope and method.
 Result<std::vector<zcal_shm_entry>> EncodeTable(std::span<const PublishedEntry> entries,
                                                 const std::string& name);
+
+// Readers load every word with acquire; the writer stores every word it
+// changes with release, so that seqlock ordering needs no fence (which
+// GCC 12 rejects under -fsanitize=thread). The writer and the heartbeat's
+// health check store the same way.
+template <typename T>
+void StoreRelease(T* word, T value) {
+  __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
 
 }  // namespace zcal::agent

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <utility>
 
+#include "shm_encode.h"
 #include "zcal/agent/publish/shm_writer.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/errno_text.h"
@@ -20,10 +21,6 @@
 namespace zcal::agent {
 namespace {
 
-template <typename T>
-void StoreRelease(T* word, T value) {
-  __atomic_store_n(word, value, __ATOMIC_RELEASE);
-}
 
 // The header's fields, to name the first one that differs.
 struct Field {

@@ -31,13 +31,6 @@ static_assert(sizeof(zcal_shm_entry) % 8 == 0 && sizeof(zcal_shm_header) % 8 == 
 
 constexpr const char* kShmDir = "/dev/shm";
 
-// Readers load every word with acquire; the writer stores every word it
-// changes with release, so that seqlock ordering needs no fence (which
-// GCC 12 rejects under -fsanitize=thread).
-template <typename T>
-void StoreRelease(T* word, T value) {
-  __atomic_store_n(word, value, __ATOMIC_RELEASE);
-}
 
 // Marks a segment this agent's user owns as replaced, so that its readers
 // reopen the name. Best effort: a segment that is not a valid zcal segment

@@ -21,7 +21,7 @@ std::string Upper(std::string_view text) {
   return out;
 }
 
-std::string Utc(std::uint64_t ns) {
+std::string IsoUtc(std::uint64_t ns) {
   return common::FormatUtc(ns, "%Y-%m-%dT%H:%M:%SZ", "none");
 }
 
@@ -196,7 +196,7 @@ Result<std::vector<std::pair<std::string, std::string>>> ExportVariables(
     vars.emplace_back(prefix + "_REASON", m.why);
     vars.emplace_back(prefix + "_SCOPE", m.scope);
     vars.emplace_back(prefix + "_ESTIMATED", m.estimated ? "1" : "0");
-    vars.emplace_back(prefix + "_MEASURED_AT", Utc(m.measured_at_ns));
+    vars.emplace_back(prefix + "_MEASURED_AT", IsoUtc(m.measured_at_ns));
     vars.emplace_back(prefix + "_DEPTH",
                       m.source == ExportSource::kSegment ? DepthClassName(m.depth) : "");
     vars.emplace_back(prefix + "_DEPTH_FALLBACK", m.depth_fallback ? "1" : "0");

@@ -253,7 +253,7 @@ constexpr const char* kHowToRead =
 
 std::string Outcome(bool zerocopy_wins) { return zerocopy_wins ? "wins" : "loses"; }
 
-std::string Percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+std::string FixedPercent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
 
 // What the probed sizes say of the threshold, where the fitted curves
 // disagree with them, and what the threshold overrules (docs/calibrator.md,
@@ -279,7 +279,7 @@ void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
         "(expected excess cost {}); the probed sizes moved it.</p>\n",
         r.curve_choice->threshold_bytes ? "from " + Size(*r.curve_choice->threshold_bytes)
                                         : std::string("never"),
-        Percent(r.curve_choice->regret));
+        FixedPercent(r.curve_choice->regret));
   }
   if (!r.curve_disagreements.empty()) {
     std::string sizes;
@@ -297,11 +297,11 @@ void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
     for (const cal::OverruledSize& o : r.overruled) {
       sizes += fmt::format("{}{} (zerocopy {}{}; {} dearer there)", sizes.empty() ? "" : ", ",
                            Size(o.size_bytes), Outcome(o.zerocopy_wins),
-                           o.clear ? " clearly" : " within noise", Percent(o.excess_cost));
+                           o.clear ? " clearly" : " within noise", FixedPercent(o.excess_cost));
     }
     out += "<p class=\"note measured\">The threshold overrules " + Escape(sizes) +
            fmt::format("; together {} expected excess cost.</p>\n",
-                       Percent(r.overruled_cost.value_or(0)));
+                       FixedPercent(r.overruled_cost.value_or(0)));
   }
 }
 

@@ -160,11 +160,11 @@ void DescribeInterface(const HostFactsOptions& options, const std::string& name,
 }
 
 template <typename T>
-nlohmann::json OrNull(const std::optional<T>& value) {
+nlohmann::json JsonOrNull(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-nlohmann::json OrNull(const std::string& value) {
+nlohmann::json JsonOrNull(const std::string& value) {
   return value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
 }
 
@@ -172,8 +172,8 @@ nlohmann::json OrNull(const std::string& value) {
 nlohmann::json FingerprintJson(const HostFacts& facts) {
   nlohmann::json devices = nlohmann::json::array();
   for (const InterfaceFacts& d : facts.devices) devices.push_back(InterfaceFactsToJson(d));
-  return {{"kernel_release", OrNull(facts.kernel_release)},
-          {"cpu_model", OrNull(facts.cpu_model)},
+  return {{"kernel_release", JsonOrNull(facts.kernel_release)},
+          {"cpu_model", JsonOrNull(facts.cpu_model)},
           {"iommu_cmdline", facts.iommu_cmdline},
           {"devices", std::move(devices)}};
 }
