@@ -44,8 +44,8 @@ struct InterfaceFacts {
 };
 
 /// The facts of the host, which no path changes: one type for `zcal
-/// calibrate`, `zcal doctor` and the agent (which adds the egress
-/// interface of each of its paths, agent::HostInfo).
+/// calibrate`, `zcal doctor` and the agent, which adds the egress
+/// interface of each of its paths.
 struct HostFacts {
   std::string kernel_release;  ///< proc/sys/kernel/osrelease
   std::string cpu_model;       ///< first "model name" in proc/cpuinfo
