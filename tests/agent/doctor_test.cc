@@ -247,9 +247,8 @@ TEST(Doctor, PrivilegedAgentNeedsNoUserNamespace) {
 
 TEST(Doctor, StrictTranslatedIommuWarnsPerNic) {
   Observations seen = Healthy();
-  probes::HostFactsOptions facts;
-  facts.root = (zcal::testing::TestData() / "sysfs" / "pci-host").string();
-  seen.host = probes::CollectHostFacts(facts);
+  seen.host =
+      probes::CollectHostFacts((zcal::testing::TestData() / "sysfs" / "pci-host").string());
   for (probes::InterfaceFacts& nic : seen.host.devices) nic.sg = nic.tso = true;
   const std::vector<Finding> findings = Diagnose(OptionsAt("healthy"), seen);
   const Finding strict = Find(findings, "nic.eth1.iommu");

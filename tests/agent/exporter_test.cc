@@ -65,7 +65,7 @@ RoundOutcome LoopbackNever() {
 
 HostInfo Host() {
   HostInfo host;
-  host.fingerprint = 7;
+  host.facts.fingerprint = 7;
   return host;
 }
 

@@ -175,7 +175,7 @@ TEST(HostDefault, EntriesCarryTheEstimatedFlag) {
   Config config;
   const HostInfo host = On("eth3", config);
   const PublishedTable table = BuildEntries(LoopbackAndDiscard(), config, host.host_default_nic, 0);
-  EXPECT_EQ(table.host_default, HostDefaultSource::kEstimated);
+  EXPECT_EQ(table.host_default.source, HostDefaultSource::kEstimated);
   std::size_t defaults = 0;
   for (const PublishedEntry& e : table.entries) {
     if (e.scope == ScopeKind::kHostDefault) {

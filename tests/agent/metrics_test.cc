@@ -98,9 +98,9 @@ std::shared_ptr<Metrics> Populated() {
   metrics->RecordReload(false);
   metrics->RecordPublish(7'000'000'000, 6);
   HostInfo host;
-  host.kernel_release = "6.18.0";
-  host.cpu_model = "Test \"CPU\"";
-  host.fingerprint = 0xabc;
+  host.facts.kernel_release = "6.18.0";
+  host.facts.cpu_model = "Test \"CPU\"";
+  host.facts.fingerprint = 0xabc;
   probes::InterfaceFacts lo;
   lo.name = "lo";
   lo.mtu = 65536;
@@ -108,7 +108,7 @@ std::shared_ptr<Metrics> Populated() {
   metrics->SetHost(host);
   metrics->SetPaths({{"loopback", probes::TargetKind::kLoopback},
                     {"discard", probes::TargetKind::kDiscard}});
-  HostDefaultInfo host_default;
+  HostDefaultChoice host_default;
   host_default.source = HostDefaultSource::kEstimated;
   host_default.interface = "eth0";
   PublishedEntry estimate;
@@ -158,7 +158,7 @@ TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
   paths["discard"][{Method::kMsgZerocopy, zcal::agent::DepthClass::k4}] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 49152);
   metrics->SetPublished(paths, false);
-  HostDefaultInfo host_default;
+  HostDefaultChoice host_default;
   host_default.source = HostDefaultSource::kEstimated;
   PublishedEntry stream;
   stream.scope = ScopeKind::kHostDefault;
@@ -453,7 +453,7 @@ TEST(Metrics, SaysWhatEachPathIsAndWhereTheHostDefaultComesFrom) {
   EXPECT_FALSE(Contains(text, "estimated=\"1\"} 8192")) << text;
 
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  HostDefaultInfo none;
+  HostDefaultChoice none;
   none.source = HostDefaultSource::kIommuTranslates;
   metrics->SetHostDefault(none);
   const std::string absent = metrics->Text();

@@ -440,7 +440,7 @@ TEST(BuildEntries, PeersGetHostPrefixesAndTheDefaultRouteNicsMedianIsTheHostDefa
   ASSERT_EQ(interfaces.size(), 2u);
   EXPECT_EQ(interfaces.at("eth0")->threshold_bytes, 16384u);
   ASSERT_NE(host_default, nullptr);
-  EXPECT_EQ(table.host_default, HostDefaultSource::kPeers);
+  EXPECT_EQ(table.host_default.source, HostDefaultSource::kPeers);
   EXPECT_EQ(host_default->threshold_bytes, 16384u) << "eth0 holds the default route";
   EXPECT_FALSE(host_default->estimated);
 }
@@ -488,7 +488,7 @@ TEST(BuildEntries, KernelCopiedPeersAreNeverTheHostDefault) {
     peers += e.scope == ScopeKind::kPeer ? 1 : 0;
   }
   EXPECT_EQ(peers, 1u) << "published for what it measured: its own /32";
-  EXPECT_EQ(table.host_default, HostDefaultSource::kNoPath);
+  EXPECT_EQ(table.host_default.source, HostDefaultSource::kNoPath);
 }
 
 TEST(PeerState, RoundTripsTheRecordsAndTheRound) {

@@ -59,7 +59,7 @@ RoundOutcome Outcome(std::vector<PathReport> reports) {
 
 HostInfo Host(std::uint64_t fingerprint) {
   HostInfo host;
-  host.fingerprint = fingerprint;
+  host.facts.fingerprint = fingerprint;
   return host;
 }
 

@@ -129,10 +129,10 @@ TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault
   EXPECT_EQ(table.entries[1].scope, ScopeKind::kLoopback);
   EXPECT_EQ(table.entries[1].reason, Reason::kKernelCopied);
   // Loopback measured the kernel's local copy: no host default from it.
-  EXPECT_EQ(table.host_default, HostDefaultSource::kNoPath);
-  EXPECT_NE(table.host_default_explanation.find("loopback is never a source"),
+  EXPECT_EQ(table.host_default.source, HostDefaultSource::kNoPath);
+  EXPECT_NE(table.host_default.explanation.find("loopback is never a source"),
             std::string::npos)
-      << table.host_default_explanation;
+      << table.host_default.explanation;
 }
 
 TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
@@ -144,7 +144,7 @@ TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
   const PublishedTable table = BuildEntries(state, config, HostDefaultNic{}, 0);
   ASSERT_EQ(table.entries.size(), 1u);
   EXPECT_EQ(table.entries[0].scope, ScopeKind::kDiscard);
-  EXPECT_EQ(table.host_default, HostDefaultSource::kDisabled);
+  EXPECT_EQ(table.host_default.source, HostDefaultSource::kDisabled);
 }
 
 TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {
@@ -273,7 +273,7 @@ TEST(BuildEntries, PublishesEachDepthClassAfterItsStreamEntry) {
       {S::kHostDefault, M::kMsgZerocopy, D::k4, 49152},
   };
   EXPECT_EQ(got, expected);
-  EXPECT_EQ(table.host_default, HostDefaultSource::kEstimated);
+  EXPECT_EQ(table.host_default.source, HostDefaultSource::kEstimated);
 }
 
 TEST(PruneState, DropsDepthClassesNoLongerConfiguredAndLoopbacksBeyondStream) {

@@ -137,7 +137,7 @@ class ServiceTest : public ::testing::Test {
     hooks_.collect_host = [this](const Config&) {
       ++host_reads_;
       HostInfo snapshot;
-      snapshot.fingerprint = fingerprint_;
+      snapshot.facts.fingerprint = fingerprint_;
       return snapshot;
     };
   }
@@ -268,7 +268,7 @@ TEST_F(ServiceTest, PublishesTheDepthClassesOfTheDiscardPathForLibzcalAndTheMetr
   config_.depths = {1, 4, calibrator::kStreamDepth};
   hooks_.collect_host = [](const Config&) {
     HostInfo snapshot;
-    snapshot.fingerprint = 1;
+    snapshot.facts.fingerprint = 1;
     probes::InterfaceFacts nic;
     nic.name = "eth3";
     nic.driver = "virtio_net";  // in no IOMMU group: the discard estimate stands

@@ -1,13 +1,17 @@
 // `zcal show`, run as a user would: the table, the JSON, and exit status 1
 // with a clear message when there is no usable segment.
+#include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "shm_test_util.h"
+#include "zcal/agent/report/segment_table.h"
 
 // This file's names, apart from other test files' (unity builds).
 namespace shm_show_test {
@@ -180,6 +184,23 @@ TEST_F(ZcalShow, SaysWhyThereIsNoHostDefault) {
   const auto doc = nlohmann::json::parse(json.out);
   EXPECT_EQ(doc["host_default"]["source"], "none");
   EXPECT_EQ(doc["host_default"]["reason"], "iommu_translates");
+}
+
+// Readers of the segment name its host-default code as the agent names the
+// source it wrote (the codes are the enum's: publish/src/shm_encode.cc).
+TEST(HostDefaultSourceOf, DecodesEveryCodeTheAgentWritesAndNoOther) {
+  std::set<std::string_view> sentences;
+  for (const HostDefaultSource source :
+       {HostDefaultSource::kUnknown, HostDefaultSource::kPeers, HostDefaultSource::kEstimated,
+        HostDefaultSource::kNoPath, HostDefaultSource::kIommuTranslates,
+        HostDefaultSource::kIommuUnknown, HostDefaultSource::kDisabled}) {
+    EXPECT_EQ(zcal::agent::HostDefaultSourceOf(static_cast<std::uint32_t>(source)), source)
+        << static_cast<int>(source);
+    EXPECT_TRUE(sentences.insert(zcal::agent::HostDefaultSentence(source)).second)
+        << zcal::agent::HostDefaultSentence(source);
+  }
+  EXPECT_EQ(zcal::agent::HostDefaultSourceOf(7), HostDefaultSource::kUnknown);
+  EXPECT_EQ(zcal::agent::HostDefaultSourceOf(0xffffffffu), HostDefaultSource::kUnknown);
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ AgentState SampleState() {
   state.saved_at_ns = 1'700'000'000'000'000'000;
   state.fingerprint = 0xfedcba9876543210;
   state.last_success_ns = 1'700'000'000'000'000'001;
-  state.host.kernel_release = "6.18.0";
+  state.host.facts.kernel_release = "6.18.0";
   probes::InterfaceFacts lo;
   lo.name = "lo";
   lo.mtu = 65536;
@@ -100,7 +100,7 @@ TEST(State, RoundTripsThroughTheFile) {
   EXPECT_EQ(loaded->saved_at_ns, 1'700'000'000'000'000'000u);
   EXPECT_EQ(loaded->fingerprint, 0xfedcba9876543210u);
   EXPECT_EQ(loaded->last_success_ns, 1'700'000'000'000'000'001u);
-  EXPECT_EQ(loaded->host.kernel_release, "6.18.0");
+  EXPECT_EQ(loaded->host.facts.kernel_release, "6.18.0");
   ASSERT_EQ(loaded->host.interfaces.size(), 1u);
   EXPECT_EQ(loaded->host.interfaces[0].path, "loopback");
   EXPECT_EQ(loaded->host.interfaces[0].facts.name, "lo");
@@ -434,24 +434,24 @@ TEST(State, ReadsTheHostFactsOfEveryPath) {
   const Result<AgentState> state = ParseState(text, "old.json");
   ASSERT_TRUE(state) << state.error().message;
   const HostInfo& host = state->host;
-  EXPECT_EQ(host.kernel_release, "6.1.0");
-  EXPECT_EQ(host.cpu_model, "Test CPU");
-  EXPECT_EQ(host.iommu_cmdline, std::vector<std::string>{"iommu=pt"});
-  EXPECT_EQ(host.fingerprint, 0xabu);
+  EXPECT_EQ(host.facts.kernel_release, "6.1.0");
+  EXPECT_EQ(host.facts.cpu_model, "Test CPU");
+  EXPECT_EQ(host.facts.iommu_cmdline, std::vector<std::string>{"iommu=pt"});
+  EXPECT_EQ(host.facts.fingerprint, 0xabu);
   ASSERT_EQ(host.interfaces.size(), 2u);
   EXPECT_EQ(host.interfaces[0].path, "discard");
   EXPECT_EQ(host.interfaces[1].path, "loopback");
   EXPECT_EQ(host.interfaces[1].facts.mtu, 65536u);
-  EXPECT_EQ(host.notes, (std::vector<std::string>{"a", "b"}));
-  ASSERT_EQ(host.devices.size(), 1u);
-  EXPECT_EQ(host.devices[0].name, "lo");
+  EXPECT_EQ(host.facts.notes, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(host.facts.devices.size(), 1u);
+  EXPECT_EQ(host.facts.devices[0].name, "lo");
   // Written back, it reads the same.
   const Result<AgentState> again = ParseState(SerializeState(*state), "again");
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_EQ(again->host.cpu_model, "Test CPU");
+  EXPECT_EQ(again->host.facts.cpu_model, "Test CPU");
   EXPECT_EQ(again->host.interfaces.size(), 2u);
-  EXPECT_EQ(again->host.notes, host.notes);
-  EXPECT_EQ(again->host.devices.size(), 1u);
+  EXPECT_EQ(again->host.facts.notes, host.facts.notes);
+  EXPECT_EQ(again->host.facts.devices.size(), 1u);
 }
 
 TEST(State, UnknownKeysAreIgnored) {

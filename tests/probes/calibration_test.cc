@@ -153,7 +153,7 @@ TEST(Calibration, ReportsUnsupportedMethodsAsVerdictsWithTheReason) {
   EXPECT_EQ(result.reason, Reason::kUnsupported);
   EXPECT_NE(result.detail.find("kernel.io_uring_disabled = 2"), std::string::npos)
       << result.detail;
-  EXPECT_EQ(report->host.kernel_release, "6.1.0-27-amd64");
+  EXPECT_EQ(report->host.host.kernel_release, "6.1.0-27-amd64");
   EXPECT_EQ(report->analysis.paths.at("loopback").methods.at(Method::kMsgZerocopy).reason,
             Reason::kKernelCopied);
 }

@@ -116,9 +116,9 @@ TEST(EgressInterface, NoRouteIsNotFoundNamingTheAddressAndTheCheck) {
 TEST(EgressInterface, HostFactsNotePeersWithoutRoute) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
   const std::string text = InPrivateNetwork("ip link set lo up", [] {
-    const HostFacts facts = CollectHostFacts({"/", "", *ParseTarget("198.18.7.1:7070")});
+    const PathFacts facts = CollectPathFacts({"/", "", *ParseTarget("198.18.7.1:7070")});
     std::string out = "name " + facts.interface.name + "\n";
-    for (const std::string& note : facts.notes) out += note + "\n";
+    for (const std::string& note : facts.host.notes) out += note + "\n";
     return out;
   });
   if (text.starts_with("skip: ")) GTEST_SKIP() << text;

@@ -56,9 +56,9 @@ TEST(InterfaceFactsJson, MistypedOrOutOfRangeValuesStayUnknown) {
 }
 
 TEST(InterfaceFactsJson, HostFactsWriteTheirInterfaceAndDevicesThisWay) {
-  HostFacts facts;
+  PathFacts facts;
   facts.interface = Nic();
-  facts.devices = {Nic()};
+  facts.host.devices = {Nic()};
   const nlohmann::json json = ToJson(facts);
   ExpectSame(InterfaceFactsFromJson(json.at("interface")), Nic());
   ExpectSame(InterfaceFactsFromJson(json.at("devices").at(0)), Nic());

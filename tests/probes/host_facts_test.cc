@@ -21,19 +21,19 @@ std::string FakeRoot() {
   return (zcal::testing::TestData() / "sysfs" / "pci-host").string();
 }
 
-HostFacts Collect(const std::string& interface, const std::string& path = "loopback") {
-  return CollectHostFacts({FakeRoot(), interface, *ParseTarget(path)});
+PathFacts Collect(const std::string& interface, const std::string& path = "loopback") {
+  return CollectPathFacts({FakeRoot(), interface, *ParseTarget(path)});
 }
 
-bool NoteMentions(const HostFacts& facts, const std::string& text) {
-  for (const std::string& note : facts.notes) {
+bool NoteMentions(const PathFacts& facts, const std::string& text) {
+  for (const std::string& note : facts.host.notes) {
     if (note.find(text) != std::string::npos) return true;
   }
   return false;
 }
 
 TEST(HostFacts, ReadsKernelCpuAndIommuFlags) {
-  const HostFacts facts = Collect("eth0");
+  const HostFacts facts = Collect("eth0").host;
   EXPECT_EQ(facts.kernel_release, "6.1.0-27-amd64");
   EXPECT_EQ(facts.cpu_model, "AMD EPYC 7763 64-Core Processor");
   EXPECT_EQ(facts.iommu_cmdline,
@@ -41,7 +41,7 @@ TEST(HostFacts, ReadsKernelCpuAndIommuFlags) {
 }
 
 TEST(HostFacts, DescribesAPciNicInALazyDmaIommuGroup) {
-  const HostFacts facts = Collect("eth0");
+  const PathFacts facts = Collect("eth0");
   const InterfaceFacts& i = facts.interface;
   EXPECT_EQ(i.name, "eth0");
   EXPECT_EQ(i.driver, "mlx5_core");
@@ -53,7 +53,7 @@ TEST(HostFacts, DescribesAPciNicInALazyDmaIommuGroup) {
   // A fake tree has no live interface to ask ethtool about.
   EXPECT_FALSE(i.sg.has_value());
   EXPECT_FALSE(i.tso.has_value());
-  EXPECT_TRUE(facts.notes.empty()) << facts.notes.front();
+  EXPECT_TRUE(facts.host.notes.empty()) << facts.host.notes.front();
 }
 
 TEST(HostFacts, DescribesAStrictDmaIommuGroup) {
@@ -73,7 +73,7 @@ TEST(HostFacts, DescribesAPassthroughIommuGroup) {
 }
 
 TEST(HostFacts, FollowsAVirtioNicUpToItsPciDeviceWithoutIommu) {
-  const HostFacts facts = Collect("eth3");
+  const PathFacts facts = Collect("eth3");
   const InterfaceFacts& i = facts.interface;
   EXPECT_EQ(i.driver, "virtio_net");
   EXPECT_EQ(i.pci_device, "0000:00:03.0");
@@ -81,11 +81,11 @@ TEST(HostFacts, FollowsAVirtioNicUpToItsPciDeviceWithoutIommu) {
   EXPECT_EQ(i.iommu_type, "");
   EXPECT_FALSE(i.speed_mbps.has_value());  // virtio reports -1
   EXPECT_EQ(i.mtu, 1500u);
-  EXPECT_TRUE(facts.notes.empty()) << facts.notes.front();
+  EXPECT_TRUE(facts.host.notes.empty()) << facts.host.notes.front();
 }
 
 TEST(HostFacts, LeavesMissingAndUnreadableFilesUnknownWithANote) {
-  const HostFacts facts = Collect("eth4");
+  const PathFacts facts = Collect("eth4");
   const InterfaceFacts& i = facts.interface;
   EXPECT_EQ(i.driver, "ixgbe");
   EXPECT_FALSE(i.mtu.has_value());
@@ -99,37 +99,54 @@ TEST(HostFacts, LeavesMissingAndUnreadableFilesUnknownWithANote) {
 }
 
 TEST(HostFacts, NotesAnUnknownInterface) {
-  const HostFacts facts = Collect("eth9");
+  const PathFacts facts = Collect("eth9");
   EXPECT_EQ(facts.interface.name, "eth9");
   EXPECT_TRUE(NoteMentions(facts, "interface eth9 not found")) << ToJson(facts).dump();
-  EXPECT_EQ(facts.kernel_release, "6.1.0-27-amd64");
+  EXPECT_EQ(facts.host.kernel_release, "6.1.0-27-amd64");
 }
 
 // The kernel answers for a peer whatever the root (policy routing in
 // egress_interface_test): a local address leaves through lo.
 TEST(HostFacts, AsksTheKernelForAPeersEgressInterface) {
   EXPECT_EQ(Collect("", "loopback").interface.name, "lo");
-  const HostFacts local = Collect("", "127.0.0.1:7070");
+  const PathFacts local = Collect("", "127.0.0.1:7070");
   EXPECT_EQ(local.interface.name, "lo") << ToJson(local).dump();
   EXPECT_EQ(Collect("", "[::ffff:127.0.0.1]:7070").interface.name, "lo");
 }
 
 TEST(HostFacts, LoopbackHasNoDevice) {
-  const HostFacts facts = Collect("", "loopback");
+  const PathFacts facts = Collect("", "loopback");
   EXPECT_EQ(facts.interface.mtu, 65536u);
   EXPECT_EQ(facts.interface.driver, "");
   EXPECT_EQ(facts.interface.pci_device, "");
-  EXPECT_TRUE(facts.notes.empty()) << facts.notes.front();
+  EXPECT_TRUE(facts.host.notes.empty()) << facts.host.notes.front();
 }
 
 TEST(HostFacts, NotesEverythingWhenTheRootIsEmpty) {
   const testing::ScratchDir empty("empty-root");
-  const HostFacts facts = CollectHostFacts({empty.path().string(), "", Target::Loopback()});
-  EXPECT_EQ(facts.kernel_release, "");
-  EXPECT_EQ(facts.cpu_model, "");
+  const PathFacts facts = CollectPathFacts({empty.path().string(), "", Target::Loopback()});
+  EXPECT_EQ(facts.host.kernel_release, "");
+  EXPECT_EQ(facts.host.cpu_model, "");
   EXPECT_TRUE(NoteMentions(facts, "kernel release unknown"));
   EXPECT_TRUE(NoteMentions(facts, "cpu model unknown"));
   EXPECT_TRUE(NoteMentions(facts, "interface lo not found"));
+}
+
+// The agent reads the host once and each path's interface beside it: an
+// interface's reading names what could not be read of it, not of the host.
+TEST(HostFacts, AnInterfaceReadAloneNotesOnlyWhatConcernsIt) {
+  const testing::ScratchDir empty("empty-root");
+  std::vector<std::string> notes;
+  const InterfaceFacts lo =
+      CollectInterfaceFacts({empty.path().string(), "", Target::Loopback()}, notes);
+  EXPECT_EQ(lo.name, "lo");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("interface lo not found"), std::string::npos) << notes[0];
+  // A path's reading: the host's notes, then its interface's.
+  std::vector<std::string> both = CollectHostFacts(empty.path().string()).notes;
+  EXPECT_FALSE(both.empty());
+  both.insert(both.end(), notes.begin(), notes.end());
+  EXPECT_EQ(CollectPathFacts({empty.path().string(), "", Target::Loopback()}).host.notes, both);
 }
 
 class FingerprintOfACopy : public ::testing::Test {
@@ -140,7 +157,7 @@ class FingerprintOfACopy : public ::testing::Test {
   }
 
   std::uint64_t Now() const {
-    return CollectHostFacts({root_.string(), "eth0", Target::Loopback()}).Fingerprint();
+    return CollectHostFacts(root_.string()).fingerprint;
   }
   void Write(const std::string& relative, const std::string& text) {
     fs::remove(root_ / relative);
@@ -202,14 +219,14 @@ TEST_F(FingerprintOfACopy, IsTheSameWhateverThePath) {
   // One host fingerprint: `zcal calibrate --path X --json` and the agent
   // (whatever paths it calibrates) print the same value.
   for (const char* path : {"loopback", "10.1.0.7:7070", "[2001:db8::5]:1"}) {
-    EXPECT_EQ(CollectHostFacts({root_.string(), "", *ParseTarget(path)}).Fingerprint(),
+    EXPECT_EQ(CollectPathFacts({root_.string(), "", *ParseTarget(path)}).host.fingerprint,
               before_)
         << path;
   }
 }
 
 TEST(HostFacts, ToJsonHasEveryFieldAndTheFingerprint) {
-  const HostFacts facts = Collect("eth3");
+  const PathFacts facts = Collect("eth3");
   const nlohmann::json json = ToJson(facts);
   EXPECT_EQ(json["kernel_release"], "6.1.0-27-amd64");
   EXPECT_EQ(json["interface"]["driver"], "virtio_net");
@@ -228,16 +245,16 @@ TEST(HostFacts, ToJsonHasEveryFieldAndTheFingerprint) {
 TEST(HostFacts, DescribesThisMachine) {
   utsname name{};
   ASSERT_EQ(::uname(&name), 0);
-  const HostFacts facts = CollectHostFacts({});
-  EXPECT_EQ(facts.kernel_release, name.release);
-  EXPECT_FALSE(facts.cpu_model.empty());
+  const PathFacts facts = CollectPathFacts({});
+  EXPECT_EQ(facts.host.kernel_release, name.release);
+  EXPECT_FALSE(facts.host.cpu_model.empty());
   EXPECT_EQ(facts.interface.name, "lo");
   EXPECT_EQ(facts.interface.mtu, 65536u);
   // The live ethtool ioctl answers for lo.
   EXPECT_TRUE(facts.interface.sg.has_value());
   EXPECT_TRUE(facts.interface.tso.has_value());
   EXPECT_EQ(facts.interface.iommu_group, "");
-  EXPECT_EQ(facts.Fingerprint(), CollectHostFacts({}).Fingerprint());
+  EXPECT_EQ(facts.host.fingerprint, CollectHostFacts().fingerprint);
 }
 
 }  // namespace

@@ -155,11 +155,12 @@ std::string OnOff(const std::optional<bool>& value) {
   return value ? (*value ? "on" : "off") : "unknown";
 }
 
-void PrintHost(std::ostream& out, const probes::HostFacts& host) {
-  const probes::InterfaceFacts& i = host.interface;
+void PrintHost(std::ostream& out, const probes::PathFacts& facts) {
+  const probes::HostFacts& host = facts.host;
+  const probes::InterfaceFacts& i = facts.interface;
   std::string cmdline;
   for (const std::string& flag : host.iommu_cmdline) cmdline += (cmdline.empty() ? "" : " ") + flag;
-  out << "\nhost (fingerprint " << fmt::format("{:016x}", host.Fingerprint()) << ")\n"
+  out << "\nhost (fingerprint " << fmt::format("{:016x}", host.fingerprint) << ")\n"
       << "  kernel       " << Known(host.kernel_release) << "\n"
       << "  cpu          " << Known(host.cpu_model) << "\n"
       << "  iommu flags  " << (cmdline.empty() ? "none on the kernel command line" : cmdline)

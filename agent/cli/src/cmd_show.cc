@@ -86,7 +86,8 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
       << "\n";
   if (info.flags & ZCAL_FLAG_RETIRED)
     out << "retired     yes (a newer segment replaced this one)\n";
-  out << "host default " << DescribeHostDefault(info.host_default_source).sentence << "\n";
+  out << "host default "
+      << HostDefaultSentence(HostDefaultSourceOf(info.host_default_source)) << "\n";
   out << "entries     " << info.count << " of " << info.capacity << "\n";
   if (entries.empty()) return;
 

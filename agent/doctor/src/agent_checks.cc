@@ -67,7 +67,8 @@ Finding Segment(const DoctorOptions& options, const Observations& seen) {
   const std::string about = "segment " + options.segment + " of agent pid " + pid +
                             ", heartbeat " + beat + ", " + std::to_string(info.count) +
                             " entries; host default: " +
-                            DescribeHostDefault(info.host_default_source).sentence;
+                            std::string(HostDefaultSentence(
+                                HostDefaultSourceOf(info.host_default_source)));
   if (info.flags & ZCAL_FLAG_STALE) {
     return {"agent.segment", Status::kWarn,
             about + "; stale: republished from saved state, not yet confirmed by a "

@@ -128,9 +128,7 @@ Observations Observe(const DoctorOptions& options) {
                                            probes::CapabilityOptions{options.root});
   seen.namespaces = ProbeNamespaces(options.root);
   seen.memlock = ProbeMemlock(options.root);
-  probes::HostFactsOptions facts;
-  facts.root = options.root;
-  seen.host = probes::CollectHostFacts(facts);
+  seen.host = probes::CollectHostFacts(options.root);
   if (Result<std::string> egress = probes::DefaultRouteInterface()) {
     seen.egress_interface = std::move(*egress);
   }

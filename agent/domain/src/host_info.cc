@@ -5,24 +5,20 @@
 
 namespace zcal::agent {
 
-HostInfo HostInfoOf(const probes::HostFacts& facts, std::string path) {
-  HostInfo host;
-  host.kernel_release = facts.kernel_release;
-  host.cpu_model = facts.cpu_model;
-  host.iommu_cmdline = facts.iommu_cmdline;
-  host.fingerprint = facts.Fingerprint();
-  host.devices = facts.devices;
-  AddPath(host, facts, std::move(path));
-  return host;
+void AddPath(HostInfo& host, std::string path, probes::InterfaceFacts interface,
+             std::span<const std::string> notes) {
+  host.interfaces.push_back(PathInterface{std::move(path), std::move(interface)});
+  std::vector<std::string>& kept = host.facts.notes;
+  for (const std::string& note : notes) {
+    if (std::find(kept.begin(), kept.end(), note) == kept.end()) kept.push_back(note);
+  }
 }
 
-void AddPath(HostInfo& host, const probes::HostFacts& facts, std::string path) {
-  host.interfaces.push_back(PathInterface{std::move(path), facts.interface});
-  for (const std::string& note : facts.notes) {
-    if (std::find(host.notes.begin(), host.notes.end(), note) == host.notes.end()) {
-      host.notes.push_back(note);
-    }
-  }
+HostInfo HostInfoOf(probes::PathFacts facts, std::string path) {
+  HostInfo host;
+  host.facts = std::move(facts.host);
+  host.interfaces.push_back(PathInterface{std::move(path), std::move(facts.interface)});
+  return host;
 }
 
 }  // namespace zcal::agent

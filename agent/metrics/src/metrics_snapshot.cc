@@ -110,7 +110,7 @@ void Metrics::SetPaths(const std::map<std::string, probes::TargetKind>& kinds) {
   snapshot_->path_kinds = kinds;
 }
 
-void Metrics::SetHostDefault(const HostDefaultInfo& host_default,
+void Metrics::SetHostDefault(const HostDefaultChoice& host_default,
                              std::span<const PublishedEntry> table) {
   std::vector<PublishedEntry> entries;
   std::copy_if(table.begin(), table.end(), std::back_inserter(entries),
@@ -291,10 +291,10 @@ void Metrics::Snapshot::AppendHost(FamilyWriter& out) const {
   out.Gauge("zcal_host_info",
             "Host facts the calibration depends on; the fingerprint changes when any of them "
             "changes.")
-      .Add(1, {{"kernel_release", host->kernel_release},
-               {"cpu_model", host->cpu_model},
-               {"iommu_cmdline", common::Join(host->iommu_cmdline, " ")},
-               {"fingerprint", common::Hex64(host->fingerprint)}});
+      .Add(1, {{"kernel_release", host->facts.kernel_release},
+               {"cpu_model", host->facts.cpu_model},
+               {"iommu_cmdline", common::Join(host->facts.iommu_cmdline, " ")},
+               {"fingerprint", common::Hex64(host->facts.fingerprint)}});
   out.Gauge("zcal_interface_info",
             "Egress interface of each path: driver, PCI device, link speed, MTU, IOMMU group "
             "and type.");

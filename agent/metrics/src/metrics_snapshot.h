@@ -42,7 +42,7 @@ struct Metrics::Snapshot {
   std::map<PathMethod, calibrator::MethodResult> fresh;
   std::optional<HostInfo> host;
   std::map<std::string, probes::TargetKind> path_kinds;
-  std::optional<HostDefaultInfo> host_default;
+  std::optional<HostDefaultChoice> host_default;
   std::vector<PublishedEntry> host_default_entries;
 
   /// Drops what belongs to a path not in `paths`.

@@ -136,11 +136,9 @@ HostDefaultChoice Estimated(MethodStates estimate, const std::string& why) {
   return choice;
 }
 
-}  // namespace
-
-HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
-                                    const HostDefaultNic& nic,
-                                    const MethodStates& peers) {
+// The rule itself (header), without the NIC's name.
+HostDefaultChoice ChooseSource(const AgentState& state, const Config& config,
+                               const HostDefaultNic& nic, const MethodStates& peers) {
   if (!config.host_default.enabled) {
     HostDefaultChoice choice;
     choice.source = HostDefaultSource::kDisabled;
@@ -169,6 +167,16 @@ HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& confi
   MethodStates estimate = discard ? Usable(*discard) : MethodStates{};
   if (estimate.empty()) return NoSource(config, discard_configured, nic_name);
   return Estimated(std::move(estimate), why);
+}
+
+}  // namespace
+
+HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
+                                    const HostDefaultNic& nic,
+                                    const MethodStates& peers) {
+  HostDefaultChoice choice = ChooseSource(state, config, nic, peers);
+  if (nic.facts) choice.interface = nic.facts->name;
+  return choice;
 }
 
 }  // namespace zcal::agent

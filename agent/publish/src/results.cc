@@ -216,8 +216,7 @@ void AddHostDefault(PublishedTable& table, const AgentState& state, const Config
   }
   HostDefaultChoice choice = ChooseHostDefault(state, config, nic, through_nic);
   AddEntries(table, state, choice.methods, ScopeKind::kHostDefault, choice.estimated);
-  table.host_default = choice.source;
-  table.host_default_explanation = std::move(choice.explanation);
+  table.host_default = std::move(choice);
 }
 
 }  // namespace

@@ -168,7 +168,7 @@ void HostFacts(std::string& out, const ReportModel& model) {
            "`zcal analyze --json`).</p></section>\n";
     return;
   }
-  const HostInfo& h = *model.host;
+  const probes::HostFacts& h = model.host->facts;
   std::string flags;
   for (const std::string& f : h.iommu_cmdline) flags += (flags.empty() ? "" : " ") + f;
   out += "<table class=\"facts\"><tbody>\n";
@@ -178,7 +178,7 @@ void HostFacts(std::string& out, const ReportModel& model) {
   row("Kernel", Or(h.kernel_release));
   row("CPU", Or(h.cpu_model));
   row("IOMMU on the kernel command line", flags.empty() ? "none" : flags);
-  for (const PathInterface& p : h.interfaces) {
+  for (const PathInterface& p : model.host->interfaces) {
     const probes::InterfaceFacts& i = p.facts;
     std::string nic = Or(i.name) + ", driver " + Or(i.driver, "none") + ", PCI " +
                       Or(i.pci_device, "none");

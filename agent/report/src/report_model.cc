@@ -95,7 +95,7 @@ ReportModel ModelOfState(const AgentState& state, std::string source) {
   model.source = std::move(source);
   if (!state.host.interfaces.empty()) {
     model.host = state.host;
-    if (model.host->fingerprint == 0) model.host->fingerprint = state.fingerprint;
+    if (model.host->facts.fingerprint == 0) model.host->facts.fingerprint = state.fingerprint;
   }
   for (const auto& [path, methods] : state.paths) {
     for (const auto& [key, s] : methods) {

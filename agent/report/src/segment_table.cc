@@ -68,31 +68,40 @@ bool Estimated(const zcal_shm_entry& e) {
   return (e.entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
 }
 
-HostDefaultText DescribeHostDefault(std::uint32_t code) {
+HostDefaultSource HostDefaultSourceOf(std::uint32_t code) {
   switch (code) {
-    case ZCAL_HOST_DEFAULT_PEERS:
-      return {"peers", nullptr, "from peers reached through the NIC"};
-    case ZCAL_HOST_DEFAULT_ESTIMATED:
-      return {"estimated", nullptr,
-              "estimated from the discard path (the NIC's IOMMU does not "
-              "translate; no NIC, IOMMU or receiver cost is in it)"};
-    case ZCAL_HOST_DEFAULT_NONE_NO_PATH:
-      return {"none", "no_path",
-              "none: no usable peer or discard-path result (loopback and "
-              "kernel-copied paths never are); transports use their own default"};
-    case ZCAL_HOST_DEFAULT_NONE_IOMMU:
-      return {"none", "iommu_translates",
-              "none: the NIC's IOMMU translates, which the discard path cannot "
-              "see; measure a peer; transports use their own default"};
-    case ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN:
-      return {"none", "iommu_unknown",
-              "none: the NIC's IOMMU mode is unknown; measure a peer or name "
-              "the NIC (host_default.interface); transports use their own default"};
-    case ZCAL_HOST_DEFAULT_NONE_DISABLED:
-      return {"none", "disabled", "none: turned off in the configuration"};
-    default:
-      return {"unknown", nullptr, "not said by this agent (ABI minor 0)"};
+    case ZCAL_HOST_DEFAULT_PEERS: return HostDefaultSource::kPeers;
+    case ZCAL_HOST_DEFAULT_ESTIMATED: return HostDefaultSource::kEstimated;
+    case ZCAL_HOST_DEFAULT_NONE_NO_PATH: return HostDefaultSource::kNoPath;
+    case ZCAL_HOST_DEFAULT_NONE_IOMMU: return HostDefaultSource::kIommuTranslates;
+    case ZCAL_HOST_DEFAULT_NONE_IOMMU_UNKNOWN: return HostDefaultSource::kIommuUnknown;
+    case ZCAL_HOST_DEFAULT_NONE_DISABLED: return HostDefaultSource::kDisabled;
+    default: return HostDefaultSource::kUnknown;
   }
+}
+
+std::string_view HostDefaultSentence(HostDefaultSource source) {
+  switch (source) {
+    case HostDefaultSource::kPeers:
+      return "from peers reached through the NIC";
+    case HostDefaultSource::kEstimated:
+      return "estimated from the discard path (the NIC's IOMMU does not "
+             "translate; no NIC, IOMMU or receiver cost is in it)";
+    case HostDefaultSource::kNoPath:
+      return "none: no usable peer or discard-path result (loopback and "
+             "kernel-copied paths never are); transports use their own default";
+    case HostDefaultSource::kIommuTranslates:
+      return "none: the NIC's IOMMU translates, which the discard path cannot "
+             "see; measure a peer; transports use their own default";
+    case HostDefaultSource::kIommuUnknown:
+      return "none: the NIC's IOMMU mode is unknown; measure a peer or name "
+             "the NIC (host_default.interface); transports use their own default";
+    case HostDefaultSource::kDisabled:
+      return "none: turned off in the configuration";
+    case HostDefaultSource::kUnknown:
+      break;
+  }
+  return "not said by this agent (ABI minor 0)";
 }
 
 std::optional<double> Confidence(const zcal_shm_entry& e) {
@@ -120,12 +129,12 @@ nlohmann::json ThresholdsJson(const SegmentTable& table, std::uint64_t now_ns) {
   doc["heartbeat_age_seconds"] = optional(AgeSeconds(now_ns, info.heartbeat_ns));
   doc["stale"] = (info.flags & ZCAL_FLAG_STALE) != 0;
   doc["retired"] = (info.flags & ZCAL_FLAG_RETIRED) != 0;
-  const HostDefaultText host_default = DescribeHostDefault(info.host_default_source);
+  const HostDefaultSource host_default = HostDefaultSourceOf(info.host_default_source);
+  const std::string_view reason = HostDefaultAbsenceReason(host_default);
   doc["host_default"] = {
-      {"source", host_default.source},
-      {"reason", host_default.reason ? nlohmann::json(host_default.reason)
-                                     : nlohmann::json(nullptr)},
-      {"text", host_default.sentence}};
+      {"source", HostDefaultSourceName(host_default)},
+      {"reason", reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(reason)},
+      {"text", HostDefaultSentence(host_default)}};
   doc["entries"] = nlohmann::json::array();
   for (const zcal_shm_entry& e : table.entries) {
     nlohmann::json j;

@@ -7,7 +7,23 @@
 namespace zcal::agent {
 namespace {
 
-HostDefaultNic FindHostDefaultNic(const Config& config) {
+// The facts of interface `name` when it exists (its MTU or driver could be
+// read); what could not be read is appended to `notes` either way.
+std::optional<probes::InterfaceFacts> FindInterface(const Config& config,
+                                                    const std::string& name,
+                                                    std::vector<std::string>& notes) {
+  probes::HostFactsOptions options;
+  options.root = config.host_root;
+  options.interface = name;
+  probes::InterfaceFacts facts = probes::CollectInterfaceFacts(options, notes);
+  if (!facts.mtu && facts.driver.empty()) return std::nullopt;
+  return facts;
+}
+
+// A NIC that is not found is explained with everything that could not be
+// read, of the host (`host_notes`) and of the NIC.
+HostDefaultNic FindHostDefaultNic(const Config& config,
+                                  const std::vector<std::string>& host_notes) {
   HostDefaultNic nic;
   std::string name = config.host_default.interface;
   if (name.empty()) {
@@ -18,15 +34,11 @@ HostDefaultNic FindHostDefaultNic(const Config& config) {
     }
     name = *route;
   }
-  probes::HostFactsOptions options;
-  options.root = config.host_root;
-  options.interface = name;
-  const probes::HostFacts facts = probes::CollectHostFacts(options);
-  if (facts.interface.mtu || !facts.interface.driver.empty()) {
-    nic.facts = facts.interface;
-  } else {
+  std::vector<std::string> notes = host_notes;
+  nic.facts = FindInterface(config, name, notes);
+  if (!nic.facts) {
     nic.why_unknown = "interface " + name + " not found";
-    for (const std::string& note : facts.notes) nic.why_unknown += "; " + note;
+    for (const std::string& note : notes) nic.why_unknown += "; " + note;
   }
   return nic;
 }
@@ -50,12 +62,10 @@ bool DescribePeerInterfaces(HostInfo& snapshot, const Config& config,
         })) {
       continue;
     }
-    probes::HostFactsOptions options;
-    options.root = config.host_root;
-    options.interface = name;
-    const probes::HostFacts facts = probes::CollectHostFacts(options);
-    if (!facts.interface.mtu && facts.interface.driver.empty()) continue;  // gone
-    list.push_back(PathInterface{std::string(kPeerInterfacePathPrefix) + name, facts.interface});
+    std::vector<std::string> ignored;  // a peer's NIC is not the paths' concern
+    std::optional<probes::InterfaceFacts> facts = FindInterface(config, name, ignored);
+    if (!facts) continue;  // gone
+    list.push_back(PathInterface{std::string(kPeerInterfacePathPrefix) + name, std::move(*facts)});
     changed = true;
   }
   return changed;
@@ -66,20 +76,21 @@ probes::Target ProbeTarget(const PathConfig& path) {
 }
 
 HostInfo CollectHostSnapshot(const Config& config) {
+  const probes::HostFacts host = probes::CollectHostFacts(config.host_root);
   HostInfo snapshot;
+  // The host's facts are kept with its paths' (as they always were): a
+  // configuration without paths (peers only) publishes none, and its
+  // fingerprint is 0.
+  if (!config.paths.empty()) snapshot.facts = host;
   for (const PathConfig& path : config.paths) {
     probes::HostFactsOptions options;
     options.root = config.host_root;
     options.target = ProbeTarget(path);
-    const probes::HostFacts facts = probes::CollectHostFacts(options);
-    // Host-wide facts (and the fingerprint) do not depend on the path.
-    if (snapshot.interfaces.empty()) {
-      snapshot = HostInfoOf(facts, path.name);
-    } else {
-      AddPath(snapshot, facts, path.name);
-    }
+    std::vector<std::string> notes;
+    probes::InterfaceFacts interface = probes::CollectInterfaceFacts(options, notes);
+    AddPath(snapshot, path.name, std::move(interface), notes);
   }
-  snapshot.host_default_nic = FindHostDefaultNic(config);
+  snapshot.host_default_nic = FindHostDefaultNic(config, host.notes);
   // The NIC the host default and the peers through it stand for: the
   // fleet's hardware classes are joined on its facts (docs/metrics.md).
   if (snapshot.host_default_nic.facts) {

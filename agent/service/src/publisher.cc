@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "zcal/agent/publish/host_default.h"
 #include "zcal/agent/publish/peer_results.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/common/clock.h"
@@ -14,15 +13,6 @@
 namespace zcal::agent {
 
 namespace {
-
-// Where the host default of a published table comes from, as the metrics
-// show it beside the table's own host-default entries.
-HostDefaultInfo HostDefaultOf(const PublishedTable& table, const HostDefaultNic& nic) {
-  HostDefaultInfo info;
-  info.source = table.host_default;
-  if (nic.facts) info.interface = nic.facts->name;
-  return info;
-}
 
 PathRefused Refused(PathRefusal refusal, std::string message) {
   PathRefused refused;
@@ -129,13 +119,13 @@ void Publisher::Publish() {
   const std::uint64_t now_ns = clock_->Wall();
   const std::int64_t steady_ns = common::SteadyNs(*clock_);
   PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns, steady_ns);
-  if (table.host_default_explanation != host_default_explanation_) {
+  if (table.host_default.explanation != host_default_explanation_) {
     // Logged when it changes, not on every publish.
-    spdlog::info("{}", table.host_default_explanation);
-    host_default_explanation_ = table.host_default_explanation;
+    spdlog::info("{}", table.host_default.explanation);
+    host_default_explanation_ = table.host_default.explanation;
   }
   CheckSegment();
-  WriteSegment(table.entries, table.host_default);
+  WriteSegment(table.entries, table.host_default.source);
   PublishMetrics(std::move(table), now_ns, steady_ns);
 }
 
@@ -191,7 +181,7 @@ void Publisher::PublishMetrics(PublishedTable table, std::uint64_t now_ns,
   }
   metrics_->SetPaths(types);
   metrics_->SetPeersEnabled(config_.peers.enabled());
-  metrics_->SetHostDefault(HostDefaultOf(table, host_default_nic_), table.entries);
+  metrics_->SetHostDefault(table.host_default, table.entries);
   metrics_->SetPeers(std::move(stale_peers), std::move(table.interfaces));
 }
 
@@ -305,7 +295,7 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostInfo& host,
     }
     return false;
   }
-  state_.fingerprint = host.fingerprint;
+  state_.fingerprint = host.facts.fingerprint;
   state_.host = host;
   SetHost(host);
   state_.last_success_ns = now_ns;

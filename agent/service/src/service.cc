@@ -64,12 +64,12 @@ bool Service::Impl::Start() {
   ArmFingerprintPoll();
   const AgentState& saved = publisher_->state();
   const bool host_changed =
-      !saved.empty() && saved.fingerprint != host_.fingerprint;
+      !saved.empty() && saved.fingerprint != host_.facts.fingerprint;
   if (host_changed && !config_.schedule.at_startup) {
     spdlog::info("host facts changed since the saved calibration "
                  "(fingerprint {} -> {})",
                  common::Hex64(saved.fingerprint),
-                 common::Hex64(host_.fingerprint));
+                 common::Hex64(host_.facts.fingerprint));
   }
   asio::post(io_, [this, host_changed] { Handle(StartedEvent{host_changed}); });
   return true;
@@ -270,16 +270,16 @@ void Service::Impl::ArmFingerprintPoll() {
 
 void Service::Impl::PollHost() {
   HostInfo now = hooks_.collect_host(config_);
-  const bool changed = now.fingerprint != host_.fingerprint;
+  const bool changed = now.facts.fingerprint != host_.facts.fingerprint;
   if (changed) {
     spdlog::info("host facts changed (fingerprint {} -> {}); calibrating "
                  "early",
-                 common::Hex64(host_.fingerprint),
-                 common::Hex64(now.fingerprint));
+                 common::Hex64(host_.facts.fingerprint),
+                 common::Hex64(now.facts.fingerprint));
     metrics_->RecordFingerprintChange();
   } else {
     spdlog::debug("host facts unchanged (fingerprint {})",
-                  common::Hex64(now.fingerprint));
+                  common::Hex64(now.facts.fingerprint));
   }
   AdoptHost(std::move(now));
   if (changed) Handle(FingerprintChangedEvent{});

@@ -1,6 +1,5 @@
 #include "zcal/agent/state/host_json.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "zcal/common/text.h"
@@ -36,41 +35,38 @@ std::uint64_t Fingerprint(const json& object) {
 // every path; a path that lacks one (written by another version) does not
 // blank it.
 void AddFacts(HostInfo& host, const json& facts, std::string path) {
-  if (host.kernel_release.empty()) host.kernel_release = Text(facts, "kernel_release");
-  if (host.cpu_model.empty()) host.cpu_model = Text(facts, "cpu_model");
-  if (host.iommu_cmdline.empty()) host.iommu_cmdline = TextList(facts, "iommu_cmdline");
+  probes::HostFacts& h = host.facts;
+  if (h.kernel_release.empty()) h.kernel_release = Text(facts, "kernel_release");
+  if (h.cpu_model.empty()) h.cpu_model = Text(facts, "cpu_model");
+  if (h.iommu_cmdline.empty()) h.iommu_cmdline = TextList(facts, "iommu_cmdline");
   if (const auto devices = facts.find("devices");
-      host.devices.empty() && devices != facts.end() && devices->is_array()) {
-    for (const json& d : *devices) host.devices.push_back(probes::InterfaceFactsFromJson(d));
+      h.devices.empty() && devices != facts.end() && devices->is_array()) {
+    for (const json& d : *devices) h.devices.push_back(probes::InterfaceFactsFromJson(d));
   }
   const auto it = facts.find("interface");
-  host.interfaces.push_back(PathInterface{
-      std::move(path), it == facts.end() ? probes::InterfaceFacts{}
-                                         : probes::InterfaceFactsFromJson(*it)});
-  for (std::string& note : TextList(facts, "notes")) {
-    if (std::find(host.notes.begin(), host.notes.end(), note) == host.notes.end()) {
-      host.notes.push_back(std::move(note));
-    }
-  }
+  AddPath(host, std::move(path),
+          it == facts.end() ? probes::InterfaceFacts{} : probes::InterfaceFactsFromJson(*it),
+          TextList(facts, "notes"));
 }
 
 }  // namespace
 
 json HostToStateJson(const HostInfo& host) {
+  const probes::HostFacts& h = host.facts;
   json devices = json::array();
-  for (const probes::InterfaceFacts& d : host.devices) {
+  for (const probes::InterfaceFacts& d : h.devices) {
     devices.push_back(probes::InterfaceFactsToJson(d));
   }
   json paths = json::object();
   for (const PathInterface& i : host.interfaces) {
-    paths[i.path] = {{"kernel_release", host.kernel_release},
-                     {"cpu_model", host.cpu_model},
-                     {"iommu_cmdline", host.iommu_cmdline},
+    paths[i.path] = {{"kernel_release", h.kernel_release},
+                     {"cpu_model", h.cpu_model},
+                     {"iommu_cmdline", h.iommu_cmdline},
                      {"devices", devices},
                      {"interface", probes::InterfaceFactsToJson(i.facts)},
-                     {"notes", host.notes}};
+                     {"notes", h.notes}};
   }
-  return {{"fingerprint", common::Hex64(host.fingerprint)}, {"paths", std::move(paths)}};
+  return {{"fingerprint", common::Hex64(h.fingerprint)}, {"paths", std::move(paths)}};
 }
 
 std::optional<HostInfo> HostFromStateJson(const json& object) {
@@ -83,7 +79,7 @@ std::optional<HostInfo> HostFromStateJson(const json& object) {
     if (!host) host.emplace();
     AddFacts(*host, facts, path);
   }
-  if (host) host->fingerprint = Fingerprint(object);
+  if (host) host->facts.fingerprint = Fingerprint(object);
   return host;
 }
 
@@ -91,7 +87,7 @@ std::optional<HostInfo> HostFromFactsJson(const json& facts, std::string path) {
   if (!facts.is_object()) return std::nullopt;
   HostInfo host;
   AddFacts(host, facts, std::move(path));
-  host.fingerprint = Fingerprint(facts);
+  host.facts.fingerprint = Fingerprint(facts);
   return host;
 }
 

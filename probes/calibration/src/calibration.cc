@@ -409,7 +409,7 @@ Result<CalibrationReport, CalibrationError> RunCalibration(
   }
   const auto start = Clock::now();
   CalibrationReport report;
-  if (options.read_host) report.host = CollectHostFacts({options.root, "", options.target});
+  if (options.read_host) report.host = CollectPathFacts({options.root, "", options.target});
   report.max_size_clamp = MaxSizeClamp(options);
 
   auto opened = OpenPath(options);

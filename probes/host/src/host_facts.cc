@@ -124,10 +124,10 @@ void DescribeDevice(const std::string& root, const fs::path& interface_dir,
   }
 }
 
-void DescribeInterface(const HostFactsOptions& options, const std::string& name,
+void DescribeInterface(const std::string& root, const std::string& name,
                        InterfaceFacts& facts, std::vector<std::string>& notes) {
   facts.name = name;
-  const fs::path dir = UnderRoot(options.root, "sys/class/net/" + name);
+  const fs::path dir = UnderRoot(root, "sys/class/net/" + name);
   std::error_code ec;
   if (name.find('/') != std::string::npos || !fs::exists(dir, ec)) {
     notes.push_back("interface " + name + " not found: no " + dir.string());
@@ -139,7 +139,7 @@ void DescribeInterface(const HostFactsOptions& options, const std::string& name,
   } else {
     notes.push_back("mtu unknown: " + mtu.error().message);
   }
-  DescribeDevice(options.root, dir, facts, notes);
+  DescribeDevice(root, dir, facts, notes);
   if (!facts.driver.empty() || fs::exists(dir / "speed", ec)) {
     // Virtual interfaces have no speed (reading it fails with EINVAL);
     // only a device's missing speed is worth a note.
@@ -151,7 +151,7 @@ void DescribeInterface(const HostFactsOptions& options, const std::string& name,
       notes.push_back("link speed unknown: " + speed.error().message);
     }
   }
-  if (options.root == "/") {
+  if (root == "/") {
     const OffloadFeatures features = QueryOffloads(name);
     facts.sg = features.sg;
     facts.tso = features.tso;
@@ -182,11 +182,11 @@ nlohmann::json FingerprintJson(const HostFacts& facts) {
 // interfaces (veth, bridges, tunnels) come and go with containers and are
 // left out, so that a pod starting on the node does not look like new
 // hardware.
-std::vector<InterfaceFacts> DescribeDevices(const HostFactsOptions& options,
+std::vector<InterfaceFacts> DescribeDevices(const std::string& root,
                                             std::vector<std::string>& notes) {
   std::vector<std::string> names;
   std::error_code ec;
-  const fs::path dir = UnderRoot(options.root, "sys/class/net");
+  const fs::path dir = UnderRoot(root, "sys/class/net");
   for (auto it = fs::directory_iterator(dir, ec);
        !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::error_code exists;
@@ -202,7 +202,7 @@ std::vector<InterfaceFacts> DescribeDevices(const HostFactsOptions& options,
   std::vector<std::string> ignored;
   for (const std::string& name : names) {
     InterfaceFacts facts;
-    DescribeInterface(options, name, facts, ignored);
+    DescribeInterface(root, name, facts, ignored);
     devices.push_back(std::move(facts));
   }
   return devices;
@@ -210,31 +210,41 @@ std::vector<InterfaceFacts> DescribeDevices(const HostFactsOptions& options,
 
 }  // namespace
 
-std::uint64_t HostFacts::Fingerprint() const {
-  return common::Fnv1a(FingerprintJson(*this).dump());
-}
-
-HostFacts CollectHostFacts(const HostFactsOptions& options) {
+HostFacts CollectHostFacts(const std::string& root) {
   HostFacts facts;
-  if (auto release = ReadFirstLine(UnderRoot(options.root, "proc/sys/kernel/osrelease"))) {
+  if (auto release = ReadFirstLine(UnderRoot(root, "proc/sys/kernel/osrelease"))) {
     facts.kernel_release = *release;
   } else {
     facts.notes.push_back("kernel release unknown: " + release.error().message);
   }
-  facts.cpu_model = ReadCpuModel(options.root, facts.notes);
-  facts.iommu_cmdline = ReadIommuCmdline(options.root, facts.notes);
-  facts.devices = DescribeDevices(options, facts.notes);
-  std::optional<std::string> name =
-      options.interface.empty() ? PathInterface(options, facts.notes) : options.interface;
-  if (name) DescribeInterface(options, *name, facts.interface, facts.notes);
+  facts.cpu_model = ReadCpuModel(root, facts.notes);
+  facts.iommu_cmdline = ReadIommuCmdline(root, facts.notes);
+  facts.devices = DescribeDevices(root, facts.notes);
+  facts.fingerprint = common::Fnv1a(FingerprintJson(facts).dump());
   return facts;
 }
 
-nlohmann::json ToJson(const HostFacts& facts) {
-  nlohmann::json json = FingerprintJson(facts);
+InterfaceFacts CollectInterfaceFacts(const HostFactsOptions& options,
+                                     std::vector<std::string>& notes) {
+  InterfaceFacts facts;
+  std::optional<std::string> name =
+      options.interface.empty() ? PathInterface(options, notes) : options.interface;
+  if (name) DescribeInterface(options.root, *name, facts, notes);
+  return facts;
+}
+
+PathFacts CollectPathFacts(const HostFactsOptions& options) {
+  PathFacts facts;
+  facts.host = CollectHostFacts(options.root);
+  facts.interface = CollectInterfaceFacts(options, facts.host.notes);
+  return facts;
+}
+
+nlohmann::json ToJson(const PathFacts& facts) {
+  nlohmann::json json = FingerprintJson(facts.host);
   json["interface"] = InterfaceFactsToJson(facts.interface);
-  json["fingerprint"] = common::Hex64(facts.Fingerprint());
-  json["notes"] = facts.notes;
+  json["fingerprint"] = common::Hex64(facts.host.fingerprint);
+  json["notes"] = facts.host.notes;
   return json;
 }
 

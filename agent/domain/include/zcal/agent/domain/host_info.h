@@ -2,18 +2,12 @@
 // and the NIC whose results become the host default.
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "zcal/agent/domain/depth_class.h"
-#include "zcal/agent/domain/published_entry.h"
-#include "zcal/calibrator/decision.h"
-#include "zcal/calibrator/method.h"
 #include "zcal/probes/host/host_facts.h"
 
 namespace zcal::agent {
@@ -33,47 +27,36 @@ struct PathInterface {
 };
 
 /// The NIC whose results become the host default: the interface of the
-/// default route, or the one the configuration names.
+/// default route, or the one the configuration names. A fact, read with
+/// the host's; what is made of it is the choice (host_default_choice.h).
 struct HostDefaultNic {
   std::optional<probes::InterfaceFacts> facts;  ///< nullopt: not found
   std::string why_unknown = "not read yet";  ///< when facts is nullopt
 };
 
 /// The host facts as the agent reads them once per round (the service's
-/// CollectHostSnapshot) and as a calibration ran under: the one type of
-/// them above the probes, formatted where shown (zcal_host_info,
-/// zcal_interface_info, the state file's "host", the report's Host).
+/// CollectHostSnapshot) and as a calibration ran under, formatted where
+/// shown (zcal_host_info, zcal_interface_info, the state file's "host",
+/// the report's Host): the probes' one type of the host's facts, and what
+/// the agent adds to it, the egress interface of each path and the host
+/// default NIC.
 struct HostInfo {
-  std::string kernel_release;
-  std::string cpu_model;
-  std::vector<std::string> iommu_cmdline;  ///< words, in order
-  std::uint64_t fingerprint = 0;  ///< probes::HostFacts::Fingerprint; 0 unknown
-  /// What the fingerprint covers besides the above: lo and every interface
-  /// backed by a device (probes::HostFacts::devices).
-  std::vector<probes::InterfaceFacts> devices;
+  /// Kernel, CPU, IOMMU command line, devices, the fingerprint (0
+  /// unknown), and the notes of what could not be read, also of the
+  /// paths' interfaces.
+  probes::HostFacts facts;
   std::vector<PathInterface> interfaces;
-  /// What could not be read (for people), without duplicates.
-  std::vector<std::string> notes;
   /// The NIC whose results become the host default, as last read (not
   /// kept in the state file: it is read again at start).
   HostDefaultNic host_default_nic;
 };
 
-/// The host-wide facts of `facts`, with its egress interface as `path`'s.
-HostInfo HostInfoOf(const probes::HostFacts& facts, std::string path);
+/// Adds the egress interface of one more path, and the notes of reading
+/// it that host.facts lacks.
+void AddPath(HostInfo& host, std::string path, probes::InterfaceFacts interface,
+             std::span<const std::string> notes);
 
-/// Adds the egress interface of one more path, and the notes `facts` has
-/// that `host` lacks.
-void AddPath(HostInfo& host, const probes::HostFacts& facts, std::string path);
-
-/// Where the published host default comes from (zcal_host_default_info);
-/// its entries are those of the published table.
-struct HostDefaultInfo {
-  /// Where it comes from, or why there is none (named where shown:
-  /// HostDefaultSourceName, HostDefaultAbsenceReason).
-  HostDefaultSource source = HostDefaultSource::kUnknown;
-  std::string interface;  ///< the NIC it stands for; "" when unknown
-};
-
+/// The host of one path's reading, with its egress interface as `path`'s.
+HostInfo HostInfoOf(probes::PathFacts facts, std::string path);
 
 }  // namespace zcal::agent

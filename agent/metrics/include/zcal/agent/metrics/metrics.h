@@ -24,6 +24,7 @@
 #include "zcal/agent/domain/agent_state.h"
 #include "zcal/agent/domain/calibration_event.h"
 #include "zcal/agent/domain/export_formats.h"
+#include "zcal/agent/domain/host_default_choice.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/agent/domain/published_entry.h"
@@ -77,11 +78,12 @@ class Metrics final : public prometheus::Collectable {
   /// type label spelled by probes::TargetKindName; replaces the previous
   /// ones).
   void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
-  /// Where the host default comes from (zcal_host_default_info), and its
+  /// Where the host default comes from and the NIC it stands for
+  /// (zcal_host_default_info: the choice's source and interface), and its
   /// verdicts (zcal_host_default_threshold_bytes): the entries of scope
   /// kHostDefault of `table`, the table the segment got (others are left
   /// out). Replaces the previous ones.
-  void SetHostDefault(const HostDefaultInfo& host_default,
+  void SetHostDefault(const HostDefaultChoice& host_default,
                       std::span<const PublishedEntry> table = {});
   /// Drops every series of a path not in `paths` (published results, probe
   /// failures, last calibration, interface): call when a reload removed

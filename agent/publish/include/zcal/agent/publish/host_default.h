@@ -21,6 +21,7 @@
 
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/host_default_choice.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/method.h"
@@ -46,20 +47,10 @@ IommuClass ClassifyIommu(const HostDefaultNic& nic);
 /// or never because zerocopy measured slower.
 bool UsableForHostDefault(const calibrator::MethodResult& result);
 
-struct HostDefaultChoice {
-  HostDefaultSource source = HostDefaultSource::kNoPath;
-  /// What to publish with scope host_default, per method and depth class
-  /// (empty when there is none).
-  MethodStates methods;
-  bool estimated = false;
-  /// One sentence for the log, `zcal show` (through the source) and the
-  /// metrics: where the host default comes from, or why there is none.
-  std::string explanation;
-};
-
 /// Applies the rule to the published state, to each depth class alike.
 /// `peers`: the aggregate of peer results through the host-default NIC,
-/// per method and class (empty without peers).
+/// per method and class (empty without peers). The choice's interface is
+/// `nic`'s name.
 HostDefaultChoice ChooseHostDefault(const AgentState& state, const Config& config,
                                     const HostDefaultNic& nic, const MethodStates& peers = {});
 

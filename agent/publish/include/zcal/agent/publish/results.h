@@ -10,6 +10,7 @@
 
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/host_default_choice.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/decision.h"
@@ -55,8 +56,9 @@ struct PublishedTable {
   std::vector<PublishedEntry> entries;
   /// The peer aggregates behind the interface entries (for the metrics).
   InterfaceAggregates interfaces;
-  HostDefaultSource host_default = HostDefaultSource::kNoPath;
-  std::string host_default_explanation;  ///< a sentence (host_default.h)
+  /// Where the host default comes from (the segment's header, the log,
+  /// the metrics); its entries are among `entries`.
+  HostDefaultChoice host_default;
 };
 
 /// The segment's table: per configured path, zerocopy method and depth

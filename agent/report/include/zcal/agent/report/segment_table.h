@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "zcal/agent/domain/published_entry.h"
 #include "zcal/zcal.h"
 
 namespace zcal::agent {
@@ -51,12 +53,14 @@ std::string DepthText(const zcal_shm_entry& e);
 bool Estimated(const zcal_shm_entry& e);
 std::optional<double> Confidence(const zcal_shm_entry& e);  ///< nullopt unknown
 
-/// Where the host default comes from, or why there is none (ABI minor 1).
-struct HostDefaultText {
-  const char* source;  ///< "peers", "estimated", "none", "unknown"
-  const char* reason;  ///< why none; nullptr otherwise
-  const char* sentence;
-};
-HostDefaultText DescribeHostDefault(std::uint32_t code);
+/// Where the host default comes from, or why there is none: the header's
+/// host_default_source (ABI minor 1) decoded; kUnknown for a minor-0
+/// writer's 0 and for a code this reader does not know. Named by
+/// HostDefaultSourceName and HostDefaultAbsenceReason.
+HostDefaultSource HostDefaultSourceOf(std::uint32_t code);
+/// The sentence `zcal show` and `zcal doctor` print for `source`, e.g.
+/// "estimated from the discard path (...)", "none: turned off in the
+/// configuration".
+std::string_view HostDefaultSentence(HostDefaultSource source);
 
 }  // namespace zcal::agent

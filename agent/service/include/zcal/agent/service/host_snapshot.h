@@ -1,7 +1,7 @@
-// What the agent watches on the host: the probes' host facts of every
-// configured path and the host fingerprint (probes::HostFacts::Fingerprint,
-// the same value `zcal calibrate --json` prints). A change of the
-// fingerprint triggers an early calibration.
+// What the agent watches on the host: the probes' host facts, the egress
+// interface of every configured path and the host fingerprint
+// (probes::HostFacts::fingerprint, the same value `zcal calibrate --json`
+// prints). A change of the fingerprint triggers an early calibration.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,9 @@
 
 namespace zcal::agent {
 
-/// Reads the facts below config.host_root, once per round: those of every
-/// configured path's egress interface and of the host default NIC (also as
+/// Reads the facts below config.host_root, once per round: the host's (kept
+/// when there is a configured path), those of every configured path's
+/// egress interface and of the host default NIC (also as
 /// kHostDefaultInterfacePath in `interfaces`), and the fingerprint, which
 /// changes with the kernel, the CPU, the IOMMU kernel flags, or the facts
 /// (driver, MTU, speed, offloads, IOMMU group and type) of lo or of any

@@ -11,9 +11,10 @@
 namespace zcal::agent {
 
 /// {"fingerprint": "16 hex digits", "paths": {PATH: FACTS}}, FACTS as
-/// probes::ToJson writes them (kernel_release, cpu_model, iommu_cmdline,
-/// devices, interface, notes) with PATH's egress interface, one per
-/// interface of `host`.
+/// probes::ToJson writes a path's (kernel_release, cpu_model,
+/// iommu_cmdline, devices, interface, notes; the host's facts repeated
+/// under each path) with PATH's egress interface, one per interface of
+/// `host`.
 nlohmann::json HostToStateJson(const HostInfo& host);
 
 /// The inverse of HostToStateJson, lenient as for a file of another

@@ -146,7 +146,7 @@ struct CalibrationReport {
   /// path: 65,507 bytes, one UDP datagram) and the sweep stopped there.
   std::optional<SizeClamp> max_size_clamp;
   std::vector<calibrator::Sample> samples;
-  HostFacts host;  ///< empty unless CalibrationOptions::read_host
+  PathFacts host;  ///< empty unless CalibrationOptions::read_host
   /// The host's load over the probes (cpu_accounting.h); nullopt when
   /// /proc/stat could not be read or the probes took less than a tick.
   std::optional<HostLoad> load;

@@ -1,6 +1,7 @@
 // Host facts: what the calibration result depends on besides the code (the
 // kernel, the CPU, the egress NIC, its driver and its IOMMU mode), and a
-// fingerprint that changes when any of them changes.
+// fingerprint that changes when any of them changes. The host's facts are
+// one type (HostFacts); a path adds its egress interface (PathFacts).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 namespace zcal::probes {
 
+/// What to read for one path (CollectPathFacts, CollectInterfaceFacts).
 struct HostFactsOptions {
   /// Root of the sysfs/procfs tree to read (tests point it at a fake tree).
   /// The ethtool ioctl (sg, tso) is asked only when this is "/".
@@ -41,6 +43,9 @@ struct InterfaceFacts {
   std::string iommu_type;
 };
 
+/// The facts of the host, which no path changes: one type for `zcal
+/// calibrate`, `zcal doctor` and the agent, which adds the egress
+/// interface of each of its paths.
 struct HostFacts {
   std::string kernel_release;  ///< proc/sys/kernel/osrelease
   std::string cpu_model;       ///< first "model name" in proc/cpuinfo
@@ -51,17 +56,24 @@ struct HostFacts {
   /// virtio; not veth, bridges or tunnels, which containers create and
   /// remove), by name.
   std::vector<InterfaceFacts> devices;
-  /// The egress interface of the target (may be virtual, e.g. lo).
-  InterfaceFacts interface;
-  /// What could not be read or resolved, one sentence each (for people;
-  /// not part of the fingerprint).
-  std::vector<std::string> notes;
-
   /// The host fingerprint: 64-bit FNV-1a of the kernel release, the CPU
-  /// model, the IOMMU command line and the facts of `devices`. It does
-  /// not depend on the target, so that `zcal calibrate --json`, the agent's
-  /// state, segment and metrics carry the same value on one host.
-  std::uint64_t Fingerprint() const;
+  /// model, the IOMMU command line and the facts of `devices`, as
+  /// CollectHostFacts computed it or as a file recorded it; 0 = unknown.
+  /// It does not depend on a path, so that `zcal calibrate --json`, the
+  /// agent's state, segment and metrics carry the same value on one host.
+  std::uint64_t fingerprint = 0;
+  /// What could not be read or resolved, of the host and of the interfaces
+  /// read with it (a path's egress interface), one sentence each, without
+  /// duplicates (for people; not part of the fingerprint).
+  std::vector<std::string> notes;
+};
+
+/// One path's reading: the host, and the interface the path's traffic
+/// leaves through (may be virtual, e.g. lo). What could not be read of
+/// that interface is among host.notes.
+struct PathFacts {
+  HostFacts host;
+  InterfaceFacts interface;
 };
 
 /// The interface traffic to `destination` leaves through, as the kernel
@@ -82,7 +94,18 @@ Result<std::string> EgressInterface(const common::IpAddress& destination);
 /// Errc::kNotFound naming both families' reasons when neither has a route.
 Result<std::string> DefaultRouteInterface();
 
-/// Never fails: what cannot be read is left unknown and named in `notes`.
-HostFacts CollectHostFacts(const HostFactsOptions& options);
+/// The facts of the host below `root` (as HostFactsOptions::root), with
+/// their fingerprint. Never fails: what cannot be read is left unknown and
+/// named in `notes`.
+HostFacts CollectHostFacts(const std::string& root = "/");
+
+/// The facts of options.interface, or of options.target's egress interface
+/// (its name stays empty when no route leads there). Never fails: what
+/// cannot be read or resolved is left unknown and appended to `notes`.
+InterfaceFacts CollectInterfaceFacts(const HostFactsOptions& options,
+                                     std::vector<std::string>& notes);
+
+/// CollectHostFacts and CollectInterfaceFacts of one path, in one reading.
+PathFacts CollectPathFacts(const HostFactsOptions& options);
 
 }  // namespace zcal::probes

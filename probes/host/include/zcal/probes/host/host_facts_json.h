@@ -1,6 +1,7 @@
-// The JSON of host facts, both ways: probes::ToJson(HostFacts) (`zcal
-// calibrate --json`, the agent's state file) and the facts of one interface
-// in it, read back by the agent and the report.
+// The JSON of host facts, both ways: probes::ToJson(PathFacts) (`zcal
+// calibrate --json`; the agent's state file writes the same fields per
+// path) and the facts of one interface in it, read back by the agent and
+// the report.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,8 +12,9 @@ namespace zcal::probes {
 
 /// {"kernel_release", "cpu_model", "iommu_cmdline": [..], "devices": [IF..],
 ///  "interface": IF, "fingerprint": "16 hex digits", "notes": [..]} where IF
-/// is InterfaceFactsToJson; unknown values are null.
-nlohmann::json ToJson(const HostFacts& facts);
+/// is InterfaceFactsToJson, "interface" the path's egress interface and
+/// "fingerprint" HostFacts::fingerprint; unknown values are null.
+nlohmann::json ToJson(const PathFacts& facts);
 
 /// {"name", "driver", "pci_device", "speed_mbps", "mtu", "sg", "tso",
 ///  "iommu_group", "iommu_type"}; unknown values are null.
