@@ -11,9 +11,12 @@
 #include "test_util.h"
 #include "zcal/common/fake_clock.h"
 #include "zcal/zcal.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent {
 namespace {
+
+using zcal::testing::ConfiguredPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -55,13 +58,35 @@ Sample MakeSample(Method method, std::uint64_t size, std::uint64_t copied,
   return s;
 }
 
+// The published table's entries of `paths`, as BuildEntries makes them.
+std::vector<PublishedEntry> TableOf(const std::map<PathId, MethodStates>& paths) {
+  std::vector<PublishedEntry> table;
+  for (const auto& [path, methods] : paths) {
+    for (const auto& [key, s] : methods) {
+      PublishedEntry e;
+      e.path = path;
+      e.method = key.method;
+      e.depth = key.depth;
+      e.verdict = s.published.verdict;
+      e.threshold_bytes = s.published.threshold_bytes;
+      e.confidence = s.published.confidence;
+      e.reason = s.published.reason;
+      e.measured_at_ns = s.measured_at_ns;
+      e.load = s.load;
+      e.pending = s.pending;
+      table.push_back(std::move(e));
+    }
+  }
+  return table;
+}
+
 std::shared_ptr<Metrics> Populated() {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, MethodStates> paths;
-  paths["loopback"][Method::kMsgZerocopy] =
+  std::map<PathId, MethodStates> paths;
+  paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt,
                 Reason::kKernelCopied);
-  paths["loopback"][Method::kUringSendZc] =
+  paths[ConfiguredPath("loopback")][Method::kUringSendZc] =
       Published(Method::kUringSendZc, Verdict::kThreshold, 16384);
   probes::HostLoad load;
   load.busy_share = 0.25;
@@ -69,11 +94,11 @@ std::shared_ptr<Metrics> Populated() {
   load.own_share = 0.0625;
   load.runnable_mean = 2.5;
   load.runnable_max = 4;
-  paths["loopback"][Method::kUringSendZc].load = load;
-  paths["loopback"][Method::kUringSendZcFixed] = Published(
+  paths[ConfiguredPath("loopback")][Method::kUringSendZc].load = load;
+  paths[ConfiguredPath("loopback")][Method::kUringSendZcFixed] = Published(
       Method::kUringSendZcFixed, Verdict::kInconclusive, std::nullopt,
       Reason::kNoisy);
-  metrics->SetPublished(paths, true);
+  metrics->SetPublished(TableOf(paths), true);
   std::vector<Sample> samples = {
       MakeSample(Method::kCopy, 4096, 0, 0),
       MakeSample(Method::kMsgZerocopy, 4096, 3, 4),
@@ -154,10 +179,10 @@ TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
 
 TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, MethodStates> paths;
-  paths["discard"][{Method::kMsgZerocopy, zcal::agent::DepthClass::k4}] =
+  std::map<PathId, MethodStates> paths;
+  paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, zcal::agent::DepthClass::k4}] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 49152);
-  metrics->SetPublished(paths, false);
+  metrics->SetPublished(TableOf(paths), false);
   HostDefaultInfo host_default;
   host_default.source = HostDefaultSource::kEstimated;
   PublishedEntry stream;
@@ -273,17 +298,17 @@ std::vector<std::string> SeriesLines(const std::string& text) {
 
 TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, MethodStates> paths;
-  paths["discard"][Method::kMsgZerocopy] =
+  std::map<PathId, MethodStates> paths;
+  paths[ConfiguredPath("discard")][Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576);
-  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}] =
+  paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, DepthClass::k1}] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 65536);
-  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}].pending =
+  paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, DepthClass::k1}].pending =
       Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt, Reason::kSlower).published;
   probes::HostLoad load;
   load.busy_share = 0.5;
-  for (auto& [key, s] : paths["discard"]) s.load = load;
-  metrics->SetPublished(paths, false);
+  for (auto& [key, s] : paths[ConfiguredPath("discard")]) s.load = load;
+  metrics->SetPublished(TableOf(paths), false);
   Sample stream = MakeSample(Method::kMsgZerocopy, 4096, 0, 4);
   Sample one = MakeSample(Method::kMsgZerocopy, 4096, 1, 4);
   one.depth = 1;

@@ -18,9 +18,13 @@
 #include "zcal/agent/publish/peer_results.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/agent/state/state.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -237,7 +241,10 @@ TEST(PeerRound, AsksKPeersAfterThePathsAndSharesTheBudget) {
       plan);
   ASSERT_EQ(asked.size(), 3u);
   EXPECT_EQ(asked[0], "loopback");
-  EXPECT_TRUE(asked[1].starts_with("peer/198.18.9."));
+  const Result<PathId> second = ParsePathId(asked[1]);
+  ASSERT_TRUE(second) << asked[1];
+  EXPECT_TRUE(second->IsPeer()) << asked[1];
+  EXPECT_TRUE(common::ToString(second->endpoint().address).starts_with("198.18.9.")) << asked[1];
   EXPECT_NE(asked[1], asked[2]);
   ASSERT_EQ(outcome.peer_attempts.size(), 2u);
   EXPECT_EQ(outcome.peer_attempts[0].outcome, PeerOutcome::kSuccess);
@@ -327,9 +334,8 @@ using testing::Threshold;
 
 void AddPeer(AgentState& state, const std::string& endpoint, const std::string& interface,
              std::uint64_t success_ns, const MethodResult& result) {
-  const std::string path = std::string(kPeerPathPrefix) + endpoint;
-  state.peers[path] = PeerRecord{*common::ParseHostPort(endpoint), interface, success_ns, success_ns,
-                                PeerOutcome::kSuccess};
+  const PathId path = PeerPath(endpoint);
+  state.peers[path] = PeerRecord{interface, success_ns, success_ns, PeerOutcome::kSuccess};
   state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt, std::nullopt};
 }
 
@@ -370,8 +376,8 @@ TEST(AggregatePeers, LeavesOutStaleCopiedAndUnroutedResults) {
   AddPeer(state, "198.18.0.3:7070", "veth0", now,
           Never(Method::kMsgZerocopy, Reason::kKernelCopied));
   AddPeer(state, "198.18.0.4:7070", "", now, Threshold(Method::kMsgZerocopy, 8192));
-  EXPECT_TRUE(PeerStale(state.peers.at("peer/198.18.0.2:7070"), config, now));
-  EXPECT_FALSE(PeerStale(state.peers.at("peer/198.18.0.3:7070"), config, now));
+  EXPECT_TRUE(PeerStale(state.peers.at(PeerPath("198.18.0.2:7070")), config, now));
+  EXPECT_FALSE(PeerStale(state.peers.at(PeerPath("198.18.0.3:7070")), config, now));
   EXPECT_TRUE(AggregatePeers(state, config, now).empty());
 }
 
@@ -382,13 +388,13 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", 30, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.4:7070", "eth0", 20, Threshold(Method::kMsgZerocopy, 8192));
-  state.peers["peer/198.18.0.9:7070"] =
-      PeerRecord{*common::ParseHostPort("198.18.0.9:7070"), "", 40, 0, PeerOutcome::kBusy};
+  state.peers[PeerPath("198.18.0.9:7070")] =
+      PeerRecord{"", 40, 0, PeerOutcome::kBusy};
   PruneState(state, config);
   EXPECT_EQ(state.peers.size(), 2u);
-  EXPECT_TRUE(state.peers.contains("peer/198.18.0.3:7070"));
-  EXPECT_TRUE(state.peers.contains("peer/198.18.0.4:7070"));
-  EXPECT_FALSE(state.paths.contains("peer/198.18.0.2:7070")) << "its results go with it";
+  EXPECT_TRUE(state.peers.contains(PeerPath("198.18.0.3:7070")));
+  EXPECT_TRUE(state.peers.contains(PeerPath("198.18.0.4:7070")));
+  EXPECT_FALSE(state.paths.contains(PeerPath("198.18.0.2:7070"))) << "its results go with it";
   const Config without_peers;
   PruneState(state, without_peers);
   EXPECT_TRUE(state.peers.empty()) << "no peers configured, none kept";
@@ -398,17 +404,17 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
 TEST(RecordPeerAttempts, AFailureKeepsTheLastGoodResult) {
   AgentState state;
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
-  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", *common::ParseHostPort("198.18.0.2:7070"),
+  RecordPeerAttempts(state, {PeerAttempt{*common::ParseHostPort("198.18.0.2:7070"),
                                          PeerOutcome::kTimeout,
                                          "no answer in time", ""}},
                      50);
-  const PeerRecord& p = state.peers.at("peer/198.18.0.2:7070");
+  const PeerRecord& p = state.peers.at(PeerPath("198.18.0.2:7070"));
   EXPECT_EQ(p.last_attempt_ns, 50u);
   EXPECT_EQ(p.last_success_ns, 10u);
   EXPECT_EQ(p.last_outcome, PeerOutcome::kTimeout);
   EXPECT_EQ(p.interface, "eth0");
   PruneState(state, PeersOn());
-  EXPECT_TRUE(state.paths.contains("peer/198.18.0.2:7070"));
+  EXPECT_TRUE(state.paths.contains(PeerPath("198.18.0.2:7070")));
 }
 
 HostDefaultNic Nic(const std::string& name) {
@@ -450,9 +456,9 @@ TEST(AggregatePeers, EachDepthClassHasItsOwnMedian) {
   const std::uint64_t now = 1000 * kSecond;
   AddPeer(state, "198.18.0.2:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
-  state.paths["peer/198.18.0.2:7070"][{Method::kMsgZerocopy, DepthClass::k1}] =
+  state.paths[PeerPath("198.18.0.2:7070")][{Method::kMsgZerocopy, DepthClass::k1}] =
       MethodState{Threshold(Method::kMsgZerocopy, 65536), now, std::nullopt, std::nullopt};
-  state.paths["peer/198.18.0.3:7070"][{Method::kMsgZerocopy, DepthClass::k1}] =
+  state.paths[PeerPath("198.18.0.3:7070")][{Method::kMsgZerocopy, DepthClass::k1}] =
       MethodState{Threshold(Method::kMsgZerocopy, 131072), now, std::nullopt, std::nullopt};
   const InterfaceAggregates a = AggregatePeers(state, PeersOn(), now);
   const auto& eth0 = a.at("eth0");
@@ -498,8 +504,8 @@ TEST(PeerState, RoundTripsTheRecordsAndTheRound) {
   const Result<AgentState> back = ParseState(SerializeState(state), "s.json");
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->peer_round, 41u);
-  const PeerRecord& p = back->peers.at("peer/198.18.0.2:7070");
-  EXPECT_EQ(common::ToString(p.endpoint), "198.18.0.2:7070");
+  const PeerRecord& p = back->peers.at(PeerPath("198.18.0.2:7070"));
+  EXPECT_EQ(common::ToString(back->peers.begin()->first.endpoint()), "198.18.0.2:7070");
   EXPECT_EQ(p.interface, "eth0");
   EXPECT_EQ(p.last_success_ns, 77u);
   EXPECT_EQ(p.last_outcome, PeerOutcome::kSuccess);

@@ -135,7 +135,7 @@ void Publisher::Publish() {
     host_default_explanation_ = table.host_default_explanation;
   }
   CheckSegment();
-  WriteSegment(table.entries, table.host_default);
+  WriteSegment(SegmentEntries(table.entries), table.host_default);
   PublishMetrics(std::move(table), now_ns, steady_ns);
 }
 
@@ -181,13 +181,13 @@ void Publisher::WriteSegment(const std::vector<PublishedEntry>& entries,
 
 void Publisher::PublishMetrics(PublishedTable table, std::uint64_t now_ns,
                                std::int64_t steady_ns) {
-  metrics_->SetPublished(state_.paths, stale_);
+  metrics_->SetPublished(table.entries, stale_);
   std::map<std::string, probes::TargetKind> types;
-  for (const PathConfig& path : config_.paths) types[path.name] = path.type;
+  for (const PathConfig& path : config_.paths) types[ToString(PathId::Configured(path.name))] = path.type;
   std::map<std::string, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
-    types[path] = probes::TargetKind::kPeer;
-    stale_peers[path] = PeerStale(peer, config_, now_ns, steady_ns);
+    types[ToString(path)] = probes::TargetKind::kPeer;
+    stale_peers[ToString(path)] = PeerStale(peer, config_, now_ns, steady_ns);
   }
   metrics_->SetPaths(types);
   metrics_->SetPeersEnabled(config_.peers.enabled());
@@ -230,7 +230,7 @@ std::map<DepthClass, calibrator::PathResult> Publisher::FreshResults(
   std::map<DepthClass, calibrator::PathResult> fresh;
   for (const probes::ClassAnalysis& c : classes) {
     const std::optional<DepthClass> depth = DepthClassOf(c.depth);
-    const calibrator::PathResult* found = FindPathResult(c.analysis, r.path);
+    const calibrator::PathResult* found = FindPathResult(c.analysis, ToString(r.path));
     // The agent asks for published classes only (config.depths).
     if (!depth || found == nullptr) continue;
     calibrator::PathResult result = *found;
@@ -247,24 +247,23 @@ tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
                                                        std::uint64_t now_ns) {
   if (!r.report) {
     return tl::unexpected(Refused(PathRefusal::kCalibrationFailed,
-                                  "calibration of path " + r.path +
+                                  "calibration of path " + ToString(r.path) +
                                       " failed: " + r.report.error().message));
   }
   const probes::CalibrationReport& report = *r.report;
-  metrics_->RecordProbeFailures(r.path, report.samples);
-  const bool peer = IsPeerPath(r.path) && config_.peers.enabled();
-  if (!peer && std::none_of(config_.paths.begin(), config_.paths.end(),
-                            [&](const PathConfig& p) { return p.name == r.path; })) {
+  const std::string name = ToString(r.path);
+  metrics_->RecordProbeFailures(name, report.samples);
+  if (r.path.IsPeer() ? !config_.peers.enabled() : !PathKind(config_, r.path)) {
     return tl::unexpected(
         Refused(PathRefusal::kNotConfigured,
-                "path " + r.path + " is no longer configured; its results are dropped"));
+                "path " + name + " is no longer configured; its results are dropped"));
   }
   const std::map<DepthClass, calibrator::PathResult> fresh = FreshResults(r);
   if (!fresh.contains(DepthClass::kStream)) {
     return tl::unexpected(Refused(PathRefusal::kNoResults,
-                                  "calibration of path " + r.path + " produced no results"));
+                                  "calibration of path " + name + " produced no results"));
   }
-  metrics_->SetLastCalibration(r.path, report.samples, fresh);
+  metrics_->SetLastCalibration(name, report.samples, fresh);
   for (const auto& [depth, result] : fresh) {
     for (const std::string& line : MergeCalibration(state_, r.path, result, now_ns, report.load,
                                                     config_.hysteresis, depth)) {
@@ -328,8 +327,9 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   for (const PeerAttempt& attempt : outcome.peer_attempts) {
     metrics_->RecordPeerAttempt(attempt.outcome);
     if (attempt.outcome != PeerOutcome::kSuccess) {
-      const bool kept = state_.paths.contains(attempt.path);
-      spdlog::warn("{}: {} ({}){}", attempt.path, PeerOutcomeName(attempt.outcome), attempt.detail,
+      const bool kept = state_.paths.contains(attempt.path());
+      spdlog::warn("{}: {} ({}){}", ToString(attempt.path()), PeerOutcomeName(attempt.outcome),
+                   attempt.detail,
                    kept ? "; its last good result stays published" : "");
     }
   }
@@ -340,8 +340,8 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
 
 std::vector<std::string> Publisher::KeptPaths() const {
   std::vector<std::string> paths;
-  for (const PathConfig& path : config_.paths) paths.push_back(path.name);
-  for (const auto& [path, peer] : state_.peers) paths.push_back(path);
+  for (const PathConfig& path : config_.paths) paths.push_back(ToString(PathId::Configured(path.name)));
+  for (const auto& [path, peer] : state_.peers) paths.push_back(ToString(path));
   return paths;
 }
 

@@ -59,10 +59,13 @@ class Metrics final : public prometheus::Collectable {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  /// The published results and whether they are stale (replaces the
-  /// previous ones: paths, methods and classes not given lose their
-  /// series). Every family of a result has path, method and depth labels.
-  void SetPublished(const std::map<std::string, MethodStates>& paths, bool stale);
+  /// The published results, the entries of `table` that are a path's own
+  /// (PublishedEntry::path; the table the segment's entries come from,
+  /// publish/results.h), and whether they are stale. Replaces the previous
+  /// ones: paths, methods and classes not given lose their series. Every
+  /// family of a result has path (ToString of its PathId), method and depth
+  /// labels.
+  void SetPublished(std::span<const PublishedEntry> table, bool stale);
   /// Per-size figures and copied ratios of the last calibration of `path`
   /// (each zerocopy sample under the class of its depth, the copying
   /// baselines under stream; samples at a depth of no class are left out),
