@@ -3,6 +3,7 @@
 // the per-interface median and what it makes of the segment's table.
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 
 #include "zcal/agent/service/calibration_runner.h"
 #include "zcal/agent/config/config.h"
+#include "zcal/agent/metrics/metrics.h"
 #include "zcal/agent/publish/peer_results.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/agent/state/state.h"
@@ -477,6 +479,77 @@ TEST(AggregatePeers, EachDepthClassHasItsOwnMedian) {
   EXPECT_EQ(thresholds.at({ScopeKind::kInterface, DepthClass::k1}), 131072u);
   EXPECT_EQ(thresholds.at({ScopeKind::kHostDefault, DepthClass::k1}), 131072u);
   EXPECT_EQ(thresholds.at({ScopeKind::kHostDefault, DepthClass::kStream}), 16384u);
+}
+
+// Two sinks on one host: the table keeps both peers' entries, each under its
+// own path; the segment's host prefix holds the one measured last.
+TEST(SegmentEntries, TwoPeersOfOneAddressShareItsPrefixTheOneMeasuredLastStays) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now - 20, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.2:7071", "eth0", now - 10, Threshold(Method::kMsgZerocopy, 16384));
+  AddPeer(state, "198.18.0.3:7070", "eth0", now - 30, Threshold(Method::kMsgZerocopy, 32768));
+  const PublishedTable table = BuildEntries(state, PeersOn(), Nic("eth9"), now);
+  std::map<PathId, std::uint64_t> in_table;
+  for (const PublishedEntry& e : table.entries) {
+    if (e.scope != ScopeKind::kPeer) continue;
+    ASSERT_TRUE(e.path);
+    in_table[*e.path] = *e.threshold_bytes;
+  }
+  EXPECT_EQ(in_table, (std::map<PathId, std::uint64_t>{{PeerPath("198.18.0.2:7070"), 8192},
+                                                       {PeerPath("198.18.0.2:7071"), 16384},
+                                                       {PeerPath("198.18.0.3:7070"), 32768}}));
+  std::map<std::string, std::uint64_t> in_segment;
+  std::size_t peers = 0;
+  for (const PublishedEntry& e : SegmentEntries(table.entries)) {
+    if (e.scope != ScopeKind::kPeer) continue;
+    in_segment[e.address] = *e.threshold_bytes;
+    ++peers;
+  }
+  EXPECT_EQ(peers, 2u);
+  EXPECT_EQ(in_segment, (std::map<std::string, std::uint64_t>{{"198.18.0.2", 16384},
+                                                              {"198.18.0.3", 32768}}));
+  // Measured in one round: the first of their text stays, as when the
+  // state was keyed by it ("peer/198.18.0.2:10000" before ":9000").
+  AgentState tie;
+  AddPeer(tie, "198.18.0.2:9000", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(tie, "198.18.0.2:10000", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
+  const std::vector<PublishedEntry> segment =
+      SegmentEntries(BuildEntries(tie, PeersOn(), Nic("eth9"), now).entries);
+  const auto peer = std::find_if(segment.begin(), segment.end(),
+                                 [](const PublishedEntry& e) { return e.scope == ScopeKind::kPeer; });
+  ASSERT_NE(peer, segment.end());
+  EXPECT_EQ(peer->path, PeerPath("198.18.0.2:10000"));
+  EXPECT_EQ(std::count_if(segment.begin(), segment.end(),
+                          [](const PublishedEntry& e) { return e.scope == ScopeKind::kPeer; }),
+            1);
+}
+
+// The metrics' per-path families come from the table, not from the
+// segment: each peer of a shared address keeps its series, with the load
+// and the pending result its entry carries.
+TEST(SegmentEntries, TheMetricsShowEveryPeerOfASharedAddressFromTheTable) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now - 20, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.2:7071", "eth0", now - 10, Threshold(Method::kMsgZerocopy, 16384));
+  MethodState& older = state.paths.at(PeerPath("198.18.0.2:7070")).at(Method::kMsgZerocopy);
+  older.pending = Threshold(Method::kMsgZerocopy, 65536);
+  older.load = probes::HostLoad{};
+  older.load->busy_share = 0.5;
+  const PublishedTable table = BuildEntries(state, PeersOn(), Nic("eth9"), now);
+  Metrics metrics("9.9.9");
+  metrics.SetPublished(table.entries, false);
+  const std::string text = metrics.Text();
+  const std::string first = "path=\"peer/198.18.0.2:7070\",method=\"msg_zerocopy\",depth=\"stream\"";
+  const std::string second = "path=\"peer/198.18.0.2:7071\",method=\"msg_zerocopy\",depth=\"stream\"";
+  for (const std::string& series :
+       {"zcal_threshold_bytes{" + first + "} 8192", "zcal_threshold_bytes{" + second + "} 16384",
+        "zcal_hysteresis_pending{" + first + "} 1", "zcal_hysteresis_pending{" + second + "} 0",
+        "zcal_calibration_host_busy_ratio{" + first + "} 0.5"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
+  EXPECT_EQ(text.find("zcal_calibration_host_busy_ratio{" + second), std::string::npos) << text;
 }
 
 TEST(BuildEntries, KernelCopiedPeersAreNeverTheHostDefault) {

@@ -467,5 +467,85 @@ TEST(State, UnknownKeysAreIgnored) {
   EXPECT_EQ(parsed->paths.at(ConfiguredPath("loopback")).size(), 2u);
 }
 
+// The state file's keys and the paths' text: one printer, one parser.
+TEST(PathId, PrintsAndParsesConfiguredPathsAndPeers) {
+  for (const std::string text :
+       {"loopback", "discard", "lo-1.a", "peer/198.18.0.2:7070", "peer/[2001:db8::3]:7070"}) {
+    const Result<PathId> parsed = ParsePathId(text);
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error().message;
+    EXPECT_EQ(ToString(*parsed), text);
+    EXPECT_EQ(parsed->IsPeer(), text.starts_with("peer/")) << text;
+  }
+  EXPECT_EQ(*ParsePathId("peer/198.18.0.2:7070"), PeerPath("198.18.0.2:7070"));
+  EXPECT_EQ(*ParsePathId("discard"), ConfiguredPath("discard"));
+  EXPECT_EQ(ParsePathId("discard")->name(), "discard");
+  EXPECT_EQ(ToString(PeerPath("198.18.0.2:7070").endpoint()), "198.18.0.2:7070");
+  const Result<PathId> refused = ParsePathId("peer/198.18.0.2");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("peer/198.18.0.2"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(PathId, OrdersConfiguredPathsByNameThenPeersByAddressAndPort) {
+  const std::vector<PathId> ordered = {
+      ConfiguredPath("discard"),         ConfiguredPath("loopback"),
+      ConfiguredPath("zz"),              PeerPath("198.18.0.9:7070"),
+      PeerPath("198.18.0.10:7070"),      PeerPath("198.18.0.10:7071"),
+      PeerPath("[2001:db8::3]:7070"),
+  };
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    for (std::size_t j = 0; j < ordered.size(); ++j) {
+      EXPECT_EQ(ordered[i] < ordered[j], i < j) << ToString(ordered[i]) << " " << ToString(ordered[j]);
+      EXPECT_EQ(ordered[i] == ordered[j], i == j) << ToString(ordered[i]) << " " << ToString(ordered[j]);
+    }
+  }
+}
+
+// The format is unchanged: a file of an earlier agent loads with its paths
+// and peers under their PathIds, and is written back under the same keys.
+TEST(State, AFileOfAnEarlierAgentKeepsItsKeysThroughALoadAndASave) {
+  const std::string file = (zcal::testing::TestData() / "state" / "written_by_main.json").string();
+  const Result<AgentState> loaded = LoadState(file);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_TRUE(loaded->paths.contains(ConfiguredPath("loopback")));
+  EXPECT_TRUE(loaded->paths.contains(ConfiguredPath("discard")));
+  ASSERT_EQ(loaded->peers.size(), 1u);
+  EXPECT_EQ(loaded->peers.begin()->first, PeerPath("198.18.0.2:7000"));
+  EXPECT_EQ(loaded->peers.begin()->second.interface, "eth0");
+  std::ifstream in(file);
+  const nlohmann::json original = nlohmann::json::parse(in);
+  const nlohmann::json written = nlohmann::json::parse(SerializeState(*loaded));
+  for (const char* section : {"paths", "peers"}) {
+    std::vector<std::string> before;
+    std::vector<std::string> after;
+    for (const auto& [key, value] : original[section].items()) before.push_back(key);
+    for (const auto& [key, value] : written[section].items()) after.push_back(key);
+    EXPECT_EQ(before, after) << section;
+  }
+  EXPECT_EQ(written["peers"]["peer/198.18.0.2:7000"]["endpoint"], "198.18.0.2:7000");
+}
+
+TEST(State, APeerRecordWhoseEndpointIsNotItsKeysIsRefused) {
+  const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
+    "fingerprint":"0000000000000000","paths":{},"peers":{"peer/198.18.0.2:7070":{
+    "endpoint":"198.18.0.3:7070","last_attempt_ns":1,"last_success_ns":1}}})";
+  const Result<AgentState> refused = ParseState(bad, "s.json");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kParse);
+  EXPECT_NE(refused.error().message.find("peers.peer/198.18.0.2:7070.endpoint"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(State, APathKeyOfAPeerWhoseEndpointDoesNotParseIsRefused) {
+  const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
+    "fingerprint":"0000000000000000","paths":{"peer/nowhere":{}}})";
+  const Result<AgentState> refused = ParseState(bad, "s.json");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kParse);
+  EXPECT_NE(refused.error().message.find("s.json: paths.peer/nowhere"), std::string::npos)
+      << refused.error().message;
+}
+
 }  // namespace
 }  // namespace zcal::agent
