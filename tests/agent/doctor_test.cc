@@ -61,7 +61,8 @@ Observations Healthy() {
   seen.segment.info = info;
   AgentState state;
   state.last_success_ns = kNow - 60'000'000'000ULL;
-  state.paths[ConfiguredPath("discard")][Method::kMsgZerocopy].published.verdict = calibrator::Verdict::kThreshold;
+  state.paths[ConfiguredPath("discard")][Method::kMsgZerocopy].published.verdict =
+      calibrator::Verdict::kThreshold;
   seen.state = state;
   seen.now_ns = kNow;
   return seen;

@@ -41,8 +41,10 @@ AgentState LoopbackAndDiscard() {
   AgentState state;
   state.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       Published(Verdict::kNever, std::nullopt, Reason::kKernelCopied);
-  state.paths[ConfiguredPath("discard")][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 24576);
-  state.paths[ConfiguredPath("discard")][Method::kUringSendZcFixed] = Published(Verdict::kThreshold, 8192);
+  state.paths[ConfiguredPath("discard")][Method::kMsgZerocopy] =
+      Published(Verdict::kThreshold, 24576);
+  state.paths[ConfiguredPath("discard")][Method::kUringSendZcFixed] =
+      Published(Verdict::kThreshold, 8192);
   state.paths[ConfiguredPath("discard")][Method::kUringSendZc] =
       Published(Verdict::kInconclusive, std::nullopt, Reason::kNoisy);
   return state;
@@ -155,7 +157,8 @@ TEST(HostDefault, PeerResultsReplaceTheEstimate) {
 
 TEST(HostDefault, LoopbackAloneIsNeverTheSource) {
   AgentState state;
-  state.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 4096);
+  state.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
+      Published(Verdict::kThreshold, 4096);
   Config config;
   config.paths = {PathConfig{}};  // loopback only
   const HostInfo host = On("eth3", config);

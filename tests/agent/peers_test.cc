@@ -390,8 +390,7 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", 30, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.4:7070", "eth0", 20, Threshold(Method::kMsgZerocopy, 8192));
-  state.peers[PeerPath("198.18.0.9:7070")] =
-      PeerRecord{"", 40, 0, PeerOutcome::kBusy};
+  state.peers[PeerPath("198.18.0.9:7070")] = PeerRecord{"", 40, 0, PeerOutcome::kBusy};
   PruneState(state, config);
   EXPECT_EQ(state.peers.size(), 2u);
   EXPECT_TRUE(state.peers.contains(PeerPath("198.18.0.3:7070")));
@@ -406,9 +405,9 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
 TEST(RecordPeerAttempts, AFailureKeepsTheLastGoodResult) {
   AgentState state;
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
-  RecordPeerAttempts(state, {PeerAttempt{*common::ParseHostPort("198.18.0.2:7070"),
-                                         PeerOutcome::kTimeout,
-                                         "no answer in time", ""}},
+  RecordPeerAttempts(state,
+                     {PeerAttempt{*common::ParseHostPort("198.18.0.2:7070"), PeerOutcome::kTimeout,
+                                  "no answer in time", ""}},
                      50);
   const PeerRecord& p = state.peers.at(PeerPath("198.18.0.2:7070"));
   EXPECT_EQ(p.last_attempt_ns, 50u);
@@ -507,8 +506,8 @@ TEST(SegmentEntries, TwoPeersOfOneAddressShareItsPrefixTheOneMeasuredLastStays) 
     ++peers;
   }
   EXPECT_EQ(peers, 2u);
-  EXPECT_EQ(in_segment, (std::map<std::string, std::uint64_t>{{"198.18.0.2", 16384},
-                                                              {"198.18.0.3", 32768}}));
+  EXPECT_EQ(in_segment,
+            (std::map<std::string, std::uint64_t>{{"198.18.0.2", 16384}, {"198.18.0.3", 32768}}));
   // Measured in one round: the first of their text stays, as when the
   // state was keyed by it ("peer/198.18.0.2:10000" before ":9000").
   AgentState tie;
@@ -516,8 +515,9 @@ TEST(SegmentEntries, TwoPeersOfOneAddressShareItsPrefixTheOneMeasuredLastStays) 
   AddPeer(tie, "198.18.0.2:10000", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
   const std::vector<PublishedEntry> segment =
       SegmentEntries(BuildEntries(tie, PeersOn(), Nic("eth9"), now).entries);
-  const auto peer = std::find_if(segment.begin(), segment.end(),
-                                 [](const PublishedEntry& e) { return e.scope == ScopeKind::kPeer; });
+  const auto peer = std::find_if(segment.begin(), segment.end(), [](const PublishedEntry& e) {
+    return e.scope == ScopeKind::kPeer;
+  });
   ASSERT_NE(peer, segment.end());
   EXPECT_EQ(peer->path, PeerPath("198.18.0.2:10000"));
   EXPECT_EQ(std::count_if(segment.begin(), segment.end(),
@@ -541,8 +541,10 @@ TEST(SegmentEntries, TheMetricsShowEveryPeerOfASharedAddressFromTheTable) {
   Metrics metrics("9.9.9");
   metrics.SetPublished(table.entries, false);
   const std::string text = metrics.Text();
-  const std::string first = "path=\"peer/198.18.0.2:7070\",method=\"msg_zerocopy\",depth=\"stream\"";
-  const std::string second = "path=\"peer/198.18.0.2:7071\",method=\"msg_zerocopy\",depth=\"stream\"";
+  const std::string first =
+      "path=\"peer/198.18.0.2:7070\",method=\"msg_zerocopy\",depth=\"stream\"";
+  const std::string second =
+      "path=\"peer/198.18.0.2:7071\",method=\"msg_zerocopy\",depth=\"stream\"";
   for (const std::string& series :
        {"zcal_threshold_bytes{" + first + "} 8192", "zcal_threshold_bytes{" + second + "} 16384",
         "zcal_hysteresis_pending{" + first + "} 1", "zcal_hysteresis_pending{" + second + "} 0",

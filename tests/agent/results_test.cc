@@ -31,9 +31,9 @@ calibrator::PathResult Fresh(std::initializer_list<MethodResult> results) {
 
 TEST(MergeCalibration, PublishesTheFirstResult) {
   AgentState state;
-  const auto log = MergeCalibration(
-      state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}),
-      100, std::nullopt, {});
+  const auto log =
+      MergeCalibration(state, ConfiguredPath("loopback"),
+                       Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, std::nullopt, {});
   const MethodState& s = state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   EXPECT_EQ(s.published.threshold_bytes, 16384u);
   EXPECT_EQ(s.measured_at_ns, 100u);
@@ -44,11 +44,10 @@ TEST(MergeCalibration, PublishesTheFirstResult) {
 TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
   AgentState state;
   MergeCalibration(state, ConfiguredPath("loopback"),
-                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   std::nullopt, {});
-  auto log = MergeCalibration(
-      state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
-      200, std::nullopt, {});
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, std::nullopt, {});
+  auto log = MergeCalibration(state, ConfiguredPath("loopback"),
+                              Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200,
+                              std::nullopt, {});
   const MethodState& s = state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   EXPECT_EQ(s.published.threshold_bytes, 16384u);
   EXPECT_EQ(s.measured_at_ns, 100u);
@@ -56,9 +55,9 @@ TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
   EXPECT_EQ(log[0],
             "loopback/msg_zerocopy: measured threshold 128KiB, keeping "
             "threshold 16KiB until a calibration agrees");
-  log = MergeCalibration(
-      state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
-      300, std::nullopt, {});
+  log = MergeCalibration(state, ConfiguredPath("loopback"),
+                         Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 300, std::nullopt,
+                         {});
   EXPECT_EQ(s.published.threshold_bytes, 131072u);
   EXPECT_EQ(s.measured_at_ns, 300u);
   EXPECT_EQ(log[0],
@@ -69,11 +68,11 @@ TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
 TEST(MergeCalibration, AnAgreeingResultRefreshesTheMeasurementTime) {
   AgentState state;
   MergeCalibration(state, ConfiguredPath("loopback"),
-                   Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}),
-                   100, std::nullopt, {});
-  const auto log = MergeCalibration(
-      state, ConfiguredPath("loopback"),
-      Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 500, std::nullopt, {});
+                   Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 100, std::nullopt,
+                   {});
+  const auto log = MergeCalibration(state, ConfiguredPath("loopback"),
+                                    Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}),
+                                    500, std::nullopt, {});
   EXPECT_EQ(state.paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).measured_at_ns,
             500u);
   EXPECT_EQ(log[0], "loopback/uring_send_zc: never (kernel_copied), confirmed");
@@ -91,25 +90,25 @@ probes::HostLoad Load(double busy) {
 
 TEST(MergeCalibration, ThePublishedResultKeepsTheLoadOfTheCalibrationBehindIt) {
   AgentState state;
-  MergeCalibration(state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   Load(0.25), {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, Load(0.25), {});
   const MethodState& s = state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.25);
   // A disagreeing result waits; the published one is still that of 100 and its load.
-  MergeCalibration(state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200,
-                   Load(0.9), {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200, Load(0.9), {});
   EXPECT_EQ(s.measured_at_ns, 100u);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.25);
   // An agreeing one confirms it under its own load, or under none when not measured.
-  MergeCalibration(state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 300,
-                   Load(0.5), {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 300, Load(0.5), {});
   EXPECT_EQ(s.measured_at_ns, 300u);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.5);
-  MergeCalibration(state, ConfiguredPath("loopback"), Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 400,
-                   std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 400, std::nullopt, {});
   EXPECT_FALSE(s.load);
 }
 
@@ -158,8 +157,7 @@ TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
                    100, std::nullopt, {});
   MergeCalibration(state, ConfiguredPath("gone"),
-                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   std::nullopt, {});
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, std::nullopt, {});
   Config config;
   config.methods = {Method::kCopy, Method::kMsgZerocopy};
   PruneState(state, config);
@@ -175,16 +173,17 @@ TEST(MergeCalibration, EachDepthClassHasItsOwnHysteresis) {
     path.path = "discard";
     return path;
   };
-  MergeCalibration(state, ConfiguredPath("discard"), discard({Threshold(Method::kMsgZerocopy, 24576, 0.5)}), 100,
-                   std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   discard({Threshold(Method::kMsgZerocopy, 24576, 0.5)}), 100, std::nullopt, {});
   auto log = MergeCalibration(state, ConfiguredPath("discard"),
                               discard({Threshold(Method::kMsgZerocopy, 65536, 0.5)}), 100,
                               std::nullopt, {}, DepthClass::k1);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "discard/msg_zerocopy@1: threshold 64KiB, published");
   // A second class's result moves neither the stream's nor its candidate.
-  log = MergeCalibration(state, ConfiguredPath("discard"), discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}),
-                         200, std::nullopt, {}, DepthClass::k1);
+  log = MergeCalibration(state, ConfiguredPath("discard"),
+                         discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 200, std::nullopt,
+                         {}, DepthClass::k1);
   EXPECT_EQ(log[0],
             "discard/msg_zerocopy@1: measured threshold 256KiB, keeping threshold 64KiB until a "
             "calibration agrees");
@@ -197,30 +196,36 @@ TEST(MergeCalibration, EachDepthClassHasItsOwnHysteresis) {
   EXPECT_EQ(one.published.threshold_bytes, 65536u);
   ASSERT_TRUE(one.pending);
   EXPECT_EQ(one.pending->threshold_bytes, 262144u);
-  MergeCalibration(state, ConfiguredPath("discard"), discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 300,
-                   std::nullopt, {}, DepthClass::k1);
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 300, std::nullopt, {},
+                   DepthClass::k1);
   EXPECT_EQ(one.published.threshold_bytes, 262144u) << "two agreeing calibrations of class 1";
   EXPECT_EQ(stream.published.threshold_bytes, 24576u);
 }
 
 TEST(DropClass, RemovesAClassNotProbedSayingWhyOnceAndNeverTheStream) {
   AgentState state;
-  MergeCalibration(state, ConfiguredPath("discard"), Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100,
-                   std::nullopt, {});
-  MergeCalibration(state, ConfiguredPath("discard"), Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100,
-                   std::nullopt, {}, DepthClass::k4);
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100, std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100, std::nullopt, {},
+                   DepthClass::k4);
   const std::string why = "depths 1 and stream are both never";
-  const auto line = DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc, DepthClass::k4}, why);
+  const auto line =
+      DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc, DepthClass::k4}, why);
   ASSERT_TRUE(line);
   EXPECT_EQ(*line,
             "discard/uring_send_zc@4: not probed this round (depths 1 and stream are both "
             "never); dropped, its readers get the stream entry");
-  EXPECT_FALSE(state.paths.at(ConfiguredPath("discard")).contains({Method::kUringSendZc, DepthClass::k4}));
-  EXPECT_FALSE(DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc, DepthClass::k4}, why))
+  EXPECT_FALSE(
+      state.paths.at(ConfiguredPath("discard")).contains({Method::kUringSendZc, DepthClass::k4}));
+  EXPECT_FALSE(
+      DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc, DepthClass::k4}, why))
       << "said once";
   EXPECT_FALSE(DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc}, why));
   EXPECT_TRUE(state.paths.at(ConfiguredPath("discard")).contains(Method::kUringSendZc));
-  EXPECT_FALSE(DropClass(state, ConfiguredPath("nowhere"), {Method::kUringSendZc, DepthClass::k4}, why));
+  EXPECT_FALSE(
+      DropClass(state, ConfiguredPath("nowhere"), {Method::kUringSendZc, DepthClass::k4}, why));
 }
 
 // A discard path with msg_zerocopy at stream, 1 and 4, and uring_send_zc
@@ -239,8 +244,9 @@ AgentState DiscardWithClasses() {
                    Fresh({Threshold(Method::kMsgZerocopy, 65536, 0.8),
                           Threshold(Method::kUringSendZc, 32768, 0.8)}),
                    100, std::nullopt, {}, DepthClass::k1);
-  MergeCalibration(state, ConfiguredPath("discard"), Fresh({Threshold(Method::kMsgZerocopy, 49152, 0.8)}), 100,
-                   std::nullopt, {}, DepthClass::k4);
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 49152, 0.8)}), 100, std::nullopt, {},
+                   DepthClass::k4);
   return state;
 }
 
@@ -282,10 +288,12 @@ TEST(BuildEntries, PublishesEachDepthClassAfterItsStreamEntry) {
 
 TEST(PruneState, DropsDepthClassesNoLongerConfiguredAndLoopbacksBeyondStream) {
   AgentState state = DiscardWithClasses();
-  MergeCalibration(state, ConfiguredPath("loopback"), Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}),
-                   100, std::nullopt, {});
-  MergeCalibration(state, ConfiguredPath("loopback"), Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}),
-                   100, std::nullopt, {}, DepthClass::k1);
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}), 100, std::nullopt,
+                   {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}), 100, std::nullopt,
+                   {}, DepthClass::k1);
   Config config;
   config.depths = {4, calibrator::kStreamDepth};
   PruneState(state, config);

@@ -364,7 +364,8 @@ TEST_F(ServiceTest, AClassNoLongerProbedLeavesTheStateSayingWhyOnce) {
   EXPECT_EQ(log_->Count(dropped), 1u) << "said once\n" << log_->All();
   const Result<AgentState> state = LoadState(config_.state_path);
   ASSERT_TRUE(state) << state.error().message;
-  EXPECT_FALSE(state->paths.at(ConfiguredPath("discard")).contains({Method::kUringSendZc, DepthClass::k4}));
+  EXPECT_FALSE(
+      state->paths.at(ConfiguredPath("discard")).contains({Method::kUringSendZc, DepthClass::k4}));
   EXPECT_TRUE(state->paths.at(ConfiguredPath("discard")).contains(Method::kUringSendZc));
 }
 

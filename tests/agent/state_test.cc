@@ -125,8 +125,7 @@ TEST(State, RoundTripsThroughTheFile) {
   ASSERT_TRUE(zc.pending);
   EXPECT_EQ(zc.pending->verdict, Verdict::kNever);
   EXPECT_EQ(zc.pending->reason, Reason::kKernelCopied);
-  const MethodState& msg =
-      loaded->paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
+  const MethodState& msg = loaded->paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   EXPECT_EQ(msg.published.reason, Reason::kKernelCopied);
   EXPECT_FALSE(msg.published.confidence);
   EXPECT_FALSE(msg.pending);
@@ -398,7 +397,8 @@ TEST(State, KeepsTheCostModelOfAResult) {
   r.model = model;
   const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodResult& back = parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).published;
+  const MethodResult& back =
+      parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).published;
   EXPECT_EQ(calibrator::ToJson(back), calibrator::ToJson(r));
   EXPECT_EQ(back.model->zerocopy.cpu_bound_cores, 1.0);
   EXPECT_FALSE(back.model->baseline.line_rate_bytes_per_second.has_value());
@@ -417,7 +417,8 @@ TEST(State, FilesWrittenBeforeTheCostModelStillRead) {
   }
   const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodResult& r = parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).published;
+  const MethodResult& r =
+      parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).published;
   EXPECT_EQ(r.threshold_bytes, 16384u);
   EXPECT_EQ(r.rule, calibrator::Rule::kNone);
   EXPECT_FALSE(r.model.has_value());
@@ -469,12 +470,13 @@ TEST(State, UnknownKeysAreIgnored) {
 
 // The state file's keys and the paths' text: one printer, one parser.
 TEST(PathId, PrintsAndParsesConfiguredPathsAndPeers) {
-  for (const std::string text :
-       {"loopback", "discard", "lo-1.a", "peer/198.18.0.2:7070", "peer/[2001:db8::3]:7070"}) {
+  for (const auto& [text, peer] :
+       {std::pair{"loopback", false}, std::pair{"discard", false}, std::pair{"lo-1.a", false},
+        std::pair{"peer/198.18.0.2:7070", true}, std::pair{"peer/[2001:db8::3]:7070", true}}) {
     const Result<PathId> parsed = ParsePathId(text);
     ASSERT_TRUE(parsed) << text << ": " << parsed.error().message;
     EXPECT_EQ(ToString(*parsed), text);
-    EXPECT_EQ(parsed->IsPeer(), text.starts_with("peer/")) << text;
+    EXPECT_EQ(parsed->IsPeer(), peer) << text;
   }
   EXPECT_EQ(*ParsePathId("peer/198.18.0.2:7070"), PeerPath("198.18.0.2:7070"));
   EXPECT_EQ(*ParsePathId("discard"), ConfiguredPath("discard"));
@@ -489,15 +491,16 @@ TEST(PathId, PrintsAndParsesConfiguredPathsAndPeers) {
 
 TEST(PathId, OrdersConfiguredPathsByNameThenPeersByAddressAndPort) {
   const std::vector<PathId> ordered = {
-      ConfiguredPath("discard"),         ConfiguredPath("loopback"),
-      ConfiguredPath("zz"),              PeerPath("198.18.0.9:7070"),
-      PeerPath("198.18.0.10:7070"),      PeerPath("198.18.0.10:7071"),
+      ConfiguredPath("discard"),      ConfiguredPath("loopback"),   ConfiguredPath("zz"),
+      PeerPath("198.18.0.9:7070"),    PeerPath("198.18.0.10:7070"), PeerPath("198.18.0.10:7071"),
       PeerPath("[2001:db8::3]:7070"),
   };
   for (std::size_t i = 0; i < ordered.size(); ++i) {
     for (std::size_t j = 0; j < ordered.size(); ++j) {
-      EXPECT_EQ(ordered[i] < ordered[j], i < j) << ToString(ordered[i]) << " " << ToString(ordered[j]);
-      EXPECT_EQ(ordered[i] == ordered[j], i == j) << ToString(ordered[i]) << " " << ToString(ordered[j]);
+      EXPECT_EQ(ordered[i] < ordered[j], i < j)
+          << ToString(ordered[i]) << " " << ToString(ordered[j]);
+      EXPECT_EQ(ordered[i] == ordered[j], i == j)
+          << ToString(ordered[i]) << " " << ToString(ordered[j]);
     }
   }
 }

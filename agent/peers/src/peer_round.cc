@@ -83,7 +83,8 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
   try {
     report = calibrate(options, {});
   } catch (const std::exception& e) {
-    report = probes::FailCalibration(Errc::kFailed, "calibration of path " + options.path_name + " threw: " + e.what());
+    report = probes::FailCalibration(
+        Errc::kFailed, "calibration of path " + options.path_name + " threw: " + e.what());
   }
   if (Cancelled(cancel) || (report && report->cancelled)) {
     outcome.cancelled = true;

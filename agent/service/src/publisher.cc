@@ -183,7 +183,9 @@ void Publisher::PublishMetrics(PublishedTable table, std::uint64_t now_ns,
                                std::int64_t steady_ns) {
   metrics_->SetPublished(table.entries, stale_);
   std::map<std::string, probes::TargetKind> types;
-  for (const PathConfig& path : config_.paths) types[ToString(PathId::Configured(path.name))] = path.type;
+  for (const PathConfig& path : config_.paths) {
+    types[ToString(PathId::Configured(path.name))] = path.type;
+  }
   std::map<std::string, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
     types[ToString(path)] = probes::TargetKind::kPeer;
@@ -340,7 +342,9 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
 
 std::vector<std::string> Publisher::KeptPaths() const {
   std::vector<std::string> paths;
-  for (const PathConfig& path : config_.paths) paths.push_back(ToString(PathId::Configured(path.name)));
+  for (const PathConfig& path : config_.paths) {
+    paths.push_back(ToString(PathId::Configured(path.name)));
+  }
   for (const auto& [path, peer] : state_.peers) paths.push_back(ToString(path));
   return paths;
 }

@@ -1,8 +1,9 @@
 // What the agent knows: the published result of every (path, method, depth
-// class), the
-// hysteresis candidates, and the peers it asked. The publish room keeps it
-// in a file (state/state.h) and builds the segment's table from it; the
-// metrics and the report show it.
+// class), the hysteresis candidates, and the peers it asked, each keyed by
+// its PathId. The state room keeps it in a file (state/state.h); the
+// publish room builds from it the one published table (publish/results.h)
+// that the segment and the metrics' published families are made of; the
+// report shows it.
 #pragma once
 
 #include <cstdint>
