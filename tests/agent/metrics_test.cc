@@ -113,8 +113,9 @@ std::shared_ptr<Metrics> Populated() {
   measured.verdict = Verdict::kThreshold;
   measured.threshold_bytes = 32768;
   fresh.methods[Method::kUringSendZc] = measured;
-  metrics->SetLastCalibration("loopback", samples, {{zcal::agent::DepthClass::kStream, fresh}});
-  metrics->RecordProbeFailures("loopback", samples);
+  metrics->SetLastCalibration(ConfiguredPath("loopback"), samples,
+                              {{zcal::agent::DepthClass::kStream, fresh}});
+  metrics->RecordProbeFailures(ConfiguredPath("loopback"), samples);
   metrics->RecordCalibration(CalibrationResult::kSuccess, 3.0, 5'000'000'000);
   metrics->RecordCalibration(CalibrationResult::kFailed, 0.2, 6'000'000'000);
   metrics->RecordTrigger(CalibrationTrigger::kSignal);
@@ -131,8 +132,8 @@ std::shared_ptr<Metrics> Populated() {
   lo.mtu = 65536;
   host.interfaces.push_back(PathInterface{"loopback", lo});
   metrics->SetHost(host);
-  metrics->SetPaths({{"loopback", probes::TargetKind::kLoopback},
-                    {"discard", probes::TargetKind::kDiscard}});
+  metrics->SetPaths({{ConfiguredPath("loopback"), probes::TargetKind::kLoopback},
+                     {ConfiguredPath("discard"), probes::TargetKind::kDiscard}});
   HostDefaultInfo host_default;
   host_default.source = HostDefaultSource::kEstimated;
   host_default.interface = "eth0";
@@ -320,9 +321,9 @@ TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576).published;
   fresh[DepthClass::k1].methods[Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 98304).published;
-  metrics->SetLastCalibration("discard", std::vector<Sample>{MakeSample(Method::kCopy, 4096, 0, 0),
-                                                             stream, one, odd},
-                              fresh);
+  metrics->SetLastCalibration(
+      ConfiguredPath("discard"),
+      std::vector<Sample>{MakeSample(Method::kCopy, 4096, 0, 0), stream, one, odd}, fresh);
   const std::string text = metrics->Text();
   const std::string at = "path=\"discard\",method=\"msg_zerocopy\",depth=";
   for (const std::string& series :
@@ -353,9 +354,8 @@ TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
 
 TEST(Metrics, DropsSeriesOfMethodsNoLongerMeasured) {
   const std::shared_ptr<Metrics> metrics = Populated();
-  metrics->SetLastCalibration("loopback",
-                              std::vector<Sample>{MakeSample(Method::kCopy, 8192, 0, 0)},
-                              {});
+  metrics->SetLastCalibration(ConfiguredPath("loopback"),
+                              std::vector<Sample>{MakeSample(Method::kCopy, 8192, 0, 0)}, {});
   metrics->SetPublished({}, false);
   const std::string text = metrics->Text();
   EXPECT_FALSE(Contains(text, "size_bytes=\"4096\""));
@@ -442,11 +442,11 @@ TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
   Sample failed = MakeSample(Method::kMsgZerocopy, 4096, 0, 0);
   failed.status = calibrator::SampleStatus::kFailed;
   peer_samples.push_back(failed);
-  metrics->SetLastCalibration("peer", peer_samples, {});
-  metrics->RecordProbeFailures("peer", peer_samples);
+  metrics->SetLastCalibration(ConfiguredPath("peer"), peer_samples, {});
+  metrics->RecordProbeFailures(ConfiguredPath("peer"), peer_samples);
   ASSERT_TRUE(Contains(metrics->Text(), "path=\"peer\""));
 
-  const std::vector<std::string> keep = {"peer"};
+  const std::vector<PathId> keep = {ConfiguredPath("peer")};
   metrics->RetainPaths(keep);
   const std::string text = metrics->Text();
   EXPECT_FALSE(Contains(text, "path=\"loopback\"")) << text;
@@ -457,7 +457,7 @@ TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
   EXPECT_TRUE(Contains(text, "zcal_throughput_bytes_per_second{path=\"peer\""));
 
   // A removed path counts from 0 again when it comes back.
-  metrics->RecordProbeFailures("loopback", peer_samples);
+  metrics->RecordProbeFailures(ConfiguredPath("loopback"), peer_samples);
   EXPECT_TRUE(Contains(metrics->Text(),
                        "zcal_probe_failures_total{method=\"msg_zerocopy\","
                        "path=\"loopback\",reason=\"failed\"} 1"))

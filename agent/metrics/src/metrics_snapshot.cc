@@ -65,10 +65,11 @@ void Metrics::SetPublished(std::span<const PublishedEntry> table, bool stale) {
   snapshot_->stale = stale;
 }
 
-void Metrics::SetLastCalibration(const std::string& path,
+void Metrics::SetLastCalibration(const PathId& id,
                                  std::span<const calibrator::Sample> samples,
                                  const std::map<DepthClass, calibrator::PathResult>& fresh) {
   using SizeKey = Snapshot::SizeKey;
+  const std::string path = ToString(id);
   std::map<SizeKey, std::vector<calibrator::Sample>> groups;
   std::map<MethodKey, std::pair<std::uint64_t, std::uint64_t>> copied;
   for (const calibrator::Sample& s : samples) {
@@ -108,9 +109,11 @@ void Metrics::SetHost(const HostInfo& host) {
   snapshot_->host = host;
 }
 
-void Metrics::SetPaths(const std::map<std::string, probes::TargetKind>& kinds) {
+void Metrics::SetPaths(const std::map<PathId, probes::TargetKind>& kinds) {
+  std::map<std::string, probes::TargetKind> labels;
+  for (const auto& [path, kind] : kinds) labels.emplace(ToString(path), kind);
   std::lock_guard lock(snapshot_->mutex);
-  snapshot_->path_kinds = kinds;
+  snapshot_->path_kinds = std::move(labels);
 }
 
 void Metrics::SetHostDefault(const HostDefaultInfo& host_default,

@@ -182,14 +182,12 @@ void Publisher::WriteSegment(const std::vector<PublishedEntry>& entries,
 void Publisher::PublishMetrics(PublishedTable table, std::uint64_t now_ns,
                                std::int64_t steady_ns) {
   metrics_->SetPublished(table.entries, stale_);
-  std::map<std::string, probes::TargetKind> types;
-  for (const PathConfig& path : config_.paths) {
-    types[ToString(PathId::Configured(path.name))] = path.type;
-  }
-  std::map<std::string, bool> stale_peers;
+  std::map<PathId, probes::TargetKind> types;
+  for (const PathConfig& path : config_.paths) types[PathId::Configured(path.name)] = path.type;
+  std::map<PathId, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
-    types[ToString(path)] = probes::TargetKind::kPeer;
-    stale_peers[ToString(path)] = PeerStale(peer, config_, now_ns, steady_ns);
+    types[path] = probes::TargetKind::kPeer;
+    stale_peers[path] = PeerStale(peer, config_, now_ns, steady_ns);
   }
   metrics_->SetPaths(types);
   metrics_->SetPeersEnabled(config_.peers.enabled());
@@ -254,7 +252,7 @@ tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
   }
   const probes::CalibrationReport& report = *r.report;
   const std::string name = ToString(r.path);
-  metrics_->RecordProbeFailures(name, report.samples);
+  metrics_->RecordProbeFailures(r.path, report.samples);
   if (r.path.IsPeer() ? !config_.peers.enabled() : !PathKind(config_, r.path)) {
     return tl::unexpected(
         Refused(PathRefusal::kNotConfigured,
@@ -265,7 +263,7 @@ tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
     return tl::unexpected(Refused(PathRefusal::kNoResults,
                                   "calibration of path " + name + " produced no results"));
   }
-  metrics_->SetLastCalibration(name, report.samples, fresh);
+  metrics_->SetLastCalibration(r.path, report.samples, fresh);
   for (const auto& [depth, result] : fresh) {
     for (const std::string& line : MergeCalibration(state_, r.path, result, now_ns, report.load,
                                                     config_.hysteresis, depth)) {
@@ -340,12 +338,10 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   metrics_->RetainPaths(KeptPaths());
 }
 
-std::vector<std::string> Publisher::KeptPaths() const {
-  std::vector<std::string> paths;
-  for (const PathConfig& path : config_.paths) {
-    paths.push_back(ToString(PathId::Configured(path.name)));
-  }
-  for (const auto& [path, peer] : state_.peers) paths.push_back(ToString(path));
+std::vector<PathId> Publisher::KeptPaths() const {
+  std::vector<PathId> paths;
+  for (const PathConfig& path : config_.paths) paths.push_back(PathId::Configured(path.name));
+  for (const auto& [path, peer] : state_.peers) paths.push_back(path);
   return paths;
 }
 

@@ -173,7 +173,7 @@ class Publisher {
   // The round's discovery and peer attempts: metrics, log, the peers'
   // records, and the kept M.
   void AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns);
-  std::vector<std::string> KeptPaths() const;  // configured and kept peers'
+  std::vector<PathId> KeptPaths() const;  // configured and kept peers'
 
 
   Config config_;
