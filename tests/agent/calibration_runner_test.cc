@@ -48,6 +48,7 @@ RoundPlan Jobs(std::initializer_list<const char*> names) {
   RoundPlan plan;
   for (const char* name : names) {
     PathJob job;
+    job.path = PathId::Configured(name);
     job.options.path_name = name;
     plan.jobs.push_back(job);
   }
@@ -82,8 +83,8 @@ TEST(CalibrationRunner, RunsEveryJobInOrderAndNotifiesOnce) {
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(outcome->cancelled);
   ASSERT_EQ(outcome->reports.size(), 3u);
-  EXPECT_EQ(outcome->reports[0].path, "a");
-  EXPECT_EQ(outcome->reports[2].path, "c");
+  EXPECT_EQ(ToString(outcome->reports[0].path), "a");
+  EXPECT_EQ(ToString(outcome->reports[2].path), "c");
   EXPECT_TRUE(outcome->reports[1].report);
   EXPECT_GE(outcome->duration_seconds, 0);
   EXPECT_FALSE(runner.TakeOutcome()) << "an outcome is taken once";
@@ -131,7 +132,7 @@ TEST(CalibrationRunner, AStopEndsTheRunningJobAndSkipsTheRest) {
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->cancelled);
   ASSERT_EQ(outcome->reports.size(), 1u);
-  EXPECT_EQ(outcome->reports[0].path, "first");
+  EXPECT_EQ(ToString(outcome->reports[0].path), "first");
 }
 
 TEST(CalibrationRunner, ACalibrationThatReportsACancellationEndsTheRound) {
@@ -193,7 +194,7 @@ TEST(CalibrationRunner, StartsOneRoundAtATime) {
   ASSERT_TRUE(notified.WaitFor(2));
   const std::optional<RoundOutcome> second = runner.TakeOutcome();
   ASSERT_TRUE(second);
-  EXPECT_EQ(second->reports.at(0).path, "c");
+  EXPECT_EQ(ToString(second->reports.at(0).path), "c");
 }
 
 TEST(CalibrationRunner, DestructionStopsAndJoinsTheWorkerWithoutNotifying) {

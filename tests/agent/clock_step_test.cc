@@ -12,6 +12,7 @@
 #include "zcal/agent/publish/peer_results.h"
 #include "zcal/agent/service/publisher.h"
 #include "zcal/common/fake_clock.h"
+#include "zcal/testing/path_ids.h"
 #include "test_util.h"
 #include "zcal/zcal.hpp"
 
@@ -129,11 +130,10 @@ TEST(PeerStaleOnTheSteadyClock, ALoadedResultAgesOnTheWallClockAndAFutureStampIs
 
 TEST(PeerStaleOnTheSteadyClock, RecordPeerAttemptsKeepsTheSteadyStampOfASuccess) {
   AgentState state;
-  const std::string path = "peer/198.18.0.2:7070";
+  const PathId path = zcal::testing::PeerPath("198.18.0.2:7070");
   state.paths[path];  // its results were merged
   RecordPeerAttempts(state,
-                     {PeerAttempt{path, *common::ParseHostPort("198.18.0.2:7070"), PeerOutcome::kSuccess, "",
-                                  "eth0"}},
+                     {PeerAttempt{path.endpoint(), PeerOutcome::kSuccess, "", "eth0"}},
                      42 * kSecond, 7 * static_cast<std::int64_t>(kSecond));
   EXPECT_EQ(state.peers.at(path).last_success_ns, 42 * kSecond);
   EXPECT_EQ(state.peers.at(path).last_success_steady_ns, 7 * static_cast<std::int64_t>(kSecond));

@@ -11,9 +11,13 @@
 
 #include "probes_live.h"
 #include "zcal/testing/test_data.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::doctor::doctor_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 
@@ -57,7 +61,8 @@ Observations Healthy() {
   seen.segment.info = info;
   AgentState state;
   state.last_success_ns = kNow - 60'000'000'000ULL;
-  state.paths["discard"][Method::kMsgZerocopy].published.verdict = calibrator::Verdict::kThreshold;
+  state.paths[ConfiguredPath("discard")][Method::kMsgZerocopy].published.verdict =
+      calibrator::Verdict::kThreshold;
   seen.state = state;
   seen.now_ns = kNow;
   return seen;

@@ -21,9 +21,13 @@
 #include "zcal/agent/service/publisher.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/fake_clock.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::exporter_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using testing::ReadFile;
@@ -58,7 +62,7 @@ RoundOutcome LoopbackNever() {
     result.methods[m] = r;
   }
   RoundOutcome outcome;
-  outcome.reports = {PathReport{"loopback", report}};
+  outcome.reports = {PathReport{ConfiguredPath("loopback"), report}};
   outcome.duration_seconds = 0.1;
   return outcome;
 }

@@ -10,9 +10,13 @@
 #include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/testing/test_data.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::host_default_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -35,11 +39,13 @@ MethodState Published(Verdict verdict, std::optional<std::uint64_t> threshold,
 // A state with loopback (kernel-copied) and discard (a real crossover).
 AgentState LoopbackAndDiscard() {
   AgentState state;
-  state.paths["loopback"][Method::kMsgZerocopy] =
+  state.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       Published(Verdict::kNever, std::nullopt, Reason::kKernelCopied);
-  state.paths["discard"][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 24576);
-  state.paths["discard"][Method::kUringSendZcFixed] = Published(Verdict::kThreshold, 8192);
-  state.paths["discard"][Method::kUringSendZc] =
+  state.paths[ConfiguredPath("discard")][Method::kMsgZerocopy] =
+      Published(Verdict::kThreshold, 24576);
+  state.paths[ConfiguredPath("discard")][Method::kUringSendZcFixed] =
+      Published(Verdict::kThreshold, 8192);
+  state.paths[ConfiguredPath("discard")][Method::kUringSendZc] =
       Published(Verdict::kInconclusive, std::nullopt, Reason::kNoisy);
   return state;
 }
@@ -151,7 +157,8 @@ TEST(HostDefault, PeerResultsReplaceTheEstimate) {
 
 TEST(HostDefault, LoopbackAloneIsNeverTheSource) {
   AgentState state;
-  state.paths["loopback"][Method::kMsgZerocopy] = Published(Verdict::kThreshold, 4096);
+  state.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
+      Published(Verdict::kThreshold, 4096);
   Config config;
   config.paths = {PathConfig{}};  // loopback only
   const HostInfo host = On("eth3", config);

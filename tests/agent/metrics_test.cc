@@ -11,9 +11,12 @@
 #include "test_util.h"
 #include "zcal/common/fake_clock.h"
 #include "zcal/zcal.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::metrics_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -55,13 +58,35 @@ Sample MakeSample(Method method, std::uint64_t size, std::uint64_t copied,
   return s;
 }
 
+// The published table's entries of `paths`, as BuildEntries makes them.
+std::vector<PublishedEntry> TableOf(const std::map<PathId, MethodStates>& paths) {
+  std::vector<PublishedEntry> table;
+  for (const auto& [path, methods] : paths) {
+    for (const auto& [key, s] : methods) {
+      PublishedEntry e;
+      e.path = path;
+      e.method = key.method;
+      e.depth = key.depth;
+      e.verdict = s.published.verdict;
+      e.threshold_bytes = s.published.threshold_bytes;
+      e.confidence = s.published.confidence;
+      e.reason = s.published.reason;
+      e.measured_at_ns = s.measured_at_ns;
+      e.load = s.load;
+      e.pending = s.pending;
+      table.push_back(std::move(e));
+    }
+  }
+  return table;
+}
+
 std::shared_ptr<Metrics> Populated() {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, MethodStates> paths;
-  paths["loopback"][Method::kMsgZerocopy] =
+  std::map<PathId, MethodStates> paths;
+  paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt,
                 Reason::kKernelCopied);
-  paths["loopback"][Method::kUringSendZc] =
+  paths[ConfiguredPath("loopback")][Method::kUringSendZc] =
       Published(Method::kUringSendZc, Verdict::kThreshold, 16384);
   probes::HostLoad load;
   load.busy_share = 0.25;
@@ -69,11 +94,11 @@ std::shared_ptr<Metrics> Populated() {
   load.own_share = 0.0625;
   load.runnable_mean = 2.5;
   load.runnable_max = 4;
-  paths["loopback"][Method::kUringSendZc].load = load;
-  paths["loopback"][Method::kUringSendZcFixed] = Published(
+  paths[ConfiguredPath("loopback")][Method::kUringSendZc].load = load;
+  paths[ConfiguredPath("loopback")][Method::kUringSendZcFixed] = Published(
       Method::kUringSendZcFixed, Verdict::kInconclusive, std::nullopt,
       Reason::kNoisy);
-  metrics->SetPublished(paths, true);
+  metrics->SetPublished(TableOf(paths), true);
   std::vector<Sample> samples = {
       MakeSample(Method::kCopy, 4096, 0, 0),
       MakeSample(Method::kMsgZerocopy, 4096, 3, 4),
@@ -88,8 +113,9 @@ std::shared_ptr<Metrics> Populated() {
   measured.verdict = Verdict::kThreshold;
   measured.threshold_bytes = 32768;
   fresh.methods[Method::kUringSendZc] = measured;
-  metrics->SetLastCalibration("loopback", samples, {{zcal::agent::DepthClass::kStream, fresh}});
-  metrics->RecordProbeFailures("loopback", samples);
+  metrics->SetLastCalibration(ConfiguredPath("loopback"), samples,
+                              {{zcal::agent::DepthClass::kStream, fresh}});
+  metrics->RecordProbeFailures(ConfiguredPath("loopback"), samples);
   metrics->RecordCalibration(CalibrationResult::kSuccess, 3.0, 5'000'000'000);
   metrics->RecordCalibration(CalibrationResult::kFailed, 0.2, 6'000'000'000);
   metrics->RecordTrigger(CalibrationTrigger::kSignal);
@@ -106,8 +132,8 @@ std::shared_ptr<Metrics> Populated() {
   lo.mtu = 65536;
   host.interfaces.push_back(PathInterface{"loopback", lo});
   metrics->SetHost(host);
-  metrics->SetPaths({{"loopback", probes::TargetKind::kLoopback},
-                    {"discard", probes::TargetKind::kDiscard}});
+  metrics->SetPaths({{ConfiguredPath("loopback"), probes::TargetKind::kLoopback},
+                     {ConfiguredPath("discard"), probes::TargetKind::kDiscard}});
   HostDefaultChoice host_default;
   host_default.source = HostDefaultSource::kEstimated;
   host_default.interface = "eth0";
@@ -154,10 +180,10 @@ TEST(Metrics, PublishesThresholdsWithInfinityForNever) {
 
 TEST(Metrics, LabelsThresholdsWithTheDepthClassTheyWereMeasuredAt) {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, MethodStates> paths;
-  paths["discard"][{Method::kMsgZerocopy, zcal::agent::DepthClass::k4}] =
+  std::map<PathId, MethodStates> paths;
+  paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, zcal::agent::DepthClass::k4}] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 49152);
-  metrics->SetPublished(paths, false);
+  metrics->SetPublished(TableOf(paths), false);
   HostDefaultChoice host_default;
   host_default.source = HostDefaultSource::kEstimated;
   PublishedEntry stream;
@@ -273,17 +299,17 @@ std::vector<std::string> SeriesLines(const std::string& text) {
 
 TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
   auto metrics = std::make_shared<Metrics>("9.9.9");
-  std::map<std::string, MethodStates> paths;
-  paths["discard"][Method::kMsgZerocopy] =
+  std::map<PathId, MethodStates> paths;
+  paths[ConfiguredPath("discard")][Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576);
-  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}] =
+  paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, DepthClass::k1}] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 65536);
-  paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}].pending =
+  paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, DepthClass::k1}].pending =
       Published(Method::kMsgZerocopy, Verdict::kNever, std::nullopt, Reason::kSlower).published;
   probes::HostLoad load;
   load.busy_share = 0.5;
-  for (auto& [key, s] : paths["discard"]) s.load = load;
-  metrics->SetPublished(paths, false);
+  for (auto& [key, s] : paths[ConfiguredPath("discard")]) s.load = load;
+  metrics->SetPublished(TableOf(paths), false);
   Sample stream = MakeSample(Method::kMsgZerocopy, 4096, 0, 4);
   Sample one = MakeSample(Method::kMsgZerocopy, 4096, 1, 4);
   one.depth = 1;
@@ -295,9 +321,9 @@ TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 24576).published;
   fresh[DepthClass::k1].methods[Method::kMsgZerocopy] =
       Published(Method::kMsgZerocopy, Verdict::kThreshold, 98304).published;
-  metrics->SetLastCalibration("discard", std::vector<Sample>{MakeSample(Method::kCopy, 4096, 0, 0),
-                                                             stream, one, odd},
-                              fresh);
+  metrics->SetLastCalibration(
+      ConfiguredPath("discard"),
+      std::vector<Sample>{MakeSample(Method::kCopy, 4096, 0, 0), stream, one, odd}, fresh);
   const std::string text = metrics->Text();
   const std::string at = "path=\"discard\",method=\"msg_zerocopy\",depth=";
   for (const std::string& series :
@@ -328,9 +354,8 @@ TEST(Metrics, EachDepthClassOfAResultIsASeriesOfItsOwn) {
 
 TEST(Metrics, DropsSeriesOfMethodsNoLongerMeasured) {
   const std::shared_ptr<Metrics> metrics = Populated();
-  metrics->SetLastCalibration("loopback",
-                              std::vector<Sample>{MakeSample(Method::kCopy, 8192, 0, 0)},
-                              {});
+  metrics->SetLastCalibration(ConfiguredPath("loopback"),
+                              std::vector<Sample>{MakeSample(Method::kCopy, 8192, 0, 0)}, {});
   metrics->SetPublished({}, false);
   const std::string text = metrics->Text();
   EXPECT_FALSE(Contains(text, "size_bytes=\"4096\""));
@@ -417,11 +442,11 @@ TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
   Sample failed = MakeSample(Method::kMsgZerocopy, 4096, 0, 0);
   failed.status = calibrator::SampleStatus::kFailed;
   peer_samples.push_back(failed);
-  metrics->SetLastCalibration("peer", peer_samples, {});
-  metrics->RecordProbeFailures("peer", peer_samples);
+  metrics->SetLastCalibration(ConfiguredPath("peer"), peer_samples, {});
+  metrics->RecordProbeFailures(ConfiguredPath("peer"), peer_samples);
   ASSERT_TRUE(Contains(metrics->Text(), "path=\"peer\""));
 
-  const std::vector<std::string> keep = {"peer"};
+  const std::vector<PathId> keep = {ConfiguredPath("peer")};
   metrics->RetainPaths(keep);
   const std::string text = metrics->Text();
   EXPECT_FALSE(Contains(text, "path=\"loopback\"")) << text;
@@ -432,7 +457,7 @@ TEST(Metrics, RetainPathsDropsEverySeriesOfARemovedPath) {
   EXPECT_TRUE(Contains(text, "zcal_throughput_bytes_per_second{path=\"peer\""));
 
   // A removed path counts from 0 again when it comes back.
-  metrics->RecordProbeFailures("loopback", peer_samples);
+  metrics->RecordProbeFailures(ConfiguredPath("loopback"), peer_samples);
   EXPECT_TRUE(Contains(metrics->Text(),
                        "zcal_probe_failures_total{method=\"msg_zerocopy\","
                        "path=\"loopback\",reason=\"failed\"} 1"))

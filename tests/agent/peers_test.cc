@@ -3,6 +3,7 @@
 // the per-interface median and what it makes of the segment's table.
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -15,12 +16,17 @@
 
 #include "zcal/agent/service/calibration_runner.h"
 #include "zcal/agent/config/config.h"
+#include "zcal/agent/metrics/metrics.h"
 #include "zcal/agent/publish/peer_results.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/agent/state/state.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::peers_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -237,7 +243,10 @@ TEST(PeerRound, AsksKPeersAfterThePathsAndSharesTheBudget) {
       plan);
   ASSERT_EQ(asked.size(), 3u);
   EXPECT_EQ(asked[0], "loopback");
-  EXPECT_TRUE(asked[1].starts_with("peer/198.18.9."));
+  const Result<PathId> second = ParsePathId(asked[1]);
+  ASSERT_TRUE(second) << asked[1];
+  EXPECT_TRUE(second->IsPeer()) << asked[1];
+  EXPECT_TRUE(common::ToString(second->endpoint().address).starts_with("198.18.9.")) << asked[1];
   EXPECT_NE(asked[1], asked[2]);
   ASSERT_EQ(outcome.peer_attempts.size(), 2u);
   EXPECT_EQ(outcome.peer_attempts[0].outcome, PeerOutcome::kSuccess);
@@ -327,9 +336,8 @@ using testing::Threshold;
 
 void AddPeer(AgentState& state, const std::string& endpoint, const std::string& interface,
              std::uint64_t success_ns, const MethodResult& result) {
-  const std::string path = std::string(kPeerPathPrefix) + endpoint;
-  state.peers[path] = PeerRecord{*common::ParseHostPort(endpoint), interface, success_ns, success_ns,
-                                PeerOutcome::kSuccess};
+  const PathId path = PeerPath(endpoint);
+  state.peers[path] = PeerRecord{interface, success_ns, success_ns, PeerOutcome::kSuccess};
   state.paths[path][result.method] = MethodState{result, success_ns, std::nullopt, std::nullopt};
 }
 
@@ -370,8 +378,8 @@ TEST(AggregatePeers, LeavesOutStaleCopiedAndUnroutedResults) {
   AddPeer(state, "198.18.0.3:7070", "veth0", now,
           Never(Method::kMsgZerocopy, Reason::kKernelCopied));
   AddPeer(state, "198.18.0.4:7070", "", now, Threshold(Method::kMsgZerocopy, 8192));
-  EXPECT_TRUE(PeerStale(state.peers.at("peer/198.18.0.2:7070"), config, now));
-  EXPECT_FALSE(PeerStale(state.peers.at("peer/198.18.0.3:7070"), config, now));
+  EXPECT_TRUE(PeerStale(state.peers.at(PeerPath("198.18.0.2:7070")), config, now));
+  EXPECT_FALSE(PeerStale(state.peers.at(PeerPath("198.18.0.3:7070")), config, now));
   EXPECT_TRUE(AggregatePeers(state, config, now).empty());
 }
 
@@ -382,13 +390,12 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", 30, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.4:7070", "eth0", 20, Threshold(Method::kMsgZerocopy, 8192));
-  state.peers["peer/198.18.0.9:7070"] =
-      PeerRecord{*common::ParseHostPort("198.18.0.9:7070"), "", 40, 0, PeerOutcome::kBusy};
+  state.peers[PeerPath("198.18.0.9:7070")] = PeerRecord{"", 40, 0, PeerOutcome::kBusy};
   PruneState(state, config);
   EXPECT_EQ(state.peers.size(), 2u);
-  EXPECT_TRUE(state.peers.contains("peer/198.18.0.3:7070"));
-  EXPECT_TRUE(state.peers.contains("peer/198.18.0.4:7070"));
-  EXPECT_FALSE(state.paths.contains("peer/198.18.0.2:7070")) << "its results go with it";
+  EXPECT_TRUE(state.peers.contains(PeerPath("198.18.0.3:7070")));
+  EXPECT_TRUE(state.peers.contains(PeerPath("198.18.0.4:7070")));
+  EXPECT_FALSE(state.paths.contains(PeerPath("198.18.0.2:7070"))) << "its results go with it";
   const Config without_peers;
   PruneState(state, without_peers);
   EXPECT_TRUE(state.peers.empty()) << "no peers configured, none kept";
@@ -398,17 +405,17 @@ TEST(PrunePeers, KeepsTheMPeersThatSucceededLast) {
 TEST(RecordPeerAttempts, AFailureKeepsTheLastGoodResult) {
   AgentState state;
   AddPeer(state, "198.18.0.2:7070", "eth0", 10, Threshold(Method::kMsgZerocopy, 8192));
-  RecordPeerAttempts(state, {PeerAttempt{"peer/198.18.0.2:7070", *common::ParseHostPort("198.18.0.2:7070"),
-                                         PeerOutcome::kTimeout,
-                                         "no answer in time", ""}},
+  RecordPeerAttempts(state,
+                     {PeerAttempt{*common::ParseHostPort("198.18.0.2:7070"), PeerOutcome::kTimeout,
+                                  "no answer in time", ""}},
                      50);
-  const PeerRecord& p = state.peers.at("peer/198.18.0.2:7070");
+  const PeerRecord& p = state.peers.at(PeerPath("198.18.0.2:7070"));
   EXPECT_EQ(p.last_attempt_ns, 50u);
   EXPECT_EQ(p.last_success_ns, 10u);
   EXPECT_EQ(p.last_outcome, PeerOutcome::kTimeout);
   EXPECT_EQ(p.interface, "eth0");
   PruneState(state, PeersOn());
-  EXPECT_TRUE(state.paths.contains("peer/198.18.0.2:7070"));
+  EXPECT_TRUE(state.paths.contains(PeerPath("198.18.0.2:7070")));
 }
 
 HostDefaultNic Nic(const std::string& name) {
@@ -450,9 +457,9 @@ TEST(AggregatePeers, EachDepthClassHasItsOwnMedian) {
   const std::uint64_t now = 1000 * kSecond;
   AddPeer(state, "198.18.0.2:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
   AddPeer(state, "198.18.0.3:7070", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
-  state.paths["peer/198.18.0.2:7070"][{Method::kMsgZerocopy, DepthClass::k1}] =
+  state.paths[PeerPath("198.18.0.2:7070")][{Method::kMsgZerocopy, DepthClass::k1}] =
       MethodState{Threshold(Method::kMsgZerocopy, 65536), now, std::nullopt, std::nullopt};
-  state.paths["peer/198.18.0.3:7070"][{Method::kMsgZerocopy, DepthClass::k1}] =
+  state.paths[PeerPath("198.18.0.3:7070")][{Method::kMsgZerocopy, DepthClass::k1}] =
       MethodState{Threshold(Method::kMsgZerocopy, 131072), now, std::nullopt, std::nullopt};
   const InterfaceAggregates a = AggregatePeers(state, PeersOn(), now);
   const auto& eth0 = a.at("eth0");
@@ -471,6 +478,80 @@ TEST(AggregatePeers, EachDepthClassHasItsOwnMedian) {
   EXPECT_EQ(thresholds.at({ScopeKind::kInterface, DepthClass::k1}), 131072u);
   EXPECT_EQ(thresholds.at({ScopeKind::kHostDefault, DepthClass::k1}), 131072u);
   EXPECT_EQ(thresholds.at({ScopeKind::kHostDefault, DepthClass::kStream}), 16384u);
+}
+
+// Two sinks on one host: the table keeps both peers' entries, each under its
+// own path; the segment's host prefix holds the one measured last.
+TEST(SegmentEntries, TwoPeersOfOneAddressShareItsPrefixTheOneMeasuredLastStays) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now - 20, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.2:7071", "eth0", now - 10, Threshold(Method::kMsgZerocopy, 16384));
+  AddPeer(state, "198.18.0.3:7070", "eth0", now - 30, Threshold(Method::kMsgZerocopy, 32768));
+  const PublishedTable table = BuildEntries(state, PeersOn(), Nic("eth9"), now);
+  std::map<PathId, std::uint64_t> in_table;
+  for (const PublishedEntry& e : table.entries) {
+    if (e.scope != ScopeKind::kPeer) continue;
+    ASSERT_TRUE(e.path);
+    in_table[*e.path] = *e.threshold_bytes;
+  }
+  EXPECT_EQ(in_table, (std::map<PathId, std::uint64_t>{{PeerPath("198.18.0.2:7070"), 8192},
+                                                       {PeerPath("198.18.0.2:7071"), 16384},
+                                                       {PeerPath("198.18.0.3:7070"), 32768}}));
+  std::map<std::string, std::uint64_t> in_segment;
+  std::size_t peers = 0;
+  for (const PublishedEntry& e : SegmentEntries(table.entries)) {
+    if (e.scope != ScopeKind::kPeer) continue;
+    in_segment[e.address] = *e.threshold_bytes;
+    ++peers;
+  }
+  EXPECT_EQ(peers, 2u);
+  EXPECT_EQ(in_segment,
+            (std::map<std::string, std::uint64_t>{{"198.18.0.2", 16384}, {"198.18.0.3", 32768}}));
+  // Measured in one round: the first of their text stays, as when the
+  // state was keyed by it ("peer/198.18.0.2:10000" before ":9000").
+  AgentState tie;
+  AddPeer(tie, "198.18.0.2:9000", "eth0", now, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(tie, "198.18.0.2:10000", "eth0", now, Threshold(Method::kMsgZerocopy, 16384));
+  const std::vector<PublishedEntry> segment =
+      SegmentEntries(BuildEntries(tie, PeersOn(), Nic("eth9"), now).entries);
+  const auto peer = std::find_if(segment.begin(), segment.end(), [](const PublishedEntry& e) {
+    return e.scope == ScopeKind::kPeer;
+  });
+  ASSERT_NE(peer, segment.end());
+  EXPECT_EQ(peer->path, PeerPath("198.18.0.2:10000"));
+  EXPECT_EQ(std::count_if(segment.begin(), segment.end(),
+                          [](const PublishedEntry& e) { return e.scope == ScopeKind::kPeer; }),
+            1);
+}
+
+// The metrics' per-path families come from the table, not from the
+// segment: each peer of a shared address keeps its series, with the load
+// and the pending result its entry carries.
+TEST(SegmentEntries, TheMetricsShowEveryPeerOfASharedAddressFromTheTable) {
+  AgentState state;
+  const std::uint64_t now = 1000 * kSecond;
+  AddPeer(state, "198.18.0.2:7070", "eth0", now - 20, Threshold(Method::kMsgZerocopy, 8192));
+  AddPeer(state, "198.18.0.2:7071", "eth0", now - 10, Threshold(Method::kMsgZerocopy, 16384));
+  MethodState& older = state.paths.at(PeerPath("198.18.0.2:7070")).at(Method::kMsgZerocopy);
+  older.pending = Threshold(Method::kMsgZerocopy, 65536);
+  older.load = probes::HostLoad{};
+  older.load->busy_share = 0.5;
+  const PublishedTable table = BuildEntries(state, PeersOn(), Nic("eth9"), now);
+  Metrics metrics("9.9.9");
+  metrics.SetPublished(table.entries, false);
+  const std::string text = metrics.Text();
+  const std::string first =
+      "path=\"peer/198.18.0.2:7070\",method=\"msg_zerocopy\",depth=\"stream\"";
+  const std::string second =
+      "path=\"peer/198.18.0.2:7071\",method=\"msg_zerocopy\",depth=\"stream\"";
+  for (const std::string& series :
+       {"zcal_threshold_bytes{" + first + "} 8192", "zcal_threshold_bytes{" + second + "} 16384",
+        "zcal_hysteresis_pending{" + first + "} 1", "zcal_hysteresis_pending{" + second + "} 0",
+        "zcal_calibration_host_busy_ratio{" + first + "} 0.5"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
+  EXPECT_EQ(text.find("zcal_calibration_host_busy_ratio{" + second), std::string::npos) << text;
 }
 
 TEST(BuildEntries, KernelCopiedPeersAreNeverTheHostDefault) {
@@ -498,8 +579,8 @@ TEST(PeerState, RoundTripsTheRecordsAndTheRound) {
   const Result<AgentState> back = ParseState(SerializeState(state), "s.json");
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->peer_round, 41u);
-  const PeerRecord& p = back->peers.at("peer/198.18.0.2:7070");
-  EXPECT_EQ(common::ToString(p.endpoint), "198.18.0.2:7070");
+  const PeerRecord& p = back->peers.at(PeerPath("198.18.0.2:7070"));
+  EXPECT_EQ(common::ToString(back->peers.begin()->first.endpoint()), "198.18.0.2:7070");
   EXPECT_EQ(p.interface, "eth0");
   EXPECT_EQ(p.last_success_ns, 77u);
   EXPECT_EQ(p.last_outcome, PeerOutcome::kSuccess);

@@ -12,9 +12,13 @@
 
 #include "test_util.h"
 #include "zcal/zcal.hpp"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::publisher_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -47,7 +51,7 @@ PathReport Report(const std::string& path, std::initializer_list<Method> methods
   calibrator::PathResult& result = report.analysis.paths[path];
   result.path = path;
   for (const Method m : methods) result.methods[m] = Never(m);
-  return PathReport{path, report};
+  return PathReport{ConfiguredPath(path), report};
 }
 
 RoundOutcome Outcome(std::vector<PathReport> reports) {
@@ -92,7 +96,7 @@ class PublisherTest : public ::testing::Test {
     AgentState saved;
     saved.saved_at_ns = 1;
     saved.fingerprint = fingerprint;
-    saved.paths["loopback"][Method::kMsgZerocopy] =
+    saved.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
         MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
     ASSERT_TRUE(SaveState(saved, config_.state_path));
   }
@@ -178,7 +182,7 @@ TEST_F(PublisherTest, ASuccessfulRoundIsPublishedFreshAndSaved) {
   ASSERT_TRUE(saved) << saved.error().message;
   EXPECT_EQ(saved->fingerprint, 42u) << "the host as when the round started";
   EXPECT_EQ(saved->last_success_ns, 1000u);
-  EXPECT_EQ(saved->paths.at("loopback").size(), 2u);
+  EXPECT_EQ(saved->paths.at(ConfiguredPath("loopback")).size(), 2u);
   const std::string text = metrics_->Text();
   EXPECT_TRUE(Contains(text, "zcal_published_stale 0"));
   EXPECT_TRUE(Contains(text, "zcal_verdict{path=\"loopback\",method=\"uring_send_zc\","
@@ -200,7 +204,7 @@ TEST_F(PublisherTest, TheLoadOfARoundIsSavedAndPublishedWithItsResults) {
   ASSERT_TRUE(publisher->Accept(Outcome({std::move(report)}), Host(42), 1000));
   const Result<AgentState> saved = LoadState(config_.state_path);
   ASSERT_TRUE(saved) << saved.error().message;
-  const MethodState& s = saved->paths.at("loopback").at(Method::kMsgZerocopy);
+  const MethodState& s = saved->paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.75);
   EXPECT_EQ(s.load->runnable_max, 5u);
@@ -217,7 +221,7 @@ TEST_F(PublisherTest, AFailedRoundChangesNothing) {
   publisher->Publish();
   RoundOutcome failed;
   failed.reports.push_back(
-      PathReport{"loopback", Fail(Errc::kUnsupported, "no probe could run")});
+      PathReport{ConfiguredPath("loopback"), Fail(Errc::kUnsupported, "no probe could run")});
   EXPECT_FALSE(publisher->Accept(failed, Host(42), 1000));
   EXPECT_TRUE(publisher->stale());
   const auto info = ReadInfo(config_.segment.name);
@@ -239,7 +243,7 @@ TEST_F(PublisherTest, ResultsOfPathsAndMethodsNoLongerConfiguredAreDropped) {
                Report("loopback", {Method::kMsgZerocopy, Method::kUringSendZc})}),
       Host(1), 1000));
   ASSERT_EQ(publisher->state().paths.size(), 1u);
-  const auto& loopback = publisher->state().paths.at("loopback");
+  const auto& loopback = publisher->state().paths.at(ConfiguredPath("loopback"));
   EXPECT_EQ(loopback.size(), 1u);
   EXPECT_TRUE(loopback.contains(Method::kMsgZerocopy));
 }
@@ -273,7 +277,7 @@ TEST_F(PublisherTest, AFailedSaveIsRetriedAtEachHeartbeatUntilItSucceeds) {
   const Result<AgentState> saved = LoadState(config_.state_path);
   ASSERT_TRUE(saved) << saved.error().message;
   EXPECT_EQ(saved->last_success_ns, 1000u);
-  EXPECT_TRUE(saved->paths.contains("loopback"));
+  EXPECT_TRUE(saved->paths.contains(ConfiguredPath("loopback")));
   publisher->Heartbeat();
   const std::string text = metrics_->Text();
   EXPECT_TRUE(Contains(text, "zcal_state_unsaved 0")) << text;
@@ -311,7 +315,7 @@ TEST_F(PublisherTest, ReconfigureDropsWhatIsNoLongerConfiguredAndMovesTheStateFi
   EXPECT_EQ(info->count, 1u) << "loopback/msg_zerocopy, no host default";
   const Result<AgentState> moved = LoadState(next.state_path);
   ASSERT_TRUE(moved) << "written at once";
-  EXPECT_EQ(moved->paths.at("loopback").size(), 1u);
+  EXPECT_EQ(moved->paths.at(ConfiguredPath("loopback")).size(), 1u);
 }
 
 TEST_F(PublisherTest, ReconfigureDropsTheMetricSeriesOfARemovedPath) {

@@ -12,9 +12,13 @@
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/metrics/status_page.h"
 #include "zcal/calibrator/report_json.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::report_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 namespace cal = zcal::calibrator;
 using nlohmann::json;
@@ -209,10 +213,10 @@ probes::HostLoad Load() {
 
 TEST(ReportModelOf, ShowsTheLoadEachResultOfAStateWasMeasuredUnder) {
   AgentState state;
-  state.paths["discard"][cal::Method::kUringSendZc].published =
+  state.paths[ConfiguredPath("discard")][cal::Method::kUringSendZc].published =
       Entry("discard", cal::Method::kUringSendZc).result;
-  state.paths["discard"][cal::Method::kUringSendZc].load = Load();
-  state.paths["discard"][cal::Method::kMsgZerocopy].published =
+  state.paths[ConfiguredPath("discard")][cal::Method::kUringSendZc].load = Load();
+  state.paths[ConfiguredPath("discard")][cal::Method::kMsgZerocopy].published =
       Entry("discard", cal::Method::kMsgZerocopy).result;
   const ReportModel model = ModelOfState(state, "state.json");
   ASSERT_EQ(model.entries.size(), 2u);
@@ -227,9 +231,9 @@ TEST(ReportModelOf, ShowsTheLoadEachResultOfAStateWasMeasuredUnder) {
 
 TEST(ReportModelOf, AStateHasARowAndAChartPerDepthClass) {
   AgentState state;
-  state.paths["discard"][cal::Method::kMsgZerocopy].published =
+  state.paths[ConfiguredPath("discard")][cal::Method::kMsgZerocopy].published =
       Entry("discard", cal::Method::kMsgZerocopy).result;
-  state.paths["discard"][{cal::Method::kMsgZerocopy, DepthClass::k4}].published =
+  state.paths[ConfiguredPath("discard")][{cal::Method::kMsgZerocopy, DepthClass::k4}].published =
       Entry("discard", cal::Method::kMsgZerocopy).result;
   const ReportModel model = ModelOfState(state, "state.json");
   ASSERT_EQ(model.entries.size(), 2u);
@@ -290,7 +294,7 @@ TEST(StatusPage, AnswersOnceTheAgentHasAState) {
   EXPECT_EQ(status->Thresholds(1).status, 503);
 
   AgentState state;
-  state.paths["loopback"][cal::Method::kMsgZerocopy].published =
+  state.paths[ConfiguredPath("loopback")][cal::Method::kMsgZerocopy].published =
       Entry("loopback", cal::Method::kMsgZerocopy).result;
   status->Update(state, true, "/zcal-report-test-absent");
   const HttpResponse page = status->Page(1'700'000'000'000'000'000);

@@ -1,4 +1,5 @@
 #include "zcal/agent/publish/results.h"
+#include "zcal/testing/path_ids.h"
 
 #include <tuple>
 #include <vector>
@@ -9,6 +10,9 @@
 
 namespace zcal::agent::results_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -27,10 +31,10 @@ calibrator::PathResult Fresh(std::initializer_list<MethodResult> results) {
 
 TEST(MergeCalibration, PublishesTheFirstResult) {
   AgentState state;
-  const auto log = MergeCalibration(
-      state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}),
-      100, std::nullopt, {});
-  const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
+  const auto log =
+      MergeCalibration(state, ConfiguredPath("loopback"),
+                       Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, std::nullopt, {});
+  const MethodState& s = state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   EXPECT_EQ(s.published.threshold_bytes, 16384u);
   EXPECT_EQ(s.measured_at_ns, 100u);
   ASSERT_EQ(log.size(), 1u);
@@ -39,22 +43,21 @@ TEST(MergeCalibration, PublishesTheFirstResult) {
 
 TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
   AgentState state;
-  MergeCalibration(state, "loopback",
-                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   std::nullopt, {});
-  auto log = MergeCalibration(
-      state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
-      200, std::nullopt, {});
-  const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, std::nullopt, {});
+  auto log = MergeCalibration(state, ConfiguredPath("loopback"),
+                              Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200,
+                              std::nullopt, {});
+  const MethodState& s = state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   EXPECT_EQ(s.published.threshold_bytes, 16384u);
   EXPECT_EQ(s.measured_at_ns, 100u);
   ASSERT_TRUE(s.pending);
   EXPECT_EQ(log[0],
             "loopback/msg_zerocopy: measured threshold 128KiB, keeping "
             "threshold 16KiB until a calibration agrees");
-  log = MergeCalibration(
-      state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}),
-      300, std::nullopt, {});
+  log = MergeCalibration(state, ConfiguredPath("loopback"),
+                         Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 300, std::nullopt,
+                         {});
   EXPECT_EQ(s.published.threshold_bytes, 131072u);
   EXPECT_EQ(s.measured_at_ns, 300u);
   EXPECT_EQ(log[0],
@@ -64,13 +67,13 @@ TEST(MergeCalibration, NeedsTwoAgreeingCalibrationsToMoveAThreshold) {
 
 TEST(MergeCalibration, AnAgreeingResultRefreshesTheMeasurementTime) {
   AgentState state;
-  MergeCalibration(state, "loopback",
-                   Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}),
-                   100, std::nullopt, {});
-  const auto log = MergeCalibration(
-      state, "loopback",
-      Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 500, std::nullopt, {});
-  EXPECT_EQ(state.paths.at("loopback").at(Method::kUringSendZc).measured_at_ns,
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}), 100, std::nullopt,
+                   {});
+  const auto log = MergeCalibration(state, ConfiguredPath("loopback"),
+                                    Fresh({Never(Method::kUringSendZc, Reason::kKernelCopied)}),
+                                    500, std::nullopt, {});
+  EXPECT_EQ(state.paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).measured_at_ns,
             500u);
   EXPECT_EQ(log[0], "loopback/uring_send_zc: never (kernel_copied), confirmed");
 }
@@ -87,32 +90,32 @@ probes::HostLoad Load(double busy) {
 
 TEST(MergeCalibration, ThePublishedResultKeepsTheLoadOfTheCalibrationBehindIt) {
   AgentState state;
-  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   Load(0.25), {});
-  const MethodState& s = state.paths.at("loopback").at(Method::kMsgZerocopy);
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, Load(0.25), {});
+  const MethodState& s = state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.25);
   // A disagreeing result waits; the published one is still that of 100 and its load.
-  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200,
-                   Load(0.9), {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 131072, 0.5)}), 200, Load(0.9), {});
   EXPECT_EQ(s.measured_at_ns, 100u);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.25);
   // An agreeing one confirms it under its own load, or under none when not measured.
-  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 300,
-                   Load(0.5), {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 300, Load(0.5), {});
   EXPECT_EQ(s.measured_at_ns, 300u);
   ASSERT_TRUE(s.load);
   EXPECT_DOUBLE_EQ(s.load->busy_share, 0.5);
-  MergeCalibration(state, "loopback", Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 400,
-                   std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 400, std::nullopt, {});
   EXPECT_FALSE(s.load);
 }
 
 TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault) {
   AgentState state;
   state.fingerprint = 42;
-  MergeCalibration(state, "loopback",
+  MergeCalibration(state, ConfiguredPath("loopback"),
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
                    100, std::nullopt, {});
@@ -137,7 +140,7 @@ TEST(BuildEntries, PublishesEachPathUnderItsOwnScopeAndNeverLoopbackAsTheDefault
 
 TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
   AgentState state;
-  MergeCalibration(state, "discard",
+  MergeCalibration(state, ConfiguredPath("discard"),
                    Fresh({Threshold(Method::kUringSendZc, 24576, 0.8)}), 100, std::nullopt, {});
   Config config;
   config.host_default.enabled = false;
@@ -149,19 +152,18 @@ TEST(BuildEntries, PublishesTheDiscardPathUnderItsOwnScope) {
 
 TEST(PruneState, DropsPathsAndMethodsNoLongerConfigured) {
   AgentState state;
-  MergeCalibration(state, "loopback",
+  MergeCalibration(state, ConfiguredPath("loopback"),
                    Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5),
                           Never(Method::kUringSendZc, Reason::kKernelCopied)}),
                    100, std::nullopt, {});
-  MergeCalibration(state, "gone",
-                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100,
-                   std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("gone"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 16384, 0.5)}), 100, std::nullopt, {});
   Config config;
   config.methods = {Method::kCopy, Method::kMsgZerocopy};
   PruneState(state, config);
   ASSERT_EQ(state.paths.size(), 1u);
-  ASSERT_EQ(state.paths.at("loopback").size(), 1u);
-  EXPECT_TRUE(state.paths.at("loopback").contains(Method::kMsgZerocopy));
+  ASSERT_EQ(state.paths.at(ConfiguredPath("loopback")).size(), 1u);
+  EXPECT_TRUE(state.paths.at(ConfiguredPath("loopback")).contains(Method::kMsgZerocopy));
 }
 
 TEST(MergeCalibration, EachDepthClassHasItsOwnHysteresis) {
@@ -171,20 +173,21 @@ TEST(MergeCalibration, EachDepthClassHasItsOwnHysteresis) {
     path.path = "discard";
     return path;
   };
-  MergeCalibration(state, "discard", discard({Threshold(Method::kMsgZerocopy, 24576, 0.5)}), 100,
-                   std::nullopt, {});
-  auto log = MergeCalibration(state, "discard",
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   discard({Threshold(Method::kMsgZerocopy, 24576, 0.5)}), 100, std::nullopt, {});
+  auto log = MergeCalibration(state, ConfiguredPath("discard"),
                               discard({Threshold(Method::kMsgZerocopy, 65536, 0.5)}), 100,
                               std::nullopt, {}, DepthClass::k1);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "discard/msg_zerocopy@1: threshold 64KiB, published");
   // A second class's result moves neither the stream's nor its candidate.
-  log = MergeCalibration(state, "discard", discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}),
-                         200, std::nullopt, {}, DepthClass::k1);
+  log = MergeCalibration(state, ConfiguredPath("discard"),
+                         discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 200, std::nullopt,
+                         {}, DepthClass::k1);
   EXPECT_EQ(log[0],
             "discard/msg_zerocopy@1: measured threshold 256KiB, keeping threshold 64KiB until a "
             "calibration agrees");
-  const MethodStates& methods = state.paths.at("discard");
+  const MethodStates& methods = state.paths.at(ConfiguredPath("discard"));
   ASSERT_EQ(methods.size(), 2u);
   const MethodState& stream = methods.at(Method::kMsgZerocopy);
   EXPECT_EQ(stream.published.threshold_bytes, 24576u);
@@ -193,30 +196,36 @@ TEST(MergeCalibration, EachDepthClassHasItsOwnHysteresis) {
   EXPECT_EQ(one.published.threshold_bytes, 65536u);
   ASSERT_TRUE(one.pending);
   EXPECT_EQ(one.pending->threshold_bytes, 262144u);
-  MergeCalibration(state, "discard", discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 300,
-                   std::nullopt, {}, DepthClass::k1);
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   discard({Threshold(Method::kMsgZerocopy, 262144, 0.5)}), 300, std::nullopt, {},
+                   DepthClass::k1);
   EXPECT_EQ(one.published.threshold_bytes, 262144u) << "two agreeing calibrations of class 1";
   EXPECT_EQ(stream.published.threshold_bytes, 24576u);
 }
 
 TEST(DropClass, RemovesAClassNotProbedSayingWhyOnceAndNeverTheStream) {
   AgentState state;
-  MergeCalibration(state, "discard", Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100,
-                   std::nullopt, {});
-  MergeCalibration(state, "discard", Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100,
-                   std::nullopt, {}, DepthClass::k4);
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100, std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   Fresh({Never(Method::kUringSendZc, Reason::kSlower)}), 100, std::nullopt, {},
+                   DepthClass::k4);
   const std::string why = "depths 1 and stream are both never";
-  const auto line = DropClass(state, "discard", {Method::kUringSendZc, DepthClass::k4}, why);
+  const auto line =
+      DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc, DepthClass::k4}, why);
   ASSERT_TRUE(line);
   EXPECT_EQ(*line,
             "discard/uring_send_zc@4: not probed this round (depths 1 and stream are both "
             "never); dropped, its readers get the stream entry");
-  EXPECT_FALSE(state.paths.at("discard").contains({Method::kUringSendZc, DepthClass::k4}));
-  EXPECT_FALSE(DropClass(state, "discard", {Method::kUringSendZc, DepthClass::k4}, why))
+  EXPECT_FALSE(
+      state.paths.at(ConfiguredPath("discard")).contains({Method::kUringSendZc, DepthClass::k4}));
+  EXPECT_FALSE(
+      DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc, DepthClass::k4}, why))
       << "said once";
-  EXPECT_FALSE(DropClass(state, "discard", {Method::kUringSendZc}, why));
-  EXPECT_TRUE(state.paths.at("discard").contains(Method::kUringSendZc));
-  EXPECT_FALSE(DropClass(state, "nowhere", {Method::kUringSendZc, DepthClass::k4}, why));
+  EXPECT_FALSE(DropClass(state, ConfiguredPath("discard"), {Method::kUringSendZc}, why));
+  EXPECT_TRUE(state.paths.at(ConfiguredPath("discard")).contains(Method::kUringSendZc));
+  EXPECT_FALSE(
+      DropClass(state, ConfiguredPath("nowhere"), {Method::kUringSendZc, DepthClass::k4}, why));
 }
 
 // A discard path with msg_zerocopy at stream, 1 and 4, and uring_send_zc
@@ -230,13 +239,14 @@ AgentState DiscardWithClasses() {
   noisy.verdict = Verdict::kInconclusive;
   noisy.reason = Reason::kNoisy;
   stream.methods[Method::kUringSendZc] = noisy;
-  MergeCalibration(state, "discard", stream, 100, std::nullopt, {});
-  MergeCalibration(state, "discard",
+  MergeCalibration(state, ConfiguredPath("discard"), stream, 100, std::nullopt, {});
+  MergeCalibration(state, ConfiguredPath("discard"),
                    Fresh({Threshold(Method::kMsgZerocopy, 65536, 0.8),
                           Threshold(Method::kUringSendZc, 32768, 0.8)}),
                    100, std::nullopt, {}, DepthClass::k1);
-  MergeCalibration(state, "discard", Fresh({Threshold(Method::kMsgZerocopy, 49152, 0.8)}), 100,
-                   std::nullopt, {}, DepthClass::k4);
+  MergeCalibration(state, ConfiguredPath("discard"),
+                   Fresh({Threshold(Method::kMsgZerocopy, 49152, 0.8)}), 100, std::nullopt, {},
+                   DepthClass::k4);
   return state;
 }
 
@@ -278,20 +288,22 @@ TEST(BuildEntries, PublishesEachDepthClassAfterItsStreamEntry) {
 
 TEST(PruneState, DropsDepthClassesNoLongerConfiguredAndLoopbacksBeyondStream) {
   AgentState state = DiscardWithClasses();
-  MergeCalibration(state, "loopback", Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}),
-                   100, std::nullopt, {});
-  MergeCalibration(state, "loopback", Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}),
-                   100, std::nullopt, {}, DepthClass::k1);
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}), 100, std::nullopt,
+                   {});
+  MergeCalibration(state, ConfiguredPath("loopback"),
+                   Fresh({Never(Method::kMsgZerocopy, Reason::kKernelCopied)}), 100, std::nullopt,
+                   {}, DepthClass::k1);
   Config config;
   config.depths = {4, calibrator::kStreamDepth};
   PruneState(state, config);
   std::vector<MethodKey> discard;
-  for (const auto& [key, s] : state.paths.at("discard")) discard.push_back(key);
+  for (const auto& [key, s] : state.paths.at(ConfiguredPath("discard"))) discard.push_back(key);
   EXPECT_EQ(discard, (std::vector<MethodKey>{{Method::kMsgZerocopy},
                                              {Method::kMsgZerocopy, DepthClass::k4},
                                              {Method::kUringSendZc}}));
-  ASSERT_EQ(state.paths.at("loopback").size(), 1u);
-  EXPECT_TRUE(state.paths.at("loopback").contains(Method::kMsgZerocopy));
+  ASSERT_EQ(state.paths.at(ConfiguredPath("loopback")).size(), 1u);
+  EXPECT_TRUE(state.paths.at(ConfiguredPath("loopback")).contains(Method::kMsgZerocopy));
 }
 
 TEST(DescribeResult, NamesVerdictSizeAndReason) {

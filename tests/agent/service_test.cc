@@ -28,9 +28,13 @@
 #include "zcal/agent/state/state.h"
 #include "zcal/zcal.hpp"
 #include "zcal/testing/test_data.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::service_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -191,7 +195,7 @@ TEST_F(ServiceTest, PublishesSavedStateAsStaleBeforeTheFirstProbe) {
   AgentState saved;
   saved.saved_at_ns = 1;
   saved.fingerprint = 7;
-  saved.paths["loopback"][Method::kMsgZerocopy] =
+  saved.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
 
@@ -341,9 +345,9 @@ TEST_F(ServiceTest, AClassNoLongerProbedLeavesTheStateSayingWhyOnce) {
   AgentState saved;
   saved.saved_at_ns = 1;
   saved.fingerprint = 1;
-  saved.paths["discard"][Method::kUringSendZc] =
+  saved.paths[ConfiguredPath("discard")][Method::kUringSendZc] =
       MethodState{Threshold(Method::kUringSendZc, 16384), 5, std::nullopt, std::nullopt};
-  saved.paths["discard"][{Method::kUringSendZc, DepthClass::k4}] =
+  saved.paths[ConfiguredPath("discard")][{Method::kUringSendZc, DepthClass::k4}] =
       MethodState{Threshold(Method::kUringSendZc, 65536), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   hooks_.calibrate = [&](const probes::CalibrationOptions& o,
@@ -360,8 +364,9 @@ TEST_F(ServiceTest, AClassNoLongerProbedLeavesTheStateSayingWhyOnce) {
   EXPECT_EQ(log_->Count(dropped), 1u) << "said once\n" << log_->All();
   const Result<AgentState> state = LoadState(config_.state_path);
   ASSERT_TRUE(state) << state.error().message;
-  EXPECT_FALSE(state->paths.at("discard").contains({Method::kUringSendZc, DepthClass::k4}));
-  EXPECT_TRUE(state->paths.at("discard").contains(Method::kUringSendZc));
+  EXPECT_FALSE(
+      state->paths.at(ConfiguredPath("discard")).contains({Method::kUringSendZc, DepthClass::k4}));
+  EXPECT_TRUE(state->paths.at(ConfiguredPath("discard")).contains(Method::kUringSendZc));
 }
 
 TEST_F(ServiceTest, HeartbeatsContinueWhileProbing) {
@@ -393,7 +398,7 @@ TEST_F(ServiceTest, HeartbeatsContinueWhileProbing) {
 TEST_F(ServiceTest, StopCancelsARunningCalibrationAndSavesTheState) {
   AgentState saved;
   saved.saved_at_ns = 1;
-  saved.paths["loopback"][Method::kMsgZerocopy] =
+  saved.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   hooks_.calibrate = [&](const probes::CalibrationOptions& options,
@@ -418,7 +423,7 @@ TEST_F(ServiceTest, StopCancelsARunningCalibrationAndSavesTheState) {
   const Result<AgentState> state = LoadState(config_.state_path);
   ASSERT_TRUE(state) << state.error().message;
   EXPECT_GE(state->saved_at_ns, before);
-  EXPECT_EQ(state->paths.at("loopback").size(), 1u);
+  EXPECT_EQ(state->paths.at(ConfiguredPath("loopback")).size(), 1u);
   auto segment = client::Segment::Open(config_.segment.name.c_str());
   ASSERT_TRUE(segment);
   auto info = segment->Info();
@@ -579,7 +584,7 @@ TEST_F(ServiceTest, CalibrateNowWhileCalibratingIsIgnored) {
 TEST_F(ServiceTest, AStopWhoseProbeIgnoresTheCancelStillEndsAtTheGuard) {
   AgentState saved;
   saved.saved_at_ns = 1;
-  saved.paths["loopback"][Method::kMsgZerocopy] =
+  saved.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   std::atomic<bool> release{false};
@@ -659,15 +664,14 @@ TEST_F(ServiceTest, AReloadToASegmentAnotherAgentHoldsIsRejected) {
 // read does: the NICs kept peers are reached through stay described, so
 // the fleet's per-interface classes do not lose them until the next round.
 TEST_F(ServiceTest, AReloadOfTheHostRootKeepsThePeersNicsDescribed) {
-  const std::string peer = "peer/198.18.0.9:7070";
+  const PathId peer = PeerPath("198.18.0.9:7070");
   AgentState saved;
   saved.saved_at_ns = 1;
   saved.fingerprint = fingerprint_;  // unchanged host: no calibration at start
   saved.last_success_ns = 1;
   saved.paths[peer][Method::kMsgZerocopy] =
       MethodState{Never(Method::kMsgZerocopy), 5, std::nullopt, std::nullopt};
-  saved.peers[peer] = PeerRecord{*common::ParseHostPort("198.18.0.9:7070"), "eth1", 1, 1,
-                                 PeerOutcome::kSuccess};
+  saved.peers[peer] = PeerRecord{"eth1", 1, 1, PeerOutcome::kSuccess};
   ASSERT_TRUE(SaveState(saved, config_.state_path));
   namespace fs = std::filesystem;
   const fs::path data = zcal::testing::TestData() / "sysfs" / "pci-host";

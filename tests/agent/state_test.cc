@@ -13,9 +13,13 @@
 #include <gtest/gtest.h>
 
 #include "zcal/testing/test_data.h"
+#include "zcal/testing/path_ids.h"
 
 namespace zcal::agent::state_test {
 namespace {
+
+using zcal::testing::ConfiguredPath;
+using zcal::testing::PeerPath;
 
 using calibrator::Method;
 using calibrator::MethodResult;
@@ -75,9 +79,9 @@ AgentState SampleState() {
   never.method = Method::kMsgZerocopy;
   never.verdict = Verdict::kNever;
   never.reason = Reason::kKernelCopied;
-  state.paths["loopback"][Method::kUringSendZc] =
+  state.paths[ConfiguredPath("loopback")][Method::kUringSendZc] =
       MethodState{threshold, 111, never, std::nullopt};
-  state.paths["loopback"][Method::kMsgZerocopy] =
+  state.paths[ConfiguredPath("loopback")][Method::kMsgZerocopy] =
       MethodState{never, 222, std::nullopt, std::nullopt};
   probes::HostLoad load;
   load.busy_share = 0.34;
@@ -87,7 +91,7 @@ AgentState SampleState() {
   load.runnable_max = 4;
   load.window_seconds = 2.3;
   load.runnable_reads = 12;
-  state.paths["loopback"][Method::kUringSendZc].load = load;
+  state.paths[ConfiguredPath("loopback")][Method::kUringSendZc].load = load;
   return state;
 }
 
@@ -105,7 +109,7 @@ TEST(State, RoundTripsThroughTheFile) {
   EXPECT_EQ(loaded->host.interfaces[0].path, "loopback");
   EXPECT_EQ(loaded->host.interfaces[0].facts.name, "lo");
   EXPECT_EQ(loaded->host.interfaces[0].facts.mtu, 65536u);
-  const MethodState& zc = loaded->paths.at("loopback").at(Method::kUringSendZc);
+  const MethodState& zc = loaded->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc);
   EXPECT_EQ(zc.published.verdict, Verdict::kThreshold);
   EXPECT_EQ(zc.published.threshold_bytes, 16384u);
   EXPECT_EQ(zc.published.baseline, Method::kUringSend);
@@ -121,8 +125,7 @@ TEST(State, RoundTripsThroughTheFile) {
   ASSERT_TRUE(zc.pending);
   EXPECT_EQ(zc.pending->verdict, Verdict::kNever);
   EXPECT_EQ(zc.pending->reason, Reason::kKernelCopied);
-  const MethodState& msg =
-      loaded->paths.at("loopback").at(Method::kMsgZerocopy);
+  const MethodState& msg = loaded->paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   EXPECT_EQ(msg.published.reason, Reason::kKernelCopied);
   EXPECT_FALSE(msg.published.confidence);
   EXPECT_FALSE(msg.pending);
@@ -145,7 +148,7 @@ TEST(State, FilesWrittenBeforeTheLoadStillRead) {
   }
   const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodState& zc = parsed->paths.at("loopback").at(Method::kUringSendZc);
+  const MethodState& zc = parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc);
   EXPECT_EQ(zc.published.threshold_bytes, 16384u);
   EXPECT_EQ(zc.measured_at_ns, 111u);
   EXPECT_FALSE(zc.load);
@@ -153,16 +156,16 @@ TEST(State, FilesWrittenBeforeTheLoadStillRead) {
 
 TEST(State, RoundTripsEachDepthClassOfAMethod) {
   AgentState state = SampleState();
-  MethodState one = state.paths.at("loopback").at(Method::kUringSendZc);
+  MethodState one = state.paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc);
   one.published.threshold_bytes = 65536;
   one.measured_at_ns = 333;
   one.pending.reset();
-  state.paths["loopback"][{Method::kUringSendZc, DepthClass::k1}] = one;
+  state.paths[ConfiguredPath("loopback")][{Method::kUringSendZc, DepthClass::k1}] = one;
   MethodState four = one;
   four.published.threshold_bytes = 32768;
   four.measured_at_ns = 444;
   four.load.reset();
-  state.paths["loopback"][{Method::kUringSendZc, DepthClass::k4}] = four;
+  state.paths[ConfiguredPath("loopback")][{Method::kUringSendZc, DepthClass::k4}] = four;
   const std::string text = SerializeState(state);
   const nlohmann::json document = nlohmann::json::parse(text);
   // The method's object is its stream result, its other classes inside it.
@@ -174,7 +177,7 @@ TEST(State, RoundTripsEachDepthClassOfAMethod) {
 
   const Result<AgentState> parsed = ParseState(text, "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodStates& loopback = parsed->paths.at("loopback");
+  const MethodStates& loopback = parsed->paths.at(ConfiguredPath("loopback"));
   ASSERT_EQ(loopback.size(), 4u);
   EXPECT_EQ(loopback.at(Method::kUringSendZc).published.threshold_bytes, 16384u);
   EXPECT_TRUE(loopback.at(Method::kUringSendZc).pending);
@@ -198,7 +201,7 @@ TEST(State, FilesWrittenBeforeDepthClassesLoadAsStreamResults) {
   ASSERT_FALSE(document["paths"]["loopback"]["msg_zerocopy"].contains("depth"));
   const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodStates& loopback = parsed->paths.at("loopback");
+  const MethodStates& loopback = parsed->paths.at(ConfiguredPath("loopback"));
   ASSERT_EQ(loopback.size(), 2u);
   for (const auto& [key, s] : loopback) {
     EXPECT_EQ(key.depth, DepthClass::kStream) << calibrator::MethodName(key.method);
@@ -212,11 +215,11 @@ TEST(State, AFileOfAnEarlierAgentLoadsWithEveryResultAtStream) {
   const std::string file = (zcal::testing::TestData() / "state" / "written_by_main.json").string();
   const Result<AgentState> loaded = LoadState(file);
   ASSERT_TRUE(loaded) << loaded.error().message;
-  ASSERT_TRUE(loaded->paths.contains("discard"));
+  ASSERT_TRUE(loaded->paths.contains(ConfiguredPath("discard")));
   std::size_t results = 0;
   for (const auto& [path, methods] : loaded->paths) {
     for (const auto& [key, s] : methods) {
-      EXPECT_EQ(key.depth, DepthClass::kStream) << path;
+      EXPECT_EQ(key.depth, DepthClass::kStream) << ToString(path);
       ++results;
     }
   }
@@ -225,8 +228,8 @@ TEST(State, AFileOfAnEarlierAgentLoadsWithEveryResultAtStream) {
 
 TEST(State, AClassNotPublishedIsRefusedNamingTheKey) {
   AgentState state = SampleState();
-  state.paths["loopback"][{Method::kUringSendZc, DepthClass::k4}] =
-      state.paths.at("loopback").at(Method::kUringSendZc);
+  state.paths[ConfiguredPath("loopback")][{Method::kUringSendZc, DepthClass::k4}] =
+      state.paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc);
   nlohmann::json document = nlohmann::json::parse(SerializeState(state));
   nlohmann::json& classes = document["paths"]["loopback"]["uring_send_zc"]["classes"];
   classes["8"] = classes["4"];
@@ -240,11 +243,11 @@ TEST(State, AClassNotPublishedIsRefusedNamingTheKey) {
 
 TEST(State, AClassWithoutItsStreamResultIsNotKept) {
   AgentState state = SampleState();
-  state.paths["discard"][{Method::kMsgZerocopy, DepthClass::k1}] =
-      state.paths.at("loopback").at(Method::kMsgZerocopy);
+  state.paths[ConfiguredPath("discard")][{Method::kMsgZerocopy, DepthClass::k1}] =
+      state.paths.at(ConfiguredPath("loopback")).at(Method::kMsgZerocopy);
   const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const auto discard = parsed->paths.find("discard");
+  const auto discard = parsed->paths.find(ConfiguredPath("discard"));
   EXPECT_TRUE(discard == parsed->paths.end() || discard->second.empty());
 }
 
@@ -364,7 +367,7 @@ TEST(State, CorruptFilesAreRejectedWithTheirName) {
 // the fits, the interval, the rule and the regrets.
 TEST(State, KeepsTheCostModelOfAResult) {
   AgentState state = SampleState();
-  MethodResult& r = state.paths["loopback"][Method::kUringSendZc].published;
+  MethodResult& r = state.paths[ConfiguredPath("loopback")][Method::kUringSendZc].published;
   r.rule = calibrator::Rule::kModel;
   r.rule_detail = "decided by its own comparison: uring_send CPU per byte ...";
   r.interval = calibrator::ThresholdInterval{15872, 17152, 0.95};
@@ -394,7 +397,8 @@ TEST(State, KeepsTheCostModelOfAResult) {
   r.model = model;
   const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodResult& back = parsed->paths.at("loopback").at(Method::kUringSendZc).published;
+  const MethodResult& back =
+      parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).published;
   EXPECT_EQ(calibrator::ToJson(back), calibrator::ToJson(r));
   EXPECT_EQ(back.model->zerocopy.cpu_bound_cores, 1.0);
   EXPECT_FALSE(back.model->baseline.line_rate_bytes_per_second.has_value());
@@ -413,7 +417,8 @@ TEST(State, FilesWrittenBeforeTheCostModelStillRead) {
   }
   const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const MethodResult& r = parsed->paths.at("loopback").at(Method::kUringSendZc).published;
+  const MethodResult& r =
+      parsed->paths.at(ConfiguredPath("loopback")).at(Method::kUringSendZc).published;
   EXPECT_EQ(r.threshold_bytes, 16384u);
   EXPECT_EQ(r.rule, calibrator::Rule::kNone);
   EXPECT_FALSE(r.model.has_value());
@@ -460,7 +465,89 @@ TEST(State, UnknownKeysAreIgnored) {
   document["paths"]["loopback"]["msg_zerocopy"]["extra"] = 1;
   const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_EQ(parsed->paths.at("loopback").size(), 2u);
+  EXPECT_EQ(parsed->paths.at(ConfiguredPath("loopback")).size(), 2u);
+}
+
+// The state file's keys and the paths' text: one printer, one parser.
+TEST(PathId, PrintsAndParsesConfiguredPathsAndPeers) {
+  for (const auto& [text, peer] :
+       {std::pair{"loopback", false}, std::pair{"discard", false}, std::pair{"lo-1.a", false},
+        std::pair{"peer/198.18.0.2:7070", true}, std::pair{"peer/[2001:db8::3]:7070", true}}) {
+    const Result<PathId> parsed = ParsePathId(text);
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error().message;
+    EXPECT_EQ(ToString(*parsed), text);
+    EXPECT_EQ(parsed->IsPeer(), peer) << text;
+  }
+  EXPECT_EQ(*ParsePathId("peer/198.18.0.2:7070"), PeerPath("198.18.0.2:7070"));
+  EXPECT_EQ(*ParsePathId("discard"), ConfiguredPath("discard"));
+  EXPECT_EQ(ParsePathId("discard")->name(), "discard");
+  EXPECT_EQ(ToString(PeerPath("198.18.0.2:7070").endpoint()), "198.18.0.2:7070");
+  const Result<PathId> refused = ParsePathId("peer/198.18.0.2");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("peer/198.18.0.2"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(PathId, OrdersConfiguredPathsByNameThenPeersByAddressAndPort) {
+  const std::vector<PathId> ordered = {
+      ConfiguredPath("discard"),      ConfiguredPath("loopback"),   ConfiguredPath("zz"),
+      PeerPath("198.18.0.9:7070"),    PeerPath("198.18.0.10:7070"), PeerPath("198.18.0.10:7071"),
+      PeerPath("[2001:db8::3]:7070"),
+  };
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    for (std::size_t j = 0; j < ordered.size(); ++j) {
+      EXPECT_EQ(ordered[i] < ordered[j], i < j)
+          << ToString(ordered[i]) << " " << ToString(ordered[j]);
+      EXPECT_EQ(ordered[i] == ordered[j], i == j)
+          << ToString(ordered[i]) << " " << ToString(ordered[j]);
+    }
+  }
+}
+
+// The format is unchanged: a file of an earlier agent loads with its paths
+// and peers under their PathIds, and is written back under the same keys.
+TEST(State, AFileOfAnEarlierAgentKeepsItsKeysThroughALoadAndASave) {
+  const std::string file = (zcal::testing::TestData() / "state" / "written_by_main.json").string();
+  const Result<AgentState> loaded = LoadState(file);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_TRUE(loaded->paths.contains(ConfiguredPath("loopback")));
+  EXPECT_TRUE(loaded->paths.contains(ConfiguredPath("discard")));
+  ASSERT_EQ(loaded->peers.size(), 1u);
+  EXPECT_EQ(loaded->peers.begin()->first, PeerPath("198.18.0.2:7000"));
+  EXPECT_EQ(loaded->peers.begin()->second.interface, "eth0");
+  std::ifstream in(file);
+  const nlohmann::json original = nlohmann::json::parse(in);
+  const nlohmann::json written = nlohmann::json::parse(SerializeState(*loaded));
+  for (const char* section : {"paths", "peers"}) {
+    std::vector<std::string> before;
+    std::vector<std::string> after;
+    for (const auto& [key, value] : original[section].items()) before.push_back(key);
+    for (const auto& [key, value] : written[section].items()) after.push_back(key);
+    EXPECT_EQ(before, after) << section;
+  }
+  EXPECT_EQ(written["peers"]["peer/198.18.0.2:7000"]["endpoint"], "198.18.0.2:7000");
+}
+
+TEST(State, APeerRecordWhoseEndpointIsNotItsKeysIsRefused) {
+  const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
+    "fingerprint":"0000000000000000","paths":{},"peers":{"peer/198.18.0.2:7070":{
+    "endpoint":"198.18.0.3:7070","last_attempt_ns":1,"last_success_ns":1}}})";
+  const Result<AgentState> refused = ParseState(bad, "s.json");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kParse);
+  EXPECT_NE(refused.error().message.find("peers.peer/198.18.0.2:7070.endpoint"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(State, APathKeyOfAPeerWhoseEndpointDoesNotParseIsRefused) {
+  const std::string bad = R"({"format":"zcal-state","version":1,"saved_at_ns":1,
+    "fingerprint":"0000000000000000","paths":{"peer/nowhere":{}}})";
+  const Result<AgentState> refused = ParseState(bad, "s.json");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kParse);
+  EXPECT_NE(refused.error().message.find("s.json: paths.peer/nowhere"), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ nlohmann::json LoadsJson(const std::string& file, const AgentState& state) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& [path, methods] : state.paths) {
     for (const auto& [key, s] : methods) {
-      results.push_back({{"path", path},
+      results.push_back({{"path", ToString(path)},
                          {"method", calibrator::MethodName(key.method)},
                          {"depth", DepthClassName(key.depth)},
                          {"measured_at_ns", s.measured_at_ns},
@@ -147,7 +147,7 @@ void PrintLoads(std::ostream& out, const std::string& file, const AgentState& st
   out << "\nmeasured under (from the state file " << file << ")\n";
   std::size_t width[3] = {4, 6, 5};
   for (const auto& [path, methods] : state.paths) {
-    width[0] = std::max(width[0], path.size());
+    width[0] = std::max(width[0], ToString(path).size());
     for (const auto& [key, s] : methods) {
       width[1] = std::max(width[1], calibrator::MethodName(key.method).size());
       width[2] = std::max(width[2], DepthClassName(key.depth).size());
@@ -162,7 +162,7 @@ void PrintLoads(std::ostream& out, const std::string& file, const AgentState& st
   row("PATH", "METHOD", "DEPTH", "LOAD");
   for (const auto& [path, methods] : state.paths) {
     for (const auto& [key, s] : methods) {
-      row(path, calibrator::MethodName(key.method), DepthClassName(key.depth),
+      row(ToString(path), calibrator::MethodName(key.method), DepthClassName(key.depth),
           DescribeLoad(s.load));
     }
   }

@@ -192,8 +192,9 @@ Metrics::Metrics(std::string version, MetricsRole role,
 
 Metrics::~Metrics() = default;
 
-void Metrics::RetainPaths(std::span<const std::string> paths) {
-  const std::set<std::string> keep(paths.begin(), paths.end());
+void Metrics::RetainPaths(std::span<const PathId> paths) {
+  std::set<std::string> keep;
+  for (const PathId& path : paths) keep.insert(ToString(path));
   snapshot_->Retain(keep);
   std::lock_guard lock(live_->mutex);
   std::erase_if(live_->probe_failures,
@@ -217,8 +218,9 @@ void Metrics::RecordTrigger(CalibrationTrigger trigger) {
   ++live_->triggers.at(trigger);
 }
 
-void Metrics::RecordProbeFailures(const std::string& path,
+void Metrics::RecordProbeFailures(const PathId& id,
                                   std::span<const calibrator::Sample> samples) {
+  const std::string path = ToString(id);
   std::lock_guard lock(live_->mutex);
   for (const calibrator::Sample& s : samples) {
     if (s.ok()) continue;

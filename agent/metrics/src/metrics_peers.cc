@@ -24,7 +24,7 @@ void Metrics::RecordPeerDiscovery(std::size_t peers, DnsFailure failure) {
   }
 }
 
-void Metrics::SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces) {
+void Metrics::SetPeers(std::map<PathId, bool> stale, InterfaceAggregates interfaces) {
   std::lock_guard lock(peers_->mutex);
   peers_->stale = std::move(stale);
   peers_->interfaces = std::move(interfaces);
@@ -55,7 +55,9 @@ void Metrics::PeerView::AppendTo(std::vector<prometheus::MetricFamily>& out) con
   writer.Gauge("zcal_peer_stale",
                "1 for a kept peer whose last result is older than peers.stale_after "
                "(published under its own entry, left out of aggregates).");
-  for (const auto& [path, is_stale] : stale) writer.Add(is_stale ? 1 : 0, {{"path", path}});
+  for (const auto& [path, is_stale] : stale) {
+    writer.Add(is_stale ? 1 : 0, {{"path", ToString(path)}});
+  }
   AppendInterfaces(writer);
 }
 

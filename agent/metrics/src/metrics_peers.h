@@ -26,7 +26,7 @@ struct Metrics::PeerView {
   std::array<std::uint64_t, kPeerOutcomes.size()> outcomes{};
   std::array<std::uint64_t, kDnsFailures.size()> failures{};
   std::optional<std::size_t> discovered;
-  std::map<std::string, bool> stale;  // kept peer's path -> stale
+  std::map<PathId, bool> stale;  // kept peer -> stale
   InterfaceAggregates interfaces;
 
   void AppendTo(std::vector<prometheus::MetricFamily>& out) const;

@@ -24,14 +24,13 @@ std::string MethodLabel(Method method) {
 // Bounded: DepthClass has at most 8 values (depth_class.h).
 std::string DepthLabel(DepthClass depth) { return std::string(DepthClassName(depth)); }
 
-// Calls fn(path, method, depth, state) for every published (path, method,
+// Calls fn(path, method, depth, entry) for every published (path, method,
 // depth class); the three labels every family of a result has.
 template <typename Fn>
-void EachPublished(const std::map<std::string, MethodStates>& published, const Fn& fn) {
-  for (const auto& [path, methods] : published) {
-    for (const auto& [key, state] : methods) {
-      fn(path, MethodLabel(key.method), DepthLabel(key.depth), state);
-    }
+void EachPublished(const std::map<std::pair<PathId, MethodKey>, PublishedEntry>& published,
+                   const Fn& fn) {
+  for (const auto& [key, entry] : published) {
+    fn(ToString(key.first), MethodLabel(key.second.method), DepthLabel(key.second.depth), entry);
   }
 }
 
@@ -56,16 +55,21 @@ std::optional<double> ThresholdValue(const MethodResult& result) {
 
 }  // namespace
 
-void Metrics::SetPublished(const std::map<std::string, MethodStates>& paths, bool stale) {
+void Metrics::SetPublished(std::span<const PublishedEntry> table, bool stale) {
+  std::map<std::pair<PathId, MethodKey>, PublishedEntry> published;
+  for (const PublishedEntry& e : table) {
+    if (e.path) published.emplace(std::pair{*e.path, MethodKey{e.method, e.depth}}, e);
+  }
   std::lock_guard lock(snapshot_->mutex);
-  snapshot_->published = paths;
+  snapshot_->published = std::move(published);
   snapshot_->stale = stale;
 }
 
-void Metrics::SetLastCalibration(const std::string& path,
+void Metrics::SetLastCalibration(const PathId& id,
                                  std::span<const calibrator::Sample> samples,
                                  const std::map<DepthClass, calibrator::PathResult>& fresh) {
   using SizeKey = Snapshot::SizeKey;
+  const std::string path = ToString(id);
   std::map<SizeKey, std::vector<calibrator::Sample>> groups;
   std::map<MethodKey, std::pair<std::uint64_t, std::uint64_t>> copied;
   for (const calibrator::Sample& s : samples) {
@@ -105,9 +109,11 @@ void Metrics::SetHost(const HostInfo& host) {
   snapshot_->host = host;
 }
 
-void Metrics::SetPaths(const std::map<std::string, probes::TargetKind>& kinds) {
+void Metrics::SetPaths(const std::map<PathId, probes::TargetKind>& kinds) {
+  std::map<std::string, probes::TargetKind> labels;
+  for (const auto& [path, kind] : kinds) labels.emplace(ToString(path), kind);
   std::lock_guard lock(snapshot_->mutex);
-  snapshot_->path_kinds = kinds;
+  snapshot_->path_kinds = std::move(labels);
 }
 
 void Metrics::SetHostDefault(const HostDefaultChoice& host_default,
@@ -123,7 +129,7 @@ void Metrics::SetHostDefault(const HostDefaultChoice& host_default,
 void Metrics::Snapshot::Retain(const std::set<std::string>& paths) {
   std::lock_guard lock(mutex);
   const auto gone = [&](const std::string& path) { return !paths.contains(path); };
-  std::erase_if(published, [&](const auto& item) { return gone(item.first); });
+  std::erase_if(published, [&](const auto& item) { return gone(ToString(item.first.first)); });
   std::erase_if(sizes, [&](const auto& item) { return gone(item.first.path); });
   std::erase_if(copied, [&](const auto& item) { return gone(item.first.first); });
   std::erase_if(fresh, [&](const auto& item) { return gone(item.first.first); });
@@ -146,7 +152,7 @@ void Metrics::Snapshot::AppendTo(std::vector<MetricFamily>& out) const {
                "1 while a differing result waits for a second calibration to agree before it "
                "is published.");
   EachPublished(published, [&](const std::string& path, const std::string& method,
-                               const std::string& depth, const MethodState& s) {
+                               const std::string& depth, const PublishedEntry& s) {
     writer.Add(s.pending ? 1 : 0, {{"path", path}, {"method", method}, {"depth", depth}});
   });
   writer.Gauge("zcal_published_stale",
@@ -163,8 +169,8 @@ void Metrics::Snapshot::AppendPublishedResults(FamilyWriter& out) const {
             "Published message size from which zerocopy send pays off; +Inf when it never "
             "does; absent when inconclusive.");
   EachPublished(published, [&](const std::string& path, const std::string& method,
-                               const std::string& depth, const MethodState& s) {
-    if (const auto value = ThresholdValue(s.published)) {
+                               const std::string& depth, const PublishedEntry& s) {
+    if (const auto value = ThresholdValue(s.verdict, s.threshold_bytes)) {
       out.Add(*value, {{"path", path}, {"method", method}, {"depth", depth}});
     }
   });
@@ -172,10 +178,10 @@ void Metrics::Snapshot::AppendPublishedResults(FamilyWriter& out) const {
             "Published verdict: 1 for the current one of threshold, always, never, "
             "inconclusive; 0 for the others.");
   EachPublished(published, [&](const std::string& path, const std::string& method,
-                               const std::string& depth, const MethodState& s) {
+                               const std::string& depth, const PublishedEntry& s) {
     for (const Verdict v :
          {Verdict::kThreshold, Verdict::kAlways, Verdict::kNever, Verdict::kInconclusive}) {
-      out.Add(s.published.verdict == v ? 1 : 0,
+      out.Add(s.verdict == v ? 1 : 0,
               {{"path", path},
                {"method", method},
                {"depth", depth},
@@ -185,8 +191,8 @@ void Metrics::Snapshot::AppendPublishedResults(FamilyWriter& out) const {
   out.Gauge("zcal_verdict_reason_info",
             "Why the published verdict is what it is (reason none for a threshold or always).");
   EachPublished(published, [&](const std::string& path, const std::string& method,
-                               const std::string& depth, const MethodState& s) {
-    const std::string_view reason = calibrator::ReasonName(s.published.reason);
+                               const std::string& depth, const PublishedEntry& s) {
+    const std::string_view reason = calibrator::ReasonName(s.reason);
     out.Add(1, {{"path", path},
                 {"method", method},
                 {"depth", depth},
@@ -196,16 +202,16 @@ void Metrics::Snapshot::AppendPublishedResults(FamilyWriter& out) const {
             "Share (0 to 1) of the compared sizes whose comparison was decisive; absent when "
             "unknown.");
   EachPublished(published, [&](const std::string& path, const std::string& method,
-                               const std::string& depth, const MethodState& s) {
-    if (s.published.confidence) {
-      out.Add(*s.published.confidence, {{"path", path}, {"method", method}, {"depth", depth}});
+                               const std::string& depth, const PublishedEntry& s) {
+    if (s.confidence) {
+      out.Add(*s.confidence, {{"path", path}, {"method", method}, {"depth", depth}});
     }
   });
   out.Gauge("zcal_result_measured_timestamp_seconds",
             "Unix time of the calibration behind the published result (or the last one that "
             "agreed with it).");
   EachPublished(published, [&](const std::string& path, const std::string& method,
-                               const std::string& depth, const MethodState& s) {
+                               const std::string& depth, const PublishedEntry& s) {
     out.Add(common::NsToSeconds(s.measured_at_ns),
             {{"path", path}, {"method", method}, {"depth", depth}});
   });
@@ -240,7 +246,7 @@ void Metrics::Snapshot::AppendPublishedLoad(FamilyWriter& out) const {
   for (const LoadFamily& family : kLoadFamilies) {
     out.Gauge(family.name, family.help);
     EachPublished(published, [&](const std::string& path, const std::string& method,
-                                 const std::string& depth, const MethodState& s) {
+                                 const std::string& depth, const PublishedEntry& s) {
       if (s.load) {
         out.Add((*s.load).*family.field, {{"path", path}, {"method", method}, {"depth", depth}});
       }

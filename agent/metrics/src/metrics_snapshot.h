@@ -35,7 +35,9 @@ struct Metrics::Snapshot {
   };
 
   mutable std::mutex mutex;
-  std::map<std::string, MethodStates> published;
+  /// The published table's entries of a path (PublishedEntry::path), in
+  /// the order of their path, method and class.
+  std::map<std::pair<PathId, MethodKey>, PublishedEntry> published;
   bool stale = false;
   std::map<SizeKey, SizeFigures> sizes;
   std::map<PathMethod, double> copied;

@@ -75,16 +75,16 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
              PeerRoundOutcome& outcome) {
   probes::CalibrationOptions options = plan.base;
   options.target = probes::Target::Peer(peer);
-  options.path_name = std::string(kPeerPathPrefix) + common::ToString(peer);
-  options.cancel = &cancel;
   PeerAttempt attempt;
-  attempt.path = options.path_name;
   attempt.endpoint = peer;
+  options.path_name = ToString(attempt.path());
+  options.cancel = &cancel;
   Result<probes::CalibrationReport, probes::CalibrationError> report;
   try {
     report = calibrate(options, {});
   } catch (const std::exception& e) {
-    report = probes::FailCalibration(Errc::kFailed, "calibration of path " + attempt.path + " threw: " + e.what());
+    report = probes::FailCalibration(
+        Errc::kFailed, "calibration of path " + options.path_name + " threw: " + e.what());
   }
   if (Cancelled(cancel) || (report && report->cancelled)) {
     outcome.cancelled = true;
@@ -94,7 +94,7 @@ bool AskPeer(const PeerRoundPlan& plan, const common::HostPort& peer,
   if (!report) attempt.detail = report.error().message;
   if (attempt.outcome == PeerOutcome::kSuccess) {
     if (Result<std::string> via = probes::EgressInterface(peer.address)) attempt.interface = *via;
-    outcome.reports.push_back(PeerReport{attempt.path, std::move(*report)});
+    outcome.reports.push_back(PeerReport{attempt.path(), std::move(*report)});
   }
   outcome.attempts.push_back(std::move(attempt));
   return true;

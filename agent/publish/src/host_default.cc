@@ -73,7 +73,7 @@ const MethodStates* PathOfType(const AgentState& state,
                                                const Config& config, probes::TargetKind type) {
   for (const PathConfig& path : config.paths) {
     if (path.type != type) continue;
-    const auto it = state.paths.find(path.name);
+    const auto it = state.paths.find(PathId::Configured(path.name));
     if (it != state.paths.end()) return &it->second;
   }
   return nullptr;

@@ -79,11 +79,11 @@ InterfaceAggregates AggregatePeers(const AgentState& state, const Config& config
 void RecordPeerAttempts(AgentState& state, const std::vector<PeerAttempt>& attempts,
                         std::uint64_t now_ns, std::int64_t steady_ns) {
   for (const PeerAttempt& attempt : attempts) {
-    PeerRecord& peer = state.peers[attempt.path];
-    peer.endpoint = attempt.endpoint;
+    const PathId path = attempt.path();
+    PeerRecord& peer = state.peers[path];
     peer.last_attempt_ns = now_ns;
     peer.last_outcome = attempt.outcome;
-    if (attempt.outcome == PeerOutcome::kSuccess && state.paths.contains(attempt.path)) {
+    if (attempt.outcome == PeerOutcome::kSuccess && state.paths.contains(path)) {
       peer.last_success_ns = now_ns;
       peer.last_success_steady_ns = steady_ns;
       // A route that could not be read keeps the interface known before.
@@ -100,7 +100,7 @@ void PrunePeers(AgentState& state, const Config& config) {
     return !state.paths.contains(item.first) || item.second.last_success_ns == 0;
   });
   if (state.peers.size() > config.peers.keep) {
-    std::vector<std::pair<std::uint64_t, std::string>> by_age;
+    std::vector<std::pair<std::uint64_t, PathId>> by_age;
     for (const auto& [path, peer] : state.peers) by_age.emplace_back(peer.last_success_ns, path);
     std::sort(by_age.begin(), by_age.end(), std::greater<>());
     for (std::size_t i = config.peers.keep; i < by_age.size(); ++i) {
@@ -108,7 +108,7 @@ void PrunePeers(AgentState& state, const Config& config) {
     }
   }
   std::erase_if(state.paths, [&](const auto& item) {
-    return IsPeerPath(item.first) && !state.peers.contains(item.first);
+    return item.first.IsPeer() && !state.peers.contains(item.first);
   });
 }
 

@@ -26,15 +26,23 @@ std::string DescribeResult(const MethodResult& result) {
   return text;
 }
 
-std::string ResultName(std::string_view path, const MethodKey& key) {
-  std::string name(path);
+std::string ResultName(const PathId& path, const MethodKey& key) {
+  std::string name = ToString(path);
   name += "/" + std::string(calibrator::MethodName(key.method));
   if (key.depth != DepthClass::kStream) name += "@" + std::string(DepthClassName(key.depth));
   return name;
 }
 
+std::optional<probes::TargetKind> PathKind(const Config& config, const PathId& path) {
+  if (path.IsPeer()) return probes::TargetKind::kPeer;
+  const auto it = std::find_if(config.paths.begin(), config.paths.end(),
+                               [&](const PathConfig& p) { return p.name == path.name(); });
+  if (it == config.paths.end()) return std::nullopt;
+  return it->type;
+}
+
 std::vector<std::string> MergeCalibration(
-    AgentState& state, const std::string& path,
+    AgentState& state, const PathId& path,
     const calibrator::PathResult& fresh, std::uint64_t now_ns,
     const std::optional<probes::HostLoad>& load,
     const calibrator::HysteresisOptions& options, DepthClass depth) {
@@ -80,7 +88,7 @@ std::vector<std::string> MergeCalibration(
   return log;
 }
 
-std::optional<std::string> DropClass(AgentState& state, const std::string& path,
+std::optional<std::string> DropClass(AgentState& state, const PathId& path,
                                      const MethodKey& key, std::string_view why) {
   // The stream class is what every reader falls back to: never dropped.
   if (key.depth == DepthClass::kStream) return std::nullopt;
@@ -91,19 +99,12 @@ std::optional<std::string> DropClass(AgentState& state, const std::string& path,
 }
 
 void PruneState(AgentState& state, const Config& config) {
-  std::erase_if(state.paths, [&](const auto& item) {
-    // Peer paths are not configured one by one: PrunePeers keeps them.
-    return !IsPeerPath(item.first) &&
-           std::none_of(config.paths.begin(), config.paths.end(),
-                        [&](const PathConfig& p) { return p.name == item.first; });
-  });
+  // Peer paths are not configured one by one: PrunePeers keeps them.
+  std::erase_if(state.paths,
+                [&](const auto& item) { return !PathKind(config, item.first).has_value(); });
   for (auto& [path, methods] : state.paths) {
-    const std::string& name = path;  // clang 14: no captured bindings
-    const auto type = std::find_if(config.paths.begin(), config.paths.end(),
-                                   [&](const PathConfig& p) { return p.name == name; });
     // Loopback is calibrated at stream only (CalibratedDepths).
-    const std::vector<std::uint32_t> depths = CalibratedDepths(
-        config, type != config.paths.end() ? type->type : probes::TargetKind::kPeer);
+    const std::vector<std::uint32_t> depths = CalibratedDepths(config, *PathKind(config, path));
     std::erase_if(methods, [&](const auto& item) {
       const MethodKey& key = item.first;
       // Stream stays whatever depths says: every reader falls back to it.
@@ -119,8 +120,8 @@ void PruneState(AgentState& state, const Config& config) {
 
 namespace {
 
-// Adds the entries of `methods` under `scope` (address or interface from
-// `where`).
+// Adds the entries of `methods` under `scope` (path, address or interface
+// from `where`).
 void AddEntries(PublishedTable& table, const AgentState& state, const MethodStates& methods,
                 ScopeKind scope, bool estimated, const PublishedEntry& where = {}) {
   for (const auto& [key, s] : methods) {
@@ -139,6 +140,8 @@ void AddEntries(PublishedTable& table, const AgentState& state, const MethodStat
     e.measured_at_ns = s.measured_at_ns;
     e.fingerprint = state.fingerprint;
     e.estimated = estimated;
+    e.load = s.load;
+    e.pending = s.pending;
     table.entries.push_back(std::move(e));
   }
 }
@@ -146,14 +149,16 @@ void AddEntries(PublishedTable& table, const AgentState& state, const MethodStat
 // Each path's result under a scope of its own: it says what it measured.
 void AddPathEntries(PublishedTable& table, const AgentState& state, const Config& config) {
   for (const PathConfig& path : config.paths) {
-    const auto it = state.paths.find(path.name);
+    PublishedEntry where;
+    where.path = PathId::Configured(path.name);
+    const auto it = state.paths.find(*where.path);
     if (it == state.paths.end()) continue;
     switch (path.type) {
       case probes::TargetKind::kLoopback:
-        AddEntries(table, state, it->second, ScopeKind::kLoopback, false);
+        AddEntries(table, state, it->second, ScopeKind::kLoopback, false, where);
         break;
       case probes::TargetKind::kDiscard:
-        AddEntries(table, state, it->second, ScopeKind::kDiscard, false);
+        AddEntries(table, state, it->second, ScopeKind::kDiscard, false, where);
         break;
       case probes::TargetKind::kPeer:
         break;  // not a configured path: peers are published below
@@ -162,31 +167,24 @@ void AddPathEntries(PublishedTable& table, const AgentState& state, const Config
 }
 
 // Each kept peer under its own host prefix, whatever it measured: a
-// transport connected to that peer is told what its path measured. Two
-// peers on one address (two sinks on different ports) share one prefix:
-// the one measured last stays, with all of its classes.
+// transport connected to that peer is told what its path measured. In the
+// order of the text of their address, then of their path, the order in
+// which SegmentEntries keeps one peer of a shared address.
 void AddPeerEntries(PublishedTable& table, const AgentState& state) {
-  struct Chosen {
-    PublishedEntry where;
-    std::uint64_t measured_at_ns = 0;
-    const MethodStates* methods = nullptr;
-  };
-  std::map<std::string, Chosen> by_address;
+  std::map<std::pair<std::string, std::string>, std::pair<PathId, const MethodStates*>> ordered;
   for (const auto& [path, peer] : state.peers) {
     const auto results = state.paths.find(path);
     if (results == state.paths.end()) continue;
-    const common::HostPort& endpoint = peer.endpoint;
-    std::uint64_t newest = 0;
-    for (const auto& [key, s] : results->second) newest = std::max(newest, s.measured_at_ns);
-    Chosen& chosen = by_address[common::ToString(endpoint.address)];
-    if (chosen.methods != nullptr && newest <= chosen.measured_at_ns) continue;
-    chosen.where.address = common::ToString(endpoint.address);
-    chosen.where.prefix_len = endpoint.address.IsIpv6() ? 128 : 32;
-    chosen.measured_at_ns = newest;
-    chosen.methods = &results->second;
+    ordered.emplace(std::pair{common::ToString(path.endpoint().address), ToString(path)},
+                    std::pair{path, &results->second});
   }
-  for (const auto& [address, chosen] : by_address) {
-    AddEntries(table, state, *chosen.methods, ScopeKind::kPeer, false, chosen.where);
+  for (const auto& [text, peer] : ordered) {
+    const auto& [path, methods] = peer;
+    PublishedEntry where;
+    where.path = path;
+    where.address = text.first;
+    where.prefix_len = path.endpoint().address.IsIpv6() ? 128 : 32;
+    AddEntries(table, state, *methods, ScopeKind::kPeer, false, where);
   }
 }
 
@@ -231,6 +229,35 @@ PublishedTable BuildEntries(const AgentState& state, const Config& config,
   AddInterfaceEntries(table, state);
   AddHostDefault(table, state, config, nic);
   return table;
+}
+
+std::vector<PublishedEntry> SegmentEntries(std::span<const PublishedEntry> table) {
+  // Per address, the peer whose newest result is newest.
+  struct Chosen {
+    PathId path;
+    std::uint64_t newest = 0;
+  };
+  std::map<std::string, Chosen> by_address;
+  std::map<PathId, std::uint64_t> newest;
+  for (const PublishedEntry& e : table) {
+    if (e.scope != ScopeKind::kPeer || !e.path) continue;
+    std::uint64_t& n = newest[*e.path];
+    n = std::max(n, e.measured_at_ns);
+  }
+  for (const PublishedEntry& e : table) {
+    if (e.scope != ScopeKind::kPeer || !e.path) continue;
+    const std::uint64_t n = newest[*e.path];
+    const auto [it, added] = by_address.try_emplace(e.address, Chosen{*e.path, n});
+    if (!added && n > it->second.newest) it->second = Chosen{*e.path, n};
+  }
+  std::vector<PublishedEntry> entries;
+  for (const PublishedEntry& e : table) {
+    if (e.scope == ScopeKind::kPeer && e.path && by_address.at(e.address).path != *e.path) {
+      continue;
+    }
+    entries.push_back(e);
+  }
+  return entries;
 }
 
 }  // namespace zcal::agent

@@ -99,7 +99,8 @@ ReportModel ModelOfState(const AgentState& state, std::string source) {
   }
   for (const auto& [path, methods] : state.paths) {
     for (const auto& [key, s] : methods) {
-      model.entries.push_back({path, s.published, s.measured_at_ns, s.pending, s.load, key.depth});
+      model.entries.push_back(
+          {ToString(path), s.published, s.measured_at_ns, s.pending, s.load, key.depth});
     }
   }
   return model;

@@ -68,7 +68,7 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& unguarded,
     const double used =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - job_started).count();
     unspent += std::max(0.0, job.options.budget_seconds - used);
-    outcome.reports.push_back(PathReport{name, std::move(report)});
+    outcome.reports.push_back(PathReport{job.path, std::move(report)});
     if (cancelled) {
       outcome.cancelled = true;
       break;
@@ -145,9 +145,10 @@ RoundPlan PlanRound(const Config& config, std::string identity,
   common.read_host = false;
   for (const PathConfig& path : config.paths) {
     PathJob job;
+    job.path = PathId::Configured(path.name);
     job.options = common;
     job.options.target = ProbeTarget(path);
-    job.options.path_name = path.name;
+    job.options.path_name = ToString(job.path);
     job.options.depths = CalibratedDepths(config, path.type);
     jobs.push_back(std::move(job));
   }

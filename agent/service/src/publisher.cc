@@ -125,7 +125,7 @@ void Publisher::Publish() {
     host_default_explanation_ = table.host_default.explanation;
   }
   CheckSegment();
-  WriteSegment(table.entries, table.host_default.source);
+  WriteSegment(SegmentEntries(table.entries), table.host_default.source);
   PublishMetrics(std::move(table), now_ns, steady_ns);
 }
 
@@ -171,10 +171,10 @@ void Publisher::WriteSegment(const std::vector<PublishedEntry>& entries,
 
 void Publisher::PublishMetrics(PublishedTable table, std::uint64_t now_ns,
                                std::int64_t steady_ns) {
-  metrics_->SetPublished(state_.paths, stale_);
-  std::map<std::string, probes::TargetKind> types;
-  for (const PathConfig& path : config_.paths) types[path.name] = path.type;
-  std::map<std::string, bool> stale_peers;
+  metrics_->SetPublished(table.entries, stale_);
+  std::map<PathId, probes::TargetKind> types;
+  for (const PathConfig& path : config_.paths) types[PathId::Configured(path.name)] = path.type;
+  std::map<PathId, bool> stale_peers;
   for (const auto& [path, peer] : state_.peers) {
     types[path] = probes::TargetKind::kPeer;
     stale_peers[path] = PeerStale(peer, config_, now_ns, steady_ns);
@@ -220,7 +220,7 @@ std::map<DepthClass, calibrator::PathResult> Publisher::FreshResults(
   std::map<DepthClass, calibrator::PathResult> fresh;
   for (const probes::ClassAnalysis& c : classes) {
     const std::optional<DepthClass> depth = DepthClassOf(c.depth);
-    const calibrator::PathResult* found = FindPathResult(c.analysis, r.path);
+    const calibrator::PathResult* found = FindPathResult(c.analysis, ToString(r.path));
     // The agent asks for published classes only (config.depths).
     if (!depth || found == nullptr) continue;
     calibrator::PathResult result = *found;
@@ -237,22 +237,21 @@ tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
                                                        std::uint64_t now_ns) {
   if (!r.report) {
     return tl::unexpected(Refused(PathRefusal::kCalibrationFailed,
-                                  "calibration of path " + r.path +
+                                  "calibration of path " + ToString(r.path) +
                                       " failed: " + r.report.error().message));
   }
   const probes::CalibrationReport& report = *r.report;
+  const std::string name = ToString(r.path);
   metrics_->RecordProbeFailures(r.path, report.samples);
-  const bool peer = IsPeerPath(r.path) && config_.peers.enabled();
-  if (!peer && std::none_of(config_.paths.begin(), config_.paths.end(),
-                            [&](const PathConfig& p) { return p.name == r.path; })) {
+  if (r.path.IsPeer() ? !config_.peers.enabled() : !PathKind(config_, r.path)) {
     return tl::unexpected(
         Refused(PathRefusal::kNotConfigured,
-                "path " + r.path + " is no longer configured; its results are dropped"));
+                "path " + name + " is no longer configured; its results are dropped"));
   }
   const std::map<DepthClass, calibrator::PathResult> fresh = FreshResults(r);
   if (!fresh.contains(DepthClass::kStream)) {
     return tl::unexpected(Refused(PathRefusal::kNoResults,
-                                  "calibration of path " + r.path + " produced no results"));
+                                  "calibration of path " + name + " produced no results"));
   }
   metrics_->SetLastCalibration(r.path, report.samples, fresh);
   for (const auto& [depth, result] : fresh) {
@@ -318,8 +317,9 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   for (const PeerAttempt& attempt : outcome.peer_attempts) {
     metrics_->RecordPeerAttempt(attempt.outcome);
     if (attempt.outcome != PeerOutcome::kSuccess) {
-      const bool kept = state_.paths.contains(attempt.path);
-      spdlog::warn("{}: {} ({}){}", attempt.path, PeerOutcomeName(attempt.outcome), attempt.detail,
+      const bool kept = state_.paths.contains(attempt.path());
+      spdlog::warn("{}: {} ({}){}", ToString(attempt.path()), PeerOutcomeName(attempt.outcome),
+                   attempt.detail,
                    kept ? "; its last good result stays published" : "");
     }
   }
@@ -328,9 +328,9 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   metrics_->RetainPaths(KeptPaths());
 }
 
-std::vector<std::string> Publisher::KeptPaths() const {
-  std::vector<std::string> paths;
-  for (const PathConfig& path : config_.paths) paths.push_back(path.name);
+std::vector<PathId> Publisher::KeptPaths() const {
+  std::vector<PathId> paths;
+  for (const PathConfig& path : config_.paths) paths.push_back(PathId::Configured(path.name));
   for (const auto& [path, peer] : state_.peers) paths.push_back(path);
   return paths;
 }

@@ -102,11 +102,12 @@ std::string SerializeState(const AgentState& state) {
       // A class without its stream result is never published (results.h,
       // BuildEntries); it is not kept either.
     }
-    paths[path] = std::move(by_method);
+    paths[ToString(path)] = std::move(by_method);
   }
   json peers = json::object();
   for (const auto& [path, p] : state.peers) {
-    peers[path] = json{{"endpoint", common::ToString(p.endpoint)},
+    // The endpoint is the key's; written beside it as before.
+    peers[ToString(path)] = json{{"endpoint", common::ToString(path.endpoint())},
                        {"interface", p.interface},
                        {"last_attempt_ns", p.last_attempt_ns},
                        {"last_success_ns", p.last_success_ns},
@@ -194,13 +195,15 @@ Result<void> ParsePaths(const json& document, AgentState& state) {
   }
   for (const auto& [path, methods] : paths->items()) {
     if (!methods.is_object()) return Fail(Errc::kParse, "paths." + path + " is no object");
+    const Result<PathId> id = ParsePathId(path);
+    if (!id) return Fail(Errc::kParse, "paths." + path + ": " + id.error().message);
     for (const auto& [name, entry] : methods.items()) {
       const auto method = calibrator::ParseMethod(name);
       const std::string at = "paths." + path + "." + name;
       if (!method || !calibrator::IsZerocopy(*method)) {
         return Fail(Errc::kParse, at + ": not a zerocopy method");
       }
-      if (auto parsed = ParseMethod(entry, *method, at, state.paths[path]); !parsed) {
+      if (auto parsed = ParseMethod(entry, *method, at, state.paths[*id]); !parsed) {
         return parsed;
       }
     }
@@ -208,9 +211,11 @@ Result<void> ParsePaths(const json& document, AgentState& state) {
   return {};
 }
 
-Result<PeerRecord> ParsePeer(const std::string& path, const json& entry) {
+// A peer's record and the path it is kept under, which its key names.
+Result<std::pair<PathId, PeerRecord>> ParsePeer(const std::string& path, const json& entry) {
   const std::string at = "peers." + path;
-  if (!path.starts_with(kPeerPathPrefix) || !entry.is_object() ||
+  const Result<PathId> id = ParsePathId(path);
+  if (!id || !id->IsPeer() || !entry.is_object() ||
       !entry.value("endpoint", json()).is_string()) {
     return Fail(Errc::kParse,
                 at + ": not a peer record (a \"peer/ADDR:PORT\" key with an 'endpoint')");
@@ -218,7 +223,10 @@ Result<PeerRecord> ParsePeer(const std::string& path, const json& entry) {
   PeerRecord p;
   Result<common::HostPort> endpoint = common::ParseHostPort(entry["endpoint"].get<std::string>());
   if (!endpoint) return Fail(Errc::kParse, at + ".endpoint: " + endpoint.error().message);
-  p.endpoint = *endpoint;
+  if (*endpoint != id->endpoint()) {
+    return Fail(Errc::kParse, at + ".endpoint: " + common::ToString(*endpoint) +
+                                  " is not the endpoint its key names");
+  }
   if (const auto i = entry.find("interface"); i != entry.end() && i->is_string()) {
     p.interface = i->get<std::string>();
   }
@@ -232,7 +240,7 @@ Result<PeerRecord> ParsePeer(const std::string& path, const json& entry) {
     if (!value) return tl::unexpected(value.error());
     *out = *value;
   }
-  return p;
+  return std::pair{*id, std::move(p)};
 }
 
 // Written since the peers: section; a version-1 file without them is a
@@ -248,7 +256,7 @@ Result<void> ParsePeers(const json& document, AgentState& state) {
   for (const auto& [path, entry] : peers->items()) {
     auto p = ParsePeer(path, entry);
     if (!p) return tl::unexpected(p.error());
-    state.peers[path] = std::move(*p);
+    state.peers[p->first] = std::move(p->second);
   }
   return {};
 }

@@ -1,18 +1,19 @@
 // What the agent knows: the published result of every (path, method, depth
-// class), the
-// hysteresis candidates, and the peers it asked. The publish room keeps it
-// in a file (state/state.h) and builds the segment's table from it; the
-// metrics and the report show it.
+// class), the hysteresis candidates, and the peers it asked, each keyed by
+// its PathId. The state room keeps it in a file (state/state.h); the
+// publish room builds from it the one published table (publish/results.h)
+// that the segment and the metrics' published families are made of; the
+// report shows it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/host_info.h"
+#include "zcal/agent/domain/path_id.h"
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
@@ -54,18 +55,9 @@ struct MethodKey {
 /// One path's results: (method, depth class) -> state.
 using MethodStates = std::map<MethodKey, MethodState>;
 
-/// The path name of a peer's results: "peer/ADDR:PORT" (metric label,
-/// state key, log).
-inline constexpr std::string_view kPeerPathPrefix = "peer/";
-
-/// True for a path name of a peer ("peer/...").
-inline bool IsPeerPath(std::string_view path) { return path.starts_with(kPeerPathPrefix); }
-
 /// What is known about one peer besides its results (AgentState::paths
-/// under the peer's path name).
+/// under the same PathId, which holds its sink's endpoint).
 struct PeerRecord {
-  /// Its sink; parsed once, where it is born (the round, the state file).
-  common::HostPort endpoint;
   /// The interface a connection to it left through at the last success
   /// (peers/peer_discovery.h, EgressInterface); "" when not known.
   std::string interface;
@@ -84,13 +76,13 @@ struct AgentState {
   std::uint64_t fingerprint = 0;         ///< host facts of the calibration
   std::uint64_t last_success_ns = 0;     ///< end of the last calibration
   HostInfo host;  ///< the facts it ran under, for people (the report)
-  /// path name -> (method, depth class) -> state. Zerocopy methods only;
+  /// path -> (method, depth class) -> state. Zerocopy methods only;
   /// every method with a numeric class has its stream class too (the
   /// probes calibrate stream with every class: calibrator/depth.h).
-  std::map<std::string, MethodStates> paths;
-  /// Peer path name -> what is known of it: the peers whose results are
+  std::map<PathId, MethodStates> paths;
+  /// Peer (PathId::Peer) -> what is known of it: the peers whose results are
   /// kept (at most peers.keep with results) and those tried without one.
-  std::map<std::string, PeerRecord> peers;
+  std::map<PathId, PeerRecord> peers;
   /// Calibration rounds that probed peers; the round of the rendezvous
   /// choice (peers/peer_selection.h), kept across restarts so that a
   /// restarting agent moves on to the next peers instead of asking the

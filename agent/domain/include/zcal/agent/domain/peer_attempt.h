@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "zcal/agent/domain/path_id.h"
 #include "zcal/common/address.h"
 
 namespace zcal::agent {
@@ -59,11 +60,13 @@ inline constexpr std::array<DnsFailure, 4> kDnsFailures = {
     DnsFailure::kNxDomain, DnsFailure::kNoAnswer, DnsFailure::kTemporary, DnsFailure::kFailed};
 
 struct PeerAttempt {
-  std::string path;      ///< "peer/ADDR:PORT"
   common::HostPort endpoint;  ///< the peer's sink
   PeerOutcome outcome = PeerOutcome::kFailed;
   std::string detail;     ///< the error's sentence, "" on success
   std::string interface;  ///< egress interface, "" when not known
+
+  /// The peer's path: its results and record are kept under it.
+  PathId path() const { return PathId::Peer(endpoint); }
 };
 
 }  // namespace zcal::agent

@@ -1,7 +1,9 @@
-// One entry of the segment's table as the agent decides it, and where the
+// One entry of the published table as the agent decides it, and where the
 // host default comes from (the ZCAL_SCOPE_* and ZCAL_HOST_DEFAULT_* values
-// of the ABI, client/include/zcal/zcal.h). The writer (publish/shm_writer.h)
-// turns them into the fixed-width layout.
+// of the ABI, client/include/zcal/zcal.h). The one table (publish/results.h,
+// BuildEntries) feeds both the segment, whose writer (publish/shm_writer.h)
+// turns its entries into the fixed-width layout, and the metrics, which
+// take their per-path families from the entries of a path.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +12,10 @@
 #include <string_view>
 
 #include "zcal/agent/domain/depth_class.h"
+#include "zcal/agent/domain/path_id.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/probes/host/cpu_accounting.h"
 
 namespace zcal::agent {
 
@@ -45,6 +49,10 @@ std::string_view HostDefaultAbsenceReason(HostDefaultSource source);
 
 /// One decision to publish.
 struct PublishedEntry {
+  /// The path whose own result this is, for the entries under a path's own
+  /// scope (kLoopback, kDiscard, kPeer); nullopt for the aggregates
+  /// (kInterface) and the host default, which are no one path's result.
+  std::optional<PathId> path;
   ScopeKind scope = ScopeKind::kHostDefault;
   std::string address;          ///< kPeer: numeric IPv4 or IPv6 text
   std::uint8_t prefix_len = 0;  ///< kPeer: <= 32 (IPv4) or 128 (IPv6)
@@ -61,6 +69,12 @@ struct PublishedEntry {
   std::uint64_t fingerprint = 0;     ///< host-fact fingerprint
   /// An estimate, not a measurement of this scope (ZCAL_ENTRY_ESTIMATED).
   bool estimated = false;
+  /// The host's load over the probes of the calibration behind the result
+  /// (MethodState::load); not in the segment.
+  std::optional<probes::HostLoad> load;
+  /// A differing result waiting for a second calibration to agree
+  /// (MethodState::pending); not in the segment.
+  std::optional<calibrator::MethodResult> pending;
 };
 
 }  // namespace zcal::agent

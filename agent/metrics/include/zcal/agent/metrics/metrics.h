@@ -6,6 +6,8 @@
 // of the last calibration and the host facts as a snapshot replaced as a
 // whole on each update, so that series of a path, method or size that no
 // longer exists are dropped, not left at their old value.
+// A path is given as its PathId and labelled path="ToString(PathId)":
+// "loopback", "discard", "peer/10.0.0.2:7070".
 // All member functions are thread-safe: scrapes run on the HTTP server's
 // thread while the service updates.
 #pragma once
@@ -60,16 +62,19 @@ class Metrics final : public prometheus::Collectable {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  /// The published results and whether they are stale (replaces the
-  /// previous ones: paths, methods and classes not given lose their
-  /// series). Every family of a result has path, method and depth labels.
-  void SetPublished(const std::map<std::string, MethodStates>& paths, bool stale);
+  /// The published results, the entries of `table` that are a path's own
+  /// (PublishedEntry::path; the table the segment's entries come from,
+  /// publish/results.h), and whether they are stale. Replaces the previous
+  /// ones: paths, methods and classes not given lose their series. Every
+  /// family of a result has path (ToString of its PathId), method and depth
+  /// labels.
+  void SetPublished(std::span<const PublishedEntry> table, bool stale);
   /// Per-size figures and copied ratios of the last calibration of `path`
   /// (each zerocopy sample under the class of its depth, the copying
   /// baselines under stream; samples at a depth of no class are left out),
   /// and its verdicts before hysteresis per class (replaces those of
   /// `path`).
-  void SetLastCalibration(const std::string& path,
+  void SetLastCalibration(const PathId& path,
                           std::span<const calibrator::Sample> samples,
                           const std::map<DepthClass, calibrator::PathResult>& fresh);
   void SetHost(const HostInfo& host);
@@ -77,7 +82,7 @@ class Metrics final : public prometheus::Collectable {
   /// loopback and discard paths, and the peers asked (zcal_path_info, its
   /// type label spelled by probes::TargetKindName; replaces the previous
   /// ones).
-  void SetPaths(const std::map<std::string, probes::TargetKind>& kinds);
+  void SetPaths(const std::map<PathId, probes::TargetKind>& kinds);
   /// Where the host default comes from and the NIC it stands for
   /// (zcal_host_default_info: the choice's source and interface), and its
   /// verdicts (zcal_host_default_threshold_bytes): the entries of scope
@@ -88,13 +93,13 @@ class Metrics final : public prometheus::Collectable {
   /// Drops every series of a path not in `paths` (published results, probe
   /// failures, last calibration, interface): call when a reload removed
   /// paths. A path that comes back counts its failures from 0.
-  void RetainPaths(std::span<const std::string> paths);
+  void RetainPaths(std::span<const PathId> paths);
 
   void RecordCalibration(CalibrationResult result, double duration_seconds,
                          std::uint64_t now_ns);
   void RecordTrigger(CalibrationTrigger trigger);
   /// Counts the samples whose status is not ok, by path, method and status.
-  void RecordProbeFailures(const std::string& path,
+  void RecordProbeFailures(const PathId& path,
                            std::span<const calibrator::Sample> samples);
   void RecordReload(bool ok);
   void RecordFingerprintChange();
@@ -140,7 +145,7 @@ class Metrics final : public prometheus::Collectable {
   void SetPeersEnabled(bool enabled);
   void RecordPeerAttempt(PeerOutcome outcome);
   void RecordPeerDiscovery(std::size_t peers, DnsFailure failure);
-  void SetPeers(std::map<std::string, bool> stale, InterfaceAggregates interfaces);
+  void SetPeers(std::map<PathId, bool> stale, InterfaceAggregates interfaces);
 
   /// The HTTP listener's events (MetricsServer reports them).
   void RecordHttpDrop(HttpDrop drop);

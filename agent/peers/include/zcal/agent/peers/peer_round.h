@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/path_id.h"
 #include "zcal/agent/peers/peer_discovery.h"
 #include "zcal/agent/peers/peers_config.h"
 #include "zcal/common/result.h"
@@ -48,9 +49,9 @@ struct PeerRoundPlan {
 inline constexpr std::chrono::milliseconds kPeerBusyPause{300};  ///< +/- 200 ms
 inline constexpr int kPeerTriesPerSlot = 3;
 
-/// A peer that calibrated, under its path name ("peer/ADDR:PORT").
+/// A peer that calibrated, under its path (PathId::Peer of its sink).
 struct PeerReport {
-  std::string path;
+  PathId path;
   probes::CalibrationReport report;
 };
 

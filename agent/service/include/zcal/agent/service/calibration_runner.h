@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "zcal/agent/config/config.h"
+#include "zcal/agent/domain/path_id.h"
 #include "zcal/agent/domain/peer_attempt.h"
 #include "zcal/agent/peers/peer_discovery.h"
 #include "zcal/agent/peers/peer_round.h"
@@ -41,9 +42,11 @@
 
 namespace zcal::agent {
 
-/// One path of a round: what to calibrate there. options.cancel is set by
-/// the runner; options.path_name names the path in results and metrics.
+/// One path of a round: which, and what to calibrate there. options.cancel
+/// is set by the runner; options.path_name is the path's text
+/// (ToString(path)), which names it in the calibration's results.
 struct PathJob {
+  PathId path;
   probes::CalibrationOptions options;
 };
 
@@ -85,14 +88,14 @@ RoundPlan PlanAgentRound(const Config& config,
 Result<std::optional<probes::peer::PeerKey>> LoadPeerKey(const Config& config);
 
 struct PathReport {
-  std::string path;  ///< the job's path name
+  PathId path;  ///< the job's path
   Result<probes::CalibrationReport> report;
 };
 
 /// What a round produced. Jobs after a cancellation are not run.
 struct RoundOutcome {
   /// In job order; for peers, one report per peer that calibrated
-  /// (outcome success), under the peer's path name.
+  /// (outcome success), under the peer's path.
   std::vector<PathReport> reports;
   std::vector<PeerAttempt> peer_attempts;  ///< every peer asked, in order
   /// The discovery this round ran a lookup for (nullopt when it reused the

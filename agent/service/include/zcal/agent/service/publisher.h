@@ -2,10 +2,13 @@
 // lock), the state file and the published snapshot in the metrics. Every
 // "save, publish, log" of the service goes through here, once.
 //
-// The table itself is built by BuildEntries (results.h), the one place that
-// decides which result is published under which scope; the host-default
-// rules of peers (an aggregate per interface) and of the discard path (an
-// estimate where the IOMMU does not translate) change that function only.
+// The table itself is built by BuildEntries (results.h), once per publish,
+// the one place that decides which result is published under which scope;
+// the segment gets its SegmentEntries and the metrics its entries of a path
+// (Metrics::SetPublished), so that both show the same results. The
+// host-default rules of peers (an aggregate per interface) and of the
+// discard path (an estimate where the IOMMU does not translate) change that
+// function only.
 //
 // Thread safety: none; the service's event loop owns it. The Metrics it
 // updates are thread-safe (scrapes read them on other threads).
@@ -83,8 +86,8 @@ class Publisher {
   void SetHost(const HostInfo& host);
 
   /// Publishes the table of the current state (BuildEntries) with the stale
-  /// flag, and the snapshot in the metrics (its host default from the same
-  /// table). A failure is logged once (until its kind, the error's Errc,
+  /// flag, and the snapshot in the metrics (its published results and host
+  /// default from the same table). A failure is logged once (until its kind, the error's Errc,
   /// changes or it ends), zcal_segment_publish_failing is 1 meanwhile, and
   /// the segment keeps its previous table; one of the file system (the
   /// segment could not grow for a larger table: /dev/shm full) is retried
@@ -170,7 +173,7 @@ class Publisher {
   // The round's discovery and peer attempts: metrics, log, the peers'
   // records, and the kept M.
   void AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns);
-  std::vector<std::string> KeptPaths() const;  // configured and kept peers'
+  std::vector<PathId> KeptPaths() const;  // configured and kept peers'
 
 
   Config config_;
