@@ -73,7 +73,7 @@ TEST(HostDefault, ThePeersNicsAreDescribedToo) {
   const auto peer_nics = [&] {
     std::vector<PathInterface> found;
     for (const PathInterface& i : host.interfaces) {
-      if (i.path.starts_with(kPeerInterfacePathPrefix)) found.push_back(i);
+      if (i.role == InterfaceRole::kPeers) found.push_back(i);
     }
     return found;
   };
@@ -92,7 +92,9 @@ TEST(HostDefault, ThePeersNicsAreDescribedToo) {
   EXPECT_TRUE(peer_nics().empty());
   // The host default's own entry is not a peer NIC's and stays.
   EXPECT_TRUE(std::any_of(host.interfaces.begin(), host.interfaces.end(),
-                          [](const PathInterface& i) { return i.path == kHostDefaultInterfacePath; }));
+                          [](const PathInterface& i) {
+                            return i.role == InterfaceRole::kHostDefault && i.path == "host_default";
+                          }));
 }
 
 TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {

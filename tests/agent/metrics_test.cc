@@ -130,7 +130,7 @@ std::shared_ptr<Metrics> Populated() {
   probes::InterfaceFacts lo;
   lo.name = "lo";
   lo.mtu = 65536;
-  host.interfaces.push_back(PathInterface{"loopback", lo});
+  host.interfaces.push_back(PathEgress("loopback", lo));
   metrics->SetHost(host);
   metrics->SetPaths({{ConfiguredPath("loopback"), probes::TargetKind::kLoopback},
                      {ConfiguredPath("discard"), probes::TargetKind::kDiscard}});

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -57,7 +58,7 @@ AgentState SampleState() {
   probes::InterfaceFacts lo;
   lo.name = "lo";
   lo.mtu = 65536;
-  state.host.interfaces.push_back(PathInterface{"loopback", lo});
+  state.host.interfaces.push_back(PathEgress("loopback", lo));
   MethodResult threshold;
   threshold.method = Method::kUringSendZc;
   threshold.baseline = Method::kUringSend;
@@ -457,6 +458,33 @@ TEST(State, ReadsTheHostFactsOfEveryPath) {
   EXPECT_EQ(again->host.interfaces.size(), 2u);
   EXPECT_EQ(again->host.facts.notes, host.facts.notes);
   EXPECT_EQ(again->host.facts.devices.size(), 1u);
+}
+
+// The state file keeps each interface under its label; read back, each is
+// again the host default NIC's, the peers' NIC's or a path's, which is what
+// the code asks (never the label's text).
+TEST(State, InterfacesComeBackWithWhoseTheyAre) {
+  TempDir dir;
+  const std::string path = (dir.path() / "state.json").string();
+  AgentState state = SampleState();
+  probes::InterfaceFacts eth0;
+  eth0.name = "eth0";
+  probes::InterfaceFacts eth1;
+  eth1.name = "eth1";
+  state.host.interfaces.push_back(HostDefaultInterface(eth0));
+  state.host.interfaces.push_back(PeersInterface(eth1));
+  ASSERT_TRUE(SaveState(state, path));
+  const auto loaded = LoadState(path);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  std::map<std::string, InterfaceRole> roles;
+  for (const PathInterface& i : loaded->host.interfaces) roles[i.path] = i.role;
+  EXPECT_EQ(roles, (std::map<std::string, InterfaceRole>{
+                       {"loopback", InterfaceRole::kPath},
+                       {"host_default", InterfaceRole::kHostDefault},
+                       {"interface/eth1", InterfaceRole::kPeers}}));
+  // A label of the peers' form names its NIC even where the facts do not.
+  EXPECT_EQ(InterfaceOfLabel("interface/eth7", {}).facts.name, "eth7");
+  EXPECT_EQ(InterfaceOfLabel("peer/198.18.0.2:7070", {}).role, InterfaceRole::kPath);
 }
 
 TEST(State, UnknownKeysAreIgnored) {

@@ -1,7 +1,10 @@
 // zcal analyze: the decision rule applied to a CSV of samples.
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "decision_args.h"
@@ -10,9 +13,12 @@
 #include "zcal/agent/report/report_file.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/depth.h"
+#include "zcal/calibrator/method.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
 #include "zcal/common/bounded_read.h"
+
+#include <nlohmann/json.hpp>
 
 namespace zcal::agent {
 
@@ -47,6 +53,48 @@ Result<std::vector<cal::Sample>> ReadSamples(const std::string& file) {
   return reader.Finish();
 }
 
+// The zerocopy methods of each path that were probed at some class but not
+// at `depth`: a calibration leaves a class out where its neighbours bound
+// the answer (docs/calibrator.md), and the file does not say why, only
+// that this class has no answer of its own. Path -> methods, in order.
+std::map<std::string, std::vector<cal::Method>> NotProbedAt(
+    const std::vector<cal::Sample>& samples, std::uint32_t depth) {
+  std::map<std::string, std::set<cal::Method>> anywhere, here;
+  for (const cal::Sample& s : samples) {
+    if (!cal::IsZerocopy(s.method)) continue;
+    anywhere[s.path].insert(s.method);
+    if (s.depth == depth) here[s.path].insert(s.method);
+  }
+  std::map<std::string, std::vector<cal::Method>> missing;
+  for (const auto& [path, methods] : anywhere) {
+    for (cal::Method m : methods) {
+      if (!here[path].contains(m)) missing[path].push_back(m);
+    }
+  }
+  return missing;
+}
+
+nlohmann::json NotProbedJson(const std::map<std::string, std::vector<cal::Method>>& missing) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [path, methods] : missing) {
+    nlohmann::json names = nlohmann::json::array();
+    for (cal::Method m : methods) names.push_back(cal::MethodName(m));
+    out[path] = std::move(names);
+  }
+  return out;
+}
+
+void PrintNotProbed(std::ostream& out,
+                    const std::map<std::string, std::vector<cal::Method>>& missing) {
+  for (const auto& [path, methods] : missing) {
+    for (cal::Method m : methods) {
+      out << "  " << path << " " << cal::MethodName(m)
+          << ": not probed at this depth (the file has no samples of it here; its "
+             "other classes bound the answer)\n";
+    }
+  }
+}
+
 int RunAnalyze(const AnalyzeArgs& args) {
   const cal::DecisionOptions options = args.decision.ToOptions();
 
@@ -78,6 +126,7 @@ int RunAnalyze(const AnalyzeArgs& args) {
     for (std::size_t i = 0; i < depths.size(); ++i) {
       nlohmann::json one = cal::ToJson(analyses[i]);
       one["depth"] = cal::DepthName(depths[i]);
+      one["not_probed"] = NotProbedJson(NotProbedAt(*samples, depths[i]));
       doc["depths"].push_back(std::move(one));
     }
     doc["objective"] = args.decision.objective;
@@ -92,6 +141,7 @@ int RunAnalyze(const AnalyzeArgs& args) {
                   << " (zerocopy sends in flight):\n";
       }
       PrintAnalysis(std::cout, analyses[i], options);
+      PrintNotProbed(std::cout, NotProbedAt(*samples, depths[i]));
     }
   }
   if (report) {

@@ -222,7 +222,7 @@ const probes::ClassAnalysis& MainClass(const probes::CalibrationReport& report) 
 Result<std::vector<std::uint32_t>> DepthClassesOf(const CalibrateArgs& args,
                                                   const probes::CalibrationOptions& options) {
   if (!args.depths) {
-    if (options.target.kind == probes::TargetKind::kLoopback) {
+    if (probes::TraitsOf(options.target.kind).kernel_copies_every_send) {
       return std::vector<std::uint32_t>{cal::kStreamDepth};
     }
     return cal::DefaultDepthClasses();

@@ -391,7 +391,7 @@ void ReadBudget(ConfigReader& reader, const YAML::Node& node,
 }  // namespace
 
 std::vector<std::uint32_t> CalibratedDepths(const Config& config, probes::TargetKind type) {
-  if (type == probes::TargetKind::kLoopback) return {calibrator::kStreamDepth};
+  if (probes::TraitsOf(type).kernel_copies_every_send) return {calibrator::kStreamDepth};
   return config.depths;
 }
 

@@ -137,8 +137,7 @@ void Metrics::Snapshot::Retain(const std::set<std::string>& paths) {
   if (host) {
     // The host default NIC's and the peers' NICs' facts belong to no path.
     std::erase_if(host->interfaces, [&](const PathInterface& i) {
-      return i.path != kHostDefaultInterfacePath &&
-             !i.path.starts_with(kPeerInterfacePathPrefix) && gone(i.path);
+      return i.role == InterfaceRole::kPath && gone(i.path);
     });
   }
 }

@@ -48,9 +48,7 @@ HostDefaultNic FindHostDefaultNic(const Config& config,
 bool DescribePeerInterfaces(HostInfo& snapshot, const Config& config,
                             const std::set<std::string>& names) {
   std::vector<PathInterface>& list = snapshot.interfaces;
-  const auto peer_nic = [](const PathInterface& i) {
-    return i.path.starts_with(kPeerInterfacePathPrefix);
-  };
+  const auto peer_nic = [](const PathInterface& i) { return i.role == InterfaceRole::kPeers; };
   const std::size_t before = list.size();
   std::erase_if(list, [&](const PathInterface& i) {
     return peer_nic(i) && !names.contains(i.facts.name);
@@ -65,7 +63,7 @@ bool DescribePeerInterfaces(HostInfo& snapshot, const Config& config,
     std::vector<std::string> ignored;  // a peer's NIC is not the paths' concern
     std::optional<probes::InterfaceFacts> facts = FindInterface(config, name, ignored);
     if (!facts) continue;  // gone
-    list.push_back(PathInterface{std::string(kPeerInterfacePathPrefix) + name, std::move(*facts)});
+    list.push_back(PeersInterface(std::move(*facts)));
     changed = true;
   }
   return changed;
@@ -88,14 +86,13 @@ HostInfo CollectHostSnapshot(const Config& config) {
     options.target = ProbeTarget(path);
     std::vector<std::string> notes;
     probes::InterfaceFacts interface = probes::CollectInterfaceFacts(options, notes);
-    AddPath(snapshot, path.name, std::move(interface), notes);
+    AddInterface(snapshot, PathEgress(path.name, std::move(interface)), notes);
   }
   snapshot.host_default_nic = FindHostDefaultNic(config, host.notes);
   // The NIC the host default and the peers through it stand for: the
   // fleet's hardware classes are joined on its facts (docs/metrics.md).
   if (snapshot.host_default_nic.facts) {
-    snapshot.interfaces.push_back(PathInterface{
-        std::string(kHostDefaultInterfacePath), *snapshot.host_default_nic.facts});
+    snapshot.interfaces.push_back(HostDefaultInterface(*snapshot.host_default_nic.facts));
   }
   return snapshot;
 }

@@ -44,9 +44,11 @@ void AddFacts(HostInfo& host, const json& facts, std::string path) {
     for (const json& d : *devices) h.devices.push_back(probes::InterfaceFactsFromJson(d));
   }
   const auto it = facts.find("interface");
-  AddPath(host, std::move(path),
-          it == facts.end() ? probes::InterfaceFacts{} : probes::InterfaceFactsFromJson(*it),
-          TextList(facts, "notes"));
+  AddInterface(host,
+               InterfaceOfLabel(std::move(path), it == facts.end()
+                                                     ? probes::InterfaceFacts{}
+                                                     : probes::InterfaceFactsFromJson(*it)),
+               TextList(facts, "notes"));
 }
 
 }  // namespace

@@ -47,10 +47,11 @@ std::vector<Method> MethodsOf(const CalibrationOptions& options) {
 }
 
 std::optional<SizeClamp> MaxSizeClamp(const CalibrationOptions& options) {
-  if (options.target.kind != TargetKind::kDiscard || options.max_size <= kMaxUdpPayloadBytes) {
+  const TargetTraits& path = TraitsOf(options.target.kind);
+  if (path.max_message_bytes == 0 || options.max_size <= path.max_message_bytes) {
     return std::nullopt;
   }
-  return SizeClamp{options.max_size, kMaxUdpPayloadBytes, "the largest UDP payload over IPv4"};
+  return SizeClamp{options.max_size, path.max_message_bytes, std::string(path.max_message_why)};
 }
 
 std::string NoProbeMessage(const CalibrationOptions& options,
@@ -125,10 +126,11 @@ Result<void> ValidateCalibrationOptions(const CalibrationOptions& options) {
       return Fail(Errc::kInvalidArgument, classes.error().message);
     }
   }
-  if (options.target.kind == TargetKind::kDiscard && options.min_size > kMaxUdpPayloadBytes) {
+  if (const TargetTraits& path = TraitsOf(options.target.kind);
+      path.max_message_bytes != 0 && options.min_size > path.max_message_bytes) {
     return Fail(Errc::kInvalidArgument,
-                "min_size: at most " + std::to_string(kMaxUdpPayloadBytes) +
-                    " bytes on the discard path (the largest UDP payload over IPv4)");
+                "min_size: at most " + std::to_string(path.max_message_bytes) + " bytes on the " +
+                    std::string(path.name) + " path (" + std::string(path.max_message_why) + ")");
   }
   if (Result<void> planner = calibrator::ValidatePlannerOptions(PlannerOptionsFor(options));
       !planner) {
@@ -307,21 +309,29 @@ void Learn(const calibrator::Analysis& analysis, std::uint32_t depth,
   }
 }
 
-// The planner of class `depth` after the classes in `known`: the methods
-// to probe and where; those not probed go into `skipped` with why, and
-// the answer they take into `inferred`.
-calibrator::PlannerOptions PlanClass(const CalibrationOptions& options, std::uint32_t depth,
-                                     double budget_seconds,
-                                     const depth_classes::KnownClasses& known,
-                                     ClassAnalysis& skipped,
-                                     std::map<Method, depth_classes::Known>& inferred) {
-  CalibrationOptions share = options;
-  share.budget_seconds = budget_seconds;
-  calibrator::PlannerOptions planner = PlannerOptionsFor(share, depth);
-  if (known.empty()) return planner;
-  const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(planner);
+// What class `depth` probes after the classes in `known`: the methods
+// (with the baselines they need) and, where its neighbours bound a method's
+// answer, the sizes it is probed at. It does not depend on the budget, so it
+// is chosen once, before the class's share of the budget (which depends on
+// how many methods it probes) is known.
+struct ClassPlan {
   std::vector<Method> methods;
-  for (Method m : planner.methods) {
+  std::map<Method, std::vector<std::uint64_t>> coarse_sizes;
+};
+
+// The methods not probed go into `skipped` with why, and the answer they
+// take into `inferred`.
+ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
+                    const depth_classes::KnownClasses& known, ClassAnalysis& skipped,
+                    std::map<Method, depth_classes::Known>& inferred) {
+  const calibrator::PlannerOptions all = PlannerOptionsFor(options, depth);
+  ClassPlan plan;
+  if (known.empty()) {
+    plan.methods = all.methods;
+    return plan;
+  }
+  const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(all);
+  for (Method m : all.methods) {
     if (!calibrator::IsZerocopy(m)) continue;
     const depth_classes::Placement place = depth_classes::Place(m, depth, known, grid);
     if (place.skip) {
@@ -329,24 +339,35 @@ calibrator::PlannerOptions PlanClass(const CalibrationOptions& options, std::uin
       if (place.inferred) inferred[m] = *place.inferred;
       continue;
     }
-    methods.push_back(m);
-    if (!place.sizes.empty()) planner.coarse_sizes[m] = place.sizes;
+    plan.methods.push_back(m);
+    if (!place.sizes.empty()) plan.coarse_sizes[m] = place.sizes;
   }
   // Their baselines (the native one, or copy where it was not asked for),
   // whose probes so far the planner is seeded with.
   const auto asked = [&](Method m) {
-    return std::find(planner.methods.begin(), planner.methods.end(), m) != planner.methods.end();
+    return std::find(all.methods.begin(), all.methods.end(), m) != all.methods.end();
   };
-  std::vector<Method> with_baselines = methods;
-  for (Method z : methods) {
+  const std::size_t zerocopy = plan.methods.size();
+  for (std::size_t i = 0; i < zerocopy; ++i) {
+    const Method z = plan.methods[i];
     const Method base = asked(calibrator::NativeBaseline(z)) ? calibrator::NativeBaseline(z)
                                                              : Method::kCopy;
-    if (asked(base) && std::find(with_baselines.begin(), with_baselines.end(), base) ==
-                           with_baselines.end()) {
-      with_baselines.push_back(base);
+    if (asked(base) &&
+        std::find(plan.methods.begin(), plan.methods.end(), base) == plan.methods.end()) {
+      plan.methods.push_back(base);
     }
   }
-  planner.methods = std::move(with_baselines);
+  return plan;
+}
+
+// The planner of a class's plan, sized by its share of the budget.
+calibrator::PlannerOptions PlannerOf(const CalibrationOptions& options, std::uint32_t depth,
+                                     double budget_seconds, const ClassPlan& plan) {
+  CalibrationOptions share = options;
+  share.budget_seconds = budget_seconds;
+  calibrator::PlannerOptions planner = PlannerOptionsFor(share, depth);
+  planner.methods = plan.methods;
+  for (const auto& [method, sizes] : plan.coarse_sizes) planner.coarse_sizes[method] = sizes;
   return planner;
 }
 
@@ -436,11 +457,11 @@ Result<CalibrationReport, CalibrationError> RunCalibration(
     ClassRun run;
     run.depth = c.depth;
     std::map<Method, depth_classes::Known> inferred;
-    run.planner = PlanClass(options, c.depth, remaining.count(), known, c, inferred);
-    const std::size_t methods = run.planner.methods.size();
+    const ClassPlan plan = PlanClass(options, c.depth, known, c, inferred);
+    const std::size_t methods = plan.methods.size();
     if (methods != 0) {  // else every method's answer is its neighbours'
       const double share = ShareOf(methods, zerocopy * (order.size() - k - 1), remaining);
-      run.planner = PlanClass(options, c.depth, share, known, c, inferred);
+      run.planner = PlannerOf(options, c.depth, share, plan);
       run.deadline = k + 1 == order.size()
                          ? budget_end
                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(

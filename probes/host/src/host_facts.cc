@@ -67,12 +67,9 @@ std::vector<std::string> ReadIommuCmdline(const std::string& root,
 
 std::optional<std::string> PathInterface(const HostFactsOptions& options,
                                            std::vector<std::string>& notes) {
-  if (options.target.kind == TargetKind::kLoopback) return "lo";
-  if (options.target.kind == TargetKind::kDiscard) {
-    notes.push_back("discard: datagrams are dropped by a blackhole qdisc on lo in a "
-                    "private namespace; no NIC, IOMMU or receiver is measured");
-    return "lo";
-  }
+  const TargetTraits& path = TraitsOf(options.target.kind);
+  if (!path.facts_note.empty()) notes.emplace_back(path.facts_note);
+  if (!path.interface.empty()) return std::string(path.interface);
   Result<std::string> name = EgressInterface(options.target.peer.address);
   if (!name) {
     notes.push_back("egress interface of " + ToString(options.target) +

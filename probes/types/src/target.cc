@@ -15,14 +15,12 @@ Result<Target> ParseTarget(std::string_view text) {
   return Target::Peer(*sink);
 }
 
-std::string_view TargetKindName(TargetKind kind) {
-  switch (kind) {
-    case TargetKind::kLoopback: return "loopback";
-    case TargetKind::kPeer: return "peer";
-    case TargetKind::kDiscard: return "discard";
-  }
-  return "loopback";
-}
+static_assert(TraitsOf(TargetKind::kLoopback).name == "loopback" &&
+                  TraitsOf(TargetKind::kPeer).name == "peer" &&
+                  TraitsOf(TargetKind::kDiscard).name == "discard",
+              "kTargetTraits is in TargetKind's order");
+
+std::string_view TargetKindName(TargetKind kind) { return TraitsOf(kind).name; }
 
 std::optional<TargetKind> ParseTargetKind(std::string_view name) {
   for (TargetKind kind : {TargetKind::kLoopback, TargetKind::kPeer, TargetKind::kDiscard}) {

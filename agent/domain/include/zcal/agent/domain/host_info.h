@@ -2,6 +2,7 @@
 // and the NIC whose results become the host default.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,19 +13,34 @@
 
 namespace zcal::agent {
 
-/// The `path` label of the host default NIC's zcal_interface_info series.
-inline constexpr std::string_view kHostDefaultInterfacePath = "host_default";
-/// The `path` label's prefix of the zcal_interface_info series of an
-/// interface that kept peers are reached through ("interface/eth1").
-inline constexpr std::string_view kPeerInterfacePathPrefix = "interface/";
+/// Whose egress interface a PathInterface describes.
+enum class InterfaceRole : std::uint8_t {
+  kPath,         ///< a configured path's or a peer's ("loopback", "peer/...")
+  kHostDefault,  ///< the host default NIC ("host_default")
+  kPeers,        ///< an interface kept peers are reached through ("interface/eth1")
+};
 
-/// The egress interface of one path: "loopback", "discard", "peer/..." (a
-/// configured or peer path), kHostDefaultInterfacePath, or
-/// kPeerInterfacePathPrefix + NAME.
+/// One interface the agent describes (zcal_interface_info, the state file's
+/// "host", the report), with whose it is. Made by the functions below, so
+/// that the label and the role always agree; code asks the role, never the
+/// label's text.
 struct PathInterface {
+  InterfaceRole role = InterfaceRole::kPath;
+  /// The series' `path` label and the state file's key: the path's name
+  /// ("loopback", "peer/ADDR:PORT"), "host_default", or "interface/NAME".
   std::string path;
   probes::InterfaceFacts facts;
 };
+
+/// The egress interface of the path named `path` (ToString of its PathId).
+PathInterface PathEgress(std::string path, probes::InterfaceFacts facts);
+/// The host default NIC.
+PathInterface HostDefaultInterface(probes::InterfaceFacts facts);
+/// An interface kept peers are reached through, labelled by its name.
+PathInterface PeersInterface(probes::InterfaceFacts facts);
+/// Reads a label back (the state file): "host_default" and "interface/..."
+/// are theirs, any other text a path's.
+PathInterface InterfaceOfLabel(std::string label, probes::InterfaceFacts facts);
 
 /// The NIC whose results become the host default: the interface of the
 /// default route, or the one the configuration names. A fact, read with
@@ -51,10 +67,9 @@ struct HostInfo {
   HostDefaultNic host_default_nic;
 };
 
-/// Adds the egress interface of one more path, and the notes of reading
-/// it that host.facts lacks.
-void AddPath(HostInfo& host, std::string path, probes::InterfaceFacts interface,
-             std::span<const std::string> notes);
+/// Adds one more interface (a path's egress interface, or one read back
+/// from the state file), and the notes of reading it that host.facts lacks.
+void AddInterface(HostInfo& host, PathInterface interface, std::span<const std::string> notes);
 
 /// The host of one path's reading, with its egress interface as `path`'s.
 HostInfo HostInfoOf(probes::PathFacts facts, std::string path);

@@ -19,7 +19,7 @@ namespace zcal::agent {
 /// Reads the facts below config.host_root, once per round: the host's (kept
 /// when there is a configured path), those of every configured path's
 /// egress interface and of the host default NIC (also as
-/// kHostDefaultInterfacePath in `interfaces`), and the fingerprint, which
+/// a HostDefaultInterface in `interfaces`), and the fingerprint, which
 /// changes with the kernel, the CPU, the IOMMU kernel flags, or the facts
 /// (driver, MTU, speed, offloads, IOMMU group and type) of lo or of any
 /// interface backed by a device, and when such an interface appears or

@@ -20,11 +20,14 @@
 #include "zcal/common/unique_fd.h"
 #include "zcal/probes/send/probe.h"
 #include "zcal/probes/send/probe_runner.h"
+#include "zcal/probes/types/target.h"
 
 namespace zcal::probes {
 
 /// The largest UDP payload over IPv4: 65,535 - 20 (IP) - 8 (UDP) bytes.
-inline constexpr std::uint64_t kMaxUdpPayloadBytes = 65507;
+inline constexpr std::uint64_t kMaxUdpPayloadBytes =
+    TraitsOf(TargetKind::kDiscard).max_message_bytes;
+static_assert(kMaxUdpPayloadBytes == 65535 - 20 - 8);
 /// Where the discard path's datagrams go (any 127/8 address but the
 /// namespace's own 127.0.0.1 would do) and the port (the discard service).
 inline constexpr const char* kDiscardAddress = "127.0.0.2";

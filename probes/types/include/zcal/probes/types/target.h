@@ -2,6 +2,7 @@
 // configuration) into a typed value and passed down as that value.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,37 @@ enum class TargetKind : std::uint8_t {
   /// datagram in a blackhole qdisc (zcal/probes/discard.h).
   kDiscard = 2,
 };
+
+/// What differs by kind, in one table, so that the code that differs asks
+/// a property and a new kind is a row here, its PathRunner
+/// (zcal/probes/calibration/path_runner.h) and the agent's scope of it.
+struct TargetTraits {
+  std::string_view name;  ///< TargetKindName: "loopback", "peer", "discard"
+  /// The kernel copies every zerocopy send (it is delivered locally), so
+  /// its answer is the same at every depth: calibrated at stream only.
+  bool kernel_copies_every_send = false;
+  /// Each send is one datagram of at most this many bytes; 0 for a stream.
+  std::uint64_t max_message_bytes = 0;
+  std::string_view max_message_why;  ///< the bound's reason, for people
+  /// Its egress interface where that is fixed ("lo"); empty: the interface
+  /// the kernel routes the peer's address through.
+  std::string_view interface;
+  /// What its host facts say it does not measure; empty for none.
+  std::string_view facts_note;
+};
+
+/// One row per TargetKind, in the enum's order.
+inline constexpr TargetTraits kTargetTraits[] = {
+    {"loopback", true, 0, "", "lo", ""},
+    {"peer", false, 0, "", "", ""},
+    {"discard", false, 65507, "the largest UDP payload over IPv4", "lo",
+     "discard: datagrams are dropped by a blackhole qdisc on lo in a private namespace; "
+     "no NIC, IOMMU or receiver is measured"},
+};
+
+constexpr const TargetTraits& TraitsOf(TargetKind kind) {
+  return kTargetTraits[static_cast<std::size_t>(kind)];
+}
 
 struct Target {
   TargetKind kind = TargetKind::kLoopback;
