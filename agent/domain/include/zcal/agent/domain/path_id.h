@@ -24,8 +24,9 @@ namespace zcal::agent {
 /// address bytes and port. Value type; thread safety as for std::string.
 class PathId {
  public:
-  /// The configured path with the empty name: a placeholder that no
-  /// configuration produces (names are 1 to 32 characters).
+  /// The configured path with the empty name, so that structs holding a
+  /// PathId (PathJob, PeerReport) can be built before they are filled in;
+  /// no configuration produces it (names are 1 to 32 characters).
   PathId() = default;
 
   static PathId Configured(std::string name);
