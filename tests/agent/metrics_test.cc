@@ -62,20 +62,9 @@ Sample MakeSample(Method method, std::uint64_t size, std::uint64_t copied,
 std::vector<PublishedEntry> TableOf(const std::map<PathId, MethodStates>& paths) {
   std::vector<PublishedEntry> table;
   for (const auto& [path, methods] : paths) {
-    for (const auto& [key, s] : methods) {
-      PublishedEntry e;
-      e.path = path;
-      e.method = key.method;
-      e.depth = key.depth;
-      e.verdict = s.published.verdict;
-      e.threshold_bytes = s.published.threshold_bytes;
-      e.confidence = s.published.confidence;
-      e.reason = s.published.reason;
-      e.measured_at_ns = s.measured_at_ns;
-      e.load = s.load;
-      e.pending = s.pending;
-      table.push_back(std::move(e));
-    }
+    PublishedEntry where;
+    where.path = path;
+    for (const auto& [key, s] : methods) table.push_back(EntryOf(key, s, where));
   }
   return table;
 }

@@ -183,7 +183,7 @@ TEST_F(SinkDribble, OneSourceDribblingOnAllItMayHoldLeavesTheSinkToAnother) {
     auto calibrate = Child::Start(
         net_.member(kCalibratingMember)
             .Exec({ZcalBinary(), "calibrate", "--path", endpoint, "--key-file", keys_.string(),
-                   "--budget", "1", "--methods", "copy", "--max", "64K"}),
+                   "--budget", "0.4", "--methods", "copy", "--max", "64K"}),
         log);
     const auto status = calibrate->WaitExit(60s);
     if (status == 0) {

@@ -21,4 +21,17 @@ std::string_view HostDefaultAbsenceReason(HostDefaultSource source) {
   }
 }
 
+PublishedEntry EntryOf(const MethodKey& key, const MethodState& state, PublishedEntry where) {
+  where.method = key.method;
+  where.depth = key.depth;
+  where.verdict = state.published.verdict;
+  where.threshold_bytes = state.published.threshold_bytes;
+  where.confidence = state.published.confidence;
+  where.reason = state.published.reason;
+  where.measured_at_ns = state.measured_at_ns;
+  where.load = state.load;
+  where.pending = state.pending;
+  return where;
+}
+
 }  // namespace zcal::agent

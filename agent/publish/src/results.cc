@@ -129,19 +129,10 @@ void AddEntries(PublishedTable& table, const AgentState& state, const MethodStat
     // a class without one: a class whose stream result is not there (not
     // usable for a host default or an aggregate) is left out with it.
     if (key.depth != DepthClass::kStream && !methods.contains({key.method})) continue;
-    PublishedEntry e = where;
+    PublishedEntry e = EntryOf(key, s, where);
     e.scope = scope;
-    e.method = key.method;
-    e.depth = key.depth;
-    e.verdict = s.published.verdict;
-    e.threshold_bytes = s.published.threshold_bytes;
-    e.confidence = s.published.confidence;
-    e.reason = s.published.reason;
-    e.measured_at_ns = s.measured_at_ns;
     e.fingerprint = state.fingerprint;
     e.estimated = estimated;
-    e.load = s.load;
-    e.pending = s.pending;
     table.entries.push_back(std::move(e));
   }
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "zcal/agent/domain/agent_state.h"
 #include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/path_id.h"
 #include "zcal/calibrator/decision.h"
@@ -76,5 +77,12 @@ struct PublishedEntry {
   /// (MethodState::pending); not in the segment.
   std::optional<calibrator::MethodResult> pending;
 };
+
+/// The entry of one method's state (`key`, `state`) at `where`: a copy of
+/// `where` (its path, scope, address or interface, and the flags that hold
+/// for a whole scope) with the method, depth, published decision, time,
+/// load and pending result of the state. The one place a state becomes an
+/// entry, for the publisher's table and for tests that build one.
+PublishedEntry EntryOf(const MethodKey& key, const MethodState& state, PublishedEntry where = {});
 
 }  // namespace zcal::agent
