@@ -213,13 +213,20 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   std::string reps = "--benchmark_repetitions=9";
   std::string aggregates = "--benchmark_report_aggregates_only=true";
-  bool has_reps = false;
-  for (int i = 1; i < argc; ++i)
+  // Repetitions of different benchmarks interleaved: the ratios compare
+  // medians taken under the same load, on a machine shared with others.
+  std::string interleave = "--benchmark_enable_random_interleaving=true";
+  bool has_reps = false, has_interleave = false;
+  for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]).rfind("--benchmark_repetitions", 0) == 0) has_reps = true;
+    if (std::string(argv[i]).rfind("--benchmark_enable_random_interleaving", 0) == 0)
+      has_interleave = true;
+  }
   if (!has_reps) {
     args.push_back(reps.data());
     args.push_back(aggregates.data());
   }
+  if (!has_interleave) args.push_back(interleave.data());
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
 

@@ -47,6 +47,8 @@ static void look_up(struct zcal_guard *g) {
     g->class_from_bytes[k] = from_bytes(g, k, have, &c);
     if (have && c.depth_fallback) g->class_fallbacks |= (uint8_t)(1u << k);
   }
+  g->report_cell = zcal_internal_report_cell(
+      g->have_result ? zcal_internal_report_scope(r.scope) : ZCAL_REPORT_SCOPE_NONE, g->method);
   if (g->have_result) {
     g->result = r;
     g->generation = r.generation;
@@ -75,6 +77,7 @@ int zcal_guard_init_key(struct zcal_guard *g, size_t guard_size,
   const uint64_t without = g->fallback ? 0 : UINT64_MAX;
   for (int k = 0; k < ZCAL_DEPTH_CLASSES; ++k) g->class_from_bytes[k] = without;
   g->class_no_answer = (uint8_t)((1u << ZCAL_DEPTH_CLASSES) - 1);
+  g->report_cell = zcal_internal_report_cell(ZCAL_REPORT_SCOPE_NONE, method);
   g->depth_class = ZCAL_DEPTH_1;
   if (handle) look_up(g);
   return 0;
@@ -103,12 +106,6 @@ int zcal_guard_init(struct zcal_guard *g, size_t guard_size,
                              max_age_ns);
 }
 
-/* The scope the report counts the guard's answers and completions in. */
-static unsigned report_scope_of(const struct zcal_guard *g) {
-  return g->have_result ? zcal_internal_report_scope(g->result.scope)
-                        : ZCAL_REPORT_SCOPE_NONE;
-}
-
 int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   if (!g) return 0;
   if (g->handle) {
@@ -120,13 +117,12 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   const int k = zcal_internal_class_of_depth(g->in_flight + g->unreported + 1);
   g->depth_class = zcal_internal_class_codes[k];
   int yes = size_bytes >= g->class_from_bytes[k];
-  unsigned why = (g->class_no_answer >> k & 1u) ? ZCAL_REPORT_BY_NO_ANSWER
-                                                : ZCAL_REPORT_BY_THRESHOLD;
+  int held_off = 0;
   if (yes && g->state == ZCAL_GUARD_OFF) {
     if (g->sends_until_retry > 0) {
       g->sends_until_retry--;
       yes = 0;
-      why = ZCAL_REPORT_BY_GUARD_OFF;
+      held_off = 1;
     } else {
       g->state = ZCAL_GUARD_PROBING;
     }
@@ -134,7 +130,13 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   g->in_flight += (uint64_t)yes;
   g->unreported += (uint32_t)(!yes && g->unreported < ZCAL_DEPTH_STREAM_FROM);
   const struct zcal_report_thread *t = zcal_internal_report_thread();
-  if (t) zcal_internal_report_send(t, report_scope_of(g), g->method, yes, why, size_bytes, (unsigned)k);
+  if (t) {
+    _Static_assert(ZCAL_REPORT_BY_NO_ANSWER == 2 && ZCAL_REPORT_BY_THRESHOLD == 0,
+                   "a class's bit, doubled, is its reason");
+    const unsigned why = held_off ? ZCAL_REPORT_BY_GUARD_OFF
+                                    : (g->class_no_answer >> k & 1u) << 1;
+    zcal_internal_report_send(t, g->report_cell, yes, why, size_bytes, (unsigned)k);
+  }
   return yes;
 }
 
@@ -150,7 +152,7 @@ int zcal_guard_completed(struct zcal_guard *g, uint64_t completions,
   g->completions += completions;
   g->copied += copied;
   const struct zcal_report_thread *t = zcal_internal_report_thread();
-  if (t) zcal_internal_report_completions(t, report_scope_of(g), g->method, completions, copied);
+  if (t) zcal_internal_report_completions(t, g->report_cell, completions, copied);
   /* Completions of sends made without asking (or before a re-init) must
    * not take the depth below zero. */
   g->in_flight = completions < g->in_flight ? g->in_flight - completions : 0;

@@ -546,8 +546,8 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
   if (t) {
     const unsigned why = r.verdict <= ZCAL_VERDICT_NEVER ? ZCAL_REPORT_BY_THRESHOLD
                                                          : ZCAL_REPORT_BY_NO_ANSWER;
-    zcal_internal_report_send(t, zcal_internal_report_scope(r.scope), method, yes, why,
-                              size_bytes, (unsigned)depth_class);
+    zcal_internal_report_send(t, zcal_internal_report_cell(zcal_internal_report_scope(r.scope), method),
+                              yes, why, size_bytes, (unsigned)depth_class);
   }
   return yes;
 }

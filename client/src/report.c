@@ -274,6 +274,20 @@ int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
   if (handle && zcal_lookup(handle, key, method, &r) == 0 &&
       (max_age_ns == 0 || r.heartbeat_age_ns <= max_age_ns))
     scope = zcal_internal_report_scope(r.scope);
-  zcal_internal_report_completions(t, scope, method, completions, copied);
+  zcal_internal_report_completions(t, zcal_internal_report_cell(scope, method), completions,
+                                   copied);
   return 0;
+}
+
+void zcal_internal_report_send_shared(struct zcal_report_cell *c, int yes, unsigned why,
+                                      uint64_t size_bytes, unsigned depth) {
+  __atomic_fetch_add(&c->answers[depth][yes][why], 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->bytes[yes], size_bytes, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1, __ATOMIC_RELAXED);
+}
+
+void zcal_internal_report_completions_shared(struct zcal_report_cell *c, uint64_t completions,
+                                             uint64_t copied) {
+  __atomic_fetch_add(&c->completions, completions, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->copied, copied, __ATOMIC_RELAXED);
 }

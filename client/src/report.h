@@ -42,57 +42,71 @@ static inline const struct zcal_report_thread *zcal_internal_report_thread(void)
   return &zcal_internal_report_tls;
 }
 
-static inline void zcal_internal_report_add(const struct zcal_report_thread *t,
-                                            uint64_t *word, uint64_t n) {
-  if (t->shared)
-    __atomic_fetch_add(word, n, __ATOMIC_RELAXED);
-  else /* Release: after the seqlock's odd store (see zcal_report_slot). */
-    __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) + n, __ATOMIC_RELEASE);
-}
-
-static inline uint64_t zcal_internal_report_begin(const struct zcal_report_thread *t) {
-  if (t->shared) return 0;
-  const uint64_t seq = __atomic_load_n(&t->slot->seq, __ATOMIC_RELAXED);
-  __atomic_store_n(&t->slot->seq, seq + 1, __ATOMIC_RELAXED);
-  return seq;
-}
-
-static inline void zcal_internal_report_end(const struct zcal_report_thread *t,
-                                            uint64_t seq) {
-  if (!t->shared) __atomic_store_n(&t->slot->seq, seq + 2, __ATOMIC_RELEASE);
-}
-
 static inline unsigned zcal_internal_report_bucket(uint64_t size_bytes) {
-  const unsigned b = size_bytes > 1 ? 63u - (unsigned)__builtin_clzll(size_bytes) : 0u;
+  const unsigned b = 63u - (unsigned)__builtin_clzll(size_bytes | 1);
   return b < ZCAL_REPORT_SIZE_BUCKETS ? b : ZCAL_REPORT_SIZE_BUCKETS - 1;
 }
 
-/* One answer: `scope` a ZCAL_REPORT scope index, `why` ZCAL_REPORT_BY_*,
- * `depth` a class index (0..ZCAL_DEPTH_CLASSES-1). */
+/* Slot 0, which several threads share: atomic additions, no seqlock. */
+void zcal_internal_report_send_shared(struct zcal_report_cell *c, int yes, unsigned why,
+                                      uint64_t size_bytes, unsigned depth);
+void zcal_internal_report_completions_shared(struct zcal_report_cell *c, uint64_t completions,
+                                             uint64_t copied);
+
+/* The thread's own slot: it alone writes it, so plain loads and stores,
+ * no locked instruction. Release stores: each after the seqlock's odd
+ * store (zcal.h, struct zcal_report_slot). The loads come first so that
+ * they overlap. */
+#define ZCAL_REPORT_STORE(word, value) __atomic_store_n((word), (value), __ATOMIC_RELEASE)
+#define ZCAL_REPORT_LOAD(word) __atomic_load_n((word), __ATOMIC_RELAXED)
+
+/* The cell of a scope index and a method; UINT16_MAX for none. */
+static inline uint16_t zcal_internal_report_cell(unsigned scope, uint8_t method) {
+  return scope < ZCAL_REPORT_SCOPES && method < ZCAL_REPORT_METHODS
+             ? (uint16_t)(scope * ZCAL_REPORT_METHODS + method)
+             : UINT16_MAX;
+}
+
+/* One answer counted in `cell` (zcal_internal_report_cell): `why`
+ * ZCAL_REPORT_BY_*, `depth` a class index (0..ZCAL_DEPTH_CLASSES-1). */
 static inline void zcal_internal_report_send(const struct zcal_report_thread *t,
-                                             unsigned scope, uint8_t method, int yes,
-                                             unsigned why, uint64_t size_bytes,
-                                             unsigned depth) {
-  if (scope >= ZCAL_REPORT_SCOPES || method >= ZCAL_REPORT_METHODS) return;
-  struct zcal_report_cell *c = &t->slot->cells[scope][method];
-  const uint64_t seq = zcal_internal_report_begin(t);
-  zcal_internal_report_add(t, &c->answers[yes][why], 1);
-  zcal_internal_report_add(t, &c->bytes[yes], size_bytes);
-  zcal_internal_report_add(t, &c->depth[depth], 1);
-  zcal_internal_report_add(t, &c->sizes[zcal_internal_report_bucket(size_bytes)], 1);
-  zcal_internal_report_end(t, seq);
+                                             uint16_t cell, int yes, unsigned why,
+                                             uint64_t size_bytes, unsigned depth) {
+  if (cell >= ZCAL_REPORT_SCOPES * ZCAL_REPORT_METHODS) return;
+  struct zcal_report_slot *s = t->slot;
+  struct zcal_report_cell *c = &s->cells[0][0] + cell;
+  if (t->shared) {
+    zcal_internal_report_send_shared(c, yes, why, size_bytes, depth);
+    return;
+  }
+  uint64_t *answer = &c->answers[depth][yes][why], *bytes = &c->bytes[yes];
+  uint64_t *size = &c->sizes[zcal_internal_report_bucket(size_bytes)];
+  const uint64_t seq = ZCAL_REPORT_LOAD(&s->seq);
+  const uint64_t n_answer = ZCAL_REPORT_LOAD(answer), n_bytes = ZCAL_REPORT_LOAD(bytes);
+  const uint64_t n_size = ZCAL_REPORT_LOAD(size);
+  __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
+  ZCAL_REPORT_STORE(answer, n_answer + 1);
+  ZCAL_REPORT_STORE(bytes, n_bytes + size_bytes);
+  ZCAL_REPORT_STORE(size, n_size + 1);
+  ZCAL_REPORT_STORE(&s->seq, seq + 2);
 }
 
 static inline void zcal_internal_report_completions(const struct zcal_report_thread *t,
-                                                    unsigned scope, uint8_t method,
-                                                    uint64_t completions,
+                                                    uint16_t cell, uint64_t completions,
                                                     uint64_t copied) {
-  if (scope >= ZCAL_REPORT_SCOPES || method >= ZCAL_REPORT_METHODS) return;
-  struct zcal_report_cell *c = &t->slot->cells[scope][method];
-  const uint64_t seq = zcal_internal_report_begin(t);
-  zcal_internal_report_add(t, &c->completions, completions);
-  zcal_internal_report_add(t, &c->copied, copied);
-  zcal_internal_report_end(t, seq);
+  if (cell >= ZCAL_REPORT_SCOPES * ZCAL_REPORT_METHODS) return;
+  struct zcal_report_slot *s = t->slot;
+  struct zcal_report_cell *c = &s->cells[0][0] + cell;
+  if (t->shared) {
+    zcal_internal_report_completions_shared(c, completions, copied);
+    return;
+  }
+  const uint64_t seq = ZCAL_REPORT_LOAD(&s->seq);
+  const uint64_t n = ZCAL_REPORT_LOAD(&c->completions), n_copied = ZCAL_REPORT_LOAD(&c->copied);
+  __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
+  ZCAL_REPORT_STORE(&c->completions, n + completions);
+  ZCAL_REPORT_STORE(&c->copied, n_copied + copied);
+  ZCAL_REPORT_STORE(&s->seq, seq + 2);
 }
 
 /* The report's scope index of a lookup's answer. */

@@ -59,7 +59,6 @@ const size_t zcal_test_c_report_layout[] = {
     sizeof(struct zcal_report_cell),
     offsetof(struct zcal_report_cell, bytes),
     offsetof(struct zcal_report_cell, completions),
-    offsetof(struct zcal_report_cell, depth),
     offsetof(struct zcal_report_cell, sizes),
     sizeof(struct zcal_report_slot),
     offsetof(struct zcal_report_slot, flags),

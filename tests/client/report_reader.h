@@ -26,11 +26,25 @@ inline constexpr std::uint64_t kReportMaxBytes = 64u << 20;
 inline constexpr std::uint32_t kReportMaxSlots = 4096;
 inline constexpr int kReportRetries = 4096;
 
-// Counters summed over the slots, for the scopes, methods, buckets and
-// depth classes this reader knows (a newer writer's others are skipped).
+// Counters summed over the slots, for the scopes and methods this reader
+// knows (a newer writer's others are skipped).
 struct ReportCounts {
   zcal_report_cell cells[ZCAL_REPORT_SCOPES][ZCAL_REPORT_METHODS];
 };
+
+// Answers `yes` (0, 1) for reason `why`, at every depth.
+inline std::uint64_t Answers(const zcal_report_cell& c, int yes, int why) {
+  std::uint64_t n = 0;
+  for (const auto& at_depth : c.answers) n += at_depth[yes][why];
+  return n;
+}
+// Answers at depth class index `k` (1, 4, 16, stream), of every kind.
+inline std::uint64_t AtDepth(const zcal_report_cell& c, int k) {
+  std::uint64_t n = 0;
+  for (const auto& by_answer : c.answers[k])
+    for (std::uint64_t v : by_answer) n += v;
+  return n;
+}
 
 struct ReportSnapshot {
   std::string error;  // empty: read and valid
@@ -97,18 +111,9 @@ inline bool AddSlot(const unsigned char* base, const zcal_report_header& h, std:
       for (unsigned m = 0; m < methods; ++m) {
         const std::uint64_t cell =
             slot + h.slot_header_size + (std::uint64_t{s} * h.methods + m) * h.cell_size;
-        zcal_report_cell& c = copy.cells[s][m];
-        for (int y = 0; y < 2; ++y)
-          for (int r = 0; r < ZCAL_REPORT_REASONS; ++r)
-            c.answers[y][r] = Load(base, cell + 8 * (y * ZCAL_REPORT_REASONS + r));
-        const std::uint64_t after = cell + 8 * 2 * ZCAL_REPORT_REASONS;
-        c.bytes[0] = Load(base, after);
-        c.bytes[1] = Load(base, after + 8);
-        c.completions = Load(base, after + 16);
-        c.copied = Load(base, after + 24);
-        for (int d = 0; d < ZCAL_DEPTH_CLASSES; ++d) c.depth[d] = Load(base, after + 32 + 8 * d);
-        const std::uint64_t sizes = cell + offsetof(zcal_report_cell, sizes);
-        for (int b = 0; b < ZCAL_REPORT_SIZE_BUCKETS; ++b) c.sizes[b] = Load(base, sizes + 8 * b);
+        // Word by word: every field of a cell is a uint64_t counter.
+        auto* words = reinterpret_cast<std::uint64_t*>(&copy.cells[s][m]);
+        for (std::size_t w = 0; w < sizeof(zcal_report_cell) / 8; ++w) words[w] = Load(base, cell + 8 * w);
       }
     }
     if (!shared && __atomic_load_n(reinterpret_cast<const std::uint64_t*>(base + slot),

@@ -33,6 +33,8 @@ extern const size_t zcal_test_c_report_layout_count;
 namespace report_test {
 namespace {
 
+using zcal::test::Answers;
+using zcal::test::AtDepth;
 using zcal::test::MakeEntry;
 using zcal::test::ReadReport;
 using zcal::test::ReportName;
@@ -72,14 +74,15 @@ ReportSnapshot Read() {
   return snap;
 }
 
-const zcal_report_cell& Cell(const ReportSnapshot& snap, unsigned scope, std::uint8_t method) {
+// A copy: callers pass a snapshot that lives only for the call.
+zcal_report_cell Cell(const ReportSnapshot& snap, unsigned scope, std::uint8_t method) {
   return snap.counts.cells[scope][method];
 }
 
 TEST(Report, LayoutMatchesTheDocumentedOffsetsInCAndCxx) {
   // docs/shm-abi.md, "Report objects", in the order layout_c.c lists them.
-  const std::vector<std::size_t> documented = {256, 8, 12, 16, 36, 40, 44, 48, 56, 72, 84,
-                                               88,  152, 384, 64, 80, 96, 128, 15424, 8, 64};
+  const std::vector<std::size_t> documented = {256, 8,   12,  16,  36,    40, 44, 48, 56, 72,
+                                               84,  88,  152, 544, 256, 272, 288, 21824, 8, 64};
   const std::vector<std::size_t> cxx = {
       sizeof(zcal_report_header),
       offsetof(zcal_report_header, abi_major),
@@ -97,7 +100,6 @@ TEST(Report, LayoutMatchesTheDocumentedOffsetsInCAndCxx) {
       sizeof(zcal_report_cell),
       offsetof(zcal_report_cell, bytes),
       offsetof(zcal_report_cell, completions),
-      offsetof(zcal_report_cell, depth),
       offsetof(zcal_report_cell, sizes),
       sizeof(zcal_report_slot),
       offsetof(zcal_report_slot, flags),
@@ -220,11 +222,11 @@ TEST(Report, CountsEachGuardAnswerAndCompletionExactly) {
   ASSERT_EQ(zcal_guard_should_zerocopy(&g, 1), 0);        // threshold, bucket 0
 
   const ReportSnapshot snap = Read();
-  const zcal_report_cell& c = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
-  EXPECT_EQ(c.answers[kNo][ZCAL_REPORT_BY_THRESHOLD], 2u);
-  EXPECT_EQ(c.answers[kNo][ZCAL_REPORT_BY_GUARD_OFF], 1u);
-  EXPECT_EQ(c.answers[kYes][ZCAL_REPORT_BY_THRESHOLD], 1u);
-  EXPECT_EQ(c.answers[kNo][ZCAL_REPORT_BY_NO_ANSWER] + c.answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 0u);
+  const zcal_report_cell c = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  EXPECT_EQ(Answers(c, kNo, ZCAL_REPORT_BY_THRESHOLD), 2u);
+  EXPECT_EQ(Answers(c, kNo, ZCAL_REPORT_BY_GUARD_OFF), 1u);
+  EXPECT_EQ(Answers(c, kYes, ZCAL_REPORT_BY_THRESHOLD), 1u);
+  EXPECT_EQ(Answers(c, kNo, ZCAL_REPORT_BY_NO_ANSWER) + Answers(c, kYes, ZCAL_REPORT_BY_NO_ANSWER), 0u);
   EXPECT_EQ(c.bytes[kNo], 100u + 70000u + 1u);
   EXPECT_EQ(c.bytes[kYes], 65536u);
   EXPECT_EQ(c.completions, 1u);
@@ -234,13 +236,12 @@ TEST(Report, CountsEachGuardAnswerAndCompletionExactly) {
   EXPECT_EQ(c.sizes[16], 2u);
   // In flight after the first 1 and its completion: 0, 1, then 0 again
   // (unreported copies count, below ZCAL_DEPTH_4): class 1 every time.
-  EXPECT_EQ(c.depth[0], 4u);
+  EXPECT_EQ(AtDepth(c, 0), 4u);
   // Nothing elsewhere.
   std::uint64_t total = 0;
   for (const auto& scope : snap.counts.cells)
     for (const auto& cell : scope)
-      for (const auto& by : cell.answers)
-        for (std::uint64_t n : by) total += n;
+      for (int k = 0; k < ZCAL_DEPTH_CLASSES; ++k) total += AtDepth(cell, k);
   EXPECT_EQ(total, 4u);
 }
 
@@ -252,12 +253,12 @@ TEST(Report, CountsTheDepthTheGuardSaw) {
   const zcal_key key = Key("192.0.2.1");
   ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, segment.handle(), &key, kZc, 0, 0), 0);
   for (int i = 0; i < 40; ++i) ASSERT_EQ(zcal_guard_should_zerocopy(&g, 4096), 1);
-  const zcal_report_cell& c = Cell(Read(), ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  const zcal_report_cell c = Cell(Read(), ZCAL_SCOPE_HOST_DEFAULT, kZc);
   // Depths 1..40: 3 of class 1, 12 of 4, 16 of 16, 9 of the stream.
-  EXPECT_EQ(c.depth[0], 3u);
-  EXPECT_EQ(c.depth[1], 12u);
-  EXPECT_EQ(c.depth[2], 16u);
-  EXPECT_EQ(c.depth[3], 9u);
+  EXPECT_EQ(AtDepth(c, 0), 3u);
+  EXPECT_EQ(AtDepth(c, 1), 12u);
+  EXPECT_EQ(AtDepth(c, 2), 16u);
+  EXPECT_EQ(AtDepth(c, 3), 9u);
   EXPECT_EQ(c.sizes[12], 40u);
 }
 
@@ -272,13 +273,13 @@ TEST(Report, CountsAnswersWithoutAnEntryUnderNoScope) {
   ASSERT_EQ(zcal_should_zerocopy(nullptr, &key, ZCAL_METHOD_URING_SEND_ZC, 10, 0, 0), 0);
 
   const ReportSnapshot snap = Read();
-  const zcal_report_cell& guard = Cell(snap, ZCAL_REPORT_SCOPE_NONE, kZc);
-  EXPECT_EQ(guard.answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 1u);
+  const zcal_report_cell guard = Cell(snap, ZCAL_REPORT_SCOPE_NONE, kZc);
+  EXPECT_EQ(Answers(guard, kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
   EXPECT_EQ(guard.completions, 1u);
   EXPECT_EQ(guard.copied, 0u);
-  const zcal_report_cell& plain = Cell(snap, ZCAL_REPORT_SCOPE_NONE, ZCAL_METHOD_URING_SEND_ZC);
-  EXPECT_EQ(plain.answers[kNo][ZCAL_REPORT_BY_NO_ANSWER], 1u);
-  EXPECT_EQ(plain.depth[ZCAL_DEPTH_CLASSES - 1], 1u);  // a stream's answer
+  const zcal_report_cell plain = Cell(snap, ZCAL_REPORT_SCOPE_NONE, ZCAL_METHOD_URING_SEND_ZC);
+  EXPECT_EQ(Answers(plain, kNo, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+  EXPECT_EQ(AtDepth(plain, ZCAL_DEPTH_CLASSES - 1), 1u);  // a stream's answer
 }
 
 TEST(Report, CountsShouldZerocopyAndItsCompletionsInTheScopeThatAnswered) {
@@ -295,15 +296,15 @@ TEST(Report, CountsShouldZerocopyAndItsCompletionsInTheScopeThatAnswered) {
   EXPECT_EQ(zcal_report_completed(segment.handle(), nullptr, kZc, 0, 1, 0), -EINVAL);
 
   const ReportSnapshot snap = Read();
-  const zcal_report_cell& h = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
-  EXPECT_EQ(h.answers[kYes][ZCAL_REPORT_BY_THRESHOLD], 1u);
-  EXPECT_EQ(h.answers[kNo][ZCAL_REPORT_BY_THRESHOLD], 1u);
-  EXPECT_EQ(h.depth[1], 1u);  // depth 4
-  EXPECT_EQ(h.depth[3], 1u);  // a stream
+  const zcal_report_cell h = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  EXPECT_EQ(Answers(h, kYes, ZCAL_REPORT_BY_THRESHOLD), 1u);
+  EXPECT_EQ(Answers(h, kNo, ZCAL_REPORT_BY_THRESHOLD), 1u);
+  EXPECT_EQ(AtDepth(h, 1), 1u);  // depth 4
+  EXPECT_EQ(AtDepth(h, 3), 1u);  // a stream
   EXPECT_EQ(h.completions, 3u);
   EXPECT_EQ(h.copied, 2u);
-  const zcal_report_cell& p = Cell(snap, ZCAL_SCOPE_PEER, kZc);
-  EXPECT_EQ(p.answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 1u);
+  const zcal_report_cell p = Cell(snap, ZCAL_SCOPE_PEER, kZc);
+  EXPECT_EQ(Answers(p, kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
   EXPECT_EQ(p.bytes[kYes], 20000u);
 }
 
@@ -317,13 +318,13 @@ TEST(Report, CountsNothingWhenOffAndStartsAtZeroWhenReopened) {
     OpenReport report("first");
     ASSERT_EQ(report.rc(), 0);
     ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
-    EXPECT_EQ(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc).answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 1u);
+    EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
   }
   ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
   OpenReport report("second");
   ASSERT_EQ(report.rc(), 0);
   ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
-  EXPECT_EQ(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc).answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 1u);
+  EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
 }
 
 // A child process running report_env_child with `env`, until Finish().
@@ -409,7 +410,7 @@ TEST(ReportEnv, AProcessWithZcalReportHasAnObjectUntilItExits) {
   ASSERT_EQ(snap.error, "");
   EXPECT_EQ(snap.name, "env-app");
   EXPECT_EQ(snap.owner_pid, static_cast<std::uint32_t>(pid));
-  EXPECT_EQ(snap.counts.cells[ZCAL_REPORT_SCOPE_NONE][kZc].answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 1u);
+  EXPECT_EQ(Answers(snap.counts.cells[ZCAL_REPORT_SCOPE_NONE][kZc], kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
   EXPECT_EQ(child.Finish(), 0);
   EXPECT_FALSE(Exists(ReportName(pid)));
 }
@@ -449,7 +450,7 @@ TEST(ReportFork, AForkedChildNeitherCountsIntoNorRemovesTheParentsObject) {
   if (exiter == 0) std::exit(0);
   ASSERT_EQ(waitpid(exiter, &status, 0), exiter);
   ASSERT_TRUE(Exists(ReportName(getpid())));
-  EXPECT_EQ(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc).answers[kYes][ZCAL_REPORT_BY_NO_ANSWER], 0u);
+  EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 0u);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 namespace report_threads_test {
 namespace {
 
+using zcal::test::Answers;
 using zcal::test::ReadReport;
 using zcal::test::ReportName;
 using zcal::test::ReportSnapshot;
@@ -73,10 +74,9 @@ TEST(ReportThreads, SumsEveryThreadsCountsAndNeverReadsATornSlot) {
       const ReportSnapshot snap = ReadReport(ReportName(getpid()));
       if (!snap.error.empty()) continue;
       const zcal_report_cell& c = Counted(snap);
-      // One send adds to an answer, a depth and a size bucket at once.
-      const std::uint64_t answers = Sum(&c.answers[0][0], 2 * ZCAL_REPORT_REASONS);
-      if (answers != Sum(c.depth, ZCAL_DEPTH_CLASSES) ||
-          answers != Sum(c.sizes, ZCAL_REPORT_SIZE_BUCKETS) || c.bytes[1] != 4096 * answers ||
+      // One send adds to an answer, its bytes and a size bucket at once.
+      const std::uint64_t answers = Sum(&c.answers[0][0][0], ZCAL_DEPTH_CLASSES * 2 * ZCAL_REPORT_REASONS);
+      if (answers != Sum(c.sizes, ZCAL_REPORT_SIZE_BUCKETS) || c.bytes[1] != 4096 * answers ||
           c.completions > answers || c.completions % 4 != 0)
         torn.fetch_add(1);
       if (answers < last) backwards.fetch_add(1);
@@ -93,12 +93,12 @@ TEST(ReportThreads, SumsEveryThreadsCountsAndNeverReadsATornSlot) {
   const ReportSnapshot snap = ReadReport(ReportName(getpid()));
   ASSERT_EQ(snap.error, "");
   const zcal_report_cell& c = Counted(snap);
-  EXPECT_EQ(c.answers[1][ZCAL_REPORT_BY_NO_ANSWER], std::uint64_t{kThreads} * kSends);
+  EXPECT_EQ(Answers(c, 1, ZCAL_REPORT_BY_NO_ANSWER), std::uint64_t{kThreads} * kSends);
   EXPECT_EQ(c.bytes[1], std::uint64_t{kThreads} * kSends * 4096);
   EXPECT_EQ(c.completions, std::uint64_t{kThreads} * kSends);
   EXPECT_EQ(c.copied, 0u);
   EXPECT_EQ(c.sizes[12], std::uint64_t{kThreads} * kSends);
-  EXPECT_EQ(snap.shared.cells[ZCAL_REPORT_SCOPE_NONE][kZc].answers[1][ZCAL_REPORT_BY_NO_ANSWER], 0u);
+  EXPECT_EQ(Answers(snap.shared.cells[ZCAL_REPORT_SCOPE_NONE][kZc], 1, ZCAL_REPORT_BY_NO_ANSWER), 0u);
   EXPECT_EQ(torn.load(), 0);
   EXPECT_EQ(backwards.load(), 0);
   EXPECT_GT(reads.load(), 0);
@@ -122,8 +122,8 @@ TEST(ReportThreads, ThreadsBeyondTheSlotsShareSlotZeroAndLoseNothing) {
   const ReportSnapshot snap = ReadReport(ReportName(getpid()));
   ASSERT_EQ(snap.error, "");
   EXPECT_EQ(snap.slots_used, static_cast<std::uint32_t>(ZCAL_REPORT_SLOTS));
-  EXPECT_EQ(Counted(snap).answers[1][ZCAL_REPORT_BY_NO_ANSWER], std::uint64_t{kThreads} * kSends);
-  EXPECT_EQ(snap.shared.cells[ZCAL_REPORT_SCOPE_NONE][kZc].answers[1][ZCAL_REPORT_BY_NO_ANSWER],
+  EXPECT_EQ(Answers(Counted(snap), 1, ZCAL_REPORT_BY_NO_ANSWER), std::uint64_t{kThreads} * kSends);
+  EXPECT_EQ(Answers(snap.shared.cells[ZCAL_REPORT_SCOPE_NONE][kZc], 1, ZCAL_REPORT_BY_NO_ANSWER),
             17u * kSends);
 }
 
@@ -135,7 +135,7 @@ TEST(ReportThreads, AThreadThatExitsGivesItsSlotToTheNextWithItsCounts) {
   const ReportSnapshot snap = ReadReport(ReportName(getpid()));
   ASSERT_EQ(snap.error, "");
   EXPECT_EQ(snap.slots_used, 2u);  // slot 0, and the one every thread took in turn
-  EXPECT_EQ(Counted(snap).answers[1][ZCAL_REPORT_BY_NO_ANSWER], std::uint64_t{kThreads} * kSends);
+  EXPECT_EQ(Answers(Counted(snap), 1, ZCAL_REPORT_BY_NO_ANSWER), std::uint64_t{kThreads} * kSends);
 }
 
 }  // namespace

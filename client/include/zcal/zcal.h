@@ -520,7 +520,10 @@ struct zcal_guard {
   /** (libzcal 1.3) Bit k: class k has no usable entry and answers with
    *  the fallback (for the report's ZCAL_REPORT_BY_NO_ANSWER). */
   uint8_t class_no_answer;
-  uint8_t reserved[16];      /**< zero; future fields come from here */
+  /** (libzcal 1.3) The report's counters this guard's answers go to:
+   *  scope index * ZCAL_REPORT_METHODS + method, or UINT16_MAX (none). */
+  uint16_t report_cell;
+  uint8_t reserved[14];      /**< zero; future fields come from here */
 };
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
@@ -528,7 +531,8 @@ ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 80, "key at 80");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, in_flight) == 192, "in_flight at 192");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, unreported) == 232, "unreported at 232");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 240, "reserved at 240");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, report_cell) == 240, "report_cell at 240");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 242, "reserved at 242");
 
 /**
  * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
@@ -707,16 +711,17 @@ struct zcal_report_header {
 
 /**
  * Counters of one scope and method in one slot: cells[scope][method].
- * Every field only grows (modulo 2^64).
+ * Every field only grows (modulo 2^64). A send adds to one answers
+ * counter, to bytes and to one size bucket.
  */
 struct zcal_report_cell {
-  /** [0: answered copy, 1: answered zerocopy][ZCAL_REPORT_BY_*] */
-  uint64_t answers[2][ZCAL_REPORT_REASONS];
+  /** Answers by the depth class they were given at (1, 4, 16, stream:
+   *  zcal_depth_class), answer (0 copy, 1 zerocopy) and ZCAL_REPORT_BY_*:
+   *  one counter per send carries all three. */
+  uint64_t answers[ZCAL_DEPTH_CLASSES][2][ZCAL_REPORT_REASONS];
   uint64_t bytes[2];       /**< bytes of the sends answered 0, 1 */
   uint64_t completions;    /**< zerocopy completions reported */
   uint64_t copied;         /**< of them, the kernel copied */
-  /** Answers by depth class: 1, 4, 16, stream (zcal_depth_class). */
-  uint64_t depth[ZCAL_DEPTH_CLASSES];
   uint64_t sizes[ZCAL_REPORT_SIZE_BUCKETS]; /**< answers by size bucket */
 };
 
@@ -747,7 +752,7 @@ struct zcal_report_slot {
 
 #define ZCAL_REPORT_HEADER_SIZE_V1 256
 #define ZCAL_REPORT_SLOT_HEADER_SIZE_V1 64
-#define ZCAL_REPORT_CELL_SIZE_V1 384
+#define ZCAL_REPORT_CELL_SIZE_V1 544
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_header) == ZCAL_REPORT_HEADER_SIZE_V1,
                    "zcal_report_header is 256 bytes");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, slots) == 36, "slots at 36");
@@ -763,21 +768,22 @@ ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, name) == 88, "name at 88"
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, reserved) == 152,
                    "reserved at 152");
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_cell) == ZCAL_REPORT_CELL_SIZE_V1,
-                   "zcal_report_cell is 384 bytes");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, bytes) == 64, "bytes at 64");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, depth) == 96, "depth at 96");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, sizes) == 128, "sizes at 128");
+                   "zcal_report_cell is 544 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, bytes) == 256, "bytes at 256");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, completions) == 272,
+                   "completions at 272");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, sizes) == 288, "sizes at 288");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_slot, cells) ==
                        ZCAL_REPORT_SLOT_HEADER_SIZE_V1,
                    "cells at 64");
-ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 15424,
-                   "zcal_report_slot is 15424 bytes");
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 21824,
+                   "zcal_report_slot is 21824 bytes");
 
 /**
  * Turns reporting on for this process under the application name `name`
  * (see ZCAL_REPORT_NAME_SIZE): creates ZCAL_REPORT_PREFIX<pid> (O_EXCL,
  * mode 0644 whatever the umask, so that the agent's user can read it),
- * about 1 MB of which only the pages threads write are allocated.
+ * 1.4 MB of which only the pages threads write are allocated.
  * Returns 0, or -EINVAL (NULL, empty, too long, '/' or a control
  * character), -EBUSY (a report is already open in this process),
  * -EEXIST (an object of this pid is left over from a process of the same
