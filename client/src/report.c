@@ -229,12 +229,14 @@ static void mark_report_closed(void) {
   shm_unlink(open_report.name);
 }
 
+/* The mapping stays: a thread that read the epoch just before may still
+ * count into it, and must find memory there. What is written after the
+ * close reaches no reader. */
 void zcal_report_close(void) {
   pthread_mutex_lock(&report_lock);
   if (open_report.header) {
     __atomic_store_n(&zcal_internal_report_epoch, 0, __ATOMIC_RELEASE);
     mark_report_closed();
-    munmap(open_report.header, open_report.bytes);
     open_report.header = NULL;
     open_report.epoch = 0;
   }

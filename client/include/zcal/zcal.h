@@ -615,9 +615,9 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  * when the thread exits, counts kept. Threads beyond
  * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions. So
  * the counting calls are as thread-safe as before (a guard still belongs
- * to one thread at a time). zcal_report_open and zcal_report_close must
- * not race with counting calls of other threads: open before the threads
- * send, close after they stopped (or leave it to exit).
+ * to one thread at a time), and zcal_report_open and zcal_report_close
+ * may be called while other threads send: a send that races them is
+ * counted or not.
  *
  * fork(): the child stops counting (its counts would mix with the
  * parent's); a program started by exec reads ZCAL_REPORT anew.
@@ -794,9 +794,10 @@ ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 21824,
 int zcal_report_open(const char *name);
 
 /**
- * Marks the object closed, removes its name and unmaps it; reporting is
- * off until the next zcal_report_open. No other thread may count while it
- * runs (see above). No-op when no report is open.
+ * Marks the object closed and removes its name; reporting is off until
+ * the next zcal_report_open. The mapping stays until exit (the pages
+ * written, a few KiB per sending thread), so that a thread counting at
+ * that moment never touches unmapped memory. No-op when none is open.
  */
 void zcal_report_close(void);
 
