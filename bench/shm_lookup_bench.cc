@@ -4,7 +4,9 @@
 // cached decision <= 10 ns, full lookup among 256 entries <= 20 ns.
 // Prints the medians and their ratios to getsockopt, measured in one run;
 // and the guard with depth classes (libzcal 1.2) beside libzcal 1.1's
-// guard (guard_1_1/), and the lookup by depth beside the plain one.
+// guard (guard_1_1/), and the lookup by depth beside the plain one; and
+// the guard with the process's report (libzcal 1.3) off and on, side by
+// side, as a ratio and a difference (target: within +2 ns).
 //
 //   shm_lookup_bench [--benchmark_* options]
 #include <netinet/in.h>
@@ -117,6 +119,16 @@ void GuardSends(benchmark::State& state) {
 void BM_GuardDecision(benchmark::State& state) {
   GuardSends<zcal_guard_init_key, zcal_guard_should_zerocopy, zcal_guard_completed>(state);
 }
+// The same sends with this process's report open (zcal_report_open):
+// every answer and completion counted in the thread's slot.
+void BM_GuardDecisionReported(benchmark::State& state) {
+  if (const int rc = zcal_report_open("shm_lookup_bench"); rc != 0) {
+    state.SkipWithError(zcal_error_detail());
+    return;
+  }
+  GuardSends<zcal_guard_init_key, zcal_guard_should_zerocopy, zcal_guard_completed>(state);
+  zcal_report_close();
+}
 void BM_GuardDecision11(benchmark::State& state) {
   GuardSends<old_zcal_guard_init_key, old_zcal_guard_should_zerocopy, old_zcal_guard_completed>(
       state);
@@ -170,6 +182,7 @@ void BM_Getsockopt(benchmark::State& state) {
 BENCHMARK(BM_CachedDecision);
 BENCHMARK(BM_GuardDecision11);
 BENCHMARK(BM_GuardDecision);
+BENCHMARK(BM_GuardDecisionReported);
 BENCHMARK(BM_FullLookup);
 BENCHMARK(BM_FullLookupDepth);
 BENCHMARK(BM_ShouldZerocopy);
@@ -200,13 +213,20 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   std::string reps = "--benchmark_repetitions=9";
   std::string aggregates = "--benchmark_report_aggregates_only=true";
-  bool has_reps = false;
-  for (int i = 1; i < argc; ++i)
+  // Repetitions of different benchmarks interleaved: the ratios compare
+  // medians taken under the same load, on a machine shared with others.
+  std::string interleave = "--benchmark_enable_random_interleaving=true";
+  bool has_reps = false, has_interleave = false;
+  for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]).rfind("--benchmark_repetitions", 0) == 0) has_reps = true;
+    if (std::string(argv[i]).rfind("--benchmark_enable_random_interleaving", 0) == 0)
+      has_interleave = true;
+  }
   if (!has_reps) {
     args.push_back(reps.data());
     args.push_back(aggregates.data());
   }
+  if (!has_interleave) args.push_back(interleave.data());
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
 
@@ -276,6 +296,7 @@ int main(int argc, char** argv) {
   const double cached = reporter.median("BM_CachedDecision");
   const double guard = reporter.median("BM_GuardDecision");
   const double guard11 = reporter.median("BM_GuardDecision11");
+  const double reported = reporter.median("BM_GuardDecisionReported");
   const double full = reporter.median("BM_FullLookup");
   const double full_depth = reporter.median("BM_FullLookupDepth");
   const double should = reporter.median("BM_ShouldZerocopy");
@@ -285,6 +306,7 @@ int main(int argc, char** argv) {
   std::printf("  cached decision          %7.2f ns  (target <= 10 ns)\n", cached);
   std::printf("  guard decision (1.1)     %7.2f ns\n", guard11);
   std::printf("  guard decision           %7.2f ns  (depth classes)\n", guard);
+  std::printf("  guard decision, report   %7.2f ns  (reporting on)\n", reported);
   std::printf("  full lookup              %7.2f ns  (target <= 20 ns)\n", full);
   std::printf("  full lookup by depth     %7.2f ns\n", full_depth);
   std::printf("  should_zerocopy          %7.2f ns\n", should);
@@ -302,6 +324,9 @@ int main(int argc, char** argv) {
   }
   if (guard > 0 && guard11 > 0)
     std::printf("guard decision with depth classes / 1.1's guard = %.3f\n", guard / guard11);
+  if (guard > 0 && reported > 0)
+    std::printf("guard decision with reporting on / off = %.3f (%+.2f ns; target within +2 ns)\n",
+                reported / guard, reported - guard);
   if (full > 0 && full_depth > 0)
     std::printf("full lookup by depth / full lookup = %.3f\n", full_depth / full);
   return 0;

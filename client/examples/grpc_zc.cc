@@ -1,6 +1,7 @@
 // grpc_zc - gRPC C++ with the MSG_ZEROCOPY threshold zcal publishes.
 //
 //   grpc_zc [--segment NAME] [--peer ADDRESS] [--count N] [--size BYTES]
+//           [--report APP]
 //
 // Looks up the msg_zerocopy answer for ADDRESS (default 127.0.0.1) in the
 // zcal segment, turns it into gRPC's two channel arguments
@@ -16,6 +17,12 @@
 // connects, a server accepts): a new threshold needs a new channel or
 // server. On Linux it then sets SO_ZEROCOPY on the socket and sends a
 // write with MSG_ZEROCOPY when it is larger than the threshold.
+//
+// With --report APP (or ZCAL_REPORT=APP in the environment), each message
+// the client sends is counted for the zcal agent under that name, as the
+// threshold answers it (zcal_should_zerocopy_depth at gRPC's depth): gRPC
+// decides each write itself and reads its own completions, so the report
+// has the sizes, bytes and answers, not the completions.
 //
 // The answer maps as zcal_result::zerocopy_from_bytes says: a threshold is
 // passed as is, `always` is 0, and `never`, `inconclusive`, no entry or no
@@ -188,7 +195,8 @@ bool EchoOnce(grpc::GenericStub& stub, long call, std::size_t size, std::string*
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: grpc_zc [--segment NAME] [--peer ADDRESS] [--count N] [--size BYTES]\n");
+               "usage: grpc_zc [--segment NAME] [--peer ADDRESS] [--count N] [--size BYTES] "
+               "[--report APP]\n");
   return 2;
 }
 
@@ -197,6 +205,7 @@ int Usage() {
 int main(int argc, char** argv) {
   const char* segment = nullptr;
   const char* peer = "127.0.0.1";
+  const char* report = nullptr;
   long count = 20;
   unsigned long long size = 256 * 1024;
   for (int i = 1; i < argc; i += 2) {
@@ -206,6 +215,8 @@ int main(int argc, char** argv) {
       segment = argv[i + 1];
     } else if (std::strcmp(argv[i], "--peer") == 0) {
       peer = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--report") == 0) {
+      report = argv[i + 1];
     } else if (std::strcmp(argv[i], "--count") == 0) {
       count = std::strtol(argv[i + 1], &end, 10);
       if (*end != '\0' || count <= 0) return Usage();
@@ -223,6 +234,11 @@ int main(int argc, char** argv) {
   if (!zcal::client::MakeKey(peer)) {
     std::fprintf(stderr, "grpc_zc: --peer %s is not an IPv4 or IPv6 address\n", peer);
     return 2;
+  }
+  // Before the segment is opened, which would take ZCAL_REPORT's name.
+  if (report != nullptr && zcal_report_open(report) != 0) {
+    std::fprintf(stderr, "grpc_zc: --report %s: %s\n", report, zcal_error_detail());
+    return 1;
   }
   const ZerocopyArgs zc = FromZcal(segment, peer);
   std::printf("grpc_zc: peer %s: %s: %s=%d %s=%d\n", peer, zc.why.c_str(), kZerocopyEnabled,
@@ -255,8 +271,15 @@ int main(int argc, char** argv) {
                                            grpc::InsecureChannelCredentials(), channel_args);
   grpc::GenericStub stub(channel);
 
+  // Counts each message as the threshold answers it (when reporting is on;
+  // no agent: under no scope), with the segment kept open for the run.
+  auto counted = zcal::client::Segment::Open(segment);
+  const zcal_key key = *zcal::client::MakeKey(peer);
   std::string error;
   for (long call = 0; call < count; ++call) {
+    (void)zcal_should_zerocopy_depth(counted ? counted->get() : nullptr, &key,
+                                     ZCAL_METHOD_MSG_ZEROCOPY, kPendingSends, size, 0,
+                                     zc.enabled ? 1 : 0);
     if (!EchoOnce(stub, call, static_cast<std::size_t>(size), &error)) {
       std::fprintf(stderr, "grpc_zc: %s\n", error.c_str());
       server->Shutdown();

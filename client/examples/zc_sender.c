@@ -5,7 +5,7 @@
  *
  *   zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...]
  *             [--fallback copy|zerocopy] [--max-age-s S] [--guard on|off]
- *             ADDRESS PORT
+ *             [--report APP] ADDRESS PORT
  *
  * Sends N messages cycling through the sizes, from a pool of buffers; a
  * buffer sent with MSG_ZEROCOPY is reused only after the kernel reported
@@ -14,8 +14,12 @@
  * completion goes to the guard with its copied flag, so that a connection
  * whose zerocopy sends the kernel copies (loopback, a local peer, a device
  * without scatter-gather) is sent with copies; --guard off keeps them from
- * the guard, which then follows the threshold alone. Prints one summary
- * line; exit status 0, or 1 on a failure (connect, send).
+ * the guard, which then follows the threshold alone. --report APP (or
+ * ZCAL_REPORT=APP in the environment) has libzcal count the answers and
+ * completions for the zcal agent under that name (docs/client.md,
+ * "Reporting what was sent"); with --guard off the completions are
+ * reported with zcal_report_completed. Prints one summary line; exit
+ * status 0, or 1 on a failure (connect, send, --report).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -47,6 +51,8 @@ struct sender {
   int fd;
   struct zcal_guard guard;
   int report_to_guard;
+  zcal_handle *zcal;
+  uint64_t max_age_ns;
   uint32_t next_id;                /* id of the next MSG_ZEROCOPY send */
   unsigned char done[ID_RING];     /* completion seen, by id % ID_RING */
   uint32_t outstanding;
@@ -85,7 +91,11 @@ static int reap(struct sender *s, int block) {
       }
       s->completions += n;
       if (copied) s->copied += n;
-      if (s->report_to_guard) zcal_guard_completed(&s->guard, n, copied ? n : 0);
+      if (s->report_to_guard)
+        zcal_guard_completed(&s->guard, n, copied ? n : 0);
+      else /* Counted for the agent all the same, when reporting is on. */
+        zcal_report_completed(s->zcal, &s->guard.key, ZCAL_METHOD_MSG_ZEROCOPY, s->max_age_ns,
+                              n, copied ? n : 0);
     }
     return 1;
   }
@@ -164,6 +174,7 @@ int main(int argc, char **argv) {
   int nsizes = 2, fallback = 0;
   unsigned long long max_age_ns = 60ull * 1000000000ull;
   int guard_on = 1;
+  const char *report = NULL;
   int i = 1;
   for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
     if (strcmp(argv[i], "--segment") == 0) segment = argv[i + 1];
@@ -173,13 +184,19 @@ int main(int argc, char **argv) {
       max_age_ns = strtoull(argv[i + 1], NULL, 10) * 1000000000ull;
     else if (strcmp(argv[i], "--fallback") == 0) fallback = strcmp(argv[i + 1], "zerocopy") == 0;
     else if (strcmp(argv[i], "--guard") == 0) guard_on = strcmp(argv[i + 1], "off") != 0;
+    else if (strcmp(argv[i], "--report") == 0) report = argv[i + 1];
     else break;
   }
   if (argc - i != 2 || count <= 0 || nsizes <= 0) {
     fprintf(stderr, "usage: zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...] "
                     "[--fallback copy|zerocopy] [--max-age-s S] [--guard on|off] "
-                    "ADDRESS PORT\n");
+                    "[--report APP] ADDRESS PORT\n");
     return 2;
+  }
+  /* Before zcal_open, which would otherwise take ZCAL_REPORT's name. */
+  if (report && zcal_report_open(report) != 0) {
+    fprintf(stderr, "zc_sender: --report %s: %s\n", report, zcal_error_detail());
+    return 1;
   }
 
   zcal_handle *zcal = NULL;
@@ -204,6 +221,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   s.report_to_guard = guard_on;
+  s.zcal = zcal;
+  s.max_age_ns = max_age_ns;
 
   size_t max_size = 0;
   for (int k = 0; k < nsizes; ++k) max_size = sizes[k] > max_size ? sizes[k] : max_size;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "handle.h"
+#include "report.h"
 
 /* Caches the answer for the current generation, as zcal.hpp's
  * CachedDecision does. A failed lookup (no entry, writer busy, segment
@@ -15,12 +16,17 @@ static int usable(const struct zcal_guard *g, int rc, const struct zcal_result *
   return rc == 0 && (g->max_age_ns == 0 || r->heartbeat_age_ns <= g->max_age_ns);
 }
 
-/* The size from which a class answers 1, so that a send compares once. */
-static uint64_t from_bytes(const struct zcal_guard *g, int have,
+static int gives_answer(int have, const struct zcal_result *r) {
+  return have && (r->verdict == ZCAL_VERDICT_THRESHOLD ||
+                  r->verdict == ZCAL_VERDICT_ALWAYS || r->verdict == ZCAL_VERDICT_NEVER);
+}
+
+/* The size from which a class answers 1, so that a send compares once;
+ * the class's bit in class_no_answer when the fallback answers instead. */
+static uint64_t from_bytes(struct zcal_guard *g, int k, int have,
                            const struct zcal_result *r) {
-  if (have && (r->verdict == ZCAL_VERDICT_THRESHOLD ||
-               r->verdict == ZCAL_VERDICT_ALWAYS || r->verdict == ZCAL_VERDICT_NEVER))
-    return r->zerocopy_from_bytes;
+  if (gives_answer(have, r)) return r->zerocopy_from_bytes;
+  g->class_no_answer |= (uint8_t)(1u << k);
   return g->fallback ? 0 : UINT64_MAX;
 }
 
@@ -28,7 +34,9 @@ static void look_up(struct zcal_guard *g) {
   struct zcal_result r;
   const int rc = zcal_lookup(g->handle, &g->key, g->method, &r);
   g->have_result = usable(g, rc, &r);
-  g->class_from_bytes[ZCAL_CLASS_STREAM] = from_bytes(g, g->have_result, &r);
+  g->class_no_answer = 0;
+  g->class_from_bytes[ZCAL_CLASS_STREAM] =
+      from_bytes(g, ZCAL_CLASS_STREAM, g->have_result, &r);
   g->class_fallbacks = 0;
   for (int k = 0; k < ZCAL_CLASS_STREAM; ++k) {
     struct zcal_result c;
@@ -36,9 +44,11 @@ static void look_up(struct zcal_guard *g) {
         g, zcal_lookup_depth(g->handle, &g->key, g->method,
                              zcal_internal_class_codes[k], &c),
         &c);
-    g->class_from_bytes[k] = from_bytes(g, have, &c);
+    g->class_from_bytes[k] = from_bytes(g, k, have, &c);
     if (have && c.depth_fallback) g->class_fallbacks |= (uint8_t)(1u << k);
   }
+  g->report_cell = zcal_internal_report_cell(
+      g->have_result ? zcal_internal_report_scope(r.scope) : ZCAL_REPORT_SCOPE_NONE, g->method);
   if (g->have_result) {
     g->result = r;
     g->generation = r.generation;
@@ -53,6 +63,7 @@ int zcal_guard_init_key(struct zcal_guard *g, size_t guard_size,
                         zcal_handle *handle, const struct zcal_key *key,
                         uint8_t method, int fallback, uint64_t max_age_ns) {
   if (!g || !key || guard_size < sizeof *g) return -EINVAL;
+  zcal_internal_report_env();
   /* All of the caller's struct: a newer header's fields start at zero. */
   memset(g, 0, guard_size);
   g->size = (uint32_t)sizeof *g;
@@ -65,6 +76,8 @@ int zcal_guard_init_key(struct zcal_guard *g, size_t guard_size,
   g->key = *key;
   const uint64_t without = g->fallback ? 0 : UINT64_MAX;
   for (int k = 0; k < ZCAL_DEPTH_CLASSES; ++k) g->class_from_bytes[k] = without;
+  g->class_no_answer = (uint8_t)((1u << ZCAL_DEPTH_CLASSES) - 1);
+  g->report_cell = zcal_internal_report_cell(ZCAL_REPORT_SCOPE_NONE, method);
   g->depth_class = ZCAL_DEPTH_1;
   if (handle) look_up(g);
   return 0;
@@ -104,16 +117,26 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   const int k = zcal_internal_class_of_depth(g->in_flight + g->unreported + 1);
   g->depth_class = zcal_internal_class_codes[k];
   int yes = size_bytes >= g->class_from_bytes[k];
+  int held_off = 0;
   if (yes && g->state == ZCAL_GUARD_OFF) {
     if (g->sends_until_retry > 0) {
       g->sends_until_retry--;
       yes = 0;
+      held_off = 1;
     } else {
       g->state = ZCAL_GUARD_PROBING;
     }
   }
   g->in_flight += (uint64_t)yes;
   g->unreported += (uint32_t)(!yes && g->unreported < ZCAL_DEPTH_STREAM_FROM);
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
+  if (t) {
+    _Static_assert(ZCAL_REPORT_BY_NO_ANSWER == 2 && ZCAL_REPORT_BY_THRESHOLD == 0,
+                   "a class's bit, doubled, is its reason");
+    const unsigned why = held_off ? ZCAL_REPORT_BY_GUARD_OFF
+                                    : (g->class_no_answer >> k & 1u) << 1;
+    zcal_internal_report_send(t, g->report_cell, yes, why, size_bytes, (unsigned)k);
+  }
   return yes;
 }
 
@@ -128,6 +151,8 @@ int zcal_guard_completed(struct zcal_guard *g, uint64_t completions,
   if (!g || copied > completions) return -EINVAL;
   g->completions += completions;
   g->copied += copied;
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
+  if (t) zcal_internal_report_completions(t, g->report_cell, completions, copied);
   /* Completions of sends made without asking (or before a re-init) must
    * not take the depth below zero. */
   g->in_flight = completions < g->in_flight ? g->in_flight - completions : 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "handle.h"
+#include "report.h"
 
 static uint64_t load_be64(const uint8_t *p) {
   uint64_t v;
@@ -534,10 +535,21 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
                                   uint64_t size_bytes, uint64_t max_age_ns,
                                   int fallback) {
   struct zcal_result r;
-  if (!h || !key || lookup_class(h, key, method, depth_class, &r) != 0)
-    return fallback != 0;
-  if (max_age_ns != 0 && r.heartbeat_age_ns > max_age_ns) return fallback != 0;
-  return zcal_result_should_zerocopy(&r, size_bytes, fallback);
+  if (!h || !key || lookup_class(h, key, method, depth_class, &r) != 0 ||
+      (max_age_ns != 0 && r.heartbeat_age_ns > max_age_ns)) {
+    /* The fallback answers, and the report counts it under no scope. */
+    r.scope = ZCAL_REPORT_SCOPE_NONE;
+    r.verdict = ZCAL_VERDICT_INCONCLUSIVE;
+  }
+  const int yes = zcal_result_should_zerocopy(&r, size_bytes, fallback);
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
+  if (t) {
+    const unsigned why = r.verdict <= ZCAL_VERDICT_NEVER ? ZCAL_REPORT_BY_THRESHOLD
+                                                         : ZCAL_REPORT_BY_NO_ANSWER;
+    zcal_internal_report_send(t, zcal_internal_report_cell(zcal_internal_report_scope(r.scope), method),
+                              yes, why, size_bytes, (unsigned)depth_class);
+  }
+  return yes;
 }
 
 int zcal_should_zerocopy(zcal_handle *h, const struct zcal_key *key,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "report.h"
 
 #define LOAD_ACQ ZCAL_LOAD_ACQ
 #define LOAD_RELAXED ZCAL_LOAD_RELAXED
@@ -477,6 +478,7 @@ static int open_by_name(const char *name, zcal_handle **out) {
 }
 
 int zcal_open(const char *name, zcal_handle **out) {
+  zcal_internal_report_env();
   if (!out) return -EINVAL;
   *out = NULL;
   if (!name) {

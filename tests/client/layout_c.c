@@ -40,3 +40,29 @@ const size_t zcal_test_c_layout[] = {
 };
 const size_t zcal_test_c_layout_count =
     sizeof zcal_test_c_layout / sizeof zcal_test_c_layout[0];
+
+/* The report object's layout (docs/shm-abi.md, "Report objects"). */
+const size_t zcal_test_c_report_layout[] = {
+    sizeof(struct zcal_report_header),
+    offsetof(struct zcal_report_header, abi_major),
+    offsetof(struct zcal_report_header, header_size),
+    offsetof(struct zcal_report_header, slot_size),
+    offsetof(struct zcal_report_header, slots),
+    offsetof(struct zcal_report_header, slots_used),
+    offsetof(struct zcal_report_header, owner_pid),
+    offsetof(struct zcal_report_header, total_size),
+    offsetof(struct zcal_report_header, generation),
+    offsetof(struct zcal_report_header, closed_ns),
+    offsetof(struct zcal_report_header, flags),
+    offsetof(struct zcal_report_header, name),
+    offsetof(struct zcal_report_header, reserved),
+    sizeof(struct zcal_report_cell),
+    offsetof(struct zcal_report_cell, bytes),
+    offsetof(struct zcal_report_cell, completions),
+    offsetof(struct zcal_report_cell, sizes),
+    sizeof(struct zcal_report_slot),
+    offsetof(struct zcal_report_slot, flags),
+    offsetof(struct zcal_report_slot, cells),
+};
+const size_t zcal_test_c_report_layout_count =
+    sizeof zcal_test_c_report_layout / sizeof zcal_test_c_report_layout[0];

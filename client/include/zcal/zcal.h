@@ -517,8 +517,13 @@ struct zcal_guard {
   /** Bit k: class k (1, 4, 16, stream) has no entry of its own and
    *  answers with the scope's stream entry (zcal_result.depth_fallback). */
   uint8_t class_fallbacks;
-  uint8_t reserved1;
-  uint8_t reserved[16];      /**< zero; future fields come from here */
+  /** (libzcal 1.3) Bit k: class k has no usable entry and answers with
+   *  the fallback (for the report's ZCAL_REPORT_BY_NO_ANSWER). */
+  uint8_t class_no_answer;
+  /** (libzcal 1.3) The report's counters this guard's answers go to:
+   *  scope index * ZCAL_REPORT_METHODS + method, or UINT16_MAX (none). */
+  uint16_t report_cell;
+  uint8_t reserved[14];      /**< zero; future fields come from here */
 };
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
@@ -526,7 +531,8 @@ ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, key) == 80, "key at 80");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, in_flight) == 192, "in_flight at 192");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, unreported) == 232, "unreported at 232");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 240, "reserved at 240");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, report_cell) == 240, "report_cell at 240");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 242, "reserved at 242");
 
 /**
  * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
@@ -576,6 +582,237 @@ int zcal_guard_should_zerocopy(struct zcal_guard *guard, uint64_t size_bytes);
  */
 int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
                          uint64_t copied);
+
+/* ---------------------------------------------------------------------- */
+/* What the application sent: the report (symbol version ZCAL_1.3)        */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A process that opts in (zcal_report_open, or ZCAL_REPORT=NAME in its
+ * environment) counts what libzcal answered and what the kernel then did
+ * in a POSIX shared-memory object of its own, "/zcal-report-<pid>"
+ * (/dev/shm/zcal-report-<pid>), for the agent to read. Nothing is counted
+ * in a process that did not opt in.
+ *
+ * Counted, by scope of the entry that answered (ZCAL_SCOPE_*, or
+ * ZCAL_REPORT_SCOPE_NONE) and send method: answers 1 and 0 by reason
+ * (ZCAL_REPORT_BY_*), bytes answered each way, completions and how many
+ * were copied, message sizes in power-of-two buckets, and the depth class
+ * of each answer. zcal_guard_should_zerocopy, zcal_should_zerocopy and
+ * zcal_should_zerocopy_depth count their answers; zcal_guard_completed
+ * counts completions, and zcal_report_completed does for callers of
+ * zcal_should_zerocopy. zcal_lookup and zcal_result_should_zerocopy count
+ * nothing (a transport that decides from a cached result is not seen).
+ *
+ * Cost: no system call and no allocation per send. With reporting off, a
+ * send pays one load and a branch; with it on, a handful of stores into
+ * the calling thread's own slot of the object (bench/shm_lookup_bench
+ * prints both side by side; docs/client.md quotes them).
+ *
+ * Threads: every thread that sends takes a slot of its own at its first
+ * counted call (one lock, once per thread) and writes it with plain
+ * atomic stores under the slot's seqlock; its slot goes back to the pool
+ * when the thread exits, counts kept. Threads beyond
+ * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions. So
+ * the counting calls are as thread-safe as before (a guard still belongs
+ * to one thread at a time), and zcal_report_open and zcal_report_close
+ * may be called while other threads send: a send that races them is
+ * counted or not.
+ *
+ * fork(): the child stops counting (its counts would mix with the
+ * parent's); a program started by exec reads ZCAL_REPORT anew.
+ * Lifetime: the object is removed at zcal_report_close and at exit
+ * (including a dlclose of libzcal); one left behind by a killed process
+ * is the agent's to remove (docs/shm-abi.md, "Report objects").
+ */
+
+/** The environment variable that turns reporting on under that name. It
+ *  is read once, at the first zcal_open, zcal_guard_init or
+ *  zcal_guard_init_key of the process, and ignored when a report is
+ *  already open; a name zcal_report_open would refuse turns reporting off
+ *  with one line on stderr. */
+#define ZCAL_REPORT_ENV "ZCAL_REPORT"
+/** The object's name: this prefix, then the process id in decimal. */
+#define ZCAL_REPORT_PREFIX "/zcal-report-"
+
+/** "ZCALREP\0" read as a little-endian uint64. Written last at creation. */
+#define ZCAL_REPORT_MAGIC UINT64_C(0x005045524c41435a)
+/** Readers accept any minor of their major (fields are only appended). */
+#define ZCAL_REPORT_ABI_MAJOR 1
+#define ZCAL_REPORT_ABI_MINOR 0
+
+/** Application names: 1..ZCAL_REPORT_NAME_SIZE-1 bytes, none of them '/'
+ *  or a control character (below 0x20, 0x7f); other bytes (UTF-8) pass. */
+#define ZCAL_REPORT_NAME_SIZE 64
+
+/** Slots of the object: slot 0 is shared, the others one thread's each. */
+#define ZCAL_REPORT_SLOTS 64
+/** Scope index of answers that no entry gave (no agent, no entry, the
+ *  agent's heartbeat too old, an inconclusive verdict): the fallback. It
+ *  takes ZCAL_SCOPE_DISCARD's place, which never answers a lookup. */
+#define ZCAL_REPORT_SCOPE_NONE 4
+/** Scope indexes: ZCAL_SCOPE_HOST_DEFAULT..ZCAL_SCOPE_INTERFACE, NONE. */
+#define ZCAL_REPORT_SCOPES 5
+/** Method codes counted (0..7); answers for other codes are not. */
+#define ZCAL_REPORT_METHODS 8
+/** sizes[b] counts messages of 2^b..2^(b+1)-1 bytes (b = 0: 0 and 1);
+ *  the last bucket everything from 2^(ZCAL_REPORT_SIZE_BUCKETS-1) on. */
+#define ZCAL_REPORT_SIZE_BUCKETS 32
+
+/* Why an answer was what it was: the second index of answers[][]. */
+/** As the entry said (threshold, always, never) for the depth's class. */
+#define ZCAL_REPORT_BY_THRESHOLD 0
+/** The guard was OFF (copied completions) and turned a 1 into 0. */
+#define ZCAL_REPORT_BY_GUARD_OFF 1
+/** No usable entry: the caller's fallback (scope ZCAL_REPORT_SCOPE_NONE,
+ *  or an inconclusive verdict of the scope that matched). */
+#define ZCAL_REPORT_BY_NO_ANSWER 2
+#define ZCAL_REPORT_REASONS 4 /**< the last one is reserved */
+
+/* zcal_report_header.flags */
+/** The owner closed the object (zcal_report_close, exit): the counts are
+ *  final, and the name is being (or was) removed. */
+#define ZCAL_REPORT_FLAG_CLOSED UINT32_C(0x1)
+
+/* zcal_report_slot.flags */
+/** Written by several threads with atomic additions; seq stays 0. */
+#define ZCAL_REPORT_SLOT_SHARED UINT32_C(0x1)
+
+/**
+ * The object's header, at offset 0; ZCAL_REPORT_SLOTS slots follow from
+ * header_size on, slot_size bytes apart. Host byte order. Everything but
+ * flags, closed_ns and slots_used is written once, before the magic.
+ */
+struct zcal_report_header {
+  uint64_t magic;            /**< ZCAL_REPORT_MAGIC, written last */
+  uint16_t abi_major;        /**< ZCAL_REPORT_ABI_MAJOR */
+  uint16_t abi_minor;        /**< ZCAL_REPORT_ABI_MINOR of the writer */
+  uint32_t header_size;      /**< bytes; slot 0 starts here; multiple of 64 */
+  uint32_t slot_size;        /**< bytes between slots; multiple of 64 */
+  uint32_t slot_header_size; /**< bytes; a slot's cells start here */
+  uint32_t cell_size;        /**< bytes between cells; multiple of 8 */
+  uint16_t scopes;           /**< ZCAL_REPORT_SCOPES of the writer */
+  uint16_t methods;          /**< ZCAL_REPORT_METHODS of the writer */
+  uint16_t size_buckets;     /**< ZCAL_REPORT_SIZE_BUCKETS of the writer */
+  uint16_t depth_classes;    /**< ZCAL_DEPTH_CLASSES of the writer */
+  uint32_t slots;            /**< slots the object has room for */
+  uint32_t slots_used;       /**< slots 0..slots_used-1 were ever written */
+  uint32_t owner_pid;        /**< the writer, in its pid namespace */
+  uint64_t total_size;       /**< bytes of the object (the file size) */
+  uint64_t generation;       /**< this object's identity: never 0, never
+                                  the same for two objects of one host */
+  uint64_t created_ns;       /**< CLOCK_REALTIME at creation */
+  uint64_t closed_ns;        /**< CLOCK_REALTIME at close, 0 while open */
+  uint32_t owner_uid;        /**< as the writer says; trust fstat instead */
+  uint32_t flags;            /**< ZCAL_REPORT_FLAG_* */
+  char name[ZCAL_REPORT_NAME_SIZE]; /**< the application, NUL-padded */
+  uint8_t reserved[104];      /**< zero; future fields come from here */
+};
+
+/**
+ * Counters of one scope and method in one slot: cells[scope][method].
+ * Every field only grows (modulo 2^64). A send adds to one answers
+ * counter, to bytes and to one size bucket.
+ */
+struct zcal_report_cell {
+  /** Answers by the depth class they were given at (1, 4, 16, stream:
+   *  zcal_depth_class), answer (0 copy, 1 zerocopy) and ZCAL_REPORT_BY_*:
+   *  one counter per send carries all three. */
+  uint64_t answers[ZCAL_DEPTH_CLASSES][2][ZCAL_REPORT_REASONS];
+  uint64_t bytes[2];       /**< bytes of the sends answered 0, 1 */
+  uint64_t completions;    /**< zerocopy completions reported */
+  uint64_t copied;         /**< of them, the kernel copied */
+  uint64_t sizes[ZCAL_REPORT_SIZE_BUCKETS]; /**< answers by size bucket */
+};
+
+/**
+ * One slot: its header, then ZCAL_REPORT_SCOPES x ZCAL_REPORT_METHODS
+ * cells. One thread writes a slot at a time (but slot 0, see flags). A
+ * reader copies a slot consistently like this, and gives up after a
+ * bounded number of attempts:
+ *
+ *     do {
+ *         s1 = load_acquire(&slot->seq);
+ *         if (s1 & 1) continue;               // writer busy
+ *         copy each 8-byte word with load_acquire;
+ *         s2 = load_relaxed(&slot->seq);      // ordered by the acquires
+ *     } while (s1 != s2);
+ *
+ * The writer stores seq+1 (odd), each changed word with a release store,
+ * then seq+2 with a release store. Slot 0 (ZCAL_REPORT_SLOT_SHARED) has
+ * no seqlock: each word is consistent on its own, not with the others.
+ */
+struct zcal_report_slot {
+  uint64_t seq;       /**< seqlock counter, odd while writing */
+  uint32_t flags;     /**< ZCAL_REPORT_SLOT_*, written before slots_used */
+  uint32_t threads;   /**< threads that took this slot so far */
+  uint8_t reserved[48];
+  struct zcal_report_cell cells[ZCAL_REPORT_SCOPES][ZCAL_REPORT_METHODS];
+};
+
+#define ZCAL_REPORT_HEADER_SIZE_V1 256
+#define ZCAL_REPORT_SLOT_HEADER_SIZE_V1 64
+#define ZCAL_REPORT_CELL_SIZE_V1 544
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_header) == ZCAL_REPORT_HEADER_SIZE_V1,
+                   "zcal_report_header is 256 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, slots) == 36, "slots at 36");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, owner_pid) == 44,
+                   "owner_pid at 44");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, total_size) == 48,
+                   "total_size at 48");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, generation) == 56,
+                   "generation at 56");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, flags) == 84,
+                   "flags at 84");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, name) == 88, "name at 88");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_header, reserved) == 152,
+                   "reserved at 152");
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_cell) == ZCAL_REPORT_CELL_SIZE_V1,
+                   "zcal_report_cell is 544 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, bytes) == 256, "bytes at 256");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, completions) == 272,
+                   "completions at 272");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_cell, sizes) == 288, "sizes at 288");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_report_slot, cells) ==
+                       ZCAL_REPORT_SLOT_HEADER_SIZE_V1,
+                   "cells at 64");
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 21824,
+                   "zcal_report_slot is 21824 bytes");
+
+/**
+ * Turns reporting on for this process under the application name `name`
+ * (see ZCAL_REPORT_NAME_SIZE): creates ZCAL_REPORT_PREFIX<pid> (O_EXCL,
+ * mode 0644 whatever the umask, so that the agent's user can read it),
+ * 1.4 MB of which only the pages threads write are allocated.
+ * Returns 0, or -EINVAL (NULL, empty, too long, '/' or a control
+ * character), -EBUSY (a report is already open in this process),
+ * -EEXIST (an object of this pid is left over from a process of the same
+ * pid, here or in another pid namespace sharing /dev/shm: remove it if no
+ * such process runs), -EACCES, -ENOMEM, -ENOSPC (shm_open, ftruncate,
+ * mmap). zcal_error_detail() then says what failed.
+ */
+int zcal_report_open(const char *name);
+
+/**
+ * Marks the object closed and removes its name; reporting is off until
+ * the next zcal_report_open. The mapping stays until exit (the pages
+ * written, a few KiB per sending thread), so that a thread counting at
+ * that moment never touches unmapped memory. No-op when none is open.
+ */
+void zcal_report_close(void);
+
+/**
+ * Counts completions of zerocopy sends decided by zcal_should_zerocopy or
+ * zcal_should_zerocopy_depth, against the scope those decided by: pass the
+ * same handle, key, method and max_age_ns (the lookup is repeated, about
+ * 20 ns; report a batch of completions at once). `copied` as in
+ * zcal_guard_completed. Guards count their own (zcal_guard_completed).
+ * Returns 0 (also when reporting is off), or -EINVAL (NULL key, copied >
+ * completions).
+ */
+int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
+                          uint8_t method, uint64_t max_age_ns,
+                          uint64_t completions, uint64_t copied);
 
 #ifdef __cplusplus
 }

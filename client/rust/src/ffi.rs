@@ -79,8 +79,9 @@ pub struct RawGuard {
     pub unreported: u32,
     pub depth_class: u16,
     pub class_fallbacks: u8,
-    pub reserved1: u8,
-    pub reserved: [u8; 16],
+    pub class_no_answer: u8,
+    pub report_cell: u16,
+    pub reserved: [u8; 14],
 }
 
 const _: () = assert!(std::mem::size_of::<RawKey>() == 40);
@@ -141,6 +142,8 @@ extern "C" {
     ) -> c_int;
     pub fn zcal_guard_should_zerocopy(guard: *mut RawGuard, size_bytes: u64) -> c_int;
     pub fn zcal_guard_completed(guard: *mut RawGuard, completions: u64, copied: u64) -> c_int;
+    pub fn zcal_report_open(name: *const c_char) -> c_int;
+    pub fn zcal_report_close();
 }
 
 #[cfg(test)]
@@ -170,7 +173,9 @@ mod tests {
             assert_eq!(offset(&guard, addr_of!((*g).unreported)), 232);
             assert_eq!(offset(&guard, addr_of!((*g).depth_class)), 236);
             assert_eq!(offset(&guard, addr_of!((*g).class_fallbacks)), 238);
-            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 240);
+            assert_eq!(offset(&guard, addr_of!((*g).class_no_answer)), 239);
+            assert_eq!(offset(&guard, addr_of!((*g).report_cell)), 240);
+            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 242);
         }
         let result = MaybeUninit::<RawResult>::uninit();
         let r = result.as_ptr();

@@ -16,6 +16,8 @@
 //! # let _ = zerocopy;
 //! ```
 //!
+//! Reporting what the process sent to the agent: [`report`].
+//!
 //! Linux only. Links libzcal (`libzcal-dev`, or `ZCAL_LIB_DIR` at build
 //! time). See README.md.
 
@@ -24,6 +26,7 @@
 mod error;
 mod ffi;
 mod guard;
+pub mod report;
 mod thresholds;
 
 pub use error::Error;

@@ -168,3 +168,23 @@ fn a_guard_on_a_loopback_stream_follows_the_threshold_until_copies() {
     assert_eq!((guard.completions(), guard.copied(), guard.turned_off()), (4, 4, 1));
     assert!(matches!(guard.completed(1, 2), Err(Error::InvalidArgument(_))));
 }
+
+// The only test of this file that opens the process's report: the others'
+// guards, in other threads, may count into it meanwhile, which is allowed.
+#[test]
+fn a_report_object_lives_from_open_to_close() {
+    let path = format!("/dev/shm/zcal-report-{}", std::process::id());
+    assert!(!std::path::Path::new(&path).exists());
+    zcal::report::open("rust-test").unwrap();
+    assert!(std::path::Path::new(&path).exists());
+    assert!(matches!(zcal::report::open("again"), Err(Error::Os(16, _))));
+    let thresholds = segment();
+    let mut guard =
+        Guard::for_peer(Some(&thresholds), ip("10.1.2.3"), Method::MsgZerocopy, false, None).unwrap();
+    assert!(guard.should_zerocopy(65536));
+    guard.completed(1, 0).unwrap();
+    zcal::report::close();
+    assert!(!std::path::Path::new(&path).exists());
+    assert!(matches!(zcal::report::open("a/b"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(zcal::report::open("nul\0"), Err(Error::InvalidArgument(_))));
+}

@@ -1,0 +1,295 @@
+/* The report: counters of what this process sent, in a shared-memory
+ * object of its own (zcal.h, "What the application sent"). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "report.h"
+
+uint64_t zcal_internal_report_epoch;
+__thread struct zcal_report_thread zcal_internal_report_tls
+    __attribute__((tls_model("initial-exec")));
+
+/* What the process knows of its open report; under `lock`. */
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  struct zcal_report_header *header; /* NULL: none open */
+  size_t bytes;
+  pid_t owner;
+  uint64_t epoch;
+  uint64_t last_epoch;
+  uint64_t last_generation;
+  uint64_t free_slots; /* bit i: slot i (1..) is free */
+  char name[sizeof ZCAL_REPORT_PREFIX + 12];
+} open_report;
+
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+static int have_thread_key;
+
+#define REPORT_SLOT_BYTES sizeof(struct zcal_report_slot)
+#define REPORT_OBJECT_BYTES (sizeof(struct zcal_report_header) + ZCAL_REPORT_SLOTS * REPORT_SLOT_BYTES)
+_Static_assert(ZCAL_REPORT_SLOTS == 64, "free_slots is one word, slot 0 aside");
+_Static_assert(sizeof(struct zcal_report_header) % 64 == 0 && REPORT_SLOT_BYTES % 64 == 0,
+               "slots start on cache lines: threads do not share a line");
+
+static struct zcal_report_slot *report_slot_at(struct zcal_report_header *h, unsigned i) {
+  return (struct zcal_report_slot *)(void *)((unsigned char *)h + sizeof *h +
+                                             (size_t)i * REPORT_SLOT_BYTES);
+}
+
+static uint64_t report_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* A slot goes back to the pool when its thread exits; its counts stay. */
+static void release_thread_slot(void *unused) {
+  (void)unused;
+  struct zcal_report_thread *t = &zcal_internal_report_tls;
+  pthread_mutex_lock(&report_lock);
+  if (open_report.header && t->epoch == open_report.epoch && !t->shared) {
+    const size_t i = (size_t)((unsigned char *)t->slot - (unsigned char *)report_slot_at(open_report.header, 0)) /
+                     REPORT_SLOT_BYTES;
+    open_report.free_slots |= UINT64_C(1) << i;
+  }
+  pthread_mutex_unlock(&report_lock);
+  t->epoch = 0;
+}
+
+/* Held across fork(), so that the child's copy of `report` is whole. */
+static void lock_report_for_fork(void) { pthread_mutex_lock(&report_lock); }
+static void unlock_report_after_fork(void) { pthread_mutex_unlock(&report_lock); }
+
+/* A child of fork() has the parent's mapping, shared: it must not count
+ * into it, nor remove it at exit. Only the forking thread lives on. */
+static void forget_report_in_child(void) {
+  if (open_report.header) munmap(open_report.header, open_report.bytes);
+  open_report.header = NULL;
+  open_report.epoch = 0;
+  __atomic_store_n(&zcal_internal_report_epoch, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&report_lock);
+}
+
+static void make_thread_key(void) {
+  have_thread_key = pthread_key_create(&thread_key, release_thread_slot) == 0;
+  pthread_atfork(lock_report_for_fork, unlock_report_after_fork, forget_report_in_child);
+}
+
+const struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch) {
+  struct zcal_report_thread *t = &zcal_internal_report_tls;
+  pthread_mutex_lock(&report_lock);
+  if (!open_report.header || open_report.epoch != epoch) {
+    pthread_mutex_unlock(&report_lock);
+    return NULL;
+  }
+  struct zcal_report_header *h = open_report.header;
+  unsigned i = 0;
+  /* Without a thread key a slot could never go back: share slot 0. */
+  if (have_thread_key && open_report.free_slots != 0 &&
+      pthread_setspecific(thread_key, t) == 0) {
+    i = (unsigned)__builtin_ctzll(open_report.free_slots);
+    open_report.free_slots &= open_report.free_slots - 1;
+  }
+  struct zcal_report_slot *slot = report_slot_at(h, i);
+  __atomic_fetch_add(&slot->threads, 1, __ATOMIC_RELAXED);
+  if (i + 1 > h->slots_used) __atomic_store_n(&h->slots_used, i + 1, __ATOMIC_RELEASE);
+  t->slot = slot;
+  t->shared = i == 0;
+  t->epoch = epoch;
+  pthread_mutex_unlock(&report_lock);
+  return t;
+}
+
+static int check_app_name(const char *name) {
+  if (!name) {
+    zcal_internal_set_detail("report: the application name is NULL");
+    return -EINVAL;
+  }
+  const size_t len = strnlen(name, ZCAL_REPORT_NAME_SIZE);
+  if (len == 0 || len >= ZCAL_REPORT_NAME_SIZE) {
+    zcal_internal_set_detail("report: the application name must have 1 to %d bytes",
+                             ZCAL_REPORT_NAME_SIZE - 1);
+    return -EINVAL;
+  }
+  for (size_t i = 0; i < len; ++i) {
+    const unsigned char c = (unsigned char)name[i];
+    if (c == '/' || c < 0x20 || c == 0x7f) {
+      zcal_internal_set_detail("report: the application name has %s at byte %zu: "
+                               "use no '/' and no control characters",
+                               c == '/' ? "'/'" : "a control character", i);
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
+static void fill_header(struct zcal_report_header *h, const char *name) {
+  h->abi_major = ZCAL_REPORT_ABI_MAJOR;
+  h->abi_minor = ZCAL_REPORT_ABI_MINOR;
+  h->header_size = (uint32_t)sizeof *h;
+  h->slot_size = (uint32_t)REPORT_SLOT_BYTES;
+  h->slot_header_size = (uint32_t)offsetof(struct zcal_report_slot, cells);
+  h->cell_size = (uint32_t)sizeof(struct zcal_report_cell);
+  h->scopes = ZCAL_REPORT_SCOPES;
+  h->methods = ZCAL_REPORT_METHODS;
+  h->size_buckets = ZCAL_REPORT_SIZE_BUCKETS;
+  h->depth_classes = ZCAL_DEPTH_CLASSES;
+  h->slots = ZCAL_REPORT_SLOTS;
+  h->slots_used = 1;
+  h->owner_pid = (uint32_t)getpid();
+  h->owner_uid = (uint32_t)getuid();
+  h->total_size = REPORT_OBJECT_BYTES;
+  h->created_ns = report_now_ns();
+  /* Unique with owner_pid: a reused pid comes later in time, and a second
+   * report of this process after its first. */
+  h->generation = h->created_ns > open_report.last_generation ? h->created_ns
+                                                         : open_report.last_generation + 1;
+  open_report.last_generation = h->generation;
+  strncpy(h->name, name, sizeof h->name - 1);
+  report_slot_at(h, 0)->flags = ZCAL_REPORT_SLOT_SHARED;
+  __atomic_store_n(&h->magic, ZCAL_REPORT_MAGIC, __ATOMIC_RELEASE);
+}
+
+static int create_object(const char *name) {
+  snprintf(open_report.name, sizeof open_report.name, "%s%ld", ZCAL_REPORT_PREFIX, (long)getpid());
+  const int fd = shm_open(open_report.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EEXIST)
+      zcal_internal_set_detail("report %s exists already: left over from a process of "
+                               "the same pid; remove it if no such process runs",
+                               open_report.name);
+    else
+      zcal_internal_set_detail("report %s: shm_open failed: %s", open_report.name, strerror(err));
+    return -err;
+  }
+  void *base = MAP_FAILED;
+  const char *what = "fchmod";
+  /* The agent runs as a user of its own: readable whatever the umask. */
+  int ok = fchmod(fd, 0644) == 0;
+  if (ok) {
+    what = "ftruncate";
+    ok = ftruncate(fd, (off_t)REPORT_OBJECT_BYTES) == 0;
+  }
+  if (ok) {
+    what = "mmap";
+    base = mmap(NULL, REPORT_OBJECT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ok = base != MAP_FAILED;
+  }
+  const int err = errno;
+  close(fd);
+  if (!ok) {
+    shm_unlink(open_report.name);
+    zcal_internal_set_detail("report %s: %s failed: %s", open_report.name, what, strerror(err));
+    return -err;
+  }
+  fill_header(base, name);
+  open_report.header = base;
+  open_report.bytes = REPORT_OBJECT_BYTES;
+  open_report.owner = getpid();
+  open_report.free_slots = ~UINT64_C(0) << 1;
+  open_report.epoch = ++open_report.last_epoch;
+  __atomic_store_n(&zcal_internal_report_epoch, open_report.epoch, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int zcal_report_open(const char *name) {
+  int rc = check_app_name(name);
+  if (rc != 0) return rc;
+  pthread_once(&thread_key_once, make_thread_key);
+  pthread_mutex_lock(&report_lock);
+  if (open_report.header) {
+    zcal_internal_set_detail("report %s is open already: zcal_report_close it first",
+                             open_report.name);
+    rc = -EBUSY;
+  } else {
+    rc = create_object(name);
+  }
+  pthread_mutex_unlock(&report_lock);
+  return rc;
+}
+
+/* Under `lock`. Threads of a process that exits may still count: only
+ * zcal_report_close, which they must not race, unmaps. */
+static void mark_report_closed(void) {
+  struct zcal_report_header *h = open_report.header;
+  __atomic_store_n(&h->closed_ns, report_now_ns(), __ATOMIC_RELAXED);
+  __atomic_fetch_or(&h->flags, ZCAL_REPORT_FLAG_CLOSED, __ATOMIC_RELEASE);
+  shm_unlink(open_report.name);
+}
+
+/* The mapping stays: a thread that read the epoch just before may still
+ * count into it, and must find memory there. What is written after the
+ * close reaches no reader. */
+void zcal_report_close(void) {
+  pthread_mutex_lock(&report_lock);
+  if (open_report.header) {
+    __atomic_store_n(&zcal_internal_report_epoch, 0, __ATOMIC_RELEASE);
+    mark_report_closed();
+    open_report.header = NULL;
+    open_report.epoch = 0;
+  }
+  pthread_mutex_unlock(&report_lock);
+}
+
+__attribute__((destructor)) static void close_report_at_exit(void) {
+  pthread_mutex_lock(&report_lock);
+  if (open_report.header && open_report.owner == getpid()) {
+    mark_report_closed();
+    open_report.owner = 0;
+  }
+  pthread_mutex_unlock(&report_lock);
+}
+
+static pthread_once_t report_env_once = PTHREAD_ONCE_INIT;
+
+static void read_report_env(void) {
+  const char *name = getenv(ZCAL_REPORT_ENV);
+  if (!name || !*name) return;
+  const int rc = zcal_report_open(name);
+  if (rc != 0 && rc != -EBUSY)
+    fprintf(stderr, "libzcal: %s: %s; reporting is off\n", ZCAL_REPORT_ENV,
+            zcal_error_detail());
+}
+
+void zcal_internal_report_env(void) { pthread_once(&report_env_once, read_report_env); }
+
+int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
+                          uint8_t method, uint64_t max_age_ns, uint64_t completions,
+                          uint64_t copied) {
+  if (!key || copied > completions) return -EINVAL;
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
+  if (!t) return 0;
+  unsigned scope = ZCAL_REPORT_SCOPE_NONE;
+  struct zcal_result r;
+  if (handle && zcal_lookup(handle, key, method, &r) == 0 &&
+      (max_age_ns == 0 || r.heartbeat_age_ns <= max_age_ns))
+    scope = zcal_internal_report_scope(r.scope);
+  zcal_internal_report_completions(t, zcal_internal_report_cell(scope, method), completions,
+                                   copied);
+  return 0;
+}
+
+void zcal_internal_report_send_shared(struct zcal_report_cell *c, int yes, unsigned why,
+                                      uint64_t size_bytes, unsigned depth) {
+  __atomic_fetch_add(&c->answers[depth][yes][why], 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->bytes[yes], size_bytes, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1, __ATOMIC_RELAXED);
+}
+
+void zcal_internal_report_completions_shared(struct zcal_report_cell *c, uint64_t completions,
+                                             uint64_t copied) {
+  __atomic_fetch_add(&c->completions, completions, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->copied, copied, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,465 @@
+// The report: a process that opts in counts what libzcal answered and
+// what the kernel did in an object of its own, exactly as it was asked
+// and told; one that does not opt in leaves nothing behind.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "handle.h"
+#include "report_reader.h"
+#include "segment_image.h"
+#include "zcal/zcal.h"
+
+extern "C" {
+extern const size_t zcal_test_c_report_layout[];
+extern const size_t zcal_test_c_report_layout_count;
+}
+
+// This file's names, apart from other test files' (unity builds).
+namespace report_test {
+namespace {
+
+using zcal::test::Answers;
+using zcal::test::AtDepth;
+using zcal::test::MakeEntry;
+using zcal::test::ReadReport;
+using zcal::test::ReportName;
+using zcal::test::ReportSnapshot;
+using zcal::test::SegmentImage;
+
+constexpr std::uint8_t kZc = ZCAL_METHOD_MSG_ZEROCOPY;
+constexpr int kNo = 0, kYes = 1;
+
+bool Exists(const std::string& shm_name) {
+  struct stat st {};
+  return stat(("/dev/shm" + shm_name).c_str(), &st) == 0;
+}
+
+zcal_key Key(const char* address) {
+  zcal_key key;
+  EXPECT_EQ(zcal_key_from_string(address, nullptr, &key), 0);
+  return key;
+}
+
+// Opens this process's report for one test, and closes it after.
+class OpenReport {
+ public:
+  explicit OpenReport(const char* name) { rc_ = zcal_report_open(name); }
+  OpenReport(const OpenReport&) = delete;
+  OpenReport& operator=(const OpenReport&) = delete;
+  ~OpenReport() { zcal_report_close(); }
+  int rc() const { return rc_; }
+
+ private:
+  int rc_;
+};
+
+ReportSnapshot Read() {
+  ReportSnapshot snap = ReadReport(ReportName(getpid()));
+  EXPECT_EQ(snap.error, "");
+  return snap;
+}
+
+// A copy: callers pass a snapshot that lives only for the call.
+zcal_report_cell Cell(const ReportSnapshot& snap, unsigned scope, std::uint8_t method) {
+  return snap.counts.cells[scope][method];
+}
+
+TEST(Report, LayoutMatchesTheDocumentedOffsetsInCAndCxx) {
+  // docs/shm-abi.md, "Report objects", in the order layout_c.c lists them.
+  const std::vector<std::size_t> documented = {256, 8,   12,  16,  36,    40, 44, 48, 56, 72,
+                                               84,  88,  152, 544, 256, 272, 288, 21824, 8, 64};
+  const std::vector<std::size_t> cxx = {
+      sizeof(zcal_report_header),
+      offsetof(zcal_report_header, abi_major),
+      offsetof(zcal_report_header, header_size),
+      offsetof(zcal_report_header, slot_size),
+      offsetof(zcal_report_header, slots),
+      offsetof(zcal_report_header, slots_used),
+      offsetof(zcal_report_header, owner_pid),
+      offsetof(zcal_report_header, total_size),
+      offsetof(zcal_report_header, generation),
+      offsetof(zcal_report_header, closed_ns),
+      offsetof(zcal_report_header, flags),
+      offsetof(zcal_report_header, name),
+      offsetof(zcal_report_header, reserved),
+      sizeof(zcal_report_cell),
+      offsetof(zcal_report_cell, bytes),
+      offsetof(zcal_report_cell, completions),
+      offsetof(zcal_report_cell, sizes),
+      sizeof(zcal_report_slot),
+      offsetof(zcal_report_slot, flags),
+      offsetof(zcal_report_slot, cells),
+  };
+  EXPECT_EQ(cxx, documented);
+  EXPECT_EQ(std::vector<std::size_t>(zcal_test_c_report_layout,
+                                     zcal_test_c_report_layout + zcal_test_c_report_layout_count),
+            documented);
+  std::uint64_t magic = ZCAL_REPORT_MAGIC;
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(&magic), 8), std::string("ZCALREP\0", 8));
+}
+
+TEST(Report, OpenCreatesAnObjectNamedAfterThePidThatCloseRemoves) {
+  const std::string name = ReportName(getpid());
+  ASSERT_FALSE(Exists(name));
+  {
+    OpenReport report("storage-target");
+    ASSERT_EQ(report.rc(), 0) << zcal_error_detail();
+    ASSERT_TRUE(Exists(name));
+    struct stat st {};
+    ASSERT_EQ(stat(("/dev/shm" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0644u);
+    const ReportSnapshot snap = Read();
+    EXPECT_EQ(snap.name, "storage-target");
+    EXPECT_EQ(snap.owner_pid, static_cast<std::uint32_t>(getpid()));
+    EXPECT_NE(snap.generation, 0u);
+    EXPECT_EQ(snap.flags, 0u);
+    EXPECT_EQ(snap.abi_minor, ZCAL_REPORT_ABI_MINOR);
+  }
+  EXPECT_FALSE(Exists(name));
+}
+
+TEST(Report, ASecondObjectOfTheProcessHasAnotherGeneration) {
+  std::uint64_t first = 0;
+  {
+    OpenReport report("a");
+    ASSERT_EQ(report.rc(), 0);
+    first = Read().generation;
+  }
+  OpenReport report("a");
+  ASSERT_EQ(report.rc(), 0);
+  EXPECT_GT(Read().generation, first);
+}
+
+TEST(Report, RefusesBadNames) {
+  EXPECT_EQ(zcal_report_open(nullptr), -EINVAL);
+  EXPECT_EQ(zcal_report_open(""), -EINVAL);
+  EXPECT_EQ(zcal_report_open(std::string(ZCAL_REPORT_NAME_SIZE, 'a').c_str()), -EINVAL);
+  EXPECT_EQ(zcal_report_open("a/b"), -EINVAL);
+  EXPECT_NE(std::string(zcal_error_detail()).find("'/'"), std::string::npos);
+  EXPECT_EQ(zcal_report_open("a\nb"), -EINVAL);
+  EXPECT_NE(std::string(zcal_error_detail()).find("control character"), std::string::npos);
+  EXPECT_EQ(zcal_report_open("a\x1b[31m"), -EINVAL);
+  EXPECT_EQ(zcal_report_open("del\x7f"), -EINVAL);
+  EXPECT_FALSE(Exists(ReportName(getpid())));
+  // The longest name, and UTF-8, are fine.
+  {
+    OpenReport report(std::string(ZCAL_REPORT_NAME_SIZE - 1, 'a').c_str());
+    EXPECT_EQ(report.rc(), 0);
+  }
+  OpenReport report("caf\xc3\xa9");
+  EXPECT_EQ(report.rc(), 0);
+  EXPECT_EQ(Read().name, "caf\xc3\xa9");
+}
+
+TEST(Report, ASecondOpenIsBusyAndKeepsTheFirst) {
+  OpenReport report("first");
+  ASSERT_EQ(report.rc(), 0);
+  EXPECT_EQ(zcal_report_open("second"), -EBUSY);
+  EXPECT_EQ(Read().name, "first");
+}
+
+TEST(Report, ALeftoverObjectOfThePidIsNotTakenOver) {
+  const std::string name = ReportName(getpid());
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_EQ(zcal_report_open("late"), -EEXIST);
+  EXPECT_NE(std::string(zcal_error_detail()).find("left over"), std::string::npos);
+  shm_unlink(name.c_str());
+}
+
+// A segment whose host default for msg_zerocopy has a threshold, and a
+// peer /32 whose verdict is inconclusive.
+class Published {
+ public:
+  explicit Published(std::uint64_t threshold) : image_(4) {
+    image_.Add(MakeEntry(ZCAL_SCOPE_HOST_DEFAULT, kZc, ZCAL_VERDICT_THRESHOLD, threshold));
+    zcal_shm_entry peer = zcal::test::Peer("198.18.0.1", 32, kZc, 0);
+    peer.verdict = ZCAL_VERDICT_INCONCLUSIVE;
+    peer.entry_flags = 0;
+    peer.threshold_bytes = 0;
+    image_.Add(peer);
+    EXPECT_EQ(zcal_internal_attach(image_.data(), image_.size(), &h_), 0);
+  }
+  Published(const Published&) = delete;
+  Published& operator=(const Published&) = delete;
+  ~Published() { zcal_close(h_); }
+  zcal_handle* handle() { return h_; }
+
+ private:
+  SegmentImage image_;
+  zcal_handle* h_ = nullptr;
+};
+
+TEST(Report, CountsEachGuardAnswerAndCompletionExactly) {
+  OpenReport report("exact");
+  ASSERT_EQ(report.rc(), 0);
+  Published segment(16384);
+  zcal_guard g;
+  const zcal_key key = Key("192.0.2.1");
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, segment.handle(), &key, kZc, 0, 0), 0);
+
+  // Depth 1 (nothing in flight) each time: a completion follows each 1.
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 100), 0);      // bucket 6
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 65536), 1);    // bucket 16
+  ASSERT_EQ(zcal_guard_completed(&g, 1, 1), 0);           // copied: OFF
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 70000), 0);    // guard off, bucket 16
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 1), 0);        // threshold, bucket 0
+
+  const ReportSnapshot snap = Read();
+  const zcal_report_cell c = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  EXPECT_EQ(Answers(c, kNo, ZCAL_REPORT_BY_THRESHOLD), 2u);
+  EXPECT_EQ(Answers(c, kNo, ZCAL_REPORT_BY_GUARD_OFF), 1u);
+  EXPECT_EQ(Answers(c, kYes, ZCAL_REPORT_BY_THRESHOLD), 1u);
+  EXPECT_EQ(Answers(c, kNo, ZCAL_REPORT_BY_NO_ANSWER) + Answers(c, kYes, ZCAL_REPORT_BY_NO_ANSWER), 0u);
+  EXPECT_EQ(c.bytes[kNo], 100u + 70000u + 1u);
+  EXPECT_EQ(c.bytes[kYes], 65536u);
+  EXPECT_EQ(c.completions, 1u);
+  EXPECT_EQ(c.copied, 1u);
+  EXPECT_EQ(c.sizes[0], 1u);
+  EXPECT_EQ(c.sizes[6], 1u);
+  EXPECT_EQ(c.sizes[16], 2u);
+  // In flight after the first 1 and its completion: 0, 1, then 0 again
+  // (unreported copies count, below ZCAL_DEPTH_4): class 1 every time.
+  EXPECT_EQ(AtDepth(c, 0), 4u);
+  // Nothing elsewhere.
+  std::uint64_t total = 0;
+  for (const auto& scope : snap.counts.cells)
+    for (const auto& cell : scope)
+      for (int k = 0; k < ZCAL_DEPTH_CLASSES; ++k) total += AtDepth(cell, k);
+  EXPECT_EQ(total, 4u);
+}
+
+TEST(Report, CountsTheDepthTheGuardSaw) {
+  OpenReport report("depth");
+  ASSERT_EQ(report.rc(), 0);
+  Published segment(1);
+  zcal_guard g;
+  const zcal_key key = Key("192.0.2.1");
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, segment.handle(), &key, kZc, 0, 0), 0);
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(zcal_guard_should_zerocopy(&g, 4096), 1);
+  const zcal_report_cell c = Cell(Read(), ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  // Depths 1..40: 3 of class 1, 12 of 4, 16 of 16, 9 of the stream.
+  EXPECT_EQ(AtDepth(c, 0), 3u);
+  EXPECT_EQ(AtDepth(c, 1), 12u);
+  EXPECT_EQ(AtDepth(c, 2), 16u);
+  EXPECT_EQ(AtDepth(c, 3), 9u);
+  EXPECT_EQ(c.sizes[12], 40u);
+}
+
+TEST(Report, CountsAnswersWithoutAnEntryUnderNoScope) {
+  OpenReport report("fallback");
+  ASSERT_EQ(report.rc(), 0);
+  const zcal_key key = Key("192.0.2.1");
+  zcal_guard g;
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, nullptr, &key, kZc, 1, 0), 0);
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
+  ASSERT_EQ(zcal_guard_completed(&g, 1, 0), 0);
+  ASSERT_EQ(zcal_should_zerocopy(nullptr, &key, ZCAL_METHOD_URING_SEND_ZC, 10, 0, 0), 0);
+
+  const ReportSnapshot snap = Read();
+  const zcal_report_cell guard = Cell(snap, ZCAL_REPORT_SCOPE_NONE, kZc);
+  EXPECT_EQ(Answers(guard, kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+  EXPECT_EQ(guard.completions, 1u);
+  EXPECT_EQ(guard.copied, 0u);
+  const zcal_report_cell plain = Cell(snap, ZCAL_REPORT_SCOPE_NONE, ZCAL_METHOD_URING_SEND_ZC);
+  EXPECT_EQ(Answers(plain, kNo, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+  EXPECT_EQ(AtDepth(plain, ZCAL_DEPTH_CLASSES - 1), 1u);  // a stream's answer
+}
+
+TEST(Report, CountsShouldZerocopyAndItsCompletionsInTheScopeThatAnswered) {
+  OpenReport report("plain");
+  ASSERT_EQ(report.rc(), 0);
+  Published segment(16384);
+  const zcal_key host = Key("192.0.2.1");
+  const zcal_key peer = Key("198.18.0.1");  // inconclusive: the fallback answers
+  EXPECT_EQ(zcal_should_zerocopy(segment.handle(), &host, kZc, 20000, 0, 0), 1);
+  EXPECT_EQ(zcal_should_zerocopy_depth(segment.handle(), &host, kZc, 4, 1000, 0, 0), 0);
+  EXPECT_EQ(zcal_should_zerocopy(segment.handle(), &peer, kZc, 20000, 0, 1), 1);
+  EXPECT_EQ(zcal_report_completed(segment.handle(), &host, kZc, 0, 3, 2), 0);
+  EXPECT_EQ(zcal_report_completed(segment.handle(), &host, kZc, 0, 1, 2), -EINVAL);
+  EXPECT_EQ(zcal_report_completed(segment.handle(), nullptr, kZc, 0, 1, 0), -EINVAL);
+
+  const ReportSnapshot snap = Read();
+  const zcal_report_cell h = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  EXPECT_EQ(Answers(h, kYes, ZCAL_REPORT_BY_THRESHOLD), 1u);
+  EXPECT_EQ(Answers(h, kNo, ZCAL_REPORT_BY_THRESHOLD), 1u);
+  EXPECT_EQ(AtDepth(h, 1), 1u);  // depth 4
+  EXPECT_EQ(AtDepth(h, 3), 1u);  // a stream
+  EXPECT_EQ(h.completions, 3u);
+  EXPECT_EQ(h.copied, 2u);
+  const zcal_report_cell p = Cell(snap, ZCAL_SCOPE_PEER, kZc);
+  EXPECT_EQ(Answers(p, kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+  EXPECT_EQ(p.bytes[kYes], 20000u);
+}
+
+TEST(Report, CountsNothingWhenOffAndStartsAtZeroWhenReopened) {
+  const zcal_key key = Key("192.0.2.1");
+  EXPECT_EQ(zcal_report_completed(nullptr, &key, kZc, 0, 1, 1), 0);  // off: no-op
+  zcal_guard g;
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, nullptr, &key, kZc, 1, 0), 0);
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
+  {
+    OpenReport report("first");
+    ASSERT_EQ(report.rc(), 0);
+    ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
+    EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+  }
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
+  OpenReport report("second");
+  ASSERT_EQ(report.rc(), 0);
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
+  EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+}
+
+// report_env_child, which meson names in the test's environment.
+const char* ChildPath() { return std::getenv("ZCAL_TEST_REPORT_CHILD"); }
+#define SKIP_WITHOUT_CHILD()                                                                   \
+  if (ChildPath() == nullptr)                                                                  \
+  GTEST_SKIP() << "ZCAL_TEST_REPORT_CHILD does not name report_env_child: run through meson test"
+
+// A child process running report_env_child with `env`, until Finish().
+class Child {
+ public:
+  explicit Child(std::vector<std::string> env) {
+    const char* path = ChildPath();
+    int in[2], out[2], err[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe2 failed");
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char* argv[] = {const_cast<char*>(path), nullptr};
+    std::fflush(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      execve(path, argv, envp.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    stdin_ = in[1];
+    stdout_ = out[0];
+    stderr_ = err[0];
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Finish();
+    }
+    // A child killed before its exit handlers leaves its object behind.
+    if (pid_exited_ > 0) shm_unlink(ReportName(pid_exited_).c_str());
+  }
+  pid_t pid() const { return pid_; }
+  // Waits for "ready" (EOF if the child died first).
+  std::string WaitReady() { return ReadAll(stdout_, 6); }
+  // Closes its stdin, reaps it; its exit status and stderr.
+  int Finish() {
+    if (stdin_ >= 0) close(stdin_);
+    stdin_ = -1;
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+    pid_exited_ = pid_;
+    pid_ = -1;
+    stderr_text_ = ReadAll(stderr_, 4096);
+    close(stdout_);
+    close(stderr_);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  }
+  const std::string& stderr_text() const { return stderr_text_; }
+
+ private:
+  static std::string ReadAll(int fd, std::size_t limit) {
+    std::string text;
+    char buf[256];
+    while (text.size() < limit) {
+      const ssize_t n = read(fd, buf, std::min(sizeof buf, limit - text.size()));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+  }
+  pid_t pid_ = -1;
+  pid_t pid_exited_ = -1;  // for the destructor's clean-up
+  int stdin_ = -1, stdout_ = -1, stderr_ = -1;
+  std::string stderr_text_;
+};
+
+TEST(ReportEnv, AProcessWithZcalReportHasAnObjectUntilItExits) {
+  SKIP_WITHOUT_CHILD();
+  Child child({"ZCAL_REPORT=env-app"});
+  ASSERT_EQ(child.WaitReady(), "ready\n");
+  const pid_t pid = child.pid();
+  const ReportSnapshot snap = ReadReport(ReportName(pid));
+  ASSERT_EQ(snap.error, "");
+  EXPECT_EQ(snap.name, "env-app");
+  EXPECT_EQ(snap.owner_pid, static_cast<std::uint32_t>(pid));
+  EXPECT_EQ(Answers(snap.counts.cells[ZCAL_REPORT_SCOPE_NONE][kZc], kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+  EXPECT_EQ(child.Finish(), 0);
+  EXPECT_FALSE(Exists(ReportName(pid)));
+}
+
+TEST(ReportEnv, AProcessWithoutZcalReportHasNone) {
+  SKIP_WITHOUT_CHILD();
+  Child child({});
+  ASSERT_EQ(child.WaitReady(), "ready\n");
+  EXPECT_FALSE(Exists(ReportName(child.pid())));
+  EXPECT_EQ(child.Finish(), 0);
+  EXPECT_EQ(child.stderr_text(), "");
+}
+
+TEST(ReportEnv, ABadNameSaysSoOnceAndReportsNothing) {
+  SKIP_WITHOUT_CHILD();
+  Child child({"ZCAL_REPORT=a/b"});
+  ASSERT_EQ(child.WaitReady(), "ready\n");
+  EXPECT_FALSE(Exists(ReportName(child.pid())));
+  EXPECT_EQ(child.Finish(), 0);
+  EXPECT_EQ(child.stderr_text(),
+            "libzcal: ZCAL_REPORT: report: the application name has '/' at byte 1: use no '/' "
+            "and no control characters; reporting is off\n");
+}
+
+TEST(ReportFork, AForkedChildNeitherCountsIntoNorRemovesTheParentsObject) {
+  OpenReport report("parent");
+  ASSERT_EQ(report.rc(), 0);
+  const zcal_key key = Key("192.0.2.1");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    (void)zcal_should_zerocopy(nullptr, &key, kZc, 10, 0, 1);
+    _exit(0);  // skips destructors: exit() below proves the same for them
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const pid_t exiter = fork();
+  if (exiter == 0) std::exit(0);
+  ASSERT_EQ(waitpid(exiter, &status, 0), exiter);
+  ASSERT_TRUE(Exists(ReportName(getpid())));
+  EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 0u);
+}
+
+}  // namespace
+}  // namespace report_test
