@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -371,6 +372,51 @@ TEST_F(PublisherTest, MetricsSayWhereTheHostDefaultComesFromOrWhyThereIsNone) {
                        "zcal_host_default_threshold_bytes{method=\"msg_zerocopy\","
                        "depth=\"stream\",estimated=\"1\"} 16384"))
       << text;
+}
+
+// What the service asks after a round (a success that leaves every
+// discard-path result inconclusive is retried like a failure).
+TEST_F(PublisherTest, TheDiscardPathIsInconclusiveOnlyWhenEachOfItsStreamResultsIs) {
+  const auto discard_report = [](std::initializer_list<std::pair<Method, Verdict>> verdicts) {
+    probes::CalibrationReport report;
+    calibrator::PathResult& result = report.analysis.paths["discard"];
+    result.path = "discard";
+    for (const auto& [method, verdict] : verdicts) {
+      MethodResult r;
+      r.method = method;
+      r.verdict = verdict;
+      r.reason = verdict == Verdict::kInconclusive ? Reason::kNoisy : Reason::kNone;
+      if (verdict == Verdict::kThreshold) r.threshold_bytes = 16384;
+      r.confidence = 0.6;
+      result.methods[method] = r;
+    }
+    return PathReport{ConfiguredPath("discard"), report};
+  };
+  {
+    auto publisher = Open();  // loopback only
+    ASSERT_TRUE(publisher->Accept(Outcome({Report("loopback", {Method::kMsgZerocopy})}),
+                                  Host(1), 1000));
+    EXPECT_FALSE(publisher->DiscardInconclusive()) << "no discard path configured";
+  }
+  config_.paths = {PathConfig{}, PathConfig{"discard", probes::TargetKind::kDiscard}};
+  {
+    auto publisher = Open();
+    EXPECT_FALSE(publisher->DiscardInconclusive()) << "no result yet";
+    ASSERT_TRUE(publisher->Accept(
+        Outcome({discard_report({{Method::kMsgZerocopy, Verdict::kInconclusive},
+                                 {Method::kUringSendZc, Verdict::kInconclusive}})}),
+        Host(1), 1000));
+    EXPECT_TRUE(publisher->DiscardInconclusive());
+  }
+  std::filesystem::remove(config_.state_path);
+  {
+    auto publisher = Open();
+    ASSERT_TRUE(publisher->Accept(
+        Outcome({discard_report({{Method::kMsgZerocopy, Verdict::kInconclusive},
+                                 {Method::kUringSendZc, Verdict::kThreshold}})}),
+        Host(1), 1000));
+    EXPECT_FALSE(publisher->DiscardInconclusive()) << "one method can stand for the NIC";
+  }
 }
 
 TEST_F(PublisherTest, ANewSegmentNameTakesItsLockAndRemovesTheOldSegment) {

@@ -182,6 +182,25 @@ TEST_F(SchedulerTest, AFailedCalibrationIsRetriedAfterTheRetryDelay) {
       << "after a success the regular schedule resumes";
 }
 
+TEST_F(SchedulerTest, ASuccessWhoseDiscardResultsAreAllInconclusiveIsRetriedLikeAFailure) {
+  Scheduler s(Options());
+  Start(s, kT0);
+  CalibrationFinishedEvent noisy = Finished(CalibrationResult::kSuccess, 1);
+  noisy.inconclusive = true;
+  const Decision d = s.On(noisy, kT0 + seconds(1));
+  EXPECT_FALSE(d.start);
+  ASSERT_TRUE(d.arm);
+  EXPECT_EQ(d.arm->delay, minutes(5));
+  EXPECT_EQ(d.arm->trigger, Trigger::kRetry);
+  EXPECT_EQ(d.arm->reason, TimerReason::kRetry);
+  const Decision retry = s.On(TimerFiredEvent{d.arm->id}, kT0 + seconds(1) + minutes(5));
+  EXPECT_EQ(retry.start, Trigger::kRetry);
+  const Decision ok = s.On(kOk, kT0 + minutes(6));
+  ASSERT_TRUE(ok.arm);
+  EXPECT_EQ(ok.arm->reason, TimerReason::kSchedule)
+      << "a conclusive calibration resumes the regular schedule";
+}
+
 TEST_F(SchedulerTest, ACancellationNoStopAskedForIsRetriedLikeAFailure) {
   Scheduler s(Options());
   Start(s, kT0);

@@ -434,4 +434,20 @@ void Publisher::Reconfigure(const Config& next) {
   if (state_moved && !state_.empty()) Save();
 }
 
+bool Publisher::DiscardInconclusive() const {
+  for (const PathConfig& path : config_.paths) {
+    if (path.type != probes::TargetKind::kDiscard) continue;
+    const auto it = state_.paths.find(PathId::Configured(path.name));
+    if (it == state_.paths.end()) continue;
+    bool any = false;
+    for (const auto& [key, s] : it->second) {
+      if (key.depth != DepthClass::kStream) continue;
+      if (s.published.verdict != calibrator::Verdict::kInconclusive) return false;
+      any = true;
+    }
+    if (any) return true;
+  }
+  return false;
+}
+
 }  // namespace zcal::agent

@@ -156,7 +156,7 @@ void Scheduler::OnFinished(const CalibrationFinishedEvent& e, SteadyTime now,
     TryStart(CalibrationTrigger::kFingerprint, now, d);
     return;
   }
-  if (e.result == CalibrationResult::kSuccess) {
+  if (e.result == CalibrationResult::kSuccess && !e.inconclusive) {
     ArmRegular(d);
   } else {
     Arm(options_.retry_after_failure, CalibrationTrigger::kRetry,

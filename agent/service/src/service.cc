@@ -197,13 +197,18 @@ void Service::Impl::OnRoundDone() {
   DescribePeerNics();
   metrics_->RecordCalibration(result, outcome->duration_seconds, now_ns);
   const auto now = clock_->Steady();
+  const bool inconclusive =
+      result == CalibrationResult::kSuccess && publisher_->DiscardInconclusive();
   const Decision d = scheduler_.On(
-      CalibrationFinishedEvent{result, outcome->duration_seconds}, now);
+      CalibrationFinishedEvent{result, outcome->duration_seconds, inconclusive}, now);
   metrics_->SetBudgetUsed(scheduler_.BudgetUsedSeconds(now));
   switch (result) {
     case CalibrationResult::kSuccess:
-      spdlog::info("calibration finished in {:.1f} s",
-                   outcome->duration_seconds);
+      spdlog::info("calibration finished in {:.1f} s{}", outcome->duration_seconds,
+                   inconclusive && d.arm && d.arm->reason == TimerReason::kRetry
+                       ? "; every discard-path result is inconclusive (a noisy moment?): "
+                         "retrying in " + common::FormatDuration(d.arm->delay)
+                       : std::string());
       break;
     case CalibrationResult::kCancelled:
       spdlog::info("calibration cancelled after {:.1f} s; its results are "

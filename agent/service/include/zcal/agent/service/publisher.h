@@ -150,6 +150,10 @@ class Publisher {
 
   const AgentState& state() const { return state_; }
   bool stale() const { return stale_; }
+  /// Whether a discard path is configured, has results, and each of its
+  /// methods' stream results is inconclusive: nothing of it can stand for
+  /// the host default yet.
+  bool DiscardInconclusive() const;
   const std::string& segment_name() const { return config_.segment.name; }
 
  private:

@@ -16,7 +16,10 @@
 //   hour window (at least 1 s away), with the same trigger.
 // - After a success the next calibration is due after the interval plus a
 //   uniform jitter in [-jitter, +jitter] (at least 1 s); after a failure
-//   (or a cancellation that no stop asked for) after retry_after_failure.
+//   (or a cancellation that no stop asked for) after retry_after_failure,
+//   and so after a success that left every discard-path result
+//   inconclusive (a noisy moment, such as a host still booting): waiting
+//   the interval would leave the host default unmeasured for hours.
 // - While a calibration runs: a fingerprint change queues one more
 //   calibration, which starts when the running one ends (instead of the
 //   regular or retry timer); a calibrate-now request is ignored.
@@ -120,6 +123,9 @@ struct FingerprintChangedEvent {};
 struct CalibrationFinishedEvent {
   CalibrationResult result = CalibrationResult::kSuccess;
   double probe_seconds = 0;
+  /// A success whose discard-path results (stream class) are all
+  /// inconclusive (Publisher::DiscardInconclusive): retried like a failure.
+  bool inconclusive = false;
 };
 /// SIGTERM, SIGINT or Service::Stop().
 struct StopRequestedEvent {};
