@@ -167,47 +167,103 @@ static int connect_to(const char *address, const char *port) {
   return fd;
 }
 
-int main(int argc, char **argv) {
-  const char *segment = NULL;
-  long count = 1000;
-  size_t sizes[MAX_SIZES] = {4096, 65536};
-  int nsizes = 2, fallback = 0;
-  unsigned long long max_age_ns = 60ull * 1000000000ull;
-  int guard_on = 1;
-  const char *report = NULL;
+struct options {
+  const char *segment, *report, *address, *port;
+  long count;
+  size_t sizes[MAX_SIZES];
+  int nsizes, fallback, guard_on;
+  unsigned long long max_age_ns;
+};
+
+/* The command line into `o`; 0, or 2 after printing the usage. */
+static int parse_options(int argc, char **argv, struct options *o) {
+  memset(o, 0, sizeof *o);
+  o->count = 1000;
+  o->sizes[0] = 4096;
+  o->sizes[1] = 65536;
+  o->nsizes = 2;
+  o->max_age_ns = 60ull * 1000000000ull;
+  o->guard_on = 1;
   int i = 1;
   for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
-    if (strcmp(argv[i], "--segment") == 0) segment = argv[i + 1];
-    else if (strcmp(argv[i], "--count") == 0) count = atol(argv[i + 1]);
-    else if (strcmp(argv[i], "--sizes") == 0) nsizes = parse_sizes(argv[i + 1], sizes);
+    if (strcmp(argv[i], "--segment") == 0) o->segment = argv[i + 1];
+    else if (strcmp(argv[i], "--count") == 0) o->count = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--sizes") == 0) o->nsizes = parse_sizes(argv[i + 1], o->sizes);
     else if (strcmp(argv[i], "--max-age-s") == 0)
-      max_age_ns = strtoull(argv[i + 1], NULL, 10) * 1000000000ull;
-    else if (strcmp(argv[i], "--fallback") == 0) fallback = strcmp(argv[i + 1], "zerocopy") == 0;
-    else if (strcmp(argv[i], "--guard") == 0) guard_on = strcmp(argv[i + 1], "off") != 0;
-    else if (strcmp(argv[i], "--report") == 0) report = argv[i + 1];
+      o->max_age_ns = strtoull(argv[i + 1], NULL, 10) * 1000000000ull;
+    else if (strcmp(argv[i], "--fallback") == 0) o->fallback = strcmp(argv[i + 1], "zerocopy") == 0;
+    else if (strcmp(argv[i], "--guard") == 0) o->guard_on = strcmp(argv[i + 1], "off") != 0;
+    else if (strcmp(argv[i], "--report") == 0) o->report = argv[i + 1];
     else break;
   }
-  if (argc - i != 2 || count <= 0 || nsizes <= 0) {
+  if (argc - i != 2 || o->count <= 0 || o->nsizes <= 0) {
     fprintf(stderr, "usage: zc_sender [--segment NAME] [--count N] [--sizes S1,S2,...] "
                     "[--fallback copy|zerocopy] [--max-age-s S] [--guard on|off] "
                     "[--report APP] ADDRESS PORT\n");
     return 2;
   }
+  o->address = argv[i];
+  o->port = argv[i + 1];
+  return 0;
+}
+
+struct totals {
+  unsigned long long bytes, zc_messages, calls, checksum;
+};
+
+/* Sends o->count messages from `pool`, each with zerocopy where the guard
+ * says so, and waits for every completion; 0, or 1 after printing why. */
+static int send_messages(struct sender *s, const struct options *o, struct buffer *pool,
+                         int can_zerocopy, struct totals *t) {
+  t->checksum = 1469598103934665603ull;
+  for (long m = 0; m < o->count; ++m) {
+    size_t size = o->sizes[m % o->nsizes];
+    struct buffer *b = &pool[m % POOL];
+    while (!buffer_free(s, b)) {
+      if (reap(s, 1) < 0) {
+        fprintf(stderr, "zc_sender: no zerocopy completion within 5 s\n");
+        return 1;
+      }
+    }
+    for (size_t k = 0; k < size; ++k) {
+      b->data[k] = (unsigned char)(m * 131 + (long)k);
+      t->checksum = (t->checksum ^ b->data[k]) * 1099511628211ull;
+    }
+    int zerocopy = can_zerocopy && zcal_guard_should_zerocopy(&s->guard, size);
+    if (send_all(s, b, size, zerocopy, &t->calls) != 0) {
+      fprintf(stderr, "zc_sender: send of %zu bytes failed: %s\n", size, strerror(errno));
+      return 1;
+    }
+    t->zc_messages += (unsigned long long)zerocopy;
+    t->bytes += size;
+  }
+  while (s->outstanding > 0) {
+    if (reap(s, 1) < 0) {
+      fprintf(stderr, "zc_sender: %u zerocopy completions missing after 5 s\n", s->outstanding);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  struct options o;
+  if (parse_options(argc, argv, &o) != 0) return 2;
   /* Before zcal_open, which would otherwise take ZCAL_REPORT's name. */
-  if (report && zcal_report_open(report) != 0) {
-    fprintf(stderr, "zc_sender: --report %s: %s\n", report, zcal_error_detail());
+  if (o.report && zcal_report_open(o.report) != 0) {
+    fprintf(stderr, "zc_sender: --report %s: %s\n", o.report, zcal_error_detail());
     return 1;
   }
 
   zcal_handle *zcal = NULL;
-  int rc = zcal_open(segment, &zcal);
+  int rc = zcal_open(o.segment, &zcal);
   if (rc != 0)
     fprintf(stderr, "zc_sender: no zcal data (%s): falling back to %s\n",
-            zcal_error_detail(), fallback ? "zerocopy" : "copy");
+            zcal_error_detail(), o.fallback ? "zerocopy" : "copy");
 
   struct sender s;
   memset(&s, 0, sizeof s);
-  s.fd = connect_to(argv[i], argv[i + 1]);
+  s.fd = connect_to(o.address, o.port);
   if (s.fd < 0) return 1;
   int one = 1;
   setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -215,17 +271,17 @@ int main(int argc, char **argv) {
   /* The per-connection state: the threshold for this peer (looked up again
    * after each publish) and what the completions said. */
   rc = zcal_guard_init(&s.guard, sizeof s.guard, zcal, s.fd, ZCAL_METHOD_MSG_ZEROCOPY,
-                       fallback, max_age_ns);
+                       o.fallback, o.max_age_ns);
   if (rc != 0) {
     fprintf(stderr, "zc_sender: %s\n", zcal_error_detail());
     return 1;
   }
-  s.report_to_guard = guard_on;
+  s.report_to_guard = o.guard_on;
   s.zcal = zcal;
-  s.max_age_ns = max_age_ns;
+  s.max_age_ns = o.max_age_ns;
 
   size_t max_size = 0;
-  for (int k = 0; k < nsizes; ++k) max_size = sizes[k] > max_size ? sizes[k] : max_size;
+  for (int k = 0; k < o.nsizes; ++k) max_size = o.sizes[k] > max_size ? o.sizes[k] : max_size;
   struct buffer pool[POOL];
   for (int k = 0; k < POOL; ++k) {
     pool[k].data = malloc(max_size);
@@ -233,34 +289,8 @@ int main(int argc, char **argv) {
     if (!pool[k].data) return 1;
   }
 
-  unsigned long long bytes = 0, zc_messages = 0, calls = 0, checksum = 1469598103934665603ull;
-  for (long m = 0; m < count; ++m) {
-    size_t size = sizes[m % nsizes];
-    struct buffer *b = &pool[m % POOL];
-    while (!buffer_free(&s, b)) {
-      if (reap(&s, 1) < 0) {
-        fprintf(stderr, "zc_sender: no zerocopy completion within 5 s\n");
-        return 1;
-      }
-    }
-    for (size_t k = 0; k < size; ++k) {
-      b->data[k] = (unsigned char)(m * 131 + (long)k);
-      checksum = (checksum ^ b->data[k]) * 1099511628211ull;
-    }
-    int zerocopy = can_zerocopy && zcal_guard_should_zerocopy(&s.guard, size);
-    if (send_all(&s, b, size, zerocopy, &calls) != 0) {
-      fprintf(stderr, "zc_sender: send of %zu bytes failed: %s\n", size, strerror(errno));
-      return 1;
-    }
-    zc_messages += (unsigned long long)zerocopy;
-    bytes += size;
-  }
-  while (s.outstanding > 0) {
-    if (reap(&s, 1) < 0) {
-      fprintf(stderr, "zc_sender: %u zerocopy completions missing after 5 s\n", s.outstanding);
-      return 1;
-    }
-  }
+  struct totals t = {0, 0, 0, 0};
+  if (send_messages(&s, &o, pool, can_zerocopy, &t) != 0) return 1;
   shutdown(s.fd, SHUT_WR);
   char sink[256];
   while (read(s.fd, sink, sizeof sink) > 0) {
@@ -270,10 +300,10 @@ int main(int argc, char **argv) {
   printf("zc_sender: messages=%ld bytes=%llu zerocopy_messages=%llu copy_messages=%llu "
          "send_calls=%llu completions=%llu copied=%llu decision=%s guard=%s "
          "guard_state=%s guard_turned_off=%llu checksum=%016llx\n",
-         count, bytes, zc_messages, (unsigned long long)count - zc_messages, calls,
+         o.count, t.bytes, t.zc_messages, (unsigned long long)o.count - t.zc_messages, t.calls,
          s.completions, s.copied, s.guard.have_result ? "agent" : "fallback",
-         guard_on ? "on" : "off", kStates[s.guard.state % 3],
-         (unsigned long long)s.guard.turned_off, checksum);
+         o.guard_on ? "on" : "off", kStates[s.guard.state % 3],
+         (unsigned long long)s.guard.turned_off, t.checksum);
   for (int k = 0; k < POOL; ++k) free(pool[k].data);
   zcal_close(zcal);
   return 0;

@@ -198,4 +198,18 @@ inline ReportSnapshot ReadReport(const std::string& name) {
 
 inline std::string ReportName(pid_t pid) { return ZCAL_REPORT_PREFIX + std::to_string(pid); }
 
+// Opens this process's report for one test (zcal_report_open's status in
+// rc()), and closes it at the end of the scope.
+class OpenReport {
+ public:
+  explicit OpenReport(const char* name) : rc_(zcal_report_open(name)) {}
+  OpenReport(const OpenReport&) = delete;
+  OpenReport& operator=(const OpenReport&) = delete;
+  ~OpenReport() { zcal_report_close(); }
+  int rc() const { return rc_; }
+
+ private:
+  int rc_;
+};
+
 }  // namespace zcal::test

@@ -36,6 +36,7 @@ namespace {
 using zcal::test::Answers;
 using zcal::test::AtDepth;
 using zcal::test::MakeEntry;
+using zcal::test::OpenReport;
 using zcal::test::ReadReport;
 using zcal::test::ReportName;
 using zcal::test::ReportSnapshot;
@@ -55,18 +56,6 @@ zcal_key Key(const char* address) {
   return key;
 }
 
-// Opens this process's report for one test, and closes it after.
-class OpenReport {
- public:
-  explicit OpenReport(const char* name) { rc_ = zcal_report_open(name); }
-  OpenReport(const OpenReport&) = delete;
-  OpenReport& operator=(const OpenReport&) = delete;
-  ~OpenReport() { zcal_report_close(); }
-  int rc() const { return rc_; }
-
- private:
-  int rc_;
-};
 
 ReportSnapshot Read() {
   ReportSnapshot snap = ReadReport(ReportName(getpid()));

@@ -20,23 +20,13 @@ namespace report_threads_test {
 namespace {
 
 using zcal::test::Answers;
+using zcal::test::OpenReport;
 using zcal::test::ReadReport;
 using zcal::test::ReportName;
 using zcal::test::ReportSnapshot;
 
 constexpr std::uint8_t kZc = ZCAL_METHOD_MSG_ZEROCOPY;
 
-class OpenReport {
- public:
-  OpenReport() { rc_ = zcal_report_open("threads"); }
-  OpenReport(const OpenReport&) = delete;
-  OpenReport& operator=(const OpenReport&) = delete;
-  ~OpenReport() { zcal_report_close(); }
-  int rc() const { return rc_; }
-
- private:
-  int rc_;
-};
 
 // One connection's sends from one thread, without an agent (fallback 1):
 // `sends` answers of 1, four completions reported after every fourth
@@ -63,7 +53,7 @@ std::uint64_t Sum(const std::uint64_t* words, int n) {
 }
 
 TEST(ReportThreads, SumsEveryThreadsCountsAndNeverReadsATornSlot) {
-  OpenReport report;
+  OpenReport report("threads");
   ASSERT_EQ(report.rc(), 0);
   // The writers send until the reader has copied the object this many
   // times (and at least kMinSends each), so that reads overlap writes
@@ -124,7 +114,7 @@ TEST(ReportThreads, SumsEveryThreadsCountsAndNeverReadsATornSlot) {
 }
 
 TEST(ReportThreads, ThreadsBeyondTheSlotsShareSlotZeroAndLoseNothing) {
-  OpenReport report;
+  OpenReport report("threads");
   ASSERT_EQ(report.rc(), 0);
   constexpr int kThreads = ZCAL_REPORT_SLOTS + 16, kSends = 1000;
   // All alive at once: the first ZCAL_REPORT_SLOTS - 1 take a slot each.
@@ -147,7 +137,7 @@ TEST(ReportThreads, ThreadsBeyondTheSlotsShareSlotZeroAndLoseNothing) {
 }
 
 TEST(ReportThreads, AThreadThatExitsGivesItsSlotToTheNextWithItsCounts) {
-  OpenReport report;
+  OpenReport report("threads");
   ASSERT_EQ(report.rc(), 0);
   constexpr int kThreads = 200, kSends = 100;
   for (int t = 0; t < kThreads; ++t) std::thread(Sends, kSends).join();
