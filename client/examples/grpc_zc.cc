@@ -202,32 +202,51 @@ int Usage() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+struct Options {
   const char* segment = nullptr;
   const char* peer = "127.0.0.1";
   const char* report = nullptr;
   long count = 20;
   unsigned long long size = 256 * 1024;
+};
+
+// The command line into `o`; false for one Usage() must answer.
+bool ParseOptions(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; i += 2) {
-    if (i + 1 >= argc) return Usage();
+    if (i + 1 >= argc) return false;
     char* end = nullptr;
     if (std::strcmp(argv[i], "--segment") == 0) {
-      segment = argv[i + 1];
+      o.segment = argv[i + 1];
     } else if (std::strcmp(argv[i], "--peer") == 0) {
-      peer = argv[i + 1];
+      o.peer = argv[i + 1];
     } else if (std::strcmp(argv[i], "--report") == 0) {
-      report = argv[i + 1];
+      o.report = argv[i + 1];
     } else if (std::strcmp(argv[i], "--count") == 0) {
-      count = std::strtol(argv[i + 1], &end, 10);
-      if (*end != '\0' || count <= 0) return Usage();
+      o.count = std::strtol(argv[i + 1], &end, 10);
+      if (*end != '\0' || o.count <= 0) return false;
     } else if (std::strcmp(argv[i], "--size") == 0) {
-      size = std::strtoull(argv[i + 1], &end, 10);
+      o.size = std::strtoull(argv[i + 1], &end, 10);
       // gRPC's default limit for a received message is 4 MiB.
-      if (*end != '\0' || size == 0 || size > 4000000) return Usage();
+      if (*end != '\0' || o.size == 0 || o.size > 4000000) return false;
     } else {
-      return Usage();
+      return false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!ParseOptions(argc, argv, o)) return Usage();
+  const char* segment = o.segment;
+  const char* peer = o.peer;
+  const char* report = o.report;
+  const long count = o.count;
+  const unsigned long long size = o.size;
 
   // A numeric address only: the zcal key needs one, and a name would send
   // the server to the resolver.
