@@ -54,8 +54,9 @@ extern "C" {
 /** Readers accept any minor of their major (fields are only appended). */
 #define ZCAL_ABI_MAJOR 1
 /* Minor 1: ZCAL_SCOPE_DISCARD, ZCAL_ENTRY_ESTIMATED, host_default_source.
- * Minor 2: zcal_shm_entry.depth_class (ZCAL_DEPTH_*). */
-#define ZCAL_ABI_MINOR 2
+ * Minor 2: zcal_shm_entry.depth_class (ZCAL_DEPTH_*).
+ * Minor 3: ZCAL_ENTRY_CONTRADICTED. */
+#define ZCAL_ABI_MINOR 3
 
 #define ZCAL_DEFAULT_SEGMENT "/zcal"
 /** Environment variable naming the segment when zcal_open gets NULL. */
@@ -84,6 +85,13 @@ extern "C" {
  *  taken from the discard path (which sees neither NIC nor IOMMU), only
  *  where the egress NIC's IOMMU does not translate. Lower confidence. */
 #define ZCAL_ENTRY_ESTIMATED 0x2
+/** (minor 3) The applications' own sends contradict this entry: their
+ *  reports (ZCAL_REPORT) show the kernel copying zerocopy sends of this
+ *  scope and method although the entry says zerocopy pays. The verdict
+ *  and threshold stay as measured; the guard answers copy for it, as it
+ *  does for a connection whose own completions came back copied, and the
+ *  agent recalibrates the scope. */
+#define ZCAL_ENTRY_CONTRADICTED 0x4
 
 /* zcal_shm_header.host_default_source (minor 1): where the host-default
  * entries come from, or why there are none. 0 from a minor-0 writer. */
