@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace zcal::agent {
+namespace zcal::agent::app_traffic_test {
 namespace {
 
 using calibrator::Method;
@@ -99,4 +99,4 @@ TEST(AppHistory, NamesEveryScopeAndReason) {
 }
 
 }  // namespace
-}  // namespace zcal::agent
+}  // namespace zcal::agent::app_traffic_test
