@@ -127,14 +127,26 @@ std::string ExhaustAndRecover(const std::function<SinkUnderTest()>& start) {
   const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const timeval wait{5, 0};  // bounds the reads of `serve`
   ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  // Filled until three passes in a row, 10 ms apart, find none free: a
+  // sanitizer's runtime in the sink's thread can hold descriptors for a
+  // moment (UBSan's vptr check probes memory through a pipe(2)), and one
+  // pass made while it held them would leave them free for accept(2).
   std::vector<int> fillers;
-  for (int fd = ::dup(client); fd >= 0; fd = ::dup(client)) fillers.push_back(fd);
-  if (errno != EMFILE) return "filling descriptors ended with errno " + std::to_string(errno);
+  for (int quiet_passes = 0; quiet_passes < 3;) {
+    const std::size_t before = fillers.size();
+    for (int fd = ::dup(client); fd >= 0; fd = ::dup(client)) fillers.push_back(fd);
+    if (errno != EMFILE) return "filling descriptors ended with errno " + std::to_string(errno);
+    quiet_passes = fillers.size() == before ? quiet_passes + 1 : 0;
+    std::this_thread::sleep_for(10ms);
+  }
   const common::SocketAddress address = common::ToSocketAddress(sink.endpoint);
   // Completed by the kernel into the listen queue; only accept(2) lacks a
   // descriptor.
   if (::connect(client, address.get(), address.length) != 0) return "connect failed";
-  if (!Await([&] { return sink.pauses() >= 1; }, 5000ms)) return "no accept pause";
+  if (!Await([&] { return sink.pauses() >= 1; }, 5000ms)) {
+    return "no accept pause (accepted " + std::to_string(sink.accepted()) + ", " +
+           std::to_string(fillers.size()) + " descriptors filled)";
+  }
   const std::uint64_t pauses_before = sink.pauses();
   const std::uint64_t cpu_before = ThreadCpuNs(thread);
   const auto wall_before = Clock::now();
