@@ -38,6 +38,8 @@ struct AgentSettings {
   std::string methods;
   /// depths: as YAML ("[1, stream]"); "" = no depths key (1, 4, 16, stream).
   std::string depths;
+  /// An `apps:` section as YAML ("apps:\n  directory: ...\n"); "" = none.
+  std::string apps;
 };
 
 /// The YAML of a configuration with these settings.
