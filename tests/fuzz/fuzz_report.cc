@@ -18,13 +18,27 @@
 
 namespace {
 
-const std::string& Directory() {
-  static const std::string dir = [] {
+// A private directory, removed at exit (each input's file is removed
+// after it is read).
+class PrivateDir {
+ public:
+  PrivateDir() {
     char path[] = "/tmp/zcal-fuzz-report-XXXXXX";
     if (mkdtemp(path) == nullptr) abort();
-    return std::string(path);
-  }();
-  return dir;
+    path_ = path;
+  }
+  ~PrivateDir() { rmdir(path_.c_str()); }
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const std::string& Directory() {
+  static const PrivateDir dir;
+  return dir.path();
 }
 
 }  // namespace
