@@ -297,6 +297,29 @@ TEST(AppsReader, OpensAtMostMaxObjectsOfTenThousandAndTheSameEachRead) {
   }
 }
 
+TEST(AppsReader, BoundsTheBytesLoadedPerRead) {
+  ObjectDir dir;
+  // One cell per slot, 4096 slots all used: 2.2 MB of loads each, from a
+  // 2.5 MB sparse file.
+  Forge f;
+  f.header.scopes = 1;
+  f.header.methods = 1;
+  f.header.slot_size = ZCAL_REPORT_SLOT_HEADER_SIZE_V1 + ZCAL_REPORT_CELL_SIZE_V1;
+  f.header.slots = 4096;
+  f.header.slots_used = 4096;
+  f.file_bytes = ZCAL_REPORT_HEADER_SIZE_V1 + std::uint64_t{4096} * f.header.slot_size;
+  f.header.total_size = f.file_bytes;
+  for (int i = 0; i < 40; ++i) f.Write(dir.File("zcal-report-" + std::to_string(10 + i)));
+  AppsReader reader(In(dir));
+  const AppsRead r = reader.Read(kSecond);
+  const std::uint64_t each = 4096u * (8 + ZCAL_REPORT_CELL_SIZE_V1);
+  const std::uint64_t fits = AppsReader::kMaxLoadBytesPerRead / each;
+  ASSERT_LT(fits, 40u);
+  EXPECT_EQ(r.stats.opened, 40u);
+  EXPECT_EQ(r.stats.read, fits);
+  EXPECT_EQ(r.stats.Refused(AppRefusal::kTooMany), 40u - fits);
+}
+
 TEST(AppsReader, KnownObjectsKeepTheirPlaceBeyondMaxObjects) {
   ObjectDir dir;
   Forge("late").Sends(4).Write(dir.File("zcal-report-9"));

@@ -296,6 +296,15 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
     Refuse(header.error().kind, file, header.error().message, out);
     return;
   }
+  const std::uint64_t loads = apps::LoadBytes(*header);
+  if (loads > load_budget_) {
+    Refuse(AppRefusal::kTooMany, file,
+           "its " + std::to_string(header->slots_used) + " slots would exceed the " +
+               std::to_string(kMaxLoadBytesPerRead >> 20) + " MiB read per heartbeat",
+           out);
+    return;
+  }
+  load_budget_ -= loads;
   Result<AppCells, ObjectError> counts =
       apps::ReadCounts(map.base(), *header, kSlotAttempts);
   if (!counts) {
@@ -396,6 +405,7 @@ AppsRead AppsReader::Read(std::uint64_t now_ns) {
       dir_logged_ = true;
     } else {
       dir_logged_ = false;
+      load_budget_ = kMaxLoadBytesPerRead;
       for (const Candidate& c : Scan(dir.get(), out)) ReadOne(dir.get(), c, out);
     }
   }

@@ -210,6 +210,12 @@ Result<AppCells, ObjectError> ReadCounts(const unsigned char* base, const Object
   return cells;
 }
 
+std::uint64_t LoadBytes(const ObjectHeader& header) {
+  const std::uint64_t cells = std::uint64_t{std::min<unsigned>(header.scopes, kScopes)} *
+                              std::min<unsigned>(header.methods, kMethods);
+  return std::uint64_t{header.slots_used} * (8 + cells * kCellWords * 8);
+}
+
 bool WentBackwards(const AppCells& last, const AppCells& now) {
   for (const auto& [key, before] : last) {
     const auto it = now.find(key);

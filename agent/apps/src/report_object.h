@@ -57,6 +57,9 @@ Result<std::string, ObjectError> SanitiseName(std::string_view raw);
 Result<AppCells, ObjectError> ReadCounts(const unsigned char* base, const ObjectHeader& header,
                                          int attempts);
 
+/// The bytes ReadCounts loads for `header` (without retries).
+std::uint64_t LoadBytes(const ObjectHeader& header);
+
 /// True when some counter of `now` is below the same counter of `last`
 /// (a cell of `last` missing from `now` counts as zeros).
 bool WentBackwards(const AppCells& last, const AppCells& now);

@@ -24,7 +24,7 @@ namespace zcal::agent {
 
 /// Why an object was not read (zcal_app_report_refusals_total{kind}).
 enum class AppRefusal : std::uint8_t {
-  kTooMany,     ///< beyond apps.max_objects (or the bound of folded objects)
+  kTooMany,     ///< beyond apps.max_objects, the read's load budget or the folded bound
   kNotRegular,  ///< not a regular file: a FIFO, a directory, a symlink
   kSize,        ///< below a header or above kMaxObjectBytes, or shrank while read
   kMagic,       ///< no report magic: not a report, or one being created
@@ -105,6 +105,11 @@ class AppsReader {
   /// process seen alive that dies pushes the oldest mark out (that
   /// object, if still there, would be counted again).
   static constexpr std::size_t kMaxFoldedMarks = 4096;
+  /// Bytes of counters loaded per read at most (a slot's known cells, for
+  /// each used slot): an honest object loads ~10 KiB per sending thread,
+  /// a forged one up to its file's size. An object that would exceed what
+  /// is left of it is refused (kTooMany) for that read.
+  static constexpr std::uint64_t kMaxLoadBytesPerRead = 64u << 20;
   /// Interval of the repeated log line of one refusal kind, in ns.
   static constexpr std::uint64_t kLogInterval = 3600ull * 1000 * 1000 * 1000;
 
@@ -154,6 +159,7 @@ class AppsReader {
 
   AppsSettings settings_;
   std::uint64_t now_ns_ = 0;
+  std::uint64_t load_budget_ = 0;  // of this read, kMaxLoadBytesPerRead at its start
   // Objects read at least once and whose file is still there, by file
   // name (one process per name at a time).
   std::map<std::string, Known> known_;
