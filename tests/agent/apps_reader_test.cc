@@ -126,6 +126,8 @@ struct Forge {
 AppsSettings In(const ObjectDir& dir) {
   AppsSettings s;
   s.directory = dir.path();
+  // Whatever pid namespace the tests run in: their pids are the reader's.
+  s.owner_check = AppsOwnerCheck::kOn;
   return s;
 }
 
@@ -403,6 +405,21 @@ TEST(AppsReader, FoldsAndRemovesTheObjectOfADeadOwnerFoundOnItsFirstRead) {
   EXPECT_FALSE(fs::exists(dir.File("zcal-report-1")));
   EXPECT_EQ(SendsOf(r.snapshot, "killed"), 7u);
   EXPECT_EQ(SendsOf(reader.Read(2 * kSecond).snapshot, "killed"), 7u);
+}
+
+TEST(AppsReader, LeavesTheObjectOfAGoneOwnerAloneWithoutTheOwnerCheck) {
+  ObjectDir dir;
+  Forge("elsewhere", DeadPid()).Sends(7).Write(dir.File("zcal-report-1"));
+  AppsSettings s = In(dir);
+  s.owner_check = AppsOwnerCheck::kOff;  // another pid namespace's writer
+  AppsReader reader(s);
+  const AppsRead r = reader.Read(kSecond);
+  EXPECT_EQ(r.stats.live, 1u);
+  EXPECT_EQ(r.stats.folded, 0u);
+  EXPECT_EQ(r.stats.removed, 0u);
+  EXPECT_TRUE(fs::exists(dir.File("zcal-report-1")));
+  EXPECT_EQ(r.snapshot.apps.at("elsewhere").live_processes, 1u);
+  EXPECT_EQ(SendsOf(r.snapshot, "elsewhere"), 7u);
 }
 
 TEST(AppsReader, FoldsAnObjectItsOwnerRemoved) {

@@ -330,7 +330,8 @@ TEST(Config, ReadsTheAppsSection) {
   const Result<Config> config = ParseConfig(
       "apps:\n  enabled: false\n  directory: /run/zcal-apps/\n  max_objects: 16\n"
       "  max_names: 4\n  uids: [0, 1000]\n  window: 10m\n  contradiction_share: 0.25\n"
-      "  contradiction_min_completions: 50\n  mix: false\n  mix_min_sends: 200\n",
+      "  contradiction_min_completions: 50\n  mix: false\n  mix_min_sends: 200\n"
+      "  owner_check: off\n",
       "apps.yaml");
   ASSERT_TRUE(config) << config.error().message;
   const AppsSettings& apps = config->apps;
@@ -344,6 +345,7 @@ TEST(Config, ReadsTheAppsSection) {
   EXPECT_EQ(apps.contradiction_min_completions, 50u);
   EXPECT_FALSE(apps.mix);
   EXPECT_EQ(apps.mix_min_sends, 200u);
+  EXPECT_EQ(apps.owner_check, AppsOwnerCheck::kOff);
   // `apps:` alone keeps the defaults, and they are AppsSettings'.
   const Result<Config> bare = ParseConfig("apps:\n", "bare.yaml");
   ASSERT_TRUE(bare) << bare.error().message;

@@ -131,7 +131,8 @@ void StartAgent(Agent& agent, const PrivateShm& shm) {
   settings.segment = UniqueSegment();
   settings.state = agent.dir.path() / "state.json";
   settings.at_startup = false;
-  settings.apps = "apps:\n  directory: " + shm.path() + "\n  max_objects: 256\n";
+  settings.apps = "apps:\n  directory: " + shm.path() +
+                  "\n  max_objects: 256\n  owner_check: on\n";
   agent.cleanup = std::make_unique<SegmentCleanup>(settings.segment);
   WriteFile(agent.dir.path() / "agent.yaml", AgentConfig(settings));
   agent.process =

@@ -80,10 +80,29 @@ bool OwnerGone(std::uint32_t pid) {
   return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
+// The initial pid namespace's inode number (PROC_PID_INIT_INO).
+constexpr std::string_view kHostPidNamespace = "pid:[4026531836]";
+
+bool InHostPidNamespace() {
+  char link[64] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  return n > 0 && std::string_view(link, static_cast<std::size_t>(n)) == kHostPidNamespace;
+}
+
 }  // namespace
 
-AppsReader::AppsReader(AppsSettings settings) : settings_(std::move(settings)) {
+AppsReader::AppsReader(AppsSettings settings)
+    : settings_(std::move(settings)), host_pid_namespace_(InHostPidNamespace()) {
   apps::InstallBusGuard();
+}
+
+bool AppsReader::CheckOwners() const {
+  switch (settings_.owner_check) {
+    case AppsOwnerCheck::kOn: return true;
+    case AppsOwnerCheck::kOff: return false;
+    case AppsOwnerCheck::kAuto: return host_pid_namespace_;
+  }
+  return false;
 }
 
 void AppsReader::SetSettings(AppsSettings settings) {
@@ -332,7 +351,7 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
     return;
   }
   ++out.stats.read;
-  const bool exited = header->closed || OwnerGone(header->owner_pid);
+  const bool exited = header->closed || (CheckOwners() && OwnerGone(header->owner_pid));
   if (!exited) {
     ++out.stats.live;
     if (known == nullptr) {

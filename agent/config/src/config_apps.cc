@@ -42,6 +42,21 @@ void ReadUids(ConfigReader& reader, const YAML::Node& value, AppsSettings& apps)
   apps.uids = std::move(uids);
 }
 
+void ReadOwnerCheck(ConfigReader& reader, const YAML::Node& value, AppsSettings& apps) {
+  std::string text;
+  if (!reader.String(value, "apps.owner_check", text)) return;
+  if (text == "auto") {
+    apps.owner_check = AppsOwnerCheck::kAuto;
+  } else if (text == "on") {
+    apps.owner_check = AppsOwnerCheck::kOn;
+  } else if (text == "off") {
+    apps.owner_check = AppsOwnerCheck::kOff;
+  } else {
+    reader.Error(value, "apps.owner_check",
+                 "'" + text + "' is not one of auto, on, off");
+  }
+}
+
 void ReadLimits(ConfigReader& reader, const Fields& fields, AppsSettings& apps) {
   std::uint64_t n = 0;
   if (const YAML::Node* value = FieldOf(fields, "max_objects");
@@ -75,11 +90,11 @@ void ReadLimits(ConfigReader& reader, const Fields& fields, AppsSettings& apps) 
 }  // namespace
 
 void ReadApps(ConfigReader& reader, const YAML::Node& node, Config& config) {
-  static constexpr std::array<std::string_view, 10> kKeys = {
+  static constexpr std::array<std::string_view, 11> kKeys = {
       "enabled",   "directory",           "max_objects",
       "max_names", "uids",                "window",
       "mix",       "contradiction_share", "contradiction_min_completions",
-      "mix_min_sends"};
+      "mix_min_sends", "owner_check"};
   if (node.IsNull()) return;  // `apps:` alone: the defaults
   const auto fields = reader.Map(node, "apps", kKeys);
   if (!fields) return;
@@ -90,6 +105,7 @@ void ReadApps(ConfigReader& reader, const YAML::Node& node, Config& config) {
   if (const YAML::Node* value = FieldOf(*fields, "mix")) reader.Bool(*value, "apps.mix", apps.mix);
   if (const YAML::Node* value = FieldOf(*fields, "directory")) ReadDirectory(reader, *value, apps);
   if (const YAML::Node* value = FieldOf(*fields, "uids")) ReadUids(reader, *value, apps);
+  if (const YAML::Node* value = FieldOf(*fields, "owner_check")) ReadOwnerCheck(reader, *value, apps);
   if (const YAML::Node* value = FieldOf(*fields, "window")) {
     std::chrono::milliseconds window{};
     if (reader.Duration(*value, "apps.window", std::chrono::minutes(1),

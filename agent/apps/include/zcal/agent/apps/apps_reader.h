@@ -155,9 +155,12 @@ class AppsReader {
   bool Remove(int dir_fd, const std::string& file, AppsRead& out);
   void Mark(const std::string& file, ino_t inode);
   std::string LabelFor(const std::string& name);
+  // Whether a gone owner pid counts as an exit (settings_.owner_check).
+  bool CheckOwners() const;
   AppsSnapshot Snapshot(std::uint64_t now_ns) const;
 
   AppsSettings settings_;
+  bool host_pid_namespace_ = false;  // the agent's, read once
   std::uint64_t now_ns_ = 0;
   std::uint64_t load_budget_ = 0;  // of this read, kMaxLoadBytesPerRead at its start
   // Objects read at least once and whose file is still there, by file
