@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -245,6 +246,13 @@ TEST(AgentApps, CountsTheExampleSendersSendsAndCompletionsAsItsOwnSummary) {
             summary.at("copied"));
   EXPECT_EQ(Sum(text, "zcal_app_message_size_bytes_count", {a, zc}), 3000);
   EXPECT_GT(summary.at("completions"), 0) << "loopback gave no zerocopy completion";
+  // The figures, for the log: the sender's own line and the agent's series.
+  std::printf("%s", ReadFile(out).c_str());
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(a) != std::string::npos && !line.starts_with("zcal_app_message_size_bytes_bucket"))
+      std::printf("%s\n", line.c_str());
+  }
   // After more reads, the exited process's counts are still there.
   ASSERT_TRUE(TwoMoreReads(agent.port));
   EXPECT_EQ(Sum(Scrape(agent.port), "zcal_app_sends_total", {a}), 3000);
