@@ -1,4 +1,5 @@
 #include "zcal/agent/config/config.h"
+#include "zcal/agent/config/reload.h"
 
 #include <filesystem>
 #include <fstream>
@@ -323,6 +324,57 @@ TEST(Config, BinaryFileIsRejected) {
   ASSERT_FALSE(config);
   EXPECT_NE(config.error().message.find("bin.yaml:1:1: the file contains NUL"),
             std::string::npos);
+}
+
+TEST(Config, ReadsTheAppsSection) {
+  const Result<Config> config = ParseConfig(
+      "apps:\n  enabled: false\n  directory: /run/zcal-apps/\n  max_objects: 16\n"
+      "  max_names: 4\n  uids: [0, 1000]\n  window: 10m\n  contradiction_share: 0.25\n"
+      "  contradiction_min_completions: 50\n  mix: false\n  mix_min_sends: 200\n"
+      "  owner_check: off\n",
+      "apps.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  const AppsSettings& apps = config->apps;
+  EXPECT_FALSE(apps.enabled);
+  EXPECT_EQ(apps.directory, "/run/zcal-apps");
+  EXPECT_EQ(apps.max_objects, 16u);
+  EXPECT_EQ(apps.max_names, 4u);
+  EXPECT_EQ(apps.uids, (std::vector<std::uint32_t>{0, 1000}));
+  EXPECT_EQ(apps.window, std::chrono::minutes(10));
+  EXPECT_DOUBLE_EQ(apps.contradiction_share, 0.25);
+  EXPECT_EQ(apps.contradiction_min_completions, 50u);
+  EXPECT_FALSE(apps.mix);
+  EXPECT_EQ(apps.mix_min_sends, 200u);
+  EXPECT_EQ(apps.owner_check, AppsOwnerCheck::kOff);
+  // `apps:` alone keeps the defaults, and they are AppsSettings'.
+  const Result<Config> bare = ParseConfig("apps:\n", "bare.yaml");
+  ASSERT_TRUE(bare) << bare.error().message;
+  EXPECT_EQ(bare->apps, AppsSettings{});
+  EXPECT_EQ(DefaultConfig().apps, AppsSettings{});
+}
+
+TEST(Config, ListsEveryBadAppsValueWithItsPosition) {
+  const Result<Config> config = ParseConfig(
+      "apps:\n  max_objects: -1\n  max_names: 0\n  contradiction_share: 2\n"
+      "  window: 1x\n  uids: [root]\n",
+      "bad.yaml");
+  ASSERT_FALSE(config);
+  const std::string& m = config.error().message;
+  EXPECT_NE(m.find("bad.yaml:2:16: apps.max_objects:"), std::string::npos) << m;
+  EXPECT_NE(m.find("bad.yaml:3:14: apps.max_names:"), std::string::npos) << m;
+  EXPECT_NE(m.find("bad.yaml:4:24: apps.contradiction_share:"), std::string::npos) << m;
+  EXPECT_NE(m.find("bad.yaml:5:11: apps.window:"), std::string::npos) << m;
+  EXPECT_NE(m.find("bad.yaml:6:10: apps.uids[0]:"), std::string::npos) << m;
+}
+
+TEST(Config, AReloadThatChangesAppsSaysSo) {
+  const Config running;
+  Config next = running;
+  next.apps.max_names = 8;
+  const ConfigChange change = DiffConfig(running, next);
+  EXPECT_TRUE(change.apps);
+  EXPECT_FALSE(change.calibration);
+  EXPECT_EQ(change.Summary(), "apps");
 }
 
 // Each file in tests/data/configs/bad starts with

@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -138,6 +140,9 @@ class ServiceTest : public ::testing::Test {
     config_.budget.seconds_per_hour = 3600;
     hooks_.lock_dir = dir_.path().string();
     hooks_.metrics = metrics_;
+    // A private directory: the host's /dev/shm is not the tests'.
+    config_.apps.directory = (dir_.path() / "apps").string();
+    std::filesystem::create_directory(config_.apps.directory);
     hooks_.collect_host = [this](const Config&) {
       ++host_reads_;
       HostInfo snapshot;
@@ -393,6 +398,71 @@ TEST_F(ServiceTest, HeartbeatsContinueWhileProbing) {
   EXPECT_NE(before.load(), 0u);
   EXPECT_GT(during.load(), before.load())
       << "the event loop kept the heartbeat going during the probe";
+}
+
+// A report object of this process: one slot of one scope (host default)
+// and two methods, `sends` zerocopy answers of msg_zerocopy at stream.
+void WriteReport(const std::string& path, const char* name, std::uint64_t sends) {
+  zcal_report_header h{};
+  h.magic = ZCAL_REPORT_MAGIC;
+  h.abi_major = ZCAL_REPORT_ABI_MAJOR;
+  h.header_size = ZCAL_REPORT_HEADER_SIZE_V1;
+  h.slot_header_size = ZCAL_REPORT_SLOT_HEADER_SIZE_V1;
+  h.cell_size = ZCAL_REPORT_CELL_SIZE_V1;
+  h.scopes = 1;
+  h.methods = 2;
+  h.slot_size = h.slot_header_size + 2 * h.cell_size;
+  h.size_buckets = ZCAL_REPORT_SIZE_BUCKETS;
+  h.depth_classes = ZCAL_DEPTH_CLASSES;
+  h.slots = 1;
+  h.slots_used = 1;
+  h.owner_pid = static_cast<std::uint32_t>(getpid());
+  h.total_size = h.header_size + h.slot_size;
+  h.generation = 1;
+  std::snprintf(h.name, sizeof h.name, "%s", name);
+  std::vector<unsigned char> bytes(h.total_size);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  zcal_report_cell cell{};
+  cell.answers[3][1][ZCAL_REPORT_BY_THRESHOLD] = sends;
+  cell.bytes[1] = sends * 65536;
+  cell.sizes[16] = sends;
+  std::memcpy(bytes.data() + h.header_size + h.slot_header_size + h.cell_size, &cell, sizeof cell);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST_F(ServiceTest, ReadsTheApplicationsReportsAtEachHeartbeatForTheMetricsAndTheHook) {
+  WriteReport(config_.apps.directory + "/zcal-report-1", "svc-app", 5);
+  std::atomic<int> reads{0};
+  std::atomic<std::size_t> kept{0};
+  std::atomic<std::uint64_t> window_sends{0};
+  hooks_.apps_read = [&](const AppHistory& history) {
+    ++reads;
+    kept = history.size();
+    std::uint64_t sends = 0;
+    const AppsWindow recent = history.Recent();
+    if (const auto it = recent.apps.find("svc-app"); it != recent.apps.end()) {
+      for (const auto& [key, counters] : it->second) sends += counters.Sends();
+    }
+    window_sends = sends;
+  };
+  RunningService running(config_, hooks_);
+  const std::string series =
+      "zcal_app_sends_total{app=\"svc-app\",decision=\"zerocopy\",depth=\"stream\","
+      "method=\"msg_zerocopy\"} ";
+  ASSERT_TRUE(WaitFor([&] { return Contains(metrics_->Text(), series + "5\n"); },
+                      milliseconds(10'000)))
+      << metrics_->Text();
+  ASSERT_TRUE(WaitFor([&] { return reads >= 3; }, milliseconds(10'000)));
+  EXPECT_GE(kept.load(), 2u);
+  // More sent: the next heartbeat's read has it, and the window counts the
+  // difference from the first read.
+  WriteReport(config_.apps.directory + "/zcal-report-1", "svc-app", 12);
+  ASSERT_TRUE(WaitFor([&] { return Contains(metrics_->Text(), series + "12\n"); },
+                      milliseconds(10'000)))
+      << metrics_->Text();
+  EXPECT_TRUE(WaitFor([&] { return window_sends == 7; }, milliseconds(10'000)))
+      << window_sends.load();
 }
 
 TEST_F(ServiceTest, StopCancelsARunningCalibrationAndSavesTheState) {

@@ -75,6 +75,7 @@ std::string AgentConfig(const AgentSettings& s) {
     out << "host_default:\n"
         << "  interface: \"" << s.host_default_interface << "\"\n";
   }
+  out << s.apps;
   out
       << "log:\n"
       << "  level: debug\n"

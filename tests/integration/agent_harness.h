@@ -38,6 +38,10 @@ struct AgentSettings {
   std::string methods;
   /// depths: as YAML ("[1, stream]"); "" = no depths key (1, 4, 16, stream).
   std::string depths;
+  /// An `apps:` section as YAML ("apps:\n  directory: ...\n"). By
+  /// default the agent reads no report objects: in /dev/shm it would fold
+  /// and remove those that parallel tests' killed processes leave there.
+  std::string apps = "apps:\n  enabled: false\n";
 };
 
 /// The YAML of a configuration with these settings.

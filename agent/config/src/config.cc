@@ -409,11 +409,11 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   const std::optional<YAML::Node> root = reader.Load(yaml_text);
   if (!root) return Fail(Errc::kParse, reader.Message());
 
-  static constexpr std::array<std::string_view, 17> kKeys = {
+  static constexpr std::array<std::string_view, 18> kKeys = {
       "paths",    "host_default", "methods",  "depths",  "sizes",
       "decision", "hysteresis",   "schedule", "budget",  "segment",
       "metrics",  "sink",         "peers",    "state",   "log",
-      "host",     "exports"};
+      "host",     "exports",      "apps"};
   const auto fields = reader.Map(*root, "", kKeys);
   if (!fields) return Fail(Errc::kParse, reader.Message());
 
@@ -442,6 +442,7 @@ Result<Config> ParseConfig(std::string_view yaml_text,
   read("log", ReadLog);
   read("host", ReadHost);
   read("exports", ReadExports);
+  read("apps", ReadApps);
 
   if (const auto it = fields->find("host_default"); it != fields->end()) {
     ReadHostDefault(reader, it->second, config);

@@ -332,6 +332,31 @@ bool ConfigReader::Number(const YAML::Node& node, std::string_view key,
   return true;
 }
 
+bool ConfigReader::Whole(const YAML::Node& node, std::string_view key,
+                         std::uint64_t min, std::uint64_t max,
+                         std::uint64_t& out) {
+  const std::string range =
+      "allowed: " + std::to_string(min) + " to " + std::to_string(max);
+  if (!Scalar(node, key, "a whole number (" + range + ")")) return false;
+  const std::string& text = node.Scalar();
+  // A minus sign is a number below any minimum, not a word.
+  const bool negative = text.size() > 1 && text.front() == '-';
+  const char* begin = text.data() + (negative ? 1 : 0);
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(begin, text.data() + text.size(), value);
+  if (text.empty() || ec == std::errc::invalid_argument ||
+      end != text.data() + text.size()) {
+    Error(node, key, "'" + text + "' is not a whole number; " + range);
+    return false;
+  }
+  if (negative || ec != std::errc() || value < min || value > max) {
+    Error(node, key, text + " is out of range; " + range);
+    return false;
+  }
+  out = value;
+  return true;
+}
+
 bool ConfigReader::Size(const YAML::Node& node, std::string_view key,
                         std::uint64_t min, std::uint64_t max,
                         std::uint64_t& out) {

@@ -59,6 +59,9 @@ class ConfigReader {
   bool Bool(const YAML::Node& node, std::string_view key, bool& out);
   bool Number(const YAML::Node& node, std::string_view key, double min,
               double max, double& out);
+  /// A whole number in [min, max] (exact up to 2^53).
+  bool Whole(const YAML::Node& node, std::string_view key, std::uint64_t min,
+             std::uint64_t max, std::uint64_t& out);
   /// Sizes and rates in the grammar of zcal/common/units.h.
   bool Size(const YAML::Node& node, std::string_view key, std::uint64_t min,
             std::uint64_t max, std::uint64_t& out);

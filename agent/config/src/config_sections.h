@@ -23,5 +23,7 @@ void ReadExports(ConfigReader& reader, const YAML::Node& node, Config& config);
 /// config_peers.cc; read after `sink:` (peers.key_file defaults to
 /// sink.key_file when the config is turned into a round).
 void ReadPeers(ConfigReader& reader, const YAML::Node& node, Config& config);
+/// config_apps.cc: the applications' report objects.
+void ReadApps(ConfigReader& reader, const YAML::Node& node, Config& config);
 
 }  // namespace zcal::agent

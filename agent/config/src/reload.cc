@@ -25,6 +25,7 @@ std::string ConfigChange::Summary() const {
       {log_level, "log level"},
       {host_root, "host root"},
       {exports, "exports"},
+      {apps, "apps"},
   };
   std::string summary;
   for (const auto& [changed, name] : names) {
@@ -60,6 +61,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   c.log_level = next.log_level != running.log_level;
   c.host_root = next.host_root != running.host_root;
   c.exports = next.exports != running.exports;
+  c.apps = next.apps != running.apps;
 
   // Whatever the flags above do not name: `next` with every field they
   // cover put back to the running value. A key added to Config later lands
@@ -78,6 +80,7 @@ ConfigChange DiffConfig(const Config& running, const Config& next) {
   rest.log_level = running.log_level;
   rest.host_root = running.host_root;
   rest.exports = running.exports;
+  rest.apps = running.apps;
   c.calibration = !EqualInEffect(running, rest);
   return c;
 }

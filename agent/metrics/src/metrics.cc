@@ -8,6 +8,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "metrics_apps.h"
 #include "metrics_family.h"
 #include "metrics_live.h"
 #include "metrics_peers.h"
@@ -188,6 +189,7 @@ Metrics::Metrics(std::string version, MetricsRole role,
       snapshot_(std::make_unique<Snapshot>()),
       sink_(std::make_unique<SinkView>()),
       peers_(std::make_unique<PeerView>()),
+      apps_(std::make_unique<AppsView>()),
       role_(role) {}
 
 Metrics::~Metrics() = default;
@@ -338,6 +340,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   snapshot_->AppendTo(out);
   sink_->AppendTo(out);
   peers_->AppendTo(out);
+  apps_->AppendTo(out);
   return out;
 }
 

@@ -45,8 +45,17 @@ class FamilyWriter {
   /// fell in bucket i (<= bounds[i]; the last one, without a bound, +Inf).
   void Histogram(std::string name, std::string help, std::span<const double> bounds,
                  std::span<const std::uint64_t> counts, double sum) {
-    Start(std::move(name), std::move(help), prometheus::MetricType::Histogram);
-    prometheus::ClientMetric& metric = NewSample({});
+    HistogramFamily(std::move(name), std::move(help));
+    AddHistogram(bounds, counts, sum);
+  }
+  /// Starts a histogram family whose series AddHistogram appends.
+  FamilyWriter& HistogramFamily(std::string name, std::string help) {
+    return Start(std::move(name), std::move(help), prometheus::MetricType::Histogram);
+  }
+  /// Appends a series to the histogram family started last, as Histogram.
+  FamilyWriter& AddHistogram(std::span<const double> bounds, std::span<const std::uint64_t> counts,
+                             double sum, Labels labels = {}) {
+    prometheus::ClientMetric& metric = NewSample(labels);
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {
       cumulative += counts[i];
@@ -55,6 +64,7 @@ class FamilyWriter {
     }
     metric.histogram.sample_count = cumulative;
     metric.histogram.sample_sum = sum;
+    return *this;
   }
 
  private:

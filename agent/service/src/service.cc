@@ -55,6 +55,7 @@ bool Service::Impl::Start() {
   DescribePeerNics();
   publisher_->Publish();
   ShowStatus();
+  ReadApps();
   spdlog::info("publishing thresholds in shared-memory segment {} "
                "(/dev/shm{}); `zcal show --segment {}` prints them",
                config_.segment.name, config_.segment.name,
@@ -258,6 +259,7 @@ void Service::Impl::ArmHeartbeat() {
   heartbeat_timer_.async_wait([this](const ErrorCode& ec) {
     if (ec) return;
     publisher_->Heartbeat();
+    ReadApps();
     ArmHeartbeat();
   });
 }

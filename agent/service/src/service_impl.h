@@ -10,6 +10,8 @@
 #include <string>
 
 #include "served_sink.h"
+#include "zcal/agent/apps/apps_reader.h"
+#include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/metrics/asio.h"
 #include "zcal/agent/metrics/metrics_server.h"
 #include "zcal/agent/metrics/status_page.h"
@@ -42,6 +44,8 @@ class Service::Impl {
         sink_(metrics_),
         scheduler_(ScheduleOptions::From(config_), DefaultRandomSource(),
                    [this] { return sink_.TryBeginLocalProbe(); }),
+        apps_reader_(config_.apps),
+        apps_history_(config_.apps.window),
         runner_(hooks_.calibrate ? hooks_.calibrate : probes::RunCalibration,
                 [this] { asio::post(io_, [this] { OnRoundDone(); }); }) {
     if (!hooks_.collect_host) hooks_.collect_host = CollectHostSnapshot;
@@ -88,6 +92,10 @@ class Service::Impl {
   // round, the saved state loaded); the metrics get them when they did.
   void DescribePeerNics();
   std::set<std::string> PeerNicNames() const;
+  // Reads the report objects (service_apps.cc): at start and each heartbeat.
+  void ReadApps();
+  // Hands a reloaded `apps:` to the reader (and a new window to the history).
+  void ReconfigureApps();
   void DoReload();
   void ApplyReload(Config next);
   void RejectReload(const std::string& why);
@@ -125,6 +133,11 @@ class Service::Impl {
   // The last peer discovery, reused by rounds within peers.refresh.
   std::optional<Discovery> discovery_;
   std::chrono::steady_clock::time_point discovered_at_{};
+  // The applications' report objects and the reads of the last
+  // apps.window (what point 3's rules read: hooks_.apps_read gets it after
+  // each read).
+  AppsReader apps_reader_;
+  AppHistory apps_history_;
   // After io_: its destructor detaches the notification that posts to io_
   // and joins the worker before io_ goes.
   CalibrationRunner runner_;

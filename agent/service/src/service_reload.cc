@@ -77,6 +77,7 @@ void Service::Impl::ApplyReload(Config next) {
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
   }
   publisher_->Reconfigure(config_);
+  if (change.apps) ReconfigureApps();
   ShowStatus();
   if (change.host_root || change.paths_or_methods) AdoptHost(hooks_.collect_host(config_));
   if (change.fingerprint_poll) ArmFingerprintPoll();

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zcal/agent/domain/apps_settings.h"
 #include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/peers/peers_config.h"
@@ -151,6 +152,8 @@ struct Config {
   SinkConfig sink;
   PeersConfig peers;
   std::vector<ExportConfig> exports;  ///< empty in the embedded default
+  /// The applications' report objects (`apps:`).
+  AppsSettings apps;
   std::string state_path = "/run/zcal/state.json";
   std::string log_level = "info";
   std::string host_root = "/";

@@ -37,6 +37,9 @@ struct ConfigChange {
   /// exports: the new list is taken and the table republished, so that a
   /// new or changed export is written at once (an unchanged one is not).
   bool exports = false;
+  /// apps.*: the reader takes the new settings at its next read (each
+  /// heartbeat); a new window restarts the history of reads.
+  bool apps = false;
 
   /// True when anything that takes effect differs (`source` does not).
   bool Any() const;

@@ -9,6 +9,16 @@
 
 namespace zcal::agent {
 
+/// When a report whose owner_pid no longer runs (kill(pid, 0): ESRCH)
+/// counts as its process's exit (apps.owner_check).
+enum class AppsOwnerCheck : std::uint8_t {
+  /// Only when the agent runs in the host's initial pid namespace, where
+  /// the writers' pids (as they wrote them) are most likely its own.
+  kAuto,
+  kOn,   ///< always: the agent shares the writers' pid namespace
+  kOff,  ///< never: only CLOSED objects and vanished files count as exits
+};
+
 struct AppsSettings {
   /// Read the report objects at all (each heartbeat).
   bool enabled = true;
@@ -21,6 +31,9 @@ struct AppsSettings {
   std::uint32_t max_names = 32;
   /// Owners (file uid) whose objects are read; empty: any user's.
   std::vector<std::uint32_t> uids;
+  /// Whether a gone owner pid means an exited process (whose object is
+  /// folded and removed).
+  AppsOwnerCheck owner_check = AppsOwnerCheck::kAuto;
   /// What "recent" means for the field-contradiction rule and the traffic
   /// mix.
   std::chrono::seconds window = std::chrono::hours(1);

@@ -23,7 +23,9 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include "zcal/agent/apps/apps_reader.h"
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/domain/calibration_event.h"
 #include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/domain/host_default_choice.h"
@@ -147,6 +149,12 @@ class Metrics final : public prometheus::Collectable {
   void RecordPeerDiscovery(std::size_t peers, DnsFailure failure);
   void SetPeers(std::map<PathId, bool> stale, InterfaceAggregates interfaces);
 
+  /// The applications' reported sends (zcal_app_*, docs/metrics.md): the
+  /// last read of the report objects (replaces the previous one; its
+  /// totals include the processes that exited, so counters never go
+  /// down) and the reader's stats summed since start.
+  void SetApps(AppsSnapshot snapshot, const AppsReadStats& totals);
+
   /// The HTTP listener's events (MetricsServer reports them).
   void RecordHttpDrop(HttpDrop drop);
   void RecordHttpResponse(int status);
@@ -165,10 +173,12 @@ class Metrics final : public prometheus::Collectable {
   struct Snapshot;  // published results, last calibration, host (metrics_snapshot.cc)
   struct SinkView;  // zcal_sink_* (metrics_sink.cc)
   struct PeerView;  // zcal_peer*, zcal_interface_* (metrics_peers.cc)
+  struct AppsView;  // zcal_app_* (metrics_apps.cc)
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;
   std::unique_ptr<PeerView> peers_;
+  std::unique_ptr<AppsView> apps_;
   MetricsRole role_;
 };
 

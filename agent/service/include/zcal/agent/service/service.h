@@ -20,6 +20,7 @@
 #include <string>
 
 #include "zcal/agent/config/config.h"
+#include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/metrics/metrics.h"
 #include "zcal/agent/service/calibration_runner.h"
 #include "zcal/agent/service/host_snapshot.h"
@@ -42,6 +43,10 @@ struct ServiceHooks {
   /// The clocks of every stamp and interval (common::Clock); default: the
   /// system's. Tests pass a common::FakeClock to step the wall clock.
   std::shared_ptr<const common::Clock> clock;
+  /// Called on the service's thread after each read of the applications'
+  /// report objects (at start and each heartbeat) with the reads of the
+  /// last apps.window; none by default.
+  std::function<void(const AppHistory&)> apps_read;
 };
 
 class Service {

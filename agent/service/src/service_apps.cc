@@ -1,0 +1,27 @@
+// The applications' report objects, read at each heartbeat: the metrics
+// get the snapshot, the history keeps the window (service_impl.h).
+#include <string>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "service_impl.h"
+
+namespace zcal::agent {
+
+void Service::Impl::ReadApps() {
+  AppsRead read = apps_reader_.Read(clock_->Wall());
+  for (const std::string& line : read.messages) spdlog::warn("{}", line);
+  metrics_->SetApps(read.snapshot, apps_reader_.totals());
+  apps_history_.Add(std::move(read.snapshot));
+  if (hooks_.apps_read) hooks_.apps_read(apps_history_);
+}
+
+void Service::Impl::ReconfigureApps() {
+  apps_reader_.SetSettings(config_.apps);
+  if (apps_history_.window() != config_.apps.window) {
+    apps_history_ = AppHistory(config_.apps.window);
+  }
+}
+
+}  // namespace zcal::agent

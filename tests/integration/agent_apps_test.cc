@@ -1,0 +1,296 @@
+// The real agent reads the report objects of real processes: the example
+// sender on loopback (its /metrics counts equal the sender's own summary,
+// and its object's counts stay after it exits), and 1,000 short-lived
+// processes killed with their objects left behind (removed by the agent,
+// totals exact). Each test's processes write their objects into a private
+// directory bind-mounted on /dev/shm in a mount namespace of their own, so
+// that the agent reads theirs only (root only; skipped otherwise).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent_harness.h"
+#include "test_util.h"
+
+namespace zcal::agent::testing::agent_apps_test {
+namespace {
+
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+// A directory under /dev/shm (tmpfs, as shm_open wants) that the tests'
+// processes see as their /dev/shm; removed with what is left in it.
+class PrivateShm {
+ public:
+  PrivateShm() {
+    static std::atomic<int> counter{0};
+    path_ = "/dev/shm/zcal-apps-it-" + std::to_string(getpid()) + "-" +
+            std::to_string(counter++);
+    fs::create_directory(path_);
+  }
+  ~PrivateShm() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  PrivateShm(const PrivateShm&) = delete;
+  PrivateShm& operator=(const PrivateShm&) = delete;
+  const std::string& path() const { return path_; }
+  std::size_t Objects() const {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(path_, ec)) {
+      n += entry.path().filename().string().starts_with("zcal-report-") ? 1 : 0;
+    }
+    return n;
+  }
+  // argv running `command` (sh) with this directory as /dev/shm.
+  std::vector<std::string> Run(const std::string& command) const {
+    return {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+            "mount --bind " + path_ + " /dev/shm && " + command};
+  }
+
+ private:
+  std::string path_;
+};
+
+std::optional<std::string> CannotIsolate() {
+  PrivateShm probe;
+  const CommandResult r = RunCommand(probe.Run("true"));
+  if (r.status != 0) return "a private /dev/shm needs root (unshare -m, mount --bind): " + r.err;
+  return std::nullopt;
+}
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// The sum of the series of `family` whose labels hold every fragment.
+double Sum(const std::string& text, const std::string& family,
+           const std::vector<std::string>& fragments) {
+  double sum = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(family + "{")) continue;
+    const std::size_t close = line.rfind('}');
+    if (close == std::string::npos) continue;
+    const std::string labels = line.substr(0, close);
+    bool all = true;
+    for (const std::string& f : fragments) all = all && labels.find(f) != std::string::npos;
+    if (all) sum += std::strtod(line.c_str() + close + 1, nullptr);
+  }
+  return sum;
+}
+
+// The app labels of zcal_app_reports.
+std::set<std::string> Apps(const std::string& text) {
+  std::set<std::string> apps;
+  std::istringstream lines(text);
+  const std::string prefix = "zcal_app_reports{app=\"";
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(prefix)) continue;
+    apps.insert(line.substr(prefix.size(), line.find('"', prefix.size()) - prefix.size()));
+  }
+  return apps;
+}
+
+double Heartbeat(int port) {
+  return Series(port, "zcal_segment_heartbeat_timestamp_seconds");
+}
+
+// Waits until the agent has finished two heartbeats (and so two reads of
+// the report objects) after this call.
+bool TwoMoreReads(int port) {
+  const double first = Heartbeat(port);
+  double second = first;
+  return WaitFor([&] { return (second = Heartbeat(port)) > first; }, milliseconds(30'000)) &&
+         WaitFor([&] { return Heartbeat(port) > second; }, milliseconds(30'000));
+}
+
+struct Agent {
+  TempDir dir;
+  std::unique_ptr<SegmentCleanup> cleanup;
+  std::unique_ptr<AgentProcess> process;
+  int port = 0;
+};
+
+void StartAgent(Agent& agent, const PrivateShm& shm) {
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = agent.dir.path() / "state.json";
+  settings.at_startup = false;
+  settings.apps = "apps:\n  directory: " + shm.path() +
+                  "\n  max_objects: 256\n  owner_check: on\n";
+  agent.cleanup = std::make_unique<SegmentCleanup>(settings.segment);
+  WriteFile(agent.dir.path() / "agent.yaml", AgentConfig(settings));
+  agent.process =
+      AgentProcess::Start(agent.dir.path() / "agent.yaml", agent.dir.path() / "agent.log");
+  ASSERT_TRUE(WaitFor([&] { return (agent.port = agent.process->MetricsPort()) > 0; },
+                      milliseconds(30'000)))
+      << agent.process->Log();
+}
+
+// A TCP receiver on loopback that reads until the sender shuts down its
+// side, then holds the connection open until Release().
+class Receiver {
+ public:
+  Receiver() {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        listen(listener_, 1) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      std::abort();
+    }
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      const int fd = accept(listener_, nullptr, nullptr);
+      char buffer[1 << 16];
+      while (fd >= 0 && read(fd, buffer, sizeof buffer) > 0) {
+      }
+      eof_ = true;
+      while (!release_) std::this_thread::sleep_for(milliseconds(10));
+      if (fd >= 0) close(fd);
+    });
+  }
+  ~Receiver() {
+    Release();
+    shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    close(listener_);
+  }
+  Receiver(const Receiver&) = delete;
+  Receiver& operator=(const Receiver&) = delete;
+  int port() const { return port_; }
+  bool eof() const { return eof_; }
+  void Release() { release_ = true; }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> eof_{false};
+  std::atomic<bool> release_{false};
+  std::thread thread_;
+};
+
+// "key=value" fields of the sender's summary line.
+std::map<std::string, double> Summary(const std::string& text) {
+  std::map<std::string, double> fields;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    const std::size_t eq = word.find('=');
+    if (eq != std::string::npos) fields[word.substr(0, eq)] = std::strtod(word.c_str() + eq + 1, nullptr);
+  }
+  return fields;
+}
+
+TEST(AgentApps, CountsTheExampleSendersSendsAndCompletionsAsItsOwnSummary) {
+  if (const auto why = CannotIsolate()) GTEST_SKIP() << *why;
+  PrivateShm shm;
+  Agent agent;
+  ASSERT_NO_FATAL_FAILURE(StartAgent(agent, shm));
+  const std::string app = "it-sender-" + std::to_string(getpid());
+  Receiver receiver;
+  const fs::path out = agent.dir.path() / "sender.out";
+  // No segment: the fallback answers zerocopy; loopback copies every
+  // zerocopy send, so the guard turns itself off after copied completions.
+  auto sender = AgentProcess::StartProgram(
+      shm.Run(Env("ZC_SENDER") + " --segment /zcal-it-none-" + std::to_string(getpid()) +
+              " --fallback zerocopy --count 3000 --sizes 1000,4096,65536 --report " + app +
+              " 127.0.0.1 " + std::to_string(receiver.port()) + " > " + out.string()),
+      agent.dir.path() / "sender.log");
+  ASSERT_TRUE(WaitFor([&] { return receiver.eof(); }, milliseconds(60'000)))
+      << ReadFile(agent.dir.path() / "sender.log");
+  // Everything is counted once the sender shut its side down; two reads
+  // later the agent holds its final counts, before the object goes.
+  ASSERT_TRUE(TwoMoreReads(agent.port));
+  receiver.Release();
+  ASSERT_EQ(sender->WaitExit(milliseconds(30'000)), 0) << ReadFile(agent.dir.path() / "sender.log");
+  const auto summary = Summary(ReadFile(out));
+  ASSERT_EQ(summary.at("messages"), 3000) << ReadFile(out);
+  // The owner removed its object at exit; the agent folds its counts.
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(agent.port);
+        return Contains(text, "zcal_app_reports{app=\"" + app + "\"} 0\n");
+      },
+      milliseconds(30'000)))
+      << text;
+  EXPECT_EQ(shm.Objects(), 0u);
+  const std::string a = "app=\"" + app + "\"";
+  const std::string zc = "method=\"msg_zerocopy\"";
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"zerocopy\""}),
+            summary.at("zerocopy_messages"));
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"copy\""}),
+            summary.at("copy_messages"));
+  EXPECT_EQ(Sum(text, "zcal_app_bytes_total", {a, zc}), summary.at("bytes"));
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc}), summary.at("completions"));
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc, "copied=\"true\""}),
+            summary.at("copied"));
+  EXPECT_EQ(Sum(text, "zcal_app_message_size_bytes_count", {a, zc}), 3000);
+  EXPECT_GT(summary.at("completions"), 0) << "loopback gave no zerocopy completion";
+  // The figures, for the log: the sender's own line and the agent's series.
+  std::printf("%s", ReadFile(out).c_str());
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(a) != std::string::npos && !line.starts_with("zcal_app_message_size_bytes_bucket"))
+      std::printf("%s\n", line.c_str());
+  }
+  // After more reads, the exited process's counts are still there.
+  ASSERT_TRUE(TwoMoreReads(agent.port));
+  EXPECT_EQ(Sum(Scrape(agent.port), "zcal_app_sends_total", {a}), 3000);
+}
+
+TEST(AgentApps, AThousandKilledProcessesLeaveNoObjectsAndExactTotals) {
+  if (const auto why = CannotIsolate()) GTEST_SKIP() << *why;
+  PrivateShm shm;
+  Agent agent;
+  ASSERT_NO_FATAL_FAILURE(StartAgent(agent, shm));
+  const std::string app = "it-churn-" + std::to_string(getpid());
+  // Each answers 3 sends and reports 3 completions, 1 copied, then dies
+  // by SIGKILL, leaving its object without the CLOSED flag.
+  const CommandResult run = RunCommand(
+      shm.Run("i=0; while [ $i -lt 1000 ]; do " + Env("REPORT_CHURN") + " " + app +
+              " 3 1; i=$((i+1)); done; true"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(agent.port);
+        return shm.Objects() == 0 &&
+               Sum(text, "zcal_app_sends_total", {"app=\"" + app + "\""}) == 3000;
+      },
+      milliseconds(120'000)))
+      << shm.Objects() << " objects left\n"
+      << text;
+  const std::string a = "app=\"" + app + "\"";
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, "decision=\"zerocopy\""}), 3000);
+  EXPECT_EQ(Sum(text, "zcal_app_bytes_total", {a}), 3000 * 4096);
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, "copied=\"true\""}), 1000);
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, "copied=\"false\""}), 2000);
+  EXPECT_TRUE(Contains(text, "zcal_app_reports{app=\"" + app + "\"} 0\n"));
+  EXPECT_GE(Series(agent.port, "zcal_app_reports_removed_total"), 1000);
+  // One name's series, nothing per process.
+  EXPECT_EQ(Apps(text), std::set<std::string>{app});
+  EXPECT_EQ(Series(agent.port, "zcal_app_report_refusals_total{kind=\"layout\"}"), 0);
+}
+
+}  // namespace
+}  // namespace zcal::agent::testing::agent_apps_test
