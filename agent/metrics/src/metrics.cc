@@ -9,6 +9,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "metrics_family.h"
+#include "metrics_contradictions.h"
 #include "metrics_live.h"
 #include "metrics_peers.h"
 #include "metrics_sink.h"
@@ -25,7 +26,7 @@ constexpr CalibrationResult kResults[] = {CalibrationResult::kSuccess,
 constexpr CalibrationTrigger kTriggers[] = {
     CalibrationTrigger::kStartup, CalibrationTrigger::kSchedule,
     CalibrationTrigger::kSignal, CalibrationTrigger::kFingerprint,
-    CalibrationTrigger::kRetry};
+    CalibrationTrigger::kRetry, CalibrationTrigger::kContradiction};
 constexpr HttpDrop kDrops[] = {HttpDrop::kRequestTimeout,
                                HttpDrop::kWriteTimeout, HttpDrop::kClientLimit,
                                HttpDrop::kServerLimit};
@@ -188,6 +189,7 @@ Metrics::Metrics(std::string version, MetricsRole role,
       snapshot_(std::make_unique<Snapshot>()),
       sink_(std::make_unique<SinkView>()),
       peers_(std::make_unique<PeerView>()),
+      contradictions_(std::make_unique<ContradictionView>()),
       role_(role) {}
 
 Metrics::~Metrics() = default;
@@ -338,6 +340,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   snapshot_->AppendTo(out);
   sink_->AppendTo(out);
   peers_->AppendTo(out);
+  contradictions_->AppendTo(out);
   return out;
 }
 

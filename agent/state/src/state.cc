@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "zcal/agent/state/decided_for_json.h"
 #include "zcal/agent/state/host_json.h"
 #include "zcal/agent/state/load_json.h"
 #include "zcal/calibrator/report_json.h"
@@ -113,6 +114,8 @@ std::string SerializeState(const AgentState& state) {
                        {"last_success_ns", p.last_success_ns},
                        {"last_outcome", PeerOutcomeName(p.last_outcome)}};
   }
+  json decided_for = json::object();
+  for (const auto& [path, d] : state.decided_for) decided_for[ToString(path)] = DecidedForToJson(d);
   const json document{
       {"format", "zcal-state"},
       {"version", kStateVersion},
@@ -123,6 +126,7 @@ std::string SerializeState(const AgentState& state) {
       {"paths", std::move(paths)},
       {"peers", std::move(peers)},
       {"peer_round", state.peer_round},
+      {"decided_for", std::move(decided_for)},
   };
   return document.dump(2) + "\n";
 }
@@ -261,13 +265,29 @@ Result<void> ParsePeers(const json& document, AgentState& state) {
   return {};
 }
 
+// Written since the applications' mix; a file without it has results
+// whose mix is not known (they were decided uniform, or as configured).
+Result<void> ParseDecidedFor(const json& document, AgentState& state) {
+  const auto decided = document.find("decided_for");
+  if (decided == document.end() || decided->is_null()) return {};
+  if (!decided->is_object()) return Fail(Errc::kParse, "'decided_for' is no object");
+  for (const auto& [path, entry] : decided->items()) {
+    Result<PathId> id = ParsePathId(path);
+    if (!id) return Fail(Errc::kParse, "decided_for." + path + ": " + id.error().message);
+    Result<DecidedFor> d = DecidedForFromJson(entry);
+    if (!d) return Fail(Errc::kParse, "decided_for." + path + ": " + d.error().message);
+    state.decided_for[*id] = std::move(*d);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<AgentState> ParseState(std::string_view text) {
   const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return Fail(Errc::kParse, "not JSON (truncated or corrupt)");
   AgentState state;
-  for (const auto step : {ParseHeader, ParsePaths, ParsePeers}) {
+  for (const auto step : {ParseHeader, ParsePaths, ParsePeers, ParseDecidedFor}) {
     if (auto parsed = step(document, state); !parsed) return tl::unexpected(parsed.error());
   }
   return state;

@@ -15,6 +15,7 @@
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/path_id.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/traffic_mix.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/host/cpu_accounting.h"
@@ -88,6 +89,9 @@ struct AgentState {
   /// restarting agent moves on to the next peers instead of asking the
   /// same again.
   std::uint64_t peer_round = 0;
+  /// Path -> which traffic mix its last accepted calibration was decided
+  /// for; paths without results have none (PruneDecidedFor).
+  std::map<PathId, DecidedFor> decided_for;
 
   bool empty() const { return paths.empty(); }
 };

@@ -24,6 +24,7 @@
 #include <prometheus/metric_family.h>
 
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/domain/calibration_event.h"
 #include "zcal/agent/domain/export_formats.h"
 #include "zcal/agent/domain/host_default_choice.h"
@@ -147,6 +148,12 @@ class Metrics final : public prometheus::Collectable {
   void RecordPeerDiscovery(std::size_t peers, DnsFailure failure);
   void SetPeers(std::map<PathId, bool> stale, InterfaceAggregates interfaces);
 
+  /// A field contradiction raised (publish/contradiction.h) on a scope kind
+  /// (host_default, peer, interface) and method:
+  /// zcal_app_contradictions_total{scope,method}
+  /// (metrics_contradictions.cc).
+  void RecordContradiction(AppScope scope, calibrator::Method method);
+
   /// The HTTP listener's events (MetricsServer reports them).
   void RecordHttpDrop(HttpDrop drop);
   void RecordHttpResponse(int status);
@@ -165,10 +172,12 @@ class Metrics final : public prometheus::Collectable {
   struct Snapshot;  // published results, last calibration, host (metrics_snapshot.cc)
   struct SinkView;  // zcal_sink_* (metrics_sink.cc)
   struct PeerView;  // zcal_peer*, zcal_interface_* (metrics_peers.cc)
+  struct ContradictionView;  // zcal_app_contradictions_total (metrics_contradictions.cc)
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;
   std::unique_ptr<PeerView> peers_;
+  std::unique_ptr<ContradictionView> contradictions_;
   MetricsRole role_;
 };
 
