@@ -94,7 +94,8 @@ Result<DecidedFor> DecidedForFromJson(const json& j) {
 
 std::string DescribeDecidedFor(const DecidedFor& d) {
   std::string text(MixSourceName(d.source));
-  const std::string sizes = std::to_string(d.mix.bins.size()) + " sizes";
+  const std::size_t n = d.mix.bins.size();
+  const std::string sizes = std::to_string(n) + (n == 1 ? " size" : " sizes");
   switch (d.source) {
     case MixSource::kUniform:
       break;
