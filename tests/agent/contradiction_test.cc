@@ -218,6 +218,32 @@ TEST(FieldContradiction, AContradictionAfterOneClearedIsRaisedAgain) {
   EXPECT_EQ(again.raised.size(), 1u) << "a new contradiction: logged, counted, recalibrated";
 }
 
+TEST(FieldContradiction, RecordsRestoreTheContradictionsInForce) {
+  ContradictionTracker t;
+  std::vector<PublishedEntry> table = {Entry(ScopeKind::kPeer, Verdict::kThreshold, kT0)};
+  t.Apply(Window(kT0, {{"db", AppScope::kPeer, Completions(2000, 2000)}}), Settings(), table, kT0);
+  const std::vector<ContradictionRecord> records = t.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0], (ContradictionRecord{AppScope::kPeer, Method::kMsgZerocopy, kT0, kT0}));
+
+  ContradictionTracker restarted;
+  const std::vector<ContradictionRecord> saved = {
+      records[0], {AppScope::kLoopback, Method::kMsgZerocopy, kT0, kT0}};
+  restarted.Restore(saved);
+  EXPECT_EQ(restarted.Records(), records) << "a loopback record never trips: skipped";
+  restarted.Mark(table);
+  EXPECT_TRUE(table[0].contradicted);
+  EXPECT_FALSE(restarted.Apply(Window(kT0 + kSecond, {}), Settings(), table, kT0 + kSecond)
+                   .changed())
+      << "no new evidence and not measured again: held as before the restart";
+  table[0].measured_at_ns = kT0 + kSecond;
+  EXPECT_EQ(restarted.Apply(Window(kT0 + 600 * kSecond, {}), Settings(), table,
+                            kT0 + 600 * kSecond)
+                .cleared.size(),
+            1u)
+      << "the hold counts from when it was last seen, before the restart";
+}
+
 TEST(FieldContradiction, TheLogLineNamesScopeMethodAppsAndFigures) {
   Contradiction c;
   c.key = {AppScope::kPeer, Method::kMsgZerocopy};

@@ -484,6 +484,28 @@ TEST_F(AppReportsTest, TheFlagStaysThroughARecalibrationUntilAWindowWithoutEvide
   EXPECT_TRUE(publisher->contradictions().empty());
 }
 
+TEST_F(AppReportsTest, ARestartKeepsTheFlagFromTheStateFile) {
+  {
+    auto publisher = Open();
+    Calibrate(*publisher, kT0);
+    ASSERT_TRUE(publisher
+                    ->ApplyAppReports(Copies(kT0 + kSecond, AppScope::kHostDefault, 2000, 2000),
+                                      settings_, kT0 + kSecond)
+                    .recalibrate);
+    publisher->Stop();
+  }
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved) << saved.error().message;
+  ASSERT_EQ(saved->contradictions.size(), 1u);
+  EXPECT_EQ(saved->contradictions[0].scope, AppScope::kHostDefault);
+  auto restarted = Open();
+  restarted->SetHost(host_);
+  restarted->LoadSaved();
+  restarted->Publish();
+  EXPECT_TRUE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+  EXPECT_EQ(restarted->contradictions().size(), 1u);
+}
+
 TEST_F(AppReportsTest, LoopbackCopiesNeverTripIt) {
   auto publisher = Open();
   Calibrate(*publisher, kT0);

@@ -332,6 +332,30 @@ TEST(State, AnInvalidDecidedForIsRejectedNamingTheKey) {
   }
 }
 
+TEST(State, RoundTripsTheFieldContradictionsInForce) {
+  AgentState state = SampleState();
+  state.contradictions = {{AppScope::kPeer, Method::kMsgZerocopy, 100, 200},
+                          {AppScope::kHostDefault, Method::kUringSendZc, 300, 400}};
+  const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->contradictions, state.contradictions);
+  nlohmann::json old = nlohmann::json::parse(SerializeState(state));
+  old.erase("contradictions");
+  const Result<AgentState> before = ParseState(old.dump(), "state.json");
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_TRUE(before->contradictions.empty()) << "a file written before them has none";
+  nlohmann::json bad = nlohmann::json::parse(SerializeState(state));
+  bad["contradictions"][1]["scope"] = "discard";
+  const Result<AgentState> refused = ParseState(bad.dump(), "state.json");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("contradictions[1].scope: not a scope kind"),
+            std::string::npos)
+      << refused.error().message;
+  bad["contradictions"][1]["scope"] = "peer";
+  bad["contradictions"][1].erase("last_seen_ns");
+  EXPECT_FALSE(ParseState(bad.dump(), "state.json"));
+}
+
 TEST(State, SaveCreatesTheDirectoryAndLeavesNoTemporaryFile) {
   TempDir dir;
   const std::filesystem::path path = dir.path() / "a" / "b" / "state.json";

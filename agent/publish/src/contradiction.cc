@@ -139,6 +139,26 @@ void ContradictionTracker::Mark(std::span<PublishedEntry> entries) const {
   }
 }
 
+std::vector<ContradictionRecord> ContradictionTracker::Records() const {
+  std::vector<ContradictionRecord> records;
+  for (const auto& [key, c] : active_) {
+    records.push_back({key.scope, key.method, c.raised_at_ns, c.last_seen_ns});
+  }
+  return records;
+}
+
+void ContradictionTracker::Restore(std::span<const ContradictionRecord> records) {
+  active_.clear();
+  for (const ContradictionRecord& r : records) {
+    if (!EntryScopeOf(r.scope)) continue;
+    Contradiction c;
+    c.key = {r.scope, r.method};
+    c.raised_at_ns = r.raised_at_ns;
+    c.last_seen_ns = r.last_seen_ns;
+    active_[c.key] = c;
+  }
+}
+
 std::string DescribeRaised(const Contradiction& c, std::span<const PublishedEntry> table) {
   const FieldEvidence& e = c.evidence;
   const auto percent = static_cast<long>(std::lround(

@@ -104,6 +104,12 @@ void Publisher::LoadSaved() {
   PruneState(*loaded, config_);
   state_ = std::move(*loaded);
   stale_ = !state_.empty();
+  contradictions_.Restore(state_.contradictions);
+  if (!contradictions_.active().empty()) {
+    spdlog::info("{} field contradiction(s) of the saved state stay flagged until their scopes "
+                 "are measured again",
+                 contradictions_.active().size());
+  }
   std::size_t results = 0;
   for (const auto& [path, methods] : state_.paths) results += methods.size();
   spdlog::info("republishing {} saved results from {}, marked stale until a "
@@ -320,7 +326,12 @@ AppReportsOutcome Publisher::ApplyAppReports(const AppsWindow& window,
     metrics_->RecordContradiction(c.key.scope, c.key.method);
   }
   for (const auto& [c, why] : update.cleared) spdlog::info("{}", DescribeCleared(c, why));
-  if (update.changed()) Publish();
+  // Kept in the state (saved with it), so that a restart keeps the flags.
+  state_.contradictions = contradictions_.Records();
+  if (update.changed()) {
+    Publish();
+    if (!state_.empty()) Save();
+  }
   outcome.recalibrate = !update.raised.empty();
   outcome.raised = update.raised;
   return outcome;

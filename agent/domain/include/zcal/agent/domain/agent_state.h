@@ -10,7 +10,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "zcal/agent/domain/contradiction_record.h"
 #include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/path_id.h"
@@ -92,6 +94,9 @@ struct AgentState {
   /// Path -> which traffic mix its last accepted calibration was decided
   /// for; paths without results have none (PruneDecidedFor).
   std::map<PathId, DecidedFor> decided_for;
+  /// The field contradictions in force when it was saved, so that a
+  /// restart keeps their entries flagged (Publisher::LoadSaved).
+  std::vector<ContradictionRecord> contradictions;
 
   bool empty() const { return paths.empty(); }
 };

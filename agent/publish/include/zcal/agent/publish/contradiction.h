@@ -25,6 +25,7 @@
 
 #include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/domain/apps_settings.h"
+#include "zcal/agent/domain/contradiction_record.h"
 #include "zcal/agent/domain/published_entry.h"
 #include "zcal/calibrator/method.h"
 
@@ -109,6 +110,13 @@ class ContradictionTracker {
   void Mark(std::span<PublishedEntry> entries) const;
 
   const std::map<ContradictionKey, Contradiction>& active() const { return active_; }
+
+  /// The contradictions in force, as the state file keeps them.
+  std::vector<ContradictionRecord> Records() const;
+  /// Puts saved contradictions in force (their evidence is not kept: a
+  /// restored one has none until the rule trips again); replaces those in
+  /// force. Records of a scope kind that never trips the rule are skipped.
+  void Restore(std::span<const ContradictionRecord> records);
 
  private:
   std::map<ContradictionKey, Contradiction> active_;
