@@ -285,5 +285,83 @@ TEST(PlanRound, TheDiscardPathAndPeersAtTheConfiguredClassesLoopbackAtStream) {
   EXPECT_EQ(plan.peers->base.depths, config.depths);
 }
 
+ScopeMixes Mixes() {
+  ScopeMixes mixes;
+  mixes[AppScope::kHostDefault] = TrafficMix{3600, 5000, {{6144, 3.0}, {98304, 1.0}}, {}};
+  mixes[AppScope::kPeer] = TrafficMix{3600, 2000, {{1536, 1.0}}, {}};
+  return mixes;
+}
+
+TEST(PlanRound, DecidesAsConfiguredOrUniformUntilGivenTheApplicationsMix) {
+  Config config;  // loopback and discard
+  config.peers.static_peers = {*common::ParseHostPort("198.18.9.1:7070")};
+  const RoundPlan plan = PlanRound(config, "host-a", 0);
+  for (const PathJob& job : plan.jobs) {
+    EXPECT_EQ(job.decided_for.source, MixSource::kUniform);
+    EXPECT_TRUE(job.options.decision.traffic.empty());
+  }
+  EXPECT_EQ(plan.peers_decided_for.source, MixSource::kUniform);
+  config.decision.traffic = {{65536, 1.0}};
+  const RoundPlan configured = PlanRound(config, "host-a", 0);
+  EXPECT_EQ(configured.jobs[1].decided_for.source, MixSource::kConfigured);
+  EXPECT_EQ(configured.peers_decided_for.source, MixSource::kConfigured);
+}
+
+TEST(ApplyMixes, EachPathDecidesForTheMixOfTheScopeItIsPublishedAs) {
+  Config config;  // loopback and discard
+  config.peers.static_peers = {*common::ParseHostPort("198.18.9.1:7070")};
+  RoundPlan plan = PlanRound(config, "host-a", 0);
+  const ScopeMixes mixes = Mixes();
+  ApplyMixes(plan, config, mixes);
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  EXPECT_EQ(plan.jobs[0].options.target.kind, probes::TargetKind::kLoopback);
+  EXPECT_TRUE(plan.jobs[0].options.decision.traffic.empty()) << "loopback is never: no mix";
+  EXPECT_EQ(plan.jobs[0].decided_for.source, MixSource::kUniform);
+  EXPECT_EQ(plan.jobs[1].options.decision.traffic, mixes.at(AppScope::kHostDefault).bins)
+      << "the discard path stands for the host default";
+  EXPECT_EQ(plan.jobs[1].decided_for.source, MixSource::kApplications);
+  EXPECT_EQ(plan.jobs[1].decided_for.mix.sends, 5000u);
+  ASSERT_TRUE(plan.peers);
+  EXPECT_EQ(plan.peers->base.decision.traffic, mixes.at(AppScope::kPeer).bins);
+  EXPECT_EQ(plan.peers_decided_for.source, MixSource::kApplications);
+  EXPECT_EQ(plan.jobs[1].options.decision.margin, config.decision.margin)
+      << "only the traffic changes";
+
+  config.decision.traffic = {{65536, 1.0}};
+  RoundPlan configured = PlanRound(config, "host-a", 0);
+  ApplyMixes(configured, config, mixes);
+  EXPECT_EQ(configured.jobs[1].options.decision.traffic, config.decision.traffic)
+      << "the configuration's traffic wins";
+  EXPECT_EQ(configured.jobs[1].decided_for.source, MixSource::kConfigured);
+}
+
+TEST(CalibrationRunner, EachReportSaysWhichMixItsPathWasDecidedFor) {
+  Config config;  // loopback and discard
+  RoundPlan plan = PlanRound(config);
+  ApplyMixes(plan, config, Mixes());
+  std::mutex mutex;
+  std::vector<std::vector<calibrator::TrafficBin>> traffic;
+  Events notified;
+  CalibrationRunner runner(
+      [&](const probes::CalibrationOptions& options, const auto&) {
+        const std::lock_guard lock(mutex);
+        traffic.push_back(options.decision.traffic);
+        return Result<probes::CalibrationReport>(Report(options.path_name));
+      },
+      [&] { notified.Add(); });
+  ASSERT_TRUE(runner.Start(plan));
+  ASSERT_TRUE(notified.WaitFor(1));
+  const std::optional<RoundOutcome> outcome = runner.TakeOutcome();
+  ASSERT_TRUE(outcome);
+  ASSERT_EQ(outcome->reports.size(), 2u);
+  EXPECT_EQ(outcome->reports[0].decided_for.source, MixSource::kUniform);
+  EXPECT_EQ(outcome->reports[1].decided_for, plan.jobs[1].decided_for);
+  const std::lock_guard lock(mutex);
+  ASSERT_EQ(traffic.size(), 2u);
+  EXPECT_TRUE(traffic[0].empty());
+  EXPECT_EQ(traffic[1], Mixes().at(AppScope::kHostDefault).bins)
+      << "the calibration decides with the mix";
+}
+
 }  // namespace
 }  // namespace zcal::agent::calibration_runner_test

@@ -111,6 +111,23 @@ host: {root: /tmp}
   EXPECT_EQ(config->host_root, "/tmp");
 }
 
+TEST(Config, DecisionTrafficIsReadInTheGrammarOfTraffic) {
+  const Result<Config> config =
+      ParseConfig("decision: {traffic: \"4KiB:30, 64KiB:70\"}\n", "t.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  const std::vector<calibrator::TrafficBin> bins = {{4096, 30}, {65536, 70}};
+  EXPECT_EQ(config->decision.traffic, bins);
+  EXPECT_TRUE(ParseConfig("decision: {traffic: \"\"}\n", "t.yaml")->decision.traffic.empty())
+      << "empty: none, the applications' mix or uniform";
+  const Result<Config> bad = ParseConfig("decision:\n  traffic: \"4KiB\"\n", "bad.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("decision.traffic"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("'4KiB' is not SIZE:WEIGHT"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("bad.yaml:2"), std::string::npos) << bad.error().message;
+}
+
 TEST(Config, EmptyListenDisablesMetrics) {
   const Result<Config> config = ParseConfig("metrics: {listen: \"\"}\n", "t");
   ASSERT_TRUE(config) << config.error().message;

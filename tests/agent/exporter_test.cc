@@ -62,7 +62,7 @@ RoundOutcome LoopbackNever() {
     result.methods[m] = r;
   }
   RoundOutcome outcome;
-  outcome.reports = {PathReport{ConfiguredPath("loopback"), report}};
+  outcome.reports = {PathReport{ConfiguredPath("loopback"), report, {}}};
   outcome.duration_seconds = 0.1;
   return outcome;
 }

@@ -52,7 +52,7 @@ PathReport Report(const std::string& path, std::initializer_list<Method> methods
   calibrator::PathResult& result = report.analysis.paths[path];
   result.path = path;
   for (const Method m : methods) result.methods[m] = Never(m);
-  return PathReport{ConfiguredPath(path), report};
+  return PathReport{ConfiguredPath(path), report, {}};
 }
 
 RoundOutcome Outcome(std::vector<PathReport> reports) {
@@ -222,7 +222,7 @@ TEST_F(PublisherTest, AFailedRoundChangesNothing) {
   publisher->Publish();
   RoundOutcome failed;
   failed.reports.push_back(
-      PathReport{ConfiguredPath("loopback"), Fail(Errc::kUnsupported, "no probe could run")});
+      PathReport{ConfiguredPath("loopback"), Fail(Errc::kUnsupported, "no probe could run"), {}});
   EXPECT_FALSE(publisher->Accept(failed, Host(42), 1000));
   EXPECT_TRUE(publisher->stale());
   const auto info = ReadInfo(config_.segment.name);
@@ -374,6 +374,165 @@ TEST_F(PublisherTest, MetricsSayWhereTheHostDefaultComesFromOrWhyThereIsNone) {
       << text;
 }
 
+// A host default estimated from the discard path's threshold (a NIC
+// without IOMMU), loopback never: the table the applications' reports are
+// checked against.
+class AppReportsTest : public PublisherTest {
+ protected:
+  static constexpr std::uint64_t kSecond = 1'000'000'000;
+  static constexpr std::uint64_t kT0 = 1'700'000'000 * kSecond;
+
+  AppReportsTest() {
+    config_.paths = {PathConfig{}, PathConfig{"discard", probes::TargetKind::kDiscard}};
+    probes::InterfaceFacts nic;
+    nic.name = "eth0";
+    nic.driver = "virtio_net";
+    host_.host_default_nic.facts = nic;
+  }
+
+  void Calibrate(Publisher& publisher, std::uint64_t now_ns, DecidedFor decided_for = {}) {
+    publisher.SetHost(host_);
+    PathReport discard = Report("discard", {Method::kMsgZerocopy});
+    MethodResult& result = discard.report->analysis.paths["discard"].methods[Method::kMsgZerocopy];
+    result.verdict = Verdict::kThreshold;
+    result.threshold_bytes = 16384;
+    result.reason = Reason::kNone;
+    discard.decided_for = std::move(decided_for);
+    ASSERT_TRUE(publisher.Accept(Outcome({Report("loopback", {Method::kMsgZerocopy}), discard}),
+                                 host_, now_ns));
+  }
+
+  static AppsWindow Copies(std::uint64_t to_ns, AppScope scope, std::uint64_t completions,
+                           std::uint64_t copied) {
+    AppsWindow w;
+    w.from_ns = to_ns - 600 * kSecond;
+    w.to_ns = to_ns;
+    AppCounters& c = w.apps["db"][{scope, Method::kMsgZerocopy}];
+    c.answers[3][1][0] = completions;
+    c.completions = completions;
+    c.copied = copied;
+    c.sizes[14] = completions;
+    return w;
+  }
+
+  // Scope code -> entry flags of the segment's msg_zerocopy stream entries.
+  std::map<int, std::uint16_t> Flags() const {
+    std::map<int, std::uint16_t> flags;
+    auto segment = client::Segment::Open(config_.segment.name.c_str());
+    EXPECT_TRUE(segment) << segment.detail();
+    if (!segment) return flags;
+    const auto info = segment->Info();
+    for (std::uint32_t i = 0; info && i < info->count; ++i) {
+      const auto e = segment->Entry(i);
+      if (e && e->method == ZCAL_METHOD_MSG_ZEROCOPY) flags[e->scope] = e->entry_flags;
+    }
+    return flags;
+  }
+
+  AppsSettings settings_;  // window 1 h, share 0.5, 1000 completions
+  HostInfo host_ = Host(1);
+};
+
+TEST_F(AppReportsTest, AContradictionFlagsTheScopesEntriesInTheSegmentCountsAndAsksOnce) {
+  auto publisher = Open();
+  Calibrate(*publisher, kT0);
+  ASSERT_EQ(Flags().count(ZCAL_SCOPE_HOST_DEFAULT), 1u) << "an estimated host default";
+  EXPECT_FALSE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+
+  const AppReportsOutcome first = publisher->ApplyAppReports(
+      Copies(kT0 + 10 * kSecond, AppScope::kHostDefault, 2000, 1900), settings_,
+      kT0 + 10 * kSecond);
+  EXPECT_TRUE(first.recalibrate);
+  ASSERT_EQ(first.raised.size(), 1u);
+  const std::map<int, std::uint16_t> flags = Flags();
+  EXPECT_TRUE(flags.at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+  EXPECT_TRUE(flags.at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_ESTIMATED) << "other flags stay";
+  EXPECT_FALSE(flags.at(ZCAL_SCOPE_DISCARD) & ZCAL_ENTRY_CONTRADICTED)
+      << "the discard path's own entry answers no traffic";
+  EXPECT_FALSE(flags.at(ZCAL_SCOPE_LOOPBACK) & ZCAL_ENTRY_CONTRADICTED);
+  EXPECT_TRUE(Contains(metrics_->Text(),
+                       "zcal_app_contradictions_total{method=\"msg_zerocopy\","
+                       "scope=\"host_default\"} 1"))
+      << metrics_->Text();
+
+  const AppReportsOutcome again = publisher->ApplyAppReports(
+      Copies(kT0 + 20 * kSecond, AppScope::kHostDefault, 3000, 2900), settings_,
+      kT0 + 20 * kSecond);
+  EXPECT_FALSE(again.recalibrate) << "the same contradiction: not asked again";
+  EXPECT_TRUE(Contains(metrics_->Text(),
+                       "zcal_app_contradictions_total{method=\"msg_zerocopy\","
+                       "scope=\"host_default\"} 1"));
+  EXPECT_TRUE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+}
+
+TEST_F(AppReportsTest, TheFlagStaysThroughARecalibrationUntilAWindowWithoutEvidence) {
+  auto publisher = Open();
+  Calibrate(*publisher, kT0);
+  ASSERT_TRUE(publisher
+                  ->ApplyAppReports(Copies(kT0 + kSecond, AppScope::kHostDefault, 2000, 2000),
+                                    settings_, kT0 + kSecond)
+                  .recalibrate);
+  Calibrate(*publisher, kT0 + 100 * kSecond);  // confirms the threshold
+  EXPECT_TRUE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED)
+      << "a publish keeps the flag in force";
+  const std::uint64_t hold_ns = static_cast<std::uint64_t>(settings_.window.count()) * kSecond;
+  const AppsWindow quiet = Copies(kT0 + hold_ns, AppScope::kHostDefault, 0, 0);
+  EXPECT_FALSE(publisher->ApplyAppReports(quiet, settings_, kT0 + kSecond + hold_ns - 1).recalibrate);
+  EXPECT_TRUE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+  publisher->ApplyAppReports(quiet, settings_, kT0 + kSecond + hold_ns);
+  EXPECT_FALSE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+  EXPECT_TRUE(publisher->contradictions().empty());
+}
+
+TEST_F(AppReportsTest, ARestartKeepsTheFlagFromTheStateFile) {
+  {
+    auto publisher = Open();
+    Calibrate(*publisher, kT0);
+    ASSERT_TRUE(publisher
+                    ->ApplyAppReports(Copies(kT0 + kSecond, AppScope::kHostDefault, 2000, 2000),
+                                      settings_, kT0 + kSecond)
+                    .recalibrate);
+    publisher->Stop();
+  }
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved) << saved.error().message;
+  ASSERT_EQ(saved->contradictions.size(), 1u);
+  EXPECT_EQ(saved->contradictions[0].scope, AppScope::kHostDefault);
+  auto restarted = Open();
+  restarted->SetHost(host_);
+  restarted->LoadSaved();
+  restarted->Publish();
+  EXPECT_TRUE(Flags().at(ZCAL_SCOPE_HOST_DEFAULT) & ZCAL_ENTRY_CONTRADICTED);
+  EXPECT_EQ(restarted->contradictions().size(), 1u);
+}
+
+TEST_F(AppReportsTest, LoopbackCopiesNeverTripIt) {
+  auto publisher = Open();
+  Calibrate(*publisher, kT0);
+  const AppReportsOutcome outcome = publisher->ApplyAppReports(
+      Copies(kT0 + kSecond, AppScope::kLoopback, 100000, 100000), settings_, kT0 + kSecond);
+  EXPECT_FALSE(outcome.recalibrate);
+  for (const auto& [scope, flags] : Flags()) EXPECT_FALSE(flags & ZCAL_ENTRY_CONTRADICTED) << scope;
+}
+
+TEST_F(AppReportsTest, KeepsEachScopesMixAndSavesWhichMixAPathWasDecidedFor) {
+  auto publisher = Open();
+  EXPECT_TRUE(publisher->AppMixes().empty());
+  publisher->ApplyAppReports(Copies(kT0, AppScope::kHostDefault, 5000, 0), settings_, kT0);
+  ASSERT_TRUE(publisher->AppMixes().contains(AppScope::kHostDefault));
+  EXPECT_EQ(publisher->AppMixes().at(AppScope::kHostDefault).sends, 5000u);
+  RoundPlan plan = PlanRound(config_);
+  ApplyMixes(plan, config_, publisher->AppMixes());
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  Calibrate(*publisher, kT0 + kSecond, plan.jobs[1].decided_for);
+  const Result<AgentState> saved = LoadState(config_.state_path);
+  ASSERT_TRUE(saved) << saved.error().message;
+  const DecidedFor& d = saved->decided_for.at(ConfiguredPath("discard"));
+  EXPECT_EQ(d.source, MixSource::kApplications);
+  EXPECT_EQ(d.mix.sends, 5000u);
+  EXPECT_EQ(saved->decided_for.at(ConfiguredPath("loopback")).source, MixSource::kUniform);
+}
+
 // What the service asks after a round (a success that leaves every
 // discard-path result inconclusive is retried like a failure).
 TEST_F(PublisherTest, TheDiscardPathIsInconclusiveOnlyWhenEachOfItsStreamResultsIs) {
@@ -390,7 +549,7 @@ TEST_F(PublisherTest, TheDiscardPathIsInconclusiveOnlyWhenEachOfItsStreamResults
       r.confidence = 0.6;
       result.methods[method] = r;
     }
-    return PathReport{ConfiguredPath("discard"), report};
+    return PathReport{ConfiguredPath("discard"), report, {}};
   };
   {
     auto publisher = Open();  // loopback only

@@ -229,6 +229,27 @@ TEST(ReportModelOf, ShowsTheLoadEachResultOfAStateWasMeasuredUnder) {
   EXPECT_NE(page.find("<td class=\"load\">load not measured</td>"), std::string::npos);
 }
 
+TEST(ReportModelOf, SaysWhichTrafficMixEachPathOfAStateWasDecidedFor) {
+  AgentState state;
+  state.paths[ConfiguredPath("discard")][cal::Method::kMsgZerocopy].published =
+      Entry("discard", cal::Method::kMsgZerocopy).result;
+  state.paths[ConfiguredPath("loopback")][cal::Method::kMsgZerocopy].published =
+      Entry("loopback", cal::Method::kMsgZerocopy).result;
+  DecidedFor apps;
+  apps.source = MixSource::kApplications;
+  apps.mix = TrafficMix{3600, 12000, {{6144, 1.0}, {98304, 2.0}}, {}};
+  state.decided_for[ConfiguredPath("discard")] = apps;
+  const ReportModel model = ModelOfState(state, "state.json");
+  ASSERT_EQ(model.entries.size(), 2u);
+  EXPECT_EQ(model.entries[0].decided_for, apps);
+  EXPECT_FALSE(model.entries[1].decided_for) << "a state written before the mix says nothing";
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("Decided for the traffic mix: applications (3600 s, 12000 sends, 2 "
+                      "sizes)."),
+            std::string::npos)
+      << page;
+}
+
 TEST(ReportModelOf, AStateHasARowAndAChartPerDepthClass) {
   AgentState state;
   state.paths[ConfiguredPath("discard")][cal::Method::kMsgZerocopy].published =

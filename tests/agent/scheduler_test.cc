@@ -342,6 +342,70 @@ TEST_F(SchedulerTest, AFingerprintChangeWhileIdleStartsACalibration) {
   EXPECT_FALSE(s.armed());
 }
 
+TEST_F(SchedulerTest, AContradictionWhileIdleStartsACalibrationWithItsTrigger) {
+  ScheduleOptions o = Options();
+  o.at_startup = false;
+  Scheduler s(o);
+  ASSERT_TRUE(Start(s, kT0).arm);
+  const Decision d = s.On(ContradictionEvent{}, kT0 + seconds(30));
+  EXPECT_EQ(d.start, Trigger::kContradiction);
+  EXPECT_TRUE(d.disarm) << "the regular timer is replaced by what follows";
+  const Decision done = s.On(kOk, kT0 + seconds(31));
+  ASSERT_TRUE(done.arm);
+  EXPECT_EQ(done.arm->reason, TimerReason::kSchedule) << "then the schedule as usual";
+}
+
+TEST_F(SchedulerTest, AContradictionWaitsForTheBudgetLikeAnyStart) {
+  ScheduleOptions o = Options();
+  o.at_startup = false;
+  o.seconds_per_calibration = 4;
+  o.seconds_per_hour = 6;
+  Scheduler s(o);
+  Start(s, kT0);
+  RunOnce(s, kT0 + seconds(10), 4);
+  const Decision d = s.On(ContradictionEvent{}, kT0 + seconds(20));
+  EXPECT_FALSE(d.start) << "4 s used + 4 s needed exceed 6 s";
+  EXPECT_EQ(d.note, Note::kBudgetWait);
+  EXPECT_EQ(d.about, Trigger::kContradiction);
+  ASSERT_TRUE(d.arm);
+  EXPECT_EQ(d.arm->trigger, Trigger::kContradiction);
+  EXPECT_EQ(d.arm->reason, TimerReason::kBudget);
+  const Decision fired = s.On(TimerFiredEvent{d.arm->id}, kT0 + seconds(20) + d.arm->delay);
+  EXPECT_EQ(fired.start, Trigger::kContradiction) << "it starts once the hour frees the budget";
+}
+
+TEST_F(SchedulerTest, AContradictionWhileCalibratingQueuesOneMoreCalibration) {
+  Scheduler s(Options());
+  Start(s, kT0);
+  const Decision queued = s.On(ContradictionEvent{}, kT0 + milliseconds(100));
+  EXPECT_EQ(queued.note, Note::kRerunQueued);
+  EXPECT_EQ(queued.about, Trigger::kContradiction);
+  EXPECT_FALSE(queued.start);
+  const Decision done = s.On(kOk, kT0 + seconds(1));
+  EXPECT_EQ(done.start, Trigger::kContradiction);
+  const Decision second = s.On(kOk, kT0 + seconds(2));
+  EXPECT_FALSE(second.start) << "one contradiction: one calibration";
+}
+
+TEST_F(SchedulerTest, AQueuedFingerprintRerunServesALaterContradictionToo) {
+  Scheduler s(Options());
+  Start(s, kT0);
+  s.On(FingerprintChangedEvent{}, kT0 + milliseconds(100));
+  s.On(ContradictionEvent{}, kT0 + milliseconds(200));
+  const Decision done = s.On(kOk, kT0 + seconds(1));
+  EXPECT_EQ(done.start, Trigger::kFingerprint);
+  EXPECT_FALSE(s.On(kOk, kT0 + seconds(2)).start) << "one rerun recalibrates every path";
+}
+
+TEST_F(SchedulerTest, AContradictionAfterAStopIsIgnored) {
+  Scheduler s(Options());
+  Start(s, kT0);
+  s.On(StopRequestedEvent{}, kT0 + seconds(1));
+  const Decision d = s.On(ContradictionEvent{}, kT0 + seconds(2));
+  EXPECT_EQ(d.note, Note::kIgnoredWhileStopping);
+  EXPECT_FALSE(d.start);
+}
+
 TEST_F(SchedulerTest, CalibrateNowWhileCalibratingIsIgnored) {
   Scheduler s(Options());
   Start(s, kT0);

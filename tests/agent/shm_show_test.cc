@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "shm_test_util.h"
+#include "test_util.h"
 #include "zcal/agent/report/segment_table.h"
+#include "zcal/agent/state/state.h"
 
 // This file's names, apart from other test files' (unity builds).
 namespace shm_show_test {
@@ -98,8 +100,9 @@ TEST_F(ZcalShow, PrintsHeaderAndEveryEntry) {
   ASSERT_TRUE(writer->Publish(SampleTable(), true, HostDefaultSource::kEstimated));
   auto r = Show({}, {"ZCAL_SEGMENT=" + name.str()});
   ASSERT_EQ(r.exit_status, 0) << r.err;
+  const std::string abi = "ABI 1." + std::to_string(ZCAL_ABI_MINOR);
   for (const char* expected :
-       {"stale       yes", "entries     5 of 8", "ABI 1.2", "SCOPE", "DEPTH", "peer 10.1.0.0/16",
+       {"stale       yes", "entries     5 of 8", abi.c_str(), "SCOPE", "DEPTH", "peer 10.1.0.0/16",
         "peer 2001:db8::/32", "interface eth0", "loopback", "host_default (estimated)",
         "host default estimated from the discard path",
         "kernel_copied", "uring_send_zc", "16384", "0.50", "unknown", "0000000000abcdef",
@@ -142,6 +145,57 @@ TEST_F(ZcalShow, PrintsJson) {
   EXPECT_EQ(entries[3]["estimated"], false);
   EXPECT_EQ(doc["host_default"]["source"], "unknown") << "published without saying";
   EXPECT_EQ(entries[0]["depth"], "stream");
+}
+
+TEST_F(ZcalShow, MarksAnEntryTheApplicationsContradict) {
+  ScopedName name("show-contradicted");
+  auto writer = MakeWriter(name, 8);
+  PublishedEntry flagged = Entry(ScopeKind::kHostDefault, 16384);
+  flagged.contradicted = true;
+  PublishedEntry nic = Entry(ScopeKind::kInterface, 32768);
+  nic.interface = "eth0";
+  ASSERT_TRUE(writer->Publish(std::vector<PublishedEntry>{flagged, nic}, false));
+  auto table = Show({"--segment", name.str()});
+  ASSERT_EQ(table.exit_status, 0) << table.err;
+  EXPECT_NE(table.out.find("threshold (contradicted)"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("(contradicted)"), table.out.rfind("(contradicted)"))
+      << "one entry is flagged\n" << table.out;
+  auto json = Show({"--segment", name.str(), "--json"});
+  ASSERT_EQ(json.exit_status, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["entries"][0]["contradicted"], true);
+  EXPECT_EQ(doc["entries"][1]["contradicted"], false);
+}
+
+TEST_F(ZcalShow, WithTheStateSaysWhichMixEachPathWasDecidedFor) {
+  ScopedName name("show-decided");
+  auto writer = MakeWriter(name, 8);
+  ASSERT_TRUE(writer->Publish(SampleTable(), false));
+  zcal::agent::AgentState state;
+  const zcal::agent::PathId discard = zcal::agent::PathId::Configured("discard");
+  state.paths[discard][zcal::calibrator::Method::kMsgZerocopy].published.verdict =
+      zcal::calibrator::Verdict::kNever;
+  zcal::agent::DecidedFor apps;
+  apps.source = zcal::agent::MixSource::kApplications;
+  apps.mix = zcal::agent::TrafficMix{3600, 12000, {{6144, 1.0}}, {}};
+  state.decided_for[discard] = apps;
+  zcal::agent::testing::TempDir dir;
+  const std::string file = (dir.path() / "state.json").string();
+  ASSERT_TRUE(zcal::agent::SaveState(state, file));
+  auto table = Show({"--segment", name.str(), "--state", file});
+  ASSERT_EQ(table.exit_status, 0) << table.err;
+  EXPECT_NE(table.out.find("decided for"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("discard  applications (3600 s, 12000 sends, 1 size)"),
+            std::string::npos)
+      << table.out;
+  auto json = Show({"--segment", name.str(), "--state", file, "--json"});
+  ASSERT_EQ(json.exit_status, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& d = doc["measured_under"]["decided_for"]["discard"];
+  EXPECT_EQ(d["source"], "applications");
+  EXPECT_EQ(d["window_seconds"], 3600);
+  EXPECT_EQ(d["sends"], 12000);
+  EXPECT_EQ(d["bins"][0]["size_bytes"], 6144);
 }
 
 TEST_F(ZcalShow, ShowsTheDepthClassOfEachEntry) {

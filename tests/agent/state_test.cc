@@ -279,6 +279,83 @@ TEST(State, InvalidLoadsAreRejectedNamingTheKey) {
   }
 }
 
+TEST(State, RoundTripsWhichMixEachPathWasDecidedFor) {
+  AgentState state = SampleState();
+  DecidedFor apps;
+  apps.source = MixSource::kApplications;
+  apps.mix.window_seconds = 3600;
+  apps.mix.sends = 12345;
+  apps.mix.bins = {{6144, 6144.0 * 300}, {98304, 98304.0 * 20}};
+  apps.mix.depth_shares = {{DepthClass::k1, 0.25}, {DepthClass::kStream, 0.75}};
+  state.decided_for[ConfiguredPath("loopback")] = DecidedFor{};
+  state.decided_for[ConfiguredPath("discard")] = apps;
+  DecidedFor configured;
+  configured.source = MixSource::kConfigured;
+  configured.mix.bins = {{65536, 1.0}};
+  state.decided_for[PeerPath("10.0.0.2:7070")] = configured;
+  const std::string text = SerializeState(state);
+  EXPECT_NE(text.find("\"source\": \"applications\""), std::string::npos) << text;
+  const Result<AgentState> parsed = ParseState(text, "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->decided_for, state.decided_for);
+  EXPECT_EQ(SerializeState(*parsed), text);
+}
+
+TEST(State, FilesWrittenBeforeTheMixLoadWithNoneDecidedFor) {
+  nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+  ASSERT_TRUE(document.contains("decided_for"));
+  document.erase("decided_for");
+  const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_TRUE(parsed->decided_for.empty());
+  EXPECT_EQ(parsed->paths.size(), 1u);
+}
+
+TEST(State, AnInvalidDecidedForIsRejectedNamingTheKey) {
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {"applications", "decided_for.discard: not an object"},
+      {{{"source", "apps"}}, "decided_for.discard: source: '\"apps\"' is not uniform"},
+      {{{"source", "applications"}, {"sends", -1}}, "decided_for.discard: sends: not a whole"},
+      {{{"source", "applications"}, {"bins", {{{"size_bytes", 0}, {"weight", 1}}}}},
+       "decided_for.discard: bins: each must be"},
+      {{{"source", "applications"}, {"depths", {{"2", 0.5}}}},
+       "decided_for.discard: depths: '2' must be a depth class"},
+  };
+  for (const auto& [value, fragment] : cases) {
+    nlohmann::json document = nlohmann::json::parse(SerializeState(SampleState()));
+    document["decided_for"]["discard"] = value;
+    const Result<AgentState> parsed = ParseState(document.dump(), "state.json");
+    ASSERT_FALSE(parsed) << fragment;
+    EXPECT_EQ(parsed.error().code, Errc::kParse);
+    EXPECT_NE(parsed.error().message.find(fragment), std::string::npos)
+        << "expected '" << fragment << "' in: " << parsed.error().message;
+  }
+}
+
+TEST(State, RoundTripsTheFieldContradictionsInForce) {
+  AgentState state = SampleState();
+  state.contradictions = {{AppScope::kPeer, Method::kMsgZerocopy, 100, 200},
+                          {AppScope::kHostDefault, Method::kUringSendZc, 300, 400}};
+  const Result<AgentState> parsed = ParseState(SerializeState(state), "state.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->contradictions, state.contradictions);
+  nlohmann::json old = nlohmann::json::parse(SerializeState(state));
+  old.erase("contradictions");
+  const Result<AgentState> before = ParseState(old.dump(), "state.json");
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_TRUE(before->contradictions.empty()) << "a file written before them has none";
+  nlohmann::json bad = nlohmann::json::parse(SerializeState(state));
+  bad["contradictions"][1]["scope"] = "discard";
+  const Result<AgentState> refused = ParseState(bad.dump(), "state.json");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("contradictions[1].scope: not a scope kind"),
+            std::string::npos)
+      << refused.error().message;
+  bad["contradictions"][1]["scope"] = "peer";
+  bad["contradictions"][1].erase("last_seen_ns");
+  EXPECT_FALSE(ParseState(bad.dump(), "state.json"));
+}
+
 TEST(State, SaveCreatesTheDirectoryAndLeavesNoTemporaryFile) {
   TempDir dir;
   const std::filesystem::path path = dir.path() / "a" / "b" / "state.json";

@@ -78,14 +78,21 @@ std::vector<PublishedEntry> Table() {
 
 class Published {
  public:
-  Published() : name_("/zcal-old-reader-" + std::to_string(getpid())) {
+  // `contradicted`: every entry that says zerocopy pays carries
+  // ZCAL_ENTRY_CONTRADICTED (ABI minor 3).
+  explicit Published(bool contradicted = false)
+      : name_("/zcal-old-reader-" + std::to_string(getpid())) {
     zcal::agent::ShmWriterOptions options;
     options.name = name_;
     options.capacity = 16;
     auto writer = zcal::agent::ShmWriter::Create(options);
     if (!writer) throw std::runtime_error(writer.error().message);
     writer_ = std::move(*writer);
-    if (auto ok = writer_->Publish(Table(), false); !ok) {
+    std::vector<PublishedEntry> table = Table();
+    for (PublishedEntry& e : table) {
+      e.contradicted = contradicted && e.verdict != cal::Verdict::kNever;
+    }
+    if (auto ok = writer_->Publish(table, false); !ok) {
       throw std::runtime_error(ok.error().message);
     }
   }
@@ -127,6 +134,19 @@ TEST(OldReader, ReadsTheStreamAnswersOfASegmentWithDepthClasses) {
                          "20000 threshold peer",
                          "30000 threshold interface",
                      }));
+}
+
+TEST(OldReader, IgnoresTheContradictedFlagOfALaterWriter) {
+  Published segment(/*contradicted=*/true);
+  const std::vector<std::string> answers = AskOldReader(
+      segment.name(), {"198.51.100.1//1", "127.0.0.1//1", "192.0.2.7//3", "/eth9/1"});
+  EXPECT_EQ(answers, (std::vector<std::string>{
+                         "24576 threshold host_default",
+                         "0 never loopback",
+                         "20000 threshold peer",
+                         "30000 threshold interface",
+                     }))
+      << "the measured verdicts, as before the flag";
 }
 
 TEST(OldReader, CurrentReaderAnswersEachClassOfTheSameSegment) {

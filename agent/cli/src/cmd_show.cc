@@ -25,6 +25,7 @@
 #include "zcal/agent/cli/commands.h"
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/report/segment_table.h"
+#include "zcal/agent/state/decided_for_json.h"
 #include "zcal/agent/state/load_json.h"
 #include "zcal/agent/state/state.h"
 #include "zcal/common/clock.h"
@@ -106,7 +107,8 @@ void PrintTable(std::ostream& out, const std::string& name, const zcal_info& inf
     rows.push_back({{ScopeText(e) + (Estimated(e) ? " (estimated)" : ""),
                      zcal_method_name(e.method),
                      DepthText(e),
-                     zcal_verdict_name(e.verdict),
+                     std::string(zcal_verdict_name(e.verdict)) +
+                         (Contradicted(e) ? " (contradicted)" : ""),
                      (e.entry_flags & ZCAL_ENTRY_HAS_THRESHOLD)
                          ? std::to_string(e.threshold_bytes)
                          : std::string("-"),
@@ -140,7 +142,9 @@ nlohmann::json LoadsJson(const std::string& file, const AgentState& state) {
                          {"load", HostLoadToJson(s.load)}});
     }
   }
-  return {{"state", file}, {"results", std::move(results)}};
+  nlohmann::json decided_for = nlohmann::json::object();
+  for (const auto& [path, d] : state.decided_for) decided_for[ToString(path)] = DecidedForToJson(d);
+  return {{"state", file}, {"results", std::move(results)}, {"decided_for", std::move(decided_for)}};
 }
 
 void PrintLoads(std::ostream& out, const std::string& file, const AgentState& state) {
@@ -165,6 +169,18 @@ void PrintLoads(std::ostream& out, const std::string& file, const AgentState& st
       row(ToString(path), calibrator::MethodName(key.method), DepthClassName(key.depth),
           DescribeLoad(s.load));
     }
+  }
+  if (state.decided_for.empty()) return;
+  out << "\ndecided for (the traffic mix each path's thresholds weigh sizes by)\n";
+  std::size_t path_width = 4;
+  for (const auto& [path, d] : state.decided_for) {
+    path_width = std::max(path_width, ToString(path).size());
+  }
+  out << "PATH" << std::string(path_width - 4 + 2, ' ') << "MIX\n";
+  for (const auto& [path, d] : state.decided_for) {
+    const std::string name = ToString(path);
+    out << name << std::string(path_width - name.size() + 2, ' ') << DescribeDecidedFor(d)
+        << "\n";
   }
 }
 
@@ -284,8 +300,9 @@ Command AddShowCommand(CLI::App& parent) {
   app->add_option("--segment", args->segment,
                   "Segment name, \"/NAME\" (default: $ZCAL_SEGMENT, else /zcal)");
   app->add_option("--state", args->state,
-                  "Also print the load each result was measured under, from this state file "
-                  "(the agent's state.path): the segment has no room for it");
+                  "Also print the load each result was measured under and the traffic mix "
+                  "each path was decided for, from this state file (the agent's state.path): "
+                  "the segment has no room for them");
   app->add_flag("--json", args->json, "Print JSON instead of a table");
   return {app, [args] { return RunShow(*args); }};
 }

@@ -22,11 +22,8 @@ struct DecisionArgs {
   calibrator::DecisionOptions ToOptions() const;
 };
 
-/// Parses a traffic histogram, "SIZE:WEIGHT[,SIZE:WEIGHT...]" with sizes in
-/// the size grammar (4096, 4KiB, 64k) and weights >= 0 in any unit (bytes
-/// sent, a share): "4KiB:30,64KiB:70". Errc::kInvalidArgument naming the
-/// bad entry (the message does not name the option; CLI11 prefixes it).
-Result<std::vector<calibrator::TrafficBin>> ParseTraffic(std::string_view text);
+/// The traffic grammar of --traffic (calibrator/decision_options.h).
+using calibrator::ParseTraffic;
 
 /// Registers --objective, --tolerance, --margin and --traffic on `app`,
 /// bound to `args`.

@@ -265,8 +265,8 @@ void ReadSizes(ConfigReader& reader, const YAML::Node& node, Config& config) {
 
 void ReadDecision(ConfigReader& reader, const YAML::Node& node,
                   Config& config) {
-  static constexpr std::array<std::string_view, 4> kKeys = {
-      "objective", "tolerance", "margin", "kernel_copied_fraction"};
+  static constexpr std::array<std::string_view, 5> kKeys = {
+      "objective", "tolerance", "margin", "kernel_copied_fraction", "traffic"};
   const auto fields = reader.Map(node, "decision", kKeys);
   if (!fields) return;
   calibrator::DecisionOptions& d = config.decision;
@@ -293,6 +293,20 @@ void ReadDecision(ConfigReader& reader, const YAML::Node& node,
       it != fields->end()) {
     reader.Number(it->second, "decision.kernel_copied_fraction", 0.01, 1,
                   d.kernel_copied_fraction);
+  }
+  // Set, it wins over the applications' mix (docs/calibrator.md).
+  if (const auto it = fields->find("traffic"); it != fields->end()) {
+    std::string text;
+    if (reader.String(it->second, "decision.traffic", text) && !text.empty()) {
+      auto bins = calibrator::ParseTraffic(text);
+      if (bins) {
+        d.traffic = std::move(*bins);
+      } else {
+        reader.Error(it->second, "decision.traffic",
+                     bins.error().message + "; write SIZE:WEIGHT pairs such as "
+                                            "\"4KiB:30,64KiB:70\", or \"\" for none");
+      }
+    }
   }
 }
 

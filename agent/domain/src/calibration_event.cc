@@ -26,6 +26,8 @@ std::string_view CalibrationTriggerName(CalibrationTrigger trigger) {
       return "fingerprint";
     case CalibrationTrigger::kRetry:
       return "retry";
+    case CalibrationTrigger::kContradiction:
+      return "contradiction";
   }
   return "unknown";
 }

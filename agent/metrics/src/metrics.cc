@@ -10,6 +10,7 @@
 
 #include "metrics_apps.h"
 #include "metrics_family.h"
+#include "metrics_contradictions.h"
 #include "metrics_live.h"
 #include "metrics_peers.h"
 #include "metrics_sink.h"
@@ -26,7 +27,7 @@ constexpr CalibrationResult kResults[] = {CalibrationResult::kSuccess,
 constexpr CalibrationTrigger kTriggers[] = {
     CalibrationTrigger::kStartup, CalibrationTrigger::kSchedule,
     CalibrationTrigger::kSignal, CalibrationTrigger::kFingerprint,
-    CalibrationTrigger::kRetry};
+    CalibrationTrigger::kRetry, CalibrationTrigger::kContradiction};
 constexpr HttpDrop kDrops[] = {HttpDrop::kRequestTimeout,
                                HttpDrop::kWriteTimeout, HttpDrop::kClientLimit,
                                HttpDrop::kServerLimit};
@@ -190,6 +191,7 @@ Metrics::Metrics(std::string version, MetricsRole role,
       sink_(std::make_unique<SinkView>()),
       peers_(std::make_unique<PeerView>()),
       apps_(std::make_unique<AppsView>()),
+      contradictions_(std::make_unique<ContradictionView>()),
       role_(role) {}
 
 Metrics::~Metrics() = default;
@@ -341,6 +343,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   sink_->AppendTo(out);
   peers_->AppendTo(out);
   apps_->AppendTo(out);
+  contradictions_->AppendTo(out);
   return out;
 }
 

@@ -116,6 +116,12 @@ void PruneState(AgentState& state, const Config& config) {
   }
   std::erase_if(state.paths, [](const auto& item) { return item.second.empty(); });
   PrunePeers(state, config);
+  PruneDecidedFor(state);
+}
+
+void PruneDecidedFor(AgentState& state) {
+  std::erase_if(state.decided_for,
+                [&](const auto& item) { return !state.paths.contains(item.first); });
 }
 
 namespace {

@@ -84,6 +84,7 @@ Result<void> EncodePeer(const PublishedEntry& in, const std::string& name, std::
 Result<void> EncodeValue(const PublishedEntry& in, const std::string& name, std::size_t index,
                          zcal_shm_entry& out) {
   if (in.estimated) out.entry_flags |= ZCAL_ENTRY_ESTIMATED;
+  if (in.contradicted) out.entry_flags |= ZCAL_ENTRY_CONTRADICTED;
   if (in.verdict == Verdict::kThreshold && !in.threshold_bytes) {
     return Fail(Errc::kInvalidArgument,
                 EntryWhere(name, index) + ": verdict threshold without threshold_bytes");

@@ -9,6 +9,7 @@
 
 #include "report_assets.h"
 #include "zcal/agent/report/report.h"
+#include "zcal/agent/state/decided_for_json.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/text.h"
 #include "zcal/common/units.h"
@@ -340,6 +341,10 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
   if (r.model && !r.model->accepted && !r.model->rejection.empty()) {
     out += "<p class=\"note\">The fitted model was rejected: " +
            Escape(r.model->rejection) + "; its curves are not drawn.</p>\n";
+  }
+  if (e.decided_for) {
+    out += "<p class=\"note\">Decided for the traffic mix: " +
+           Escape(DescribeDecidedFor(*e.decided_for)) + ".</p>\n";
   }
   if (e.pending) {
     out += "<p class=\"note\">A differing result (" + Escape(VerdictText(*e.pending)) +

@@ -98,9 +98,12 @@ ReportModel ModelOfState(const AgentState& state, std::string source) {
     if (model.host->facts.fingerprint == 0) model.host->facts.fingerprint = state.fingerprint;
   }
   for (const auto& [path, methods] : state.paths) {
+    const auto decided = state.decided_for.find(path);
     for (const auto& [key, s] : methods) {
       model.entries.push_back(
-          {ToString(path), s.published, s.measured_at_ns, s.pending, s.load, key.depth});
+          {ToString(path), s.published, s.measured_at_ns, s.pending, s.load, key.depth,
+           decided == state.decided_for.end() ? std::nullopt
+                                              : std::optional<DecidedFor>(decided->second)});
     }
   }
   return model;

@@ -68,6 +68,10 @@ bool Estimated(const zcal_shm_entry& e) {
   return (e.entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
 }
 
+bool Contradicted(const zcal_shm_entry& e) {
+  return (e.entry_flags & ZCAL_ENTRY_CONTRADICTED) != 0;
+}
+
 HostDefaultSource HostDefaultSourceOf(std::uint32_t code) {
   switch (code) {
     case ZCAL_HOST_DEFAULT_PEERS: return HostDefaultSource::kPeers;
@@ -159,6 +163,7 @@ nlohmann::json ThresholdsJson(const SegmentTable& table, std::uint64_t now_ns) {
     j["age_seconds"] = optional(AgeSeconds(now_ns, e.measured_at_ns));
     j["fingerprint"] = common::Hex64(e.fingerprint);
     j["estimated"] = Estimated(e);
+    j["contradicted"] = Contradicted(e);
     doc["entries"].push_back(std::move(j));
   }
   return doc;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "zcal/agent/publish/results.h"
 #include "zcal/agent/service/host_snapshot.h"
 
 namespace zcal::agent {
@@ -68,7 +69,7 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& unguarded,
     const double used =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - job_started).count();
     unspent += std::max(0.0, job.options.budget_seconds - used);
-    outcome.reports.push_back(PathReport{job.path, std::move(report)});
+    outcome.reports.push_back(PathReport{job.path, std::move(report), job.decided_for});
     if (cancelled) {
       outcome.cancelled = true;
       break;
@@ -77,7 +78,8 @@ RoundOutcome RunRound(const std::stop_token& stop, const CalibrateFn& unguarded,
   if (plan.peers && !outcome.cancelled) {
     PeerRoundOutcome peers = RunPeerRound(*plan.peers, calibrate, cancel);
     for (PeerReport& r : peers.reports) {
-      outcome.reports.push_back(PathReport{std::move(r.path), std::move(r.report)});
+      outcome.reports.push_back(
+          PathReport{std::move(r.path), std::move(r.report), plan.peers_decided_for});
     }
     outcome.peer_attempts = std::move(peers.attempts);
     outcome.discovery = std::move(peers.discovery);
@@ -164,7 +166,26 @@ RoundPlan PlanRound(const Config& config, std::string identity,
     peers.discovered_at = discovered_at;
     plan.peers = std::move(peers);
   }
+  // As configured (or uniform) until the service hands the applications'
+  // mixes (ApplyMixes again).
+  ApplyMixes(plan, config, {});
   return plan;
+}
+
+void ApplyMixes(RoundPlan& plan, const Config& config, const ScopeMixes& mixes) {
+  for (PathJob& job : plan.jobs) {
+    const std::optional<probes::TargetKind> kind = PathKind(config, job.path);
+    auto [decision, decided_for] =
+        DecisionFor(config.decision, kind ? MixScopeOf(*kind) : std::nullopt, mixes);
+    job.options.decision = std::move(decision);
+    job.decided_for = std::move(decided_for);
+  }
+  if (plan.peers) {
+    auto [decision, decided_for] =
+        DecisionFor(config.decision, MixScopeOf(probes::TargetKind::kPeer), mixes);
+    plan.peers->base.decision = std::move(decision);
+    plan.peers_decided_for = std::move(decided_for);
+  }
 }
 
 CalibrationRunner::CalibrationRunner(CalibrateFn calibrate,

@@ -104,6 +104,12 @@ void Publisher::LoadSaved() {
   PruneState(*loaded, config_);
   state_ = std::move(*loaded);
   stale_ = !state_.empty();
+  contradictions_.Restore(state_.contradictions);
+  if (!contradictions_.active().empty()) {
+    spdlog::info("{} field contradiction(s) of the saved state stay flagged until their scopes "
+                 "are measured again",
+                 contradictions_.active().size());
+  }
   std::size_t results = 0;
   for (const auto& [path, methods] : state_.paths) results += methods.size();
   spdlog::info("republishing {} saved results from {}, marked stale until a "
@@ -119,6 +125,8 @@ void Publisher::Publish() {
   const std::uint64_t now_ns = clock_->Wall();
   const std::int64_t steady_ns = common::SteadyNs(*clock_);
   PublishedTable table = BuildEntries(state_, config_, host_default_nic_, now_ns, steady_ns);
+  last_entries_ = table.entries;
+  contradictions_.Mark(table.entries);
   if (table.host_default.explanation != host_default_explanation_) {
     // Logged when it changes, not on every publish.
     spdlog::info("{}", table.host_default.explanation);
@@ -254,6 +262,7 @@ tl::expected<void, PathRefused> Publisher::AcceptPath(const PathReport& r,
                                   "calibration of path " + name + " produced no results"));
   }
   metrics_->SetLastCalibration(r.path, report.samples, fresh);
+  state_.decided_for[r.path] = r.decided_for;
   for (const auto& [depth, result] : fresh) {
     for (const std::string& line : MergeCalibration(state_, r.path, result, now_ns, report.load,
                                                     config_.hysteresis, depth)) {
@@ -305,6 +314,29 @@ bool Publisher::Accept(const RoundOutcome& outcome, const HostInfo& host,
   return true;
 }
 
+AppReportsOutcome Publisher::ApplyAppReports(const AppsWindow& window,
+                                             const AppsSettings& settings,
+                                             std::uint64_t now_ns) {
+  app_mixes_ = MixesOf(window, settings);
+  AppReportsOutcome outcome;
+  const ContradictionUpdate update =
+      contradictions_.Apply(window, settings, last_entries_, now_ns);
+  for (const Contradiction& c : update.raised) {
+    spdlog::warn("{}", DescribeRaised(c, last_entries_));
+    metrics_->RecordContradiction(c.key.scope, c.key.method);
+  }
+  for (const auto& [c, why] : update.cleared) spdlog::info("{}", DescribeCleared(c, why));
+  // Kept in the state (saved with it), so that a restart keeps the flags.
+  state_.contradictions = contradictions_.Records();
+  if (update.changed()) {
+    Publish();
+    if (!state_.empty()) Save();
+  }
+  outcome.recalibrate = !update.raised.empty();
+  outcome.raised = update.raised;
+  return outcome;
+}
+
 void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   if (outcome.discovery) {
     const Discovery& d = *outcome.discovery;
@@ -325,6 +357,7 @@ void Publisher::AcceptPeers(const RoundOutcome& outcome, std::uint64_t now_ns) {
   }
   RecordPeerAttempts(state_, outcome.peer_attempts, now_ns, common::SteadyNs(*clock_));
   PrunePeers(state_, config_);
+  PruneDecidedFor(state_);
   metrics_->RetainPaths(KeptPaths());
 }
 

@@ -152,8 +152,8 @@ void Scheduler::OnFinished(const CalibrationFinishedEvent& e, SteadyTime now,
   }
   phase_ = Phase::kIdle;
   if (rerun_) {
-    rerun_ = false;
-    TryStart(CalibrationTrigger::kFingerprint, now, d);
+    const CalibrationTrigger trigger = *std::exchange(rerun_, std::nullopt);
+    TryStart(trigger, now, d);
     return;
   }
   if (e.result == CalibrationResult::kSuccess && !e.inconclusive) {
@@ -227,14 +227,18 @@ void Scheduler::OnCalibrateNow(SteadyTime now, Decision& d) {
 }
 
 void Scheduler::OnFingerprintChanged(SteadyTime now, Decision& d) {
-  d.about = CalibrationTrigger::kFingerprint;
+  OnRerunRequest(CalibrationTrigger::kFingerprint, now, d);
+}
+
+void Scheduler::OnRerunRequest(CalibrationTrigger trigger, SteadyTime now, Decision& d) {
+  d.about = trigger;
   if (Stopping()) {
     d.note = Note::kIgnoredWhileStopping;
   } else if (phase_ == Phase::kCalibrating) {
-    rerun_ = true;
+    if (!rerun_ || *rerun_ != CalibrationTrigger::kFingerprint) rerun_ = trigger;
     d.note = Note::kRerunQueued;
   } else {
-    TryStart(CalibrationTrigger::kFingerprint, now, d);
+    TryStart(trigger, now, d);
   }
 }
 
@@ -245,7 +249,7 @@ void Scheduler::OnStopRequested(Decision& d) {
   }
   d.disarm = armed_.has_value();
   armed_.reset();
-  rerun_ = false;
+  rerun_.reset();
   if (phase_ == Phase::kCalibrating) {
     phase_ = Phase::kStopping;
     d.cancel_calibration = true;
@@ -276,6 +280,9 @@ Decision Scheduler::On(const SchedulerEvent& event, SteadyTime now) {
           [&](const StopGuardExpiredEvent&) { OnStopGuardExpired(d); },
           [&](const ReloadedEvent& e) {
             if (!Stopping()) OnReloaded(e, now, d);
+          },
+          [&](const ContradictionEvent&) {
+            OnRerunRequest(CalibrationTrigger::kContradiction, now, d);
           },
       },
       event);

@@ -85,8 +85,10 @@ void Service::Impl::Log(const Decision& d) const {
       spdlog::info("a calibration is already running; request ignored");
       break;
     case Note::kRerunQueued:
-      spdlog::info("a calibration is running; another follows it because "
-                   "the host facts changed");
+      spdlog::info("a calibration is running; another follows it because {}",
+                   d.about == CalibrationTrigger::kContradiction
+                       ? "the applications' reports contradict a published entry"
+                       : "the host facts changed");
       break;
     case Note::kBudgetWait:
       spdlog::warn("probe budget: {:.1f} s of {:.1f} s used in the last "
@@ -155,6 +157,7 @@ void Service::Impl::StartCalibration(CalibrationTrigger trigger) {
   metrics_->SetCalibrationRunning(true);
   RoundPlan plan = PlanAgentRound(
       config_, [this] { return publisher_->NextPeerRound(); }, discovery_, discovered_at_);
+  ApplyMixes(plan, config_, publisher_->AppMixes());
   spdlog::info("calibration started ({}): {} path(s){}, budget {} s",
                CalibrationTriggerName(trigger), plan.jobs.size(),
                plan.peers ? " and " + std::to_string(config_.peers.per_calibration) + " peer(s)"

@@ -14,6 +14,15 @@ void Service::Impl::ReadApps() {
   for (const std::string& line : read.messages) spdlog::warn("{}", line);
   metrics_->SetApps(read.snapshot, apps_reader_.totals());
   apps_history_.Add(std::move(read.snapshot));
+  // What the agent learns (publisher.h): contradictions flag entries and
+  // ask for a calibration; the mixes wait for the next round
+  // (StartCalibration). Posted, so that a contradiction found at start
+  // reaches the scheduler after the start itself.
+  const AppReportsOutcome learned =
+      publisher_->ApplyAppReports(apps_history_.Recent(), config_.apps, clock_->Wall());
+  if (learned.recalibrate) {
+    asio::post(io_, [this] { Handle(ContradictionEvent{}); });
+  }
   if (hooks_.apps_read) hooks_.apps_read(apps_history_);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "zcal/agent/state/decided_for_json.h"
 #include "zcal/agent/state/host_json.h"
 #include "zcal/agent/state/load_json.h"
 #include "zcal/calibrator/report_json.h"
@@ -113,6 +114,15 @@ std::string SerializeState(const AgentState& state) {
                        {"last_success_ns", p.last_success_ns},
                        {"last_outcome", PeerOutcomeName(p.last_outcome)}};
   }
+  json decided_for = json::object();
+  for (const auto& [path, d] : state.decided_for) decided_for[ToString(path)] = DecidedForToJson(d);
+  json contradictions = json::array();
+  for (const ContradictionRecord& c : state.contradictions) {
+    contradictions.push_back({{"scope", AppScopeName(c.scope)},
+                              {"method", calibrator::MethodName(c.method)},
+                              {"raised_at_ns", c.raised_at_ns},
+                              {"last_seen_ns", c.last_seen_ns}});
+  }
   const json document{
       {"format", "zcal-state"},
       {"version", kStateVersion},
@@ -123,6 +133,8 @@ std::string SerializeState(const AgentState& state) {
       {"paths", std::move(paths)},
       {"peers", std::move(peers)},
       {"peer_round", state.peer_round},
+      {"decided_for", std::move(decided_for)},
+      {"contradictions", std::move(contradictions)},
   };
   return document.dump(2) + "\n";
 }
@@ -261,13 +273,64 @@ Result<void> ParsePeers(const json& document, AgentState& state) {
   return {};
 }
 
+// Written since the applications' mix; a file without it has results
+// whose mix is not known (they were decided uniform, or as configured).
+Result<void> ParseDecidedFor(const json& document, AgentState& state) {
+  const auto decided = document.find("decided_for");
+  if (decided == document.end() || decided->is_null()) return {};
+  if (!decided->is_object()) return Fail(Errc::kParse, "'decided_for' is no object");
+  for (const auto& [path, entry] : decided->items()) {
+    Result<PathId> id = ParsePathId(path);
+    if (!id) return Fail(Errc::kParse, "decided_for." + path + ": " + id.error().message);
+    Result<DecidedFor> d = DecidedForFromJson(entry);
+    if (!d) return Fail(Errc::kParse, "decided_for." + path + ": " + d.error().message);
+    state.decided_for[*id] = std::move(*d);
+  }
+  return {};
+}
+
+std::optional<AppScope> ScopeNamed(std::string_view name) {
+  for (const AppScope scope : {AppScope::kHostDefault, AppScope::kLoopback, AppScope::kPeer,
+                               AppScope::kInterface, AppScope::kNone}) {
+    if (AppScopeName(scope) == name) return scope;
+  }
+  return std::nullopt;
+}
+
+// Written since field contradictions; a file without them has none.
+Result<void> ParseContradictions(const json& document, AgentState& state) {
+  const auto list = document.find("contradictions");
+  if (list == document.end() || list->is_null()) return {};
+  if (!list->is_array()) return Fail(Errc::kParse, "'contradictions' is no array");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const json& c = (*list)[i];
+    const std::string at = "contradictions[" + std::to_string(i) + "]";
+    const std::optional<AppScope> scope =
+        c.is_object() && c.value("scope", json()).is_string()
+            ? ScopeNamed(c["scope"].get<std::string>())
+            : std::nullopt;
+    if (!scope) return Fail(Errc::kParse, at + ".scope: not a scope kind (host_default, peer, interface)");
+    const std::optional<Method> method = c.value("method", json()).is_string()
+                                             ? calibrator::ParseMethod(c["method"].get<std::string>())
+                                             : std::nullopt;
+    if (!method) return Fail(Errc::kParse, at + ".method: not a method");
+    const auto raised = RequiredUint(c, "raised_at_ns", at);
+    if (!raised) return tl::unexpected(raised.error());
+    const auto seen = RequiredUint(c, "last_seen_ns", at);
+    if (!seen) return tl::unexpected(seen.error());
+    state.contradictions.push_back({*scope, *method, *raised, *seen});
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<AgentState> ParseState(std::string_view text) {
   const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return Fail(Errc::kParse, "not JSON (truncated or corrupt)");
   AgentState state;
-  for (const auto step : {ParseHeader, ParsePaths, ParsePeers}) {
+  for (const auto step :
+       {ParseHeader, ParsePaths, ParsePeers, ParseDecidedFor, ParseContradictions}) {
     if (auto parsed = step(document, state); !parsed) return tl::unexpected(parsed.error());
   }
   return state;

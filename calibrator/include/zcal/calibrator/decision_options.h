@@ -63,6 +63,14 @@ struct DecisionOptions {
   bool operator==(const DecisionOptions&) const = default;
 };
 
+/// Parses a traffic histogram, "SIZE:WEIGHT[,SIZE:WEIGHT...]" with sizes in
+/// the size grammar (4096, 4KiB, 64k) and weights >= 0 in any unit (bytes
+/// sent, a share): "4KiB:30,64KiB:70". Errc::kInvalidArgument naming the
+/// bad entry (the message does not name the option or key: the caller
+/// adds it). The one grammar of `--traffic` and the configuration's
+/// `decision.traffic`.
+Result<std::vector<TrafficBin>> ParseTraffic(std::string_view text);
+
 /// Checks the options. Errors: Errc::kInvalidArgument with a sentence that
 /// names the bad field and its range ("margin: must be in [0, 1) as a
 /// fraction").

@@ -10,11 +10,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "zcal/agent/domain/contradiction_record.h"
 #include "zcal/agent/domain/depth_class.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/agent/domain/path_id.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/traffic_mix.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/method.h"
 #include "zcal/probes/host/cpu_accounting.h"
@@ -88,6 +91,12 @@ struct AgentState {
   /// restarting agent moves on to the next peers instead of asking the
   /// same again.
   std::uint64_t peer_round = 0;
+  /// Path -> which traffic mix its last accepted calibration was decided
+  /// for; paths without results have none (PruneDecidedFor).
+  std::map<PathId, DecidedFor> decided_for;
+  /// The field contradictions in force when it was saved, so that a
+  /// restart keeps their entries flagged (Publisher::LoadSaved).
+  std::vector<ContradictionRecord> contradictions;
 
   bool empty() const { return paths.empty(); }
 };

@@ -17,11 +17,14 @@ enum class CalibrationTrigger : std::uint8_t {
   kSignal,
   kFingerprint,
   kRetry,
+  /// The applications' reports contradict a published entry (a field
+  /// contradiction: publish/contradiction.h); once per contradiction.
+  kContradiction,
 };
 
 /// "success", "failed", "cancelled".
 std::string_view CalibrationResultName(CalibrationResult result);
-/// "startup", "schedule", "signal", "fingerprint", "retry".
+/// "startup", "schedule", "signal", "fingerprint", "retry", "contradiction".
 std::string_view CalibrationTriggerName(CalibrationTrigger trigger);
 
 }  // namespace zcal::agent

@@ -70,6 +70,11 @@ struct PublishedEntry {
   std::uint64_t fingerprint = 0;     ///< host-fact fingerprint
   /// An estimate, not a measurement of this scope (ZCAL_ENTRY_ESTIMATED).
   bool estimated = false;
+  /// The applications' reports contradict it (ZCAL_ENTRY_CONTRADICTED): they
+  /// see copied completions where it says zerocopy pays. Set on the table
+  /// by the field-contradiction rule (publish/contradiction.h), never from
+  /// the state.
+  bool contradicted = false;
   /// The host's load over the probes of the calibration behind the result
   /// (MethodState::load); not in the segment.
   std::optional<probes::HostLoad> load;

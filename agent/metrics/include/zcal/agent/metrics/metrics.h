@@ -154,6 +154,11 @@ class Metrics final : public prometheus::Collectable {
   /// totals include the processes that exited, so counters never go
   /// down) and the reader's stats summed since start.
   void SetApps(AppsSnapshot snapshot, const AppsReadStats& totals);
+  /// A field contradiction raised (publish/contradiction.h) on a scope kind
+  /// (host_default, peer, interface) and method:
+  /// zcal_app_contradictions_total{scope,method}
+  /// (metrics_contradictions.cc).
+  void RecordContradiction(AppScope scope, calibrator::Method method);
 
   /// The HTTP listener's events (MetricsServer reports them).
   void RecordHttpDrop(HttpDrop drop);
@@ -174,11 +179,13 @@ class Metrics final : public prometheus::Collectable {
   struct SinkView;  // zcal_sink_* (metrics_sink.cc)
   struct PeerView;  // zcal_peer*, zcal_interface_* (metrics_peers.cc)
   struct AppsView;  // zcal_app_* (metrics_apps.cc)
+  struct ContradictionView;  // zcal_app_contradictions_total (metrics_contradictions.cc)
   std::unique_ptr<Live> live_;
   std::unique_ptr<Snapshot> snapshot_;
   std::unique_ptr<SinkView> sink_;
   std::unique_ptr<PeerView> peers_;
   std::unique_ptr<AppsView> apps_;
+  std::unique_ptr<ContradictionView> contradictions_;
   MetricsRole role_;
 };
 

@@ -57,6 +57,9 @@ std::optional<probes::TargetKind> PathKind(const Config& config, const PathId& p
 /// calibrates (CalibratedDepths: loopback keeps stream only).
 void PruneState(AgentState& state, const Config& config);
 
+/// Drops the decided_for of paths that have no results in `state`.
+void PruneDecidedFor(AgentState& state);
+
 /// What is published, once per publish: the segment's entries and the
 /// metrics' published families both come from it, and where its host
 /// default comes from.

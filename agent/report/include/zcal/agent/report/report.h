@@ -38,6 +38,9 @@ struct ReportEntry {
   /// The depth class it was measured at (an agent state has one entry per
   /// class; calibrate/analyze documents are stream).
   DepthClass depth = DepthClass::kStream;
+  /// Which traffic mix the path's thresholds were decided for (an agent
+  /// state's decided_for); nullopt when the input does not say.
+  std::optional<DecidedFor> decided_for = std::nullopt;
 };
 
 /// What the page was made from.

@@ -40,7 +40,8 @@ SegmentTable ReadSegmentTable(const std::string& name);
 ///  "host_default": {"source", "reason", "text"}, "entries": [{"scope",
 ///  "address", "prefix_len", "interface", "method", "depth", "verdict",
 ///  "threshold_bytes", "confidence", "reason", "measured_at_ns",
-///  "age_seconds", "fingerprint", "estimated"}]}; ages against `now_ns`
+///  "age_seconds", "fingerprint", "estimated", "contradicted"}]}; ages
+/// against `now_ns`
 /// (CLOCK_REALTIME).
 nlohmann::json ThresholdsJson(const SegmentTable& table, std::uint64_t now_ns);
 
@@ -51,6 +52,9 @@ std::string ScopeText(const zcal_shm_entry& e);  ///< "peer 10.0.0.0/8", ...
 /// for a code that readers skip.
 std::string DepthText(const zcal_shm_entry& e);
 bool Estimated(const zcal_shm_entry& e);
+/// ZCAL_ENTRY_CONTRADICTED (ABI minor 3): the applications' reports
+/// contradict the entry.
+bool Contradicted(const zcal_shm_entry& e);
 std::optional<double> Confidence(const zcal_shm_entry& e);  ///< nullopt unknown
 
 /// Where the host default comes from, or why there is none: the header's

@@ -35,6 +35,7 @@
 #include "zcal/agent/config/config.h"
 #include "zcal/agent/domain/path_id.h"
 #include "zcal/agent/domain/peer_attempt.h"
+#include "zcal/agent/domain/traffic_mix.h"
 #include "zcal/agent/peers/peer_discovery.h"
 #include "zcal/agent/peers/peer_round.h"
 #include "zcal/common/result.h"
@@ -48,13 +49,27 @@ namespace zcal::agent {
 struct PathJob {
   PathId path;
   probes::CalibrationOptions options;
+  /// Which traffic options.decision weighs sizes for (ApplyMixes).
+  DecidedFor decided_for;
 };
 
 /// What a round runs: the configured paths, then the peers.
 struct RoundPlan {
   std::vector<PathJob> jobs;
   std::optional<PeerRoundPlan> peers;
+  /// Which traffic the peers' decisions (peers->base.decision) weigh
+  /// sizes for.
+  DecidedFor peers_decided_for;
 };
+
+/// Decides each job of `plan` for the traffic of the scope its results
+/// are published as (MixScopeOf: discard for the host default's, a peer
+/// for the peers', loopback for none): its decision's traffic becomes the
+/// applications' mix of that scope in `mixes` (Publisher::AppMixes),
+/// unless config.decision.traffic is set, which wins; without a mix of
+/// that scope, uniform as before. Sets each job's decided_for and
+/// plan.peers_decided_for. `config` is the one the plan was made of.
+void ApplyMixes(RoundPlan& plan, const Config& config, const ScopeMixes& mixes);
 
 /// The jobs of a calibration round for `config`: one per configured path,
 /// in configuration order, and, with peers configured, K peer slots, each
@@ -90,6 +105,7 @@ Result<std::optional<probes::peer::PeerKey>> LoadPeerKey(const Config& config);
 struct PathReport {
   PathId path;  ///< the job's path
   Result<probes::CalibrationReport> report;
+  DecidedFor decided_for;  ///< the job's (the round's for a peer)
 };
 
 /// What a round produced. Jobs after a cancellation are not run.

@@ -27,6 +27,10 @@
 #include "zcal/agent/service/host_snapshot.h"
 #include "zcal/agent/service/instance_lock.h"
 #include "zcal/agent/metrics/metrics.h"
+#include "zcal/agent/domain/app_traffic.h"
+#include "zcal/agent/domain/apps_settings.h"
+#include "zcal/agent/domain/traffic_mix.h"
+#include "zcal/agent/publish/contradiction.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/agent/publish/shm_writer.h"
 #include "zcal/agent/state/state.h"
@@ -49,6 +53,16 @@ enum class PathRefusal : std::uint8_t {
 /// A report refused: its kind, and the sentence logged for it.
 struct PathRefused : Error {
   PathRefusal refusal = PathRefusal::kCalibrationFailed;
+};
+
+/// What the service must do after Publisher::ApplyAppReports.
+struct AppReportsOutcome {
+  /// A field contradiction was raised: pass the scheduler a
+  /// ContradictionEvent (a calibration with trigger kContradiction, subject
+  /// to the probe budget). Once per contradiction, not per heartbeat.
+  bool recalibrate = false;
+  /// The contradictions raised (already logged and counted).
+  std::vector<Contradiction> raised;
 };
 
 /// The segment of a new configuration, made ready without giving up the
@@ -124,6 +138,26 @@ class Publisher {
   /// follow are on the stepped clock, as readers' clocks are.
   void Heartbeat();
 
+  /// Learns from the applications' reports (docs/operations.md, "Field
+  /// contradictions"; docs/calibrator.md, "The host's real mix"): `window`
+  /// is AppHistory::Recent() of the reads so far, `settings` the `apps:`
+  /// section, `now_ns` CLOCK_REALTIME. Keeps the mix of each scope for the
+  /// next round (AppMixes), and applies the field-contradiction rule to the
+  /// table last published: a contradiction raised is logged in one warning
+  /// line and counted (zcal_app_contradictions_total), one cleared in one
+  /// info line; either republishes the table with the entries' flags
+  /// (ZCAL_ENTRY_CONTRADICTED). Call it after each read of the reports.
+  AppReportsOutcome ApplyAppReports(const AppsWindow& window, const AppsSettings& settings,
+                                    std::uint64_t now_ns);
+  /// The mixes of the last ApplyAppReports (none before it, or with
+  /// apps.mix off): what the next round decides for (ApplyMixes,
+  /// calibration_runner.h).
+  const ScopeMixes& AppMixes() const { return app_mixes_; }
+  /// The contradictions in force.
+  const std::map<ContradictionKey, Contradiction>& contradictions() const {
+    return contradictions_.active();
+  }
+
   /// At stop: saves the state (when there is one) and leaves a last
   /// heartbeat.
   void Stop();
@@ -195,6 +229,11 @@ class Publisher {
   std::uint64_t failed_publishes_ = 0;  // since the last publish that succeeded
   bool publish_pending_ = false;  // the last table is not in the segment; retry
   Exporter exporter_;
+  ContradictionTracker contradictions_;
+  ScopeMixes app_mixes_;
+  // The entries of the last table built (before its flags): what the
+  // field-contradiction rule checks the reports against.
+  std::vector<PublishedEntry> last_entries_;
   std::uint64_t failed_saves_ = 0;  // since the last save that succeeded
   std::shared_ptr<const common::Clock> clock_;
   common::WallStepDetector wall_steps_;

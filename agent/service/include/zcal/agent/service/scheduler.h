@@ -23,6 +23,10 @@
 // - While a calibration runs: a fingerprint change queues one more
 //   calibration, which starts when the running one ends (instead of the
 //   regular or retry timer); a calibrate-now request is ignored.
+// - A field contradiction raised (Publisher::ApplyAppReports) starts a
+//   calibration with trigger kContradiction, subject to the budget like any
+//   start: at once when idle, after the running one when one runs (as a
+//   fingerprint change does; one queued calibration serves both).
 // - A stop cancels the running calibration and waits for it, at most
 //   kStopGuard; when idle it finishes at once. Nothing starts afterwards.
 //
@@ -127,6 +131,9 @@ struct CalibrationFinishedEvent {
   /// inconclusive (Publisher::DiscardInconclusive): retried like a failure.
   bool inconclusive = false;
 };
+/// Publisher::ApplyAppReports raised a field contradiction (its outcome's
+/// `recalibrate`); passed once per contradiction.
+struct ContradictionEvent {};
 /// SIGTERM, SIGINT or Service::Stop().
 struct StopRequestedEvent {};
 /// kStopGuard passed after a stop that cancelled a calibration.
@@ -139,7 +146,8 @@ struct ReloadedEvent {
 using SchedulerEvent =
     std::variant<StartedEvent, TimerFiredEvent, CalibrateNowEvent,
                  FingerprintChangedEvent, CalibrationFinishedEvent,
-                 StopRequestedEvent, StopGuardExpiredEvent, ReloadedEvent>;
+                 StopRequestedEvent, StopGuardExpiredEvent, ReloadedEvent,
+                 ContradictionEvent>;
 
 /// Arm the (single) calibration timer, replacing any armed one; when it
 /// fires, pass TimerFiredEvent{id}.
@@ -155,7 +163,7 @@ struct TimerRequest {
 enum class Note : std::uint8_t {
   kNone,
   kIgnoredWhileCalibrating,  ///< a calibrate-now while one runs
-  kRerunQueued,              ///< fingerprint change while one runs
+  kRerunQueued,              ///< fingerprint change or contradiction while one runs
   kBudgetWait,               ///< the start waits; see Decision::budget_*
   kSinkBusy,                 ///< the start waits: the gate said no
   kIgnoredWhileStopping,     ///< any request after a stop began
@@ -230,6 +238,9 @@ class Scheduler {
   void OnTimerFired(const TimerFiredEvent& e, SteadyTime now, Decision& d);
   void OnCalibrateNow(SteadyTime now, Decision& d);
   void OnFingerprintChanged(SteadyTime now, Decision& d);
+  // A fingerprint change or a contradiction: start now, or after the
+  // running calibration.
+  void OnRerunRequest(CalibrationTrigger trigger, SteadyTime now, Decision& d);
   void OnStopRequested(Decision& d);
   void OnStopGuardExpired(Decision& d);
   void OnFinished(const CalibrationFinishedEvent& e, SteadyTime now,
@@ -240,7 +251,9 @@ class Scheduler {
   RandomSource random_;
   StartGate gate_;
   Phase phase_ = Phase::kIdle;
-  bool rerun_ = false;
+  // The calibration queued while one runs (fingerprint first: it also
+  // recalibrates the contradicted scopes).
+  std::optional<CalibrationTrigger> rerun_;
   std::optional<TimerRequest> armed_;
   std::uint64_t next_timer_id_ = 1;
   std::deque<Spent> spent_;  // oldest first
