@@ -224,7 +224,8 @@ struct zcal_key {
 /** The answer for one key and method. */
 struct zcal_result {
   /** Sizes >= this are sent with zerocopy: threshold_bytes for THRESHOLD,
-   *  0 for ALWAYS, UINT64_MAX for NEVER and INCONCLUSIVE. */
+   *  0 for ALWAYS, UINT64_MAX for NEVER and INCONCLUSIVE, and for an
+   *  entry the applications contradict (`contradicted`). */
   uint64_t zerocopy_from_bytes;
   uint64_t threshold_bytes;  /**< as published; 0 without a threshold */
   uint64_t generation;       /**< segment generation read; see zcal_generation */
@@ -250,8 +251,15 @@ struct zcal_result {
    *  matching scope (an agent of ABI minor 1, a class not calibrated) and
    *  answered with that scope's stream entry instead. */
   uint8_t depth_fallback;
-  uint8_t reserved[1];
+  /** (libzcal 1.3) 1: ZCAL_ENTRY_CONTRADICTED (see there). The answer is
+   *  copy: zerocopy_from_bytes is UINT64_MAX, while verdict and
+   *  threshold_bytes stay as published. 0 from an older library. */
+  uint8_t contradicted;
 };
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_result) == 72, "zcal_result is 72 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_result, estimated) == 67, "estimated at 67");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_result, depth_class) == 68, "depth_class at 68");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_result, contradicted) == 71, "contradicted at 71");
 
 /** Header fields and segment facts, for tools such as `zcal show`. */
 struct zcal_info {
@@ -531,7 +539,12 @@ struct zcal_guard {
   /** (libzcal 1.3) The report's counters this guard's answers go to:
    *  scope index * ZCAL_REPORT_METHODS + method, or UINT16_MAX (none). */
   uint16_t report_cell;
-  uint8_t reserved[14];      /**< zero; future fields come from here */
+  /** (libzcal 1.3) Bit k: class k's entry is contradicted by the
+   *  applications' reports (ZCAL_ENTRY_CONTRADICTED): the guard answers 0
+   *  where that entry says 1, counted in the report as
+   *  ZCAL_REPORT_BY_GUARD_OFF, until a lookup finds the flag cleared. */
+  uint8_t class_contradicted;
+  uint8_t reserved[13];      /**< zero; future fields come from here */
 };
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
@@ -540,7 +553,9 @@ ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, in_flight) == 192, "in_flight at 192");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, unreported) == 232, "unreported at 232");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, report_cell) == 240, "report_cell at 240");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 242, "reserved at 242");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, class_contradicted) == 242,
+                   "class_contradicted at 242");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 243, "reserved at 243");
 
 /**
  * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)
@@ -613,15 +628,23 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  * nothing (a transport that decides from a cached result is not seen).
  *
  * Cost: no system call and no allocation per send. With reporting off, a
- * send pays one load and a branch; with it on, a handful of stores into
- * the calling thread's own slot of the object (bench/shm_lookup_bench
+ * send pays one load and a branch; with it on, three additions in the
+ * calling thread's private copy of its counts (bench/shm_lookup_bench
  * prints both side by side; docs/client.md quotes them).
  *
  * Threads: every thread that sends takes a slot of its own at its first
- * counted call (one lock, once per thread) and writes it with plain
- * atomic stores under the slot's seqlock; its slot goes back to the pool
- * when the thread exits, counts kept. Threads beyond
- * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions. So
+ * counted call (one lock and one allocation of 21 KiB, once per thread),
+ * counts privately, and copies its counts into its slot under the slot's
+ * seqlock every ZCAL_REPORT_PUBLISH_CALLS counted calls (answers and
+ * reports of completions), at zcal_report_flush, when it exits, and at
+ * zcal_report_close and process exit if it is the thread that calls them.
+ * So what a reader sees of a thread lags behind it by fewer than
+ * ZCAL_REPORT_PUBLISH_CALLS calls, and a thread still running at
+ * zcal_report_close or exit() loses those it had not published (threads
+ * that exit or call zcal_report_flush before lose nothing). Its slot goes
+ * back to the pool when the thread exits, counts kept. Threads beyond
+ * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions at
+ * once (no lag). So
  * the counting calls are as thread-safe as before (a guard still belongs
  * to one thread at a time), and zcal_report_open and zcal_report_close
  * may be called while other threads send: a send that races them is
@@ -653,6 +676,11 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  *  or a control character (below 0x20, 0x7f); other bytes (UTF-8) pass. */
 #define ZCAL_REPORT_NAME_SIZE 64
 
+/** A thread publishes its counts into its slot after this many counted
+ *  calls (zcal_report_flush publishes them at once). A publish copies the
+ *  cells the thread changed, 68 words each; at 64 calls that still cost
+ *  about 1 ns per send (bench/shm_lookup_bench), at 256 a quarter. */
+#define ZCAL_REPORT_PUBLISH_CALLS 256
 /** Slots of the object: slot 0 is shared, the others one thread's each. */
 #define ZCAL_REPORT_SLOTS 64
 /** Scope index of answers that no entry gave (no agent, no entry, the
@@ -808,6 +836,17 @@ int zcal_report_open(const char *name);
  * that moment never touches unmapped memory. No-op when none is open.
  */
 void zcal_report_close(void);
+
+/**
+ * Publishes the calling thread's counts into its slot now, so that a
+ * reader sees every answer and completion the thread counted so far (see
+ * "Threads" above). For a thread that goes idle, or before a check of the
+ * counts. Costs about 70 stores per scope and method the thread counted in
+ * since its last publish. No-op when reporting is off or the thread has
+ * counted nothing since. Thread-safe: it touches only the calling
+ * thread's slot.
+ */
+void zcal_report_flush(void);
 
 /**
  * Counts completions of zerocopy sends decided by zcal_should_zerocopy or
