@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "report_apps.h"
 #include "report_assets.h"
 #include "zcal/agent/report/report.h"
 #include "zcal/common/clock.h"
@@ -441,6 +442,7 @@ std::string RenderReport(const ReportModel& model) {
          "<strong>This page could not draw everything:</strong><ul></ul></div>\n";
   VerdictTable(out, model);
   AgentSection(out, model);
+  AppsSection(out, model);
   HostFacts(out, model);
   std::string path;
   for (std::size_t n = 0; n < model.entries.size(); ++n) {
