@@ -1,13 +1,10 @@
 // A reader built before depth classes (ABI minor 1; old_reader/README.md)
 // reads a segment that the current writer made with several depth classes
 // and gets the stream answer of every scope, as it did before; the current
-// reader gets each class's. It ignores ZCAL_ENTRY_CONTRADICTED (minor 3)
-// as every reader before 1.3 does: the flag is a bit it does not know.
+// reader gets each class's.
 //
 //   client_old_reader_test OLD_READER
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -96,27 +93,6 @@ class Published {
   Published& operator=(const Published&) = delete;
   ~Published() { shm_unlink(name_.c_str()); }
   const std::string& name() const { return name_; }
-  // What an agent of ABI 1.3 does to the entries its applications
-  // contradict (the writer's own code for it is the agent's): the flag
-  // set on every host-default entry in a write under the seqlock.
-  void ContradictHostDefault() {
-    const int fd = shm_open(name_.c_str(), O_RDWR, 0);
-    if (fd < 0) throw std::runtime_error("shm_open " + name_);
-    struct stat st {};
-    fstat(fd, &st);
-    void* map = mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE,
-                     MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) throw std::runtime_error("mmap " + name_);
-    auto* hdr = static_cast<zcal_shm_header*>(map);
-    auto* entries = reinterpret_cast<zcal_shm_entry*>(static_cast<unsigned char*>(map) + hdr->header_size);
-    hdr->seq += 1;
-    for (std::uint32_t i = 0; i < hdr->count; ++i)
-      if (entries[i].scope == ZCAL_SCOPE_HOST_DEFAULT) entries[i].entry_flags |= ZCAL_ENTRY_CONTRADICTED;
-    hdr->generation += 1;
-    hdr->seq += 1;
-    munmap(map, static_cast<std::size_t>(st.st_size));
-  }
 
  private:
   std::string name_;
@@ -151,23 +127,6 @@ TEST(OldReader, ReadsTheStreamAnswersOfASegmentWithDepthClasses) {
                          "20000 threshold peer",
                          "30000 threshold interface",
                      }));
-}
-
-TEST(OldReader, IgnoresTheContradictedFlagThatTheCurrentReaderAnswersCopyFor) {
-  Published segment;
-  segment.ContradictHostDefault();
-  EXPECT_EQ(AskOldReader(segment.name(), {"198.51.100.1//1"}),
-            (std::vector<std::string>{"24576 threshold host_default"}));
-  zcal_handle* h = nullptr;
-  ASSERT_EQ(zcal_open(segment.name().c_str(), &h), 0) << zcal_error_detail();
-  zcal_key key;
-  ASSERT_EQ(zcal_key_from_string("198.51.100.1", nullptr, &key), 0);
-  zcal_result r;
-  ASSERT_EQ(zcal_lookup(h, &key, ZCAL_METHOD_MSG_ZEROCOPY, &r), 0);
-  EXPECT_EQ(r.contradicted, 1);
-  EXPECT_EQ(r.threshold_bytes, 24576u);
-  EXPECT_EQ(r.zerocopy_from_bytes, UINT64_MAX);
-  zcal_close(h);
 }
 
 TEST(OldReader, CurrentReaderAnswersEachClassOfTheSameSegment) {
