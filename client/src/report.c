@@ -53,12 +53,8 @@ static uint64_t report_now_ns(void) {
   return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
-/* The thread's counts into its slot, if its report is still the open
- * one: once closed, an object's counts are final. */
 static void publish_if_open(struct zcal_report_thread *t) {
-  if (t->counts && t->dirty != 0 &&
-      __atomic_load_n(&zcal_internal_report_epoch, __ATOMIC_ACQUIRE) == t->epoch)
-    zcal_internal_report_publish(t);
+  if (t->counts && t->dirty != 0) zcal_internal_report_publish(t);
 }
 
 static void forget_counts(struct zcal_report_thread *t) {
@@ -146,8 +142,10 @@ void zcal_internal_report_mark(struct zcal_report_thread *t, uint16_t cell) {
 _Static_assert(ZCAL_REPORT_CELLS <= 64, "dirty is one word");
 _Static_assert(sizeof(struct zcal_report_cell) % 8 == 0, "a cell is 8-byte words");
 
+/* Only into the open report: once closed, an object's counts are final. */
 void zcal_internal_report_publish(struct zcal_report_thread *t) {
   t->until_publish = ZCAL_REPORT_PUBLISH_CALLS;
+  if (__atomic_load_n(&zcal_internal_report_epoch, __ATOMIC_ACQUIRE) != t->epoch) return;
   struct zcal_report_slot *s = t->slot;
   const uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
   __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);

@@ -69,7 +69,7 @@ void zcal_internal_report_completions_shared(struct zcal_report_thread *t, uint1
  * rarely. */
 void zcal_internal_report_mark(struct zcal_report_thread *t, uint16_t cell);
 /* Copies the changed cells of t->counts into t->slot under one seqlock
- * write. */
+ * write, if t's report is still the open one; restarts the countdown. */
 void zcal_internal_report_publish(struct zcal_report_thread *t);
 
 /* The cell of a scope index and a method; UINT16_MAX for none. */
