@@ -830,10 +830,13 @@ ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 21824,
 int zcal_report_open(const char *name);
 
 /**
- * Marks the object closed and removes its name; reporting is off until
- * the next zcal_report_open. The mapping stays until exit (the pages
- * written, a few KiB per sending thread), so that a thread counting at
- * that moment never touches unmapped memory. No-op when none is open.
+ * Publishes the calling thread's counts, marks the object closed and
+ * removes its name; reporting is off until the next zcal_report_open.
+ * Counts other threads had not yet published are not in the object (see
+ * "Threads" above: call zcal_report_flush in them first). The mapping
+ * stays until exit (the pages written, a few KiB per sending thread), so
+ * that a thread counting at that moment never touches unmapped memory.
+ * No-op when none is open.
  */
 void zcal_report_close(void);
 
