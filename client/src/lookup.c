@@ -544,6 +544,7 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
     /* The fallback answers, and the report counts it under no scope. */
     r.scope = ZCAL_REPORT_SCOPE_NONE;
     r.verdict = ZCAL_VERDICT_INCONCLUSIVE;
+    r.contradicted = 0;
   }
   const int yes = zcal_result_should_zerocopy(&r, size_bytes, fallback);
   struct zcal_report_thread *t = zcal_internal_report_thread();
