@@ -343,6 +343,24 @@ TEST(ReportPage, ShowsEachApplicationsZerocopyAndCopiedSharesAndSizesAgainstTheT
   EXPECT_EQ(page.find("style=\""), std::string::npos) << "the policy admits no style attribute";
 }
 
+TEST(ReportPage, MarksAPublishedEntryTheApplicationsContradict) {
+  ReportModel model;
+  model.kind = ReportKind::kLive;
+  model.published = {{"entries", json::array({{{"scope", "host_default"},
+                                               {"method", "msg_zerocopy"},
+                                               {"verdict", "threshold"},
+                                               {"threshold_bytes", 16384},
+                                               {"contradicted", true}},
+                                              {{"scope", "loopback"},
+                                               {"method", "msg_zerocopy"},
+                                               {"verdict", "never"},
+                                               {"contradicted", false}}})}};
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("<td>host_default (contradicted by the applications: copy)</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td>loopback</td>"), std::string::npos);
+}
+
 TEST(ReportPage, SaysWhenNoApplicationReportsAndHasNoSectionForAnInputWithout) {
   ReportModel model;
   model.kind = ReportKind::kLive;

@@ -221,6 +221,8 @@ void AgentSection(std::string& out, const ReportModel& model) {
     }
     if (e.value("interface", json()).is_string()) scope += " " + e["interface"].get<std::string>();
     if (e.value("estimated", false)) scope += " (estimated)";
+    // The applications' reports contradict it: libzcal answers copy for it.
+    if (e.value("contradicted", false)) scope += " (contradicted by the applications: copy)";
     const json threshold = e.value("threshold_bytes", json());
     const json confidence = e.value("confidence", json());
     out += fmt::format(
