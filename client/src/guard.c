@@ -140,7 +140,7 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   }
   g->in_flight += (uint64_t)yes;
   g->unreported += (uint32_t)(!yes && g->unreported < ZCAL_DEPTH_STREAM_FROM);
-  struct zcal_report_thread *t = zcal_internal_report_thread();
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
   if (t) {
     _Static_assert(ZCAL_REPORT_BY_NO_ANSWER == 2 && ZCAL_REPORT_BY_THRESHOLD == 0,
                    "a class's bit, doubled, is its reason");
@@ -162,7 +162,7 @@ int zcal_guard_completed(struct zcal_guard *g, uint64_t completions,
   if (!g || copied > completions) return -EINVAL;
   g->completions += completions;
   g->copied += copied;
-  struct zcal_report_thread *t = zcal_internal_report_thread();
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
   if (t) zcal_internal_report_completions(t, g->report_cell, completions, copied);
   /* Completions of sends made without asking (or before a re-init) must
    * not take the depth below zero. */

@@ -547,7 +547,7 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
     r.contradicted = 0;
   }
   const int yes = zcal_result_should_zerocopy(&r, size_bytes, fallback);
-  struct zcal_report_thread *t = zcal_internal_report_thread();
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
   if (t) {
     unsigned why = r.verdict <= ZCAL_VERDICT_NEVER ? ZCAL_REPORT_BY_THRESHOLD
                                                    : ZCAL_REPORT_BY_NO_ANSWER;

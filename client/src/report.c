@@ -53,30 +53,17 @@ static uint64_t report_now_ns(void) {
   return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
-static void publish_if_open(struct zcal_report_thread *t) {
-  if (t->counts && t->dirty != 0) zcal_internal_report_publish(t);
-}
-
-static void forget_counts(struct zcal_report_thread *t) {
-  free(t->counts);
-  t->counts = NULL;
-  t->dirty = 0;
-  t->last_cell = UINT16_MAX;
-}
-
 /* A slot goes back to the pool when its thread exits; its counts stay. */
 static void release_thread_slot(void *unused) {
   (void)unused;
   struct zcal_report_thread *t = &zcal_internal_report_tls;
-  publish_if_open(t);
   pthread_mutex_lock(&report_lock);
-  if (open_report.header && t->epoch == open_report.epoch && t->counts) {
+  if (open_report.header && t->epoch == open_report.epoch && !t->shared) {
     const size_t i = (size_t)((unsigned char *)t->slot - (unsigned char *)report_slot_at(open_report.header, 0)) /
                      REPORT_SLOT_BYTES;
     open_report.free_slots |= UINT64_C(1) << i;
   }
   pthread_mutex_unlock(&report_lock);
-  forget_counts(t);
   t->epoch = 0;
 }
 
@@ -99,10 +86,8 @@ static void make_thread_key(void) {
   pthread_atfork(lock_report_for_fork, unlock_report_after_fork, forget_report_in_child);
 }
 
-struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch) {
+const struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch) {
   struct zcal_report_thread *t = &zcal_internal_report_tls;
-  /* Counts of a report closed since: its object is final. */
-  forget_counts(t);
   pthread_mutex_lock(&report_lock);
   if (!open_report.header || open_report.epoch != epoch) {
     pthread_mutex_unlock(&report_lock);
@@ -110,62 +95,20 @@ struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch) {
   }
   struct zcal_report_header *h = open_report.header;
   unsigned i = 0;
-  /* Without a thread key a slot could never go back, and without private
-   * counts it could not be written cheaply: share slot 0. */
-  if (have_thread_key && open_report.free_slots != 0) {
-    t->counts = malloc(sizeof(struct zcal_report_cell) * ZCAL_REPORT_CELLS);
-    if (t->counts && pthread_setspecific(thread_key, t) == 0) {
-      i = (unsigned)__builtin_ctzll(open_report.free_slots);
-      open_report.free_slots &= open_report.free_slots - 1;
-    } else {
-      forget_counts(t);
-    }
+  /* Without a thread key a slot could never go back: share slot 0. */
+  if (have_thread_key && open_report.free_slots != 0 &&
+      pthread_setspecific(thread_key, t) == 0) {
+    i = (unsigned)__builtin_ctzll(open_report.free_slots);
+    open_report.free_slots &= open_report.free_slots - 1;
   }
   struct zcal_report_slot *slot = report_slot_at(h, i);
-  /* A slot of a thread that exited holds its counts, published before it
-   * went back under the lock: they go on from there. */
-  if (t->counts) memcpy(t->counts, slot->cells, sizeof slot->cells);
   __atomic_fetch_add(&slot->threads, 1, __ATOMIC_RELAXED);
   if (i + 1 > h->slots_used) __atomic_store_n(&h->slots_used, i + 1, __ATOMIC_RELEASE);
   t->slot = slot;
-  t->until_publish = ZCAL_REPORT_PUBLISH_CALLS;
+  t->shared = i == 0;
   t->epoch = epoch;
   pthread_mutex_unlock(&report_lock);
   return t;
-}
-
-void zcal_internal_report_mark(struct zcal_report_thread *t, uint16_t cell) {
-  t->dirty |= UINT64_C(1) << cell;
-  t->last_cell = cell;
-}
-
-_Static_assert(ZCAL_REPORT_CELLS <= 64, "dirty is one word");
-_Static_assert(sizeof(struct zcal_report_cell) % 8 == 0, "a cell is 8-byte words");
-
-/* Only into the open report: once closed, an object's counts are final. */
-void zcal_internal_report_publish(struct zcal_report_thread *t) {
-  t->until_publish = ZCAL_REPORT_PUBLISH_CALLS;
-  if (__atomic_load_n(&zcal_internal_report_epoch, __ATOMIC_ACQUIRE) != t->epoch) return;
-  struct zcal_report_slot *s = t->slot;
-  const uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
-  for (uint64_t dirty = t->dirty; dirty != 0; dirty &= dirty - 1) {
-    const unsigned c = (unsigned)__builtin_ctzll(dirty);
-    const uint64_t *from = (const uint64_t *)(const void *)&t->counts[c];
-    uint64_t *to = (uint64_t *)(void *)(&s->cells[0][0] + c);
-    /* Release stores: each after the odd seq (zcal.h, struct
-     * zcal_report_slot). */
-    for (size_t w = 0; w < sizeof(struct zcal_report_cell) / 8; ++w)
-      __atomic_store_n(&to[w], from[w], __ATOMIC_RELEASE);
-  }
-  __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
-  t->dirty = 0;
-  t->last_cell = UINT16_MAX;
-}
-
-void zcal_report_flush(void) {
-  if (__atomic_load_n(&zcal_internal_report_epoch, __ATOMIC_ACQUIRE) == 0) return;
-  publish_if_open(&zcal_internal_report_tls);
 }
 
 static int check_app_name(const char *name) {
@@ -292,7 +235,6 @@ static void mark_report_closed(void) {
 void zcal_report_close(void) {
   pthread_mutex_lock(&report_lock);
   if (open_report.header) {
-    publish_if_open(&zcal_internal_report_tls);
     __atomic_store_n(&zcal_internal_report_epoch, 0, __ATOMIC_RELEASE);
     mark_report_closed();
     open_report.header = NULL;
@@ -304,7 +246,6 @@ void zcal_report_close(void) {
 __attribute__((destructor)) static void close_report_at_exit(void) {
   pthread_mutex_lock(&report_lock);
   if (open_report.header && open_report.owner == getpid()) {
-    publish_if_open(&zcal_internal_report_tls);
     mark_report_closed();
     open_report.owner = 0;
   }
@@ -328,7 +269,7 @@ int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
                           uint8_t method, uint64_t max_age_ns, uint64_t completions,
                           uint64_t copied) {
   if (!key || copied > completions) return -EINVAL;
-  struct zcal_report_thread *t = zcal_internal_report_thread();
+  const struct zcal_report_thread *t = zcal_internal_report_thread();
   if (!t) return 0;
   unsigned scope = ZCAL_REPORT_SCOPE_NONE;
   struct zcal_result r;
@@ -340,17 +281,15 @@ int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
   return 0;
 }
 
-void zcal_internal_report_send_shared(struct zcal_report_thread *t, uint16_t cell, int yes,
-                                      unsigned why, uint64_t size_bytes, unsigned depth) {
-  struct zcal_report_cell *c = &t->slot->cells[0][0] + cell;
+void zcal_internal_report_send_shared(struct zcal_report_cell *c, int yes, unsigned why,
+                                      uint64_t size_bytes, unsigned depth) {
   __atomic_fetch_add(&c->answers[depth][yes][why], 1, __ATOMIC_RELAXED);
   __atomic_fetch_add(&c->bytes[yes], size_bytes, __ATOMIC_RELAXED);
   __atomic_fetch_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1, __ATOMIC_RELAXED);
 }
 
-void zcal_internal_report_completions_shared(struct zcal_report_thread *t, uint16_t cell,
-                                             uint64_t completions, uint64_t copied) {
-  struct zcal_report_cell *c = &t->slot->cells[0][0] + cell;
+void zcal_internal_report_completions_shared(struct zcal_report_cell *c, uint64_t completions,
+                                             uint64_t copied) {
   __atomic_fetch_add(&c->completions, completions, __ATOMIC_RELAXED);
   __atomic_fetch_add(&c->copied, copied, __ATOMIC_RELAXED);
 }

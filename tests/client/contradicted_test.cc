@@ -71,7 +71,6 @@ class Published {
 };
 
 zcal_report_cell HostDefaultCell() {
-  zcal_report_flush();
   const zcal::test::ReportSnapshot snap = ReadReport(ReportName(getpid()));
   EXPECT_EQ(snap.error, "");
   return snap.counts.cells[ZCAL_SCOPE_HOST_DEFAULT][kZc];

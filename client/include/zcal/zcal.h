@@ -628,23 +628,15 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  * nothing (a transport that decides from a cached result is not seen).
  *
  * Cost: no system call and no allocation per send. With reporting off, a
- * send pays one load and a branch; with it on, three additions in the
- * calling thread's private copy of its counts (bench/shm_lookup_bench
+ * send pays one load and a branch; with it on, a handful of stores into
+ * the calling thread's own slot of the object (bench/shm_lookup_bench
  * prints both side by side; docs/client.md quotes them).
  *
  * Threads: every thread that sends takes a slot of its own at its first
- * counted call (one lock and one allocation of 21 KiB, once per thread),
- * counts privately, and copies its counts into its slot under the slot's
- * seqlock every ZCAL_REPORT_PUBLISH_CALLS counted calls (answers and
- * reports of completions), at zcal_report_flush, when it exits, and at
- * zcal_report_close and process exit if it is the thread that calls them.
- * So what a reader sees of a thread lags behind it by fewer than
- * ZCAL_REPORT_PUBLISH_CALLS calls, and a thread still running at
- * zcal_report_close or exit() loses those it had not published (threads
- * that exit or call zcal_report_flush before lose nothing). Its slot goes
- * back to the pool when the thread exits, counts kept. Threads beyond
- * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions at
- * once (no lag). So
+ * counted call (one lock, once per thread) and writes it with plain
+ * atomic stores under the slot's seqlock; its slot goes back to the pool
+ * when the thread exits, counts kept. Threads beyond
+ * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions. So
  * the counting calls are as thread-safe as before (a guard still belongs
  * to one thread at a time), and zcal_report_open and zcal_report_close
  * may be called while other threads send: a send that races them is
@@ -676,11 +668,6 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  *  or a control character (below 0x20, 0x7f); other bytes (UTF-8) pass. */
 #define ZCAL_REPORT_NAME_SIZE 64
 
-/** A thread publishes its counts into its slot after this many counted
- *  calls (zcal_report_flush publishes them at once). A publish copies the
- *  cells the thread changed, 68 words each; at 64 calls that still cost
- *  about 1 ns per send (bench/shm_lookup_bench), at 256 a quarter. */
-#define ZCAL_REPORT_PUBLISH_CALLS 256
 /** Slots of the object: slot 0 is shared, the others one thread's each. */
 #define ZCAL_REPORT_SLOTS 64
 /** Scope index of answers that no entry gave (no agent, no entry, the
@@ -830,26 +817,12 @@ ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 21824,
 int zcal_report_open(const char *name);
 
 /**
- * Publishes the calling thread's counts, marks the object closed and
- * removes its name; reporting is off until the next zcal_report_open.
- * Counts other threads had not yet published are not in the object (see
- * "Threads" above: call zcal_report_flush in them first). The mapping
- * stays until exit (the pages written, a few KiB per sending thread), so
- * that a thread counting at that moment never touches unmapped memory.
- * No-op when none is open.
+ * Marks the object closed and removes its name; reporting is off until
+ * the next zcal_report_open. The mapping stays until exit (the pages
+ * written, a few KiB per sending thread), so that a thread counting at
+ * that moment never touches unmapped memory. No-op when none is open.
  */
 void zcal_report_close(void);
-
-/**
- * Publishes the calling thread's counts into its slot now, so that a
- * reader sees every answer and completion the thread counted so far (see
- * "Threads" above). For a thread that goes idle, or before a check of the
- * counts. Costs about 70 stores per scope and method the thread counted in
- * since its last publish. No-op when reporting is off or the thread has
- * counted nothing since. Thread-safe: it touches only the calling
- * thread's slot.
- */
-void zcal_report_flush(void);
 
 /**
  * Counts completions of zerocopy sends decided by zcal_should_zerocopy or

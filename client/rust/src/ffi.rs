@@ -145,7 +145,6 @@ extern "C" {
     pub fn zcal_guard_completed(guard: *mut RawGuard, completions: u64, copied: u64) -> c_int;
     pub fn zcal_report_open(name: *const c_char) -> c_int;
     pub fn zcal_report_close();
-    pub fn zcal_report_flush();
 }
 
 #[cfg(test)]

@@ -39,12 +39,3 @@ pub fn close() {
     // SAFETY: no arguments; safe to call from any thread at any time.
     unsafe { ffi::zcal_report_close() }
 }
-
-/// Publishes the calling thread's counts now. A thread publishes them by
-/// itself every `ZCAL_REPORT_PUBLISH_CALLS` (64) counted calls, when it
-/// exits, and at [`close`]; call this before a thread goes idle for long,
-/// or before the counts are checked. Nothing happens when reporting is off.
-pub fn flush() {
-    // SAFETY: no arguments; touches only the calling thread's slot.
-    unsafe { ffi::zcal_report_flush() }
-}
