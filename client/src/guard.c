@@ -25,7 +25,13 @@ static int gives_answer(int have, const struct zcal_result *r) {
  * the class's bit in class_no_answer when the fallback answers instead. */
 static uint64_t from_bytes(struct zcal_guard *g, int k, int have,
                            const struct zcal_result *r) {
-  if (gives_answer(have, r)) return r->zerocopy_from_bytes;
+  if (gives_answer(have, r)) {
+    /* A contradicted entry answers 0 where it would answer 1, per send:
+     * those are counted as the guard's own (ZCAL_REPORT_BY_GUARD_OFF). */
+    if (!r->contradicted) return r->zerocopy_from_bytes;
+    g->class_contradicted |= (uint8_t)(1u << k);
+    return zcal_internal_verdict_from_bytes(r);
+  }
   g->class_no_answer |= (uint8_t)(1u << k);
   return g->fallback ? 0 : UINT64_MAX;
 }
@@ -35,6 +41,7 @@ static void look_up(struct zcal_guard *g) {
   const int rc = zcal_lookup(g->handle, &g->key, g->method, &r);
   g->have_result = usable(g, rc, &r);
   g->class_no_answer = 0;
+  g->class_contradicted = 0;
   g->class_from_bytes[ZCAL_CLASS_STREAM] =
       from_bytes(g, ZCAL_CLASS_STREAM, g->have_result, &r);
   g->class_fallbacks = 0;
@@ -118,8 +125,12 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   g->depth_class = zcal_internal_class_codes[k];
   int yes = size_bytes >= g->class_from_bytes[k];
   int held_off = 0;
-  if (yes && g->state == ZCAL_GUARD_OFF) {
-    if (g->sends_until_retry > 0) {
+  if (yes && (g->state == ZCAL_GUARD_OFF || (g->class_contradicted >> k & 1u))) {
+    if (g->class_contradicted >> k & 1u) {
+      /* Until the agent clears the flag: not a probe, no retry count. */
+      yes = 0;
+      held_off = 1;
+    } else if (g->sends_until_retry > 0) {
       g->sends_until_retry--;
       yes = 0;
       held_off = 1;

@@ -38,6 +38,7 @@ struct zcal_answer {
   uint8_t has_threshold;
   uint8_t estimated;
   uint16_t depth_class;
+  uint8_t contradicted;
 } __attribute__((aligned(64)));
 
 /* Index of a depth class among the classes this reader knows, and back.
@@ -61,6 +62,17 @@ static inline int zcal_internal_class_of_depth(uint64_t depth) {
          (depth >= ZCAL_DEPTH_STREAM_FROM);
 }
 extern const uint16_t zcal_internal_class_codes[ZCAL_DEPTH_CLASSES];
+
+/* The size from which the entry's verdict says zerocopy, whether or not
+ * the applications contradict it (zerocopy_from_bytes is UINT64_MAX then):
+ * the answers a contradiction turns into copies are counted as such. */
+static inline uint64_t zcal_internal_verdict_from_bytes(const struct zcal_result *r) {
+  switch (r->verdict) {
+    case ZCAL_VERDICT_THRESHOLD: return r->threshold_bytes;
+    case ZCAL_VERDICT_ALWAYS: return 0;
+    default: return UINT64_MAX;
+  }
+}
 
 /* A peer entry in the open-addressing table, keyed by masked address. */
 struct zcal_peer_slot {

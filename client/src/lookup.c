@@ -150,6 +150,10 @@ static void make_answer(const zcal_handle *h, const struct zcal_shm_entry *e,
   out->prefix_len = e->scope == ZCAL_SCOPE_PEER ? e->prefix_len : 0;
   out->stale = (h->flags & ZCAL_FLAG_STALE) != 0;
   out->estimated = (e->entry_flags & ZCAL_ENTRY_ESTIMATED) != 0;
+  /* Every reader of zerocopy_from_bytes (zcal_result_should_zerocopy, the
+   * guard, the C++ and Rust wrappers) then answers copy. */
+  out->contradicted = (e->entry_flags & ZCAL_ENTRY_CONTRADICTED) != 0;
+  if (out->contradicted) out->zerocopy_from_bytes = UINT64_MAX;
   out->depth_class = e->depth_class;
 }
 
@@ -384,7 +388,7 @@ static inline int answer(const zcal_handle *h, const struct zcal_key *key,
   out->estimated = a->estimated;
   out->depth_class = a->depth_class;
   out->depth_fallback = fallback;
-  memset(out->reserved, 0, sizeof out->reserved);
+  out->contradicted = a->contradicted;
   return 0;
 }
 
@@ -540,12 +544,16 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
     /* The fallback answers, and the report counts it under no scope. */
     r.scope = ZCAL_REPORT_SCOPE_NONE;
     r.verdict = ZCAL_VERDICT_INCONCLUSIVE;
+    r.contradicted = 0;
   }
   const int yes = zcal_result_should_zerocopy(&r, size_bytes, fallback);
   const struct zcal_report_thread *t = zcal_internal_report_thread();
   if (t) {
-    const unsigned why = r.verdict <= ZCAL_VERDICT_NEVER ? ZCAL_REPORT_BY_THRESHOLD
-                                                         : ZCAL_REPORT_BY_NO_ANSWER;
+    unsigned why = r.verdict <= ZCAL_VERDICT_NEVER ? ZCAL_REPORT_BY_THRESHOLD
+                                                   : ZCAL_REPORT_BY_NO_ANSWER;
+    /* As the guard counts it: a 1 the contradiction turned into 0. */
+    if (r.contradicted && size_bytes >= zcal_internal_verdict_from_bytes(&r))
+      why = ZCAL_REPORT_BY_GUARD_OFF;
     zcal_internal_report_send(t, zcal_internal_report_cell(zcal_internal_report_scope(r.scope), method),
                               yes, why, size_bytes, (unsigned)depth_class);
   }

@@ -309,6 +309,103 @@ TEST(ReportModelOf, ReadsTheLoadOfACalibrationAndSaysWhereItIsWrong) {
   EXPECT_EQ(RenderReport(*model).find("Measured under"), std::string::npos);
 }
 
+// An application that sent 3 messages of 4 KiB with copy and 1 of 64 KiB
+// with zerocopy through the host default, and one of 1 MiB through a peer;
+// 4 completions of which 1 came back copied.
+AppsSnapshot OneApp() {
+  AppCounters host;
+  host.answers[0][0][0] = 3;
+  host.answers[0][1][0] = 1;
+  host.bytes = {3 * 4096, 65536};
+  host.sizes[12] = 3;
+  host.sizes[16] = 1;
+  host.completions = 4;
+  host.copied = 1;
+  AppCounters peer;
+  peer.answers[3][1][0] = 1;
+  peer.bytes = {0, 1 << 20};
+  peer.sizes[20] = 1;
+  AppsSnapshot apps;
+  AppTotals& t = apps.apps["storage<target>"];
+  t.cells[{AppScope::kHostDefault, cal::Method::kMsgZerocopy}] = host;
+  t.cells[{AppScope::kPeer, cal::Method::kMsgZerocopy}] = peer;
+  t.live_processes = 1;
+  t.exited_processes = 2;
+  return apps;
+}
+
+TEST(ReportPage, ShowsEachApplicationsZerocopyAndCopiedSharesAndSizesAgainstTheThreshold) {
+  ReportModel model;
+  model.kind = ReportKind::kLive;
+  model.apps = OneApp();
+  model.published = {{"entries", json::array({{{"scope", "host_default"},
+                                               {"method", "msg_zerocopy"},
+                                               {"depth", "stream"},
+                                               {"verdict", "threshold"},
+                                               {"threshold_bytes", 16384}}})}};
+  const std::string page = RenderReport(model);
+  const std::vector<std::string> rows = Elements(page, "<tr><td>storage&lt;target&gt;</td>", "</tr>");
+  ASSERT_EQ(rows.size(), 1u) << "one row per application and method, the scopes summed";
+  // 5 sends; of 1,126,400 bytes, 1,114,112 with zerocopy; 1 of 4 copied.
+  EXPECT_NE(rows[0].find("<td>msg_zerocopy</td><td class=\"num\">5</td>"), std::string::npos)
+      << rows[0];
+  EXPECT_NE(rows[0].find("98.9 %"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find("<td class=\"num\">4</td><td class=\"num\">25.0 %</td>"),
+            std::string::npos)
+      << rows[0];
+  EXPECT_NE(rows[0].find("1 running, 2 exited"), std::string::npos);
+  const std::vector<std::string> charts = Elements(page, "<svg class=\"sizes\"", "</svg>");
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_NE(charts[0].find("<title>4 KiB \u2013 8 KiB: 3 sends</title>"), std::string::npos)
+      << charts[0];
+  EXPECT_NE(charts[0].find("<title>1 MiB \u2013 2 MiB: 1 sends</title>"), std::string::npos);
+  EXPECT_NE(charts[0].find("<line class=\"threshold\""), std::string::npos);
+  EXPECT_NE(charts[0].find("threshold 16 KiB"), std::string::npos);
+  EXPECT_EQ(page.find("style=\""), std::string::npos) << "the policy admits no style attribute";
+}
+
+TEST(ReportPage, MarksAPublishedEntryTheApplicationsContradict) {
+  ReportModel model;
+  model.kind = ReportKind::kLive;
+  model.published = {{"entries", json::array({{{"scope", "host_default"},
+                                               {"method", "msg_zerocopy"},
+                                               {"verdict", "threshold"},
+                                               {"threshold_bytes", 16384},
+                                               {"contradicted", true}},
+                                              {{"scope", "loopback"},
+                                               {"method", "msg_zerocopy"},
+                                               {"verdict", "never"},
+                                               {"contradicted", false}}})}};
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("<td>host_default (contradicted by the applications: copy)</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td>loopback</td>"), std::string::npos);
+}
+
+TEST(ReportPage, SaysWhenNoApplicationReportsAndHasNoSectionForAnInputWithout) {
+  ReportModel model;
+  model.kind = ReportKind::kLive;
+  EXPECT_EQ(RenderReport(model).find("id=\"apps\""), std::string::npos);
+  model.apps = AppsSnapshot{};
+  const std::string page = RenderReport(model);
+  EXPECT_NE(page.find("id=\"apps\""), std::string::npos);
+  EXPECT_NE(page.find("No application reports"), std::string::npos);
+  EXPECT_EQ(page.find("<svg class=\"sizes\""), std::string::npos);
+}
+
+TEST(StatusPage, ShowsTheApplicationsOfTheLastUpdateApps) {
+  auto status = std::make_shared<StatusPage>();
+  status->Update(AgentState{}, false, "/zcal-report-test-absent");
+  EXPECT_NE(status->Page(1).body.find("No application reports"), std::string::npos);
+  status->UpdateApps(OneApp());
+  const std::string page = status->Page(1).body;
+  EXPECT_NE(page.find("<tr><td>storage&lt;target&gt;</td>"), std::string::npos);
+  EXPECT_EQ(page.find("threshold 16 KiB"), std::string::npos) << "no segment, no threshold";
+  status->Update(AgentState{}, false, "/zcal-report-test-absent");
+  EXPECT_NE(status->Page(1).body.find("storage&lt;target&gt;"), std::string::npos)
+      << "an Update of the state keeps the applications";
+}
+
 TEST(StatusPage, AnswersOnceTheAgentHasAState) {
   auto status = std::make_shared<StatusPage>();
   EXPECT_EQ(status->Page(1).status, 503);

@@ -574,6 +574,15 @@ TEST(Wrapper, CachedDecisionFollowsPublishesAndFallsBack) {
   EXPECT_TRUE(decision.estimated());
   ASSERT_TRUE(decision.answer());
   EXPECT_EQ(decision.answer()->scope, ZCAL_SCOPE_HOST_DEFAULT);
+  EXPECT_FALSE(decision.contradicted());
+  // The applications contradict it (ABI 1.3): copy, and the wrapper says so.
+  hdr->seq = 5;
+  entry->entry_flags |= ZCAL_ENTRY_CONTRADICTED;
+  hdr->generation += 1;
+  hdr->seq = 6;
+  EXPECT_FALSE(decision.ShouldZerocopy(&*segment, 1 << 20));
+  EXPECT_TRUE(decision.contradicted());
+  EXPECT_EQ(decision.answer()->verdict, ZCAL_VERDICT_THRESHOLD);
   munmap(map, image.size());
 }
 

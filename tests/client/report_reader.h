@@ -133,14 +133,10 @@ inline bool AddSlot(const unsigned char* base, const zcal_report_header& h, std:
 
 }  // namespace report_detail
 
-// Reads the report object `name` ("/zcal-report-<pid>") once.
-inline ReportSnapshot ReadReport(const std::string& name) {
+// Reads the report object open as `fd` once (`name` for messages); closes
+// `fd`. An agent holds an object open like this while its owner closes it.
+inline ReportSnapshot ReadReportFd(int fd, const std::string& name) {
   ReportSnapshot snap;
-  const int fd = shm_open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) {
-    snap.error = name + ": " + std::strerror(errno);
-    return snap;
-  }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(sizeof(zcal_report_header)) ||
       static_cast<std::uint64_t>(st.st_size) > kReportMaxBytes) {
@@ -194,6 +190,17 @@ inline ReportSnapshot ReadReport(const std::string& name) {
   }
   munmap(map, bytes);
   return snap;
+}
+
+// Reads the report object `name` ("/zcal-report-<pid>") once.
+inline ReportSnapshot ReadReport(const std::string& name) {
+  const int fd = shm_open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) {
+    ReportSnapshot snap;
+    snap.error = name + ": " + std::strerror(errno);
+    return snap;
+  }
+  return ReadReportFd(fd, name);
 }
 
 inline std::string ReportName(pid_t pid) { return ZCAL_REPORT_PREFIX + std::to_string(pid); }

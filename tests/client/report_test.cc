@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -314,6 +315,31 @@ TEST(Report, CountsNothingWhenOffAndStartsAtZeroWhenReopened) {
   ASSERT_EQ(report.rc(), 0);
   ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
   EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 1u);
+}
+
+// The agent may hold an object open while its owner closes and removes it:
+// what it reads then are the final counts, every thread's.
+TEST(Report, AReaderHoldingTheObjectReadsEveryThreadsCountsAfterClose) {
+  const zcal_key key = Key("192.0.2.1");
+  ASSERT_EQ(zcal_report_open("close"), 0);
+  // Held open as the agent holds it: the name goes at close, the object stays.
+  const int fd = shm_open(ReportName(getpid()).c_str(), O_RDONLY | O_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  std::thread([&key] {
+    zcal_guard g;
+    zcal_guard_init_key(&g, sizeof g, nullptr, &key, kZc, 1, 0);
+    for (int i = 0; i < 2; ++i) zcal_guard_should_zerocopy(&g, 10);
+  }).join();
+  zcal_guard g;
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, nullptr, &key, kZc, 1, 0), 0);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(zcal_guard_should_zerocopy(&g, 10), 1);
+  zcal_report_close();
+  ASSERT_FALSE(Exists(ReportName(getpid())));
+  const ReportSnapshot snap = zcal::test::ReadReportFd(fd, "the closed object");
+  ASSERT_EQ(snap.error, "");
+  EXPECT_TRUE((snap.flags & ZCAL_REPORT_FLAG_CLOSED) != 0);
+  EXPECT_EQ(Answers(snap.counts.cells[ZCAL_REPORT_SCOPE_NONE][kZc], kYes, ZCAL_REPORT_BY_NO_ANSWER),
+            5u);
 }
 
 // report_env_child, which meson names in the test's environment.

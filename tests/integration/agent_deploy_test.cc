@@ -51,14 +51,15 @@ std::set<std::string> Names(const std::string& text, const std::string& prefix,
 }
 
 // Metric names used in a PromQL text, with histogram series suffixes
-// mapped to their family.
+// mapped to their family: the agent's histograms are in seconds
+// (zcal_calibration_duration_seconds) and bytes (zcal_app_message_size_bytes).
 std::set<std::string> FamiliesUsed(const std::string& text) {
   std::set<std::string> out;
   for (std::string name : Names(text, "")) {
     for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
-      if (name.ends_with(suffix) && name.find("duration") != std::string::npos) {
-        name.resize(name.size() - suffix.size());
-      }
+      if (!name.ends_with(suffix)) continue;
+      const std::string family = name.substr(0, name.size() - suffix.size());
+      if (family.ends_with("_seconds") || family.ends_with("_bytes")) name = family;
     }
     out.insert(name);
   }

@@ -15,6 +15,12 @@ void StatusPage::Update(const AgentState& state, bool stale, const std::string& 
   shown_ = std::move(shown);
 }
 
+void StatusPage::UpdateApps(const AppsSnapshot& apps) {
+  auto copy = std::make_shared<const AppsSnapshot>(apps);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  apps_ = std::move(copy);
+}
+
 std::shared_ptr<const StatusPage::Shown> StatusPage::Current() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return shown_;
@@ -25,6 +31,12 @@ HttpResponse StatusPage::Page(std::uint64_t now_ns) const {
   if (!shown) return {503, "text/plain; charset=utf-8", "the agent is starting\n"};
   ReportModel model = shown->model;
   model.generated_at_ns = now_ns;
+  std::shared_ptr<const AppsSnapshot> apps;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    apps = apps_;
+  }
+  model.apps = *apps;
   const SegmentTable table = ReadSegmentTable(shown->segment);
   model.published = table.info ? ThresholdsJson(table, now_ns) : nlohmann::json();
   HttpResponse response{200, "text/html; charset=utf-8", RenderReport(model)};

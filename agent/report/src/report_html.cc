@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "report_apps.h"
 #include "report_assets.h"
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/state/decided_for_json.h"
@@ -221,6 +222,8 @@ void AgentSection(std::string& out, const ReportModel& model) {
     }
     if (e.value("interface", json()).is_string()) scope += " " + e["interface"].get<std::string>();
     if (e.value("estimated", false)) scope += " (estimated)";
+    // The applications' reports contradict it: libzcal answers copy for it.
+    if (e.value("contradicted", false)) scope += " (contradicted by the applications: copy)";
     const json threshold = e.value("threshold_bytes", json());
     const json confidence = e.value("confidence", json());
     out += fmt::format(
@@ -446,6 +449,7 @@ std::string RenderReport(const ReportModel& model) {
          "<strong>This page could not draw everything:</strong><ul></ul></div>\n";
   VerdictTable(out, model);
   AgentSection(out, model);
+  AppsSection(out, model);
   HostFacts(out, model);
   std::string path;
   for (std::size_t n = 0; n < model.entries.size(); ++n) {

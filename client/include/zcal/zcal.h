@@ -224,7 +224,8 @@ struct zcal_key {
 /** The answer for one key and method. */
 struct zcal_result {
   /** Sizes >= this are sent with zerocopy: threshold_bytes for THRESHOLD,
-   *  0 for ALWAYS, UINT64_MAX for NEVER and INCONCLUSIVE. */
+   *  0 for ALWAYS, UINT64_MAX for NEVER and INCONCLUSIVE, and for an
+   *  entry the applications contradict (`contradicted`). */
   uint64_t zerocopy_from_bytes;
   uint64_t threshold_bytes;  /**< as published; 0 without a threshold */
   uint64_t generation;       /**< segment generation read; see zcal_generation */
@@ -250,8 +251,15 @@ struct zcal_result {
    *  matching scope (an agent of ABI minor 1, a class not calibrated) and
    *  answered with that scope's stream entry instead. */
   uint8_t depth_fallback;
-  uint8_t reserved[1];
+  /** (libzcal 1.3) 1: ZCAL_ENTRY_CONTRADICTED (see there). The answer is
+   *  copy: zerocopy_from_bytes is UINT64_MAX, while verdict and
+   *  threshold_bytes stay as published. 0 from an older library. */
+  uint8_t contradicted;
 };
+ZCAL_STATIC_ASSERT(sizeof(struct zcal_result) == 72, "zcal_result is 72 bytes");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_result, estimated) == 67, "estimated at 67");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_result, depth_class) == 68, "depth_class at 68");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_result, contradicted) == 71, "contradicted at 71");
 
 /** Header fields and segment facts, for tools such as `zcal show`. */
 struct zcal_info {
@@ -531,7 +539,12 @@ struct zcal_guard {
   /** (libzcal 1.3) The report's counters this guard's answers go to:
    *  scope index * ZCAL_REPORT_METHODS + method, or UINT16_MAX (none). */
   uint16_t report_cell;
-  uint8_t reserved[14];      /**< zero; future fields come from here */
+  /** (libzcal 1.3) Bit k: class k's entry is contradicted by the
+   *  applications' reports (ZCAL_ENTRY_CONTRADICTED): the guard answers 0
+   *  where that entry says 1, counted in the report as
+   *  ZCAL_REPORT_BY_GUARD_OFF, until a lookup finds the flag cleared. */
+  uint8_t class_contradicted;
+  uint8_t reserved[13];      /**< zero; future fields come from here */
 };
 ZCAL_STATIC_ASSERT(sizeof(struct zcal_guard) == 256, "zcal_guard is 256 bytes");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, handle) == 72, "handle at 72");
@@ -540,7 +553,9 @@ ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, result) == 120, "result at 120");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, in_flight) == 192, "in_flight at 192");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, unreported) == 232, "unreported at 232");
 ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, report_cell) == 240, "report_cell at 240");
-ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 242, "reserved at 242");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, class_contradicted) == 242,
+                   "class_contradicted at 242");
+ZCAL_STATIC_ASSERT(offsetof(struct zcal_guard, reserved) == 243, "reserved at 243");
 
 /**
  * Initialises `guard` (all of its `guard_size` bytes; pass sizeof *guard)

@@ -185,6 +185,10 @@ class CachedDecision {
   /// this connection's scope (ZCAL_ENTRY_ESTIMATED: a host default taken
   /// from the discard path). False while there is no answer.
   bool estimated() const { return valid_ && result_.estimated != 0; }
+  /// Whether the applications' reports contradict the answer in use
+  /// (ZCAL_ENTRY_CONTRADICTED): it then answers copy at every size. False
+  /// while there is no answer.
+  bool contradicted() const { return valid_ && result_.contradicted != 0; }
   /// The answer in use, if any (scope, verdict, confidence, ages...).
   std::optional<zcal_result> answer() const {
     return valid_ ? std::optional<zcal_result>(result_) : std::nullopt;

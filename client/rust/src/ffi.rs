@@ -42,7 +42,7 @@ pub struct RawResult {
     pub estimated: u8,
     pub depth_class: u16,
     pub depth_fallback: u8,
-    pub reserved: [u8; 1],
+    pub contradicted: u8,
 }
 
 /// The handle pointer of `struct zcal_guard`, in a 64-bit word on every
@@ -81,7 +81,8 @@ pub struct RawGuard {
     pub class_fallbacks: u8,
     pub class_no_answer: u8,
     pub report_cell: u16,
-    pub reserved: [u8; 14],
+    pub class_contradicted: u8,
+    pub reserved: [u8; 13],
 }
 
 const _: () = assert!(std::mem::size_of::<RawKey>() == 40);
@@ -175,7 +176,8 @@ mod tests {
             assert_eq!(offset(&guard, addr_of!((*g).class_fallbacks)), 238);
             assert_eq!(offset(&guard, addr_of!((*g).class_no_answer)), 239);
             assert_eq!(offset(&guard, addr_of!((*g).report_cell)), 240);
-            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 242);
+            assert_eq!(offset(&guard, addr_of!((*g).class_contradicted)), 242);
+            assert_eq!(offset(&guard, addr_of!((*g).reserved)), 243);
         }
         let result = MaybeUninit::<RawResult>::uninit();
         let r = result.as_ptr();
@@ -186,6 +188,7 @@ mod tests {
             assert_eq!(offset(&result, addr_of!((*r).estimated)), 67);
             assert_eq!(offset(&result, addr_of!((*r).depth_class)), 68);
             assert_eq!(offset(&result, addr_of!((*r).depth_fallback)), 70);
+            assert_eq!(offset(&result, addr_of!((*r).contradicted)), 71);
         }
         let key = MaybeUninit::<RawKey>::uninit();
         let k = key.as_ptr();

@@ -161,6 +161,12 @@ impl Answer {
     pub fn estimated(&self) -> bool {
         self.raw.estimated != 0
     }
+    /// The applications' own sends contradict this entry (their reports
+    /// show the kernel copying): the answer is copy at every size until the
+    /// agent clears the flag; `verdict` and `threshold` stay as published.
+    pub fn contradicted(&self) -> bool {
+        self.raw.contradicted != 0
+    }
     /// The depth class of the entry that answered.
     pub fn depth_class(&self) -> DepthClass {
         DepthClass::from_code(self.raw.depth_class)

@@ -12,6 +12,7 @@
 #include "zcal/agent/metrics/http_server.h"
 #include "zcal/agent/report/report.h"
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/app_traffic.h"
 #include "zcal/common/clock.h"
 
 namespace zcal::agent {
@@ -31,6 +32,12 @@ class StatusPage : public std::enable_shared_from_this<StatusPage> {
   /// What the pages show from now on: the agent's state, whether it is
   /// stale, and the segment it publishes in ("/zcal").
   void Update(const AgentState& state, bool stale, const std::string& segment);
+
+  /// What the applications' reports said at the agent's last read of them
+  /// (agent/apps): the page shows it from now on, beside the state of the
+  /// last Update. Until the first call the page says no application
+  /// reports.
+  void UpdateApps(const AppsSnapshot& apps);
 
   /// The routes "/" (text/html, with the page's Content-Security-Policy
   /// as a header too) and "/api/v1/thresholds" (application/json; 503 with
@@ -53,6 +60,7 @@ class StatusPage : public std::enable_shared_from_this<StatusPage> {
   std::shared_ptr<const common::Clock> clock_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Shown> shown_;  // null until the first Update
+  std::shared_ptr<const AppsSnapshot> apps_ = std::make_shared<const AppsSnapshot>();
 };
 
 }  // namespace zcal::agent

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zcal/agent/domain/agent_state.h"
+#include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/domain/host_info.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/common/result.h"
@@ -63,6 +64,12 @@ struct ReportModel {
   /// null when it could not be read) and whether it is stale.
   nlohmann::json published;
   bool stale = false;
+  /// What the applications' libzcal reports say (the live agent's last
+  /// read): a table per application and method and a chart of its sizes.
+  /// nullopt: the input carries none (a calibration, an analysis, a state
+  /// file), and the page has no such section; empty: "no application
+  /// reports".
+  std::optional<AppsSnapshot> apps;
 };
 
 /// True when the input says what load its results were measured under
