@@ -55,7 +55,7 @@ static void look_up(struct zcal_guard *g) {
     if (have && c.depth_fallback) g->class_fallbacks |= (uint8_t)(1u << k);
   }
   g->report_cell = zcal_internal_report_cell(
-      g->have_result ? zcal_internal_report_scope(r.scope) : ZCAL_REPORT_SCOPE_NONE, g->method);
+      g->have_result ? zcal_internal_report_scope(&g->key, r.scope) : ZCAL_REPORT_SCOPE_NONE, g->method);
   if (g->have_result) {
     g->result = r;
     g->generation = r.generation;

@@ -271,15 +271,6 @@ static int find_v6(const zcal_handle *h, const uint8_t address[16],
   return -1;
 }
 
-static int is_loopback(const struct zcal_key *key) {
-  if (key->family == ZCAL_FAMILY_IPV4) return key->address[0] == 127;
-  if (key->family == ZCAL_FAMILY_IPV6) {
-    static const uint8_t kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                           0, 0, 0, 0, 0, 0, 0, 1};
-    return memcmp(key->address, kLoopback6, 16) == 0;
-  }
-  return strcmp(key->interface, "lo") == 0;
-}
 
 /* Interface entries are rare in keys: out of line, so that the common
  * path keeps its registers. */
@@ -343,7 +334,7 @@ static inline int find_entry(const zcal_handle *h, const struct zcal_key *key,
     if (bits[0] | bits[1] | bits[2]) found = find_v6(h, key->address, method);
   }
   if (found >= 0) return found;
-  if (h->loopback_entry[method] >= 0 && is_loopback(key))
+  if (h->loopback_entry[method] >= 0 && zcal_internal_is_loopback(key))
     return h->loopback_entry[method];
   if (key->interface[0] != '\0' && h->interface_count != 0) {
     found = find_interface(h, key, method);
@@ -554,7 +545,7 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
     /* As the guard counts it: a 1 the contradiction turned into 0. */
     if (r.contradicted && size_bytes >= zcal_internal_verdict_from_bytes(&r))
       why = ZCAL_REPORT_BY_GUARD_OFF;
-    zcal_internal_report_send(t, zcal_internal_report_cell(zcal_internal_report_scope(r.scope), method),
+    zcal_internal_report_send(t, zcal_internal_report_cell(zcal_internal_report_scope(key, r.scope), method),
                               yes, why, size_bytes, (unsigned)depth_class);
   }
   return yes;

@@ -275,7 +275,7 @@ int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
   struct zcal_result r;
   if (handle && zcal_lookup(handle, key, method, &r) == 0 &&
       (max_age_ns == 0 || r.heartbeat_age_ns <= max_age_ns))
-    scope = zcal_internal_report_scope(r.scope);
+    scope = zcal_internal_report_scope(key, r.scope);
   zcal_internal_report_completions(t, zcal_internal_report_cell(scope, method), completions,
                                    copied);
   return 0;

@@ -4,6 +4,7 @@
 #define ZCAL_CLIENT_REPORT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "zcal/zcal.h"
 
@@ -109,8 +110,25 @@ static inline void zcal_internal_report_completions(const struct zcal_report_thr
   ZCAL_REPORT_STORE(&s->seq, seq + 2);
 }
 
-/* The report's scope index of a lookup's answer. */
-static inline unsigned zcal_internal_report_scope(uint8_t scope) {
+/* Whether a key names a loopback destination (127.0.0.0/8, ::1, or the
+ * interface lo): the lookup's rule for the loopback entry. */
+static inline int zcal_internal_is_loopback(const struct zcal_key *key) {
+  if (key->family == ZCAL_FAMILY_IPV4) return key->address[0] == 127;
+  if (key->family == ZCAL_FAMILY_IPV6) {
+    static const uint8_t kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0, 0, 0, 1};
+    return memcmp(key->address, kLoopback6, 16) == 0;
+  }
+  return strcmp(key->interface, "lo") == 0;
+}
+
+/* The report's scope index of a lookup's answer for `key`. A loopback
+ * destination counts as loopback whichever entry answered it (without a
+ * loopback entry the host default does): its sends never cross a NIC, so
+ * the kernel's copies there say nothing of the scope that answered, and
+ * must not make the agent doubt it (docs/shm-abi.md, "Cell"). */
+static inline unsigned zcal_internal_report_scope(const struct zcal_key *key, uint8_t scope) {
+  if (zcal_internal_is_loopback(key)) return ZCAL_SCOPE_LOOPBACK;
   return scope < ZCAL_REPORT_SCOPE_NONE ? scope : ZCAL_REPORT_SCOPE_NONE;
 }
 

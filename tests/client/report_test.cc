@@ -298,6 +298,32 @@ TEST(Report, CountsShouldZerocopyAndItsCompletionsInTheScopeThatAnswered) {
   EXPECT_EQ(p.bytes[kYes], 20000u);
 }
 
+TEST(Report, CountsALoopbackDestinationAsLoopbackWhicheverEntryAnswered) {
+  // No loopback entry: the host default answers 127.0.0.1 and ::1. Their
+  // sends never cross a NIC, so they count as loopback, where the agent's
+  // field-contradiction rule never looks, and not against the host default.
+  OpenReport report("loop");
+  ASSERT_EQ(report.rc(), 0);
+  Published segment(16384);
+  const zcal_key v4 = Key("127.0.0.1");
+  const zcal_key v6 = Key("::1");
+  zcal_guard g;
+  ASSERT_EQ(zcal_guard_init_key(&g, sizeof g, segment.handle(), &v4, kZc, 0, 0), 0);
+  ASSERT_EQ(zcal_guard_should_zerocopy(&g, 65536), 1);  // the host default's answer
+  ASSERT_EQ(zcal_guard_completed(&g, 1, 1), 0);
+  EXPECT_EQ(zcal_should_zerocopy(segment.handle(), &v6, kZc, 20000, 0, 0), 1);
+  EXPECT_EQ(zcal_report_completed(segment.handle(), &v6, kZc, 0, 2, 2), 0);
+
+  const ReportSnapshot snap = Read();
+  const zcal_report_cell lo = Cell(snap, ZCAL_SCOPE_LOOPBACK, kZc);
+  EXPECT_EQ(Answers(lo, kYes, ZCAL_REPORT_BY_THRESHOLD), 2u);
+  EXPECT_EQ(lo.completions, 3u);
+  EXPECT_EQ(lo.copied, 3u);
+  const zcal_report_cell host = Cell(snap, ZCAL_SCOPE_HOST_DEFAULT, kZc);
+  EXPECT_EQ(host.completions, 0u);
+  EXPECT_EQ(Answers(host, kYes, ZCAL_REPORT_BY_THRESHOLD), 0u);
+}
+
 TEST(Report, CountsNothingWhenOffAndStartsAtZeroWhenReopened) {
   const zcal_key key = Key("192.0.2.1");
   EXPECT_EQ(zcal_report_completed(nullptr, &key, kZc, 0, 1, 1), 0);  // off: no-op

@@ -1,5 +1,6 @@
 // The applications' report objects, read at each heartbeat: the metrics
-// get the snapshot, the history keeps the window (service_impl.h).
+// and the live page get the snapshot, the history keeps the window
+// (service_impl.h), and the publisher learns from that window.
 #include <string>
 #include <utility>
 
@@ -13,6 +14,7 @@ void Service::Impl::ReadApps() {
   AppsRead read = apps_reader_.Read(clock_->Wall());
   for (const std::string& line : read.messages) spdlog::warn("{}", line);
   metrics_->SetApps(read.snapshot, apps_reader_.totals());
+  status_->UpdateApps(read.snapshot);
   apps_history_.Add(std::move(read.snapshot));
   // What the agent learns (publisher.h): contradictions flag entries and
   // ask for a calibration; the mixes wait for the next round
