@@ -1,8 +1,11 @@
 // The real agent reads the report objects of real processes: the example
 // sender on loopback (its /metrics counts equal the sender's own summary,
-// and its object's counts stay after it exits), and 1,000 short-lived
+// and its object's counts stay after it exits), 1,000 short-lived
 // processes killed with their objects left behind (removed by the agent,
-// totals exact). Each test's processes write their objects into a private
+// totals exact), and the field contradiction end to end: copies on
+// loopback never trip it, copies through a veth where the host default
+// says zerocopy pays flag the entries, count, recalibrate, and turn a
+// guard's answers to copy. Each test's processes write their objects into a private
 // directory bind-mounted on /dev/shm in a mount namespace of their own, so
 // that the agent reads theirs only (root only; skipped otherwise).
 #include <arpa/inet.h>
@@ -21,8 +24,10 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "agent_harness.h"
+#include "netns.h"
 #include "test_util.h"
 
 namespace zcal::agent::testing::agent_apps_test {
@@ -122,6 +127,7 @@ bool TwoMoreReads(int port) {
 
 struct Agent {
   TempDir dir;
+  std::string segment;
   std::unique_ptr<SegmentCleanup> cleanup;
   std::unique_ptr<AgentProcess> process;
   int port = 0;
@@ -290,6 +296,168 @@ TEST(AgentApps, AThousandKilledProcessesLeaveNoObjectsAndExactTotals) {
   // One name's series, nothing per process.
   EXPECT_EQ(Apps(text), std::set<std::string>{app});
   EXPECT_EQ(Series(agent.port, "zcal_app_report_refusals_total{kind=\"layout\"}"), 0);
+}
+
+
+// The host default, from saved discard results, for a host whose NIC (fake
+// eth0) no IOMMU translates: msg_zerocopy from 24 KiB. The apps' window is
+// the shortest allowed and the rule trips at 200 completions.
+void StartLearningAgent(Agent& agent, const PrivateShm& shm) {
+  AgentSettings settings;
+  settings.segment = UniqueSegment();
+  settings.state = agent.dir.path() / "state.json";
+  settings.at_startup = false;
+  settings.discard = true;
+  settings.budget_seconds = 1;
+  const fs::path root = agent.dir.path() / "root";
+  MakeFakeNic(root, "");
+  settings.host_root = root.string();
+  settings.host_default_interface = "eth0";
+  SaveDiscardState(settings.state);
+  settings.apps = "apps:\n  directory: " + shm.path() +
+                  "\n  owner_check: on\n  window: 1m\n  contradiction_min_completions: 200\n";
+  agent.cleanup = std::make_unique<SegmentCleanup>(settings.segment);
+  agent.segment = settings.segment;
+  WriteFile(agent.dir.path() / "agent.yaml", AgentConfig(settings));
+  agent.process =
+      AgentProcess::Start(agent.dir.path() / "agent.yaml", agent.dir.path() / "agent.log");
+  ASSERT_TRUE(WaitFor([&] { return (agent.port = agent.process->MetricsPort()) > 0; },
+                      milliseconds(30'000)))
+      << agent.process->Log();
+}
+
+// The host default entries of msg_zerocopy as `zcal show --json` prints them.
+std::vector<nlohmann::json> HostDefaults(const std::string& segment) {
+  const CommandResult show = RunCommand({ZcalBinary(), "show", "--segment", segment, "--json"});
+  std::vector<nlohmann::json> out;
+  if (show.status != 0) return out;
+  const nlohmann::json doc = nlohmann::json::parse(show.out, nullptr, false);
+  if (!doc.is_object() || !doc.contains("entries")) {
+    ADD_FAILURE() << "zcal show --json: " << show.out;
+    return out;
+  }
+  for (const auto& e : doc["entries"]) {
+    if (e.value("scope", "") == "host_default" && e.value("method", "") == "msg_zerocopy") {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+// Whether every entry that says zerocopy pays (threshold or always) is
+// flagged, and there is one: a recalibration may publish `never` for a
+// class, which is not flagged (nothing to contradict).
+bool AllContradicted(const std::vector<nlohmann::json>& entries) {
+  std::size_t paying = 0;
+  for (const auto& e : entries) {
+    const std::string verdict = e.value("verdict", "");
+    if (verdict != "threshold" && verdict != "always") continue;
+    ++paying;
+    if (!e.value("contradicted", false)) return false;
+  }
+  return paying > 0;
+}
+
+// argv: `command` in a mount namespace whose /dev/shm is `shm`'s directory
+// with the agent's segment bound into it, so that libzcal reads the agent's
+// segment and writes its report where the agent reads.
+std::vector<std::string> WithSegment(const PrivateShm& shm, const std::string& segment,
+                                     const std::string& command) {
+  const std::string inside = shm.path() + segment;
+  return {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+          "touch " + inside + " && mount --bind /dev/shm" + segment + " " + inside +
+              " && mount --rbind " + shm.path() + " /dev/shm && " + command};
+}
+
+TEST(AgentApps, CopiesWhereTheHostDefaultSaysZerocopyFlagItAndRecalibrateButLoopbackNever) {
+  if (const auto why = CannotIsolate()) GTEST_SKIP() << *why;
+  if (const std::string why = NetnsUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  SweepLeftoverNamespaces();
+  PrivateShm shm;
+  Agent agent;
+  ASSERT_NO_FATAL_FAILURE(StartLearningAgent(agent, shm));
+  ASSERT_FALSE(HostDefaults(agent.segment).empty()) << agent.process->Log();
+  ASSERT_FALSE(AllContradicted(HostDefaults(agent.segment)));
+  const std::string flagged = "field contradiction on host_default/msg_zerocopy";
+
+  // Loopback first: every zerocopy send copied, answered by the host
+  // default (no loopback entry yet), and still no contradiction.
+  {
+    Receiver receiver;
+    const std::string app = "it-loop-" + std::to_string(getpid());
+    auto sender = AgentProcess::StartProgram(
+        WithSegment(shm, agent.segment,
+                    Env("ZC_SENDER") + " --segment " + agent.segment +
+                        " --guard off --count 1000 --sizes 65536 --report " + app +
+                        " 127.0.0.1 " + std::to_string(receiver.port())),
+        agent.dir.path() / "loop.log");
+    ASSERT_TRUE(WaitFor([&] { return receiver.eof(); }, milliseconds(60'000)))
+        << ReadFile(agent.dir.path() / "loop.log");
+    ASSERT_TRUE(TwoMoreReads(agent.port));
+    receiver.Release();
+    ASSERT_EQ(sender->WaitExit(milliseconds(30'000)), 0) << ReadFile(agent.dir.path() / "loop.log");
+    const std::string text = Scrape(agent.port);
+    EXPECT_GE(Sum(text, "zcal_app_completions_total",
+                  {"app=\"" + app + "\"", "copied=\"true\""}), 200) << text;
+    EXPECT_FALSE(Contains(agent.process->Log(), "field contradiction")) << agent.process->Log();
+    EXPECT_FALSE(AllContradicted(HostDefaults(agent.segment)));
+  }
+
+  // Then through a NIC the kernel copies on (a veth to another namespace):
+  // the host default answers, the completions come back copied. The sink
+  // closes 2 s after the sender's end, and the sender waits for that, so
+  // the agent reads its last counts before it exits and removes its object
+  // (counts after the agent's last read are lost at a normal exit:
+  // docs/shm-abi.md, "The agent's reader").
+  BridgedNetwork net;
+  ASSERT_EQ(net.Build(2), "");
+  auto sink = Child::Start(
+      net.member(2).Exec({"/usr/bin/python3", "-c",
+                          "import socket, threading, time\n"
+                          "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                          "s.bind(('0.0.0.0', 7070)); s.listen(8); print('listening', flush=True)\n"
+                          "def drain(c):\n"
+                          "    while c.recv(1 << 16): pass\n"
+                          "    time.sleep(2); c.close()\n"
+                          "while True:\n"
+                          "    c, _ = s.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()\n"}),
+      agent.dir.path() / "sink.log");
+  ASSERT_TRUE(sink->WaitForLog("listening", milliseconds(10'000))) << sink->Log();
+  const std::string app = "it-nic-" + std::to_string(getpid());
+  const CommandResult sent = RunCommand(net.member(1).Exec(WithSegment(
+      shm, agent.segment,
+      Env("ZC_SENDER") + " --segment " + agent.segment +
+          " --guard off --count 1000 --sizes 65536 --report " + app + " " +
+          BridgedNetwork::Address(2) + " 7070 && sleep 5")));
+  ASSERT_EQ(sent.status, 0) << sent.out << sent.err;
+  std::printf("%s", sent.out.c_str());
+  ASSERT_TRUE(agent.process->WaitForLog(flagged, milliseconds(60'000))) << agent.process->Log();
+  // Flagged in the segment, every class of the method; counted; recalibrated.
+  EXPECT_TRUE(WaitFor([&] { return AllContradicted(HostDefaults(agent.segment)); },
+                      milliseconds(30'000)))
+      << RunCommand({ZcalBinary(), "show", "--segment", agent.segment, "--json"}).out;
+  const std::string text = Scrape(agent.port);
+  EXPECT_EQ(Sum(text, "zcal_app_contradictions_total",
+                {"scope=\"host_default\"", "method=\"msg_zerocopy\""}),
+            1)
+      << text;
+  EXPECT_TRUE(agent.process->WaitForLog("calibration started (contradiction)", milliseconds(30'000)))
+      << agent.process->Log();
+  // The log line names the application that saw the copies, not loopback's.
+  const std::string log = agent.process->Log();
+  const std::string line = log.substr(log.find(flagged), log.find('\n', log.find(flagged)) - log.find(flagged));
+  EXPECT_TRUE(Contains(line, app)) << line;
+  EXPECT_FALSE(Contains(line, "it-loop-")) << line;
+  std::printf("%s\n", line.c_str());
+
+  // A guard now answers copy for the flagged entry: the same sender with
+  // its guard on sends nothing with zerocopy.
+  const CommandResult guarded = RunCommand(net.member(1).Exec(WithSegment(
+      shm, agent.segment,
+      Env("ZC_SENDER") + " --segment " + agent.segment + " --count 200 --sizes 65536 " +
+          BridgedNetwork::Address(2) + " 7070")));
+  ASSERT_EQ(guarded.status, 0) << guarded.out << guarded.err;
+  EXPECT_EQ(Summary(guarded.out).at("zerocopy_messages"), 0) << guarded.out;
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "http_test_util.h"
 #include "test_util.h"
 #include "zcal/zcal.hpp"
@@ -172,6 +174,64 @@ std::optional<int> AgentProcess::WaitExit(std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+// A fake sysfs/procfs tree that the test edits: the host facts of the
+// loopback path come from it.
+void MakeFakeRoot(const std::filesystem::path& root) {
+  std::filesystem::create_directories(root / "proc/sys/kernel");
+  std::filesystem::create_directories(root / "sys/class/net/lo");
+  WriteFile(root / "proc/sys/kernel/osrelease", "6.18.0-test\n");
+  WriteFile(root / "proc/cpuinfo", "model name\t: Test CPU\n");
+  WriteFile(root / "proc/cmdline", "ro quiet\n");
+  WriteFile(root / "sys/class/net/lo/mtu", "65536\n");
+}
+
+// A fake host whose NIC eth0 is a PCI virtio NIC; `iommu_type` "" puts it
+// in no IOMMU group, else in group 7 of that type. Routes are the kernel's,
+// not the fake tree's: the tests name eth0 as host_default.interface.
+void MakeFakeNic(const std::filesystem::path& root, const std::string& iommu_type) {
+  MakeFakeRoot(root);
+  namespace fs = std::filesystem;
+  const fs::path pci = root / "sys/devices/pci0000:00/0000:00:03.0";
+  fs::create_directories(pci / "net/eth0");
+  fs::create_directories(root / "sys/bus/pci/drivers/virtio-pci");
+  fs::create_directory_symlink("../../../bus/pci/drivers/virtio-pci", pci / "driver");
+  fs::create_directory_symlink("../../../bus/pci", pci / "subsystem");
+  fs::create_directory_symlink("../../../0000:00:03.0", pci / "net/eth0/device");
+  WriteFile(pci / "net/eth0/mtu", "1500\n");
+  fs::create_directory_symlink("../../devices/pci0000:00/0000:00:03.0/net/eth0",
+                               root / "sys/class/net/eth0");
+  if (!iommu_type.empty()) {
+    fs::create_directories(root / "sys/kernel/iommu_groups/7");
+    WriteFile(root / "sys/kernel/iommu_groups/7/type", iommu_type + "\n");
+    fs::create_directory_symlink("../../../kernel/iommu_groups/7", pci / "iommu_group");
+  }
+}
+
+// A saved state with the discard path's results: republished at start, it
+// goes through the host-default rule without waiting for a probe, so the
+// branches of the rule are checked end to end whatever this machine measures.
+void SaveDiscardState(const std::filesystem::path& path) {
+  const auto threshold = [](std::uint64_t bytes) {
+    return nlohmann::json{{"published",
+                           {{"verdict", "threshold"}, {"threshold_bytes", bytes},
+                            {"reason", nullptr}, {"confidence", 0.8}}},
+                          {"measured_at_ns", 1'700'000'000'000'000'000ULL},
+                          {"pending", nullptr}};
+  };
+  const nlohmann::json state = {
+      {"format", "zcal-state"},
+      {"version", 1},
+      {"saved_at_ns", 1'700'000'000'000'000'000ULL},
+      {"fingerprint", "0000000000000001"},
+      {"last_success_ns", 1'700'000'000'000'000'000ULL},
+      {"host", nlohmann::json::object()},
+      {"paths",
+       {{"discard",
+         {{"msg_zerocopy", threshold(24576)}, {"uring_send_zc_fixed", threshold(8192)}}}}}};
+  std::filesystem::create_directories(path.parent_path());
+  WriteFile(path, state.dump());
 }
 
 }  // namespace zcal::agent::testing

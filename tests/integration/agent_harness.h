@@ -114,4 +114,16 @@ double Series(int port, const std::string& series);
 /// opened or read.
 std::optional<zcal_info> ReadInfo(const std::string& segment);
 
+/// A fake sysfs/procfs tree that a test edits (host facts of the loopback
+/// path come from it).
+void MakeFakeRoot(const std::filesystem::path& root);
+/// A fake host whose NIC eth0 is a PCI virtio NIC; `iommu_type` "" puts it
+/// in no IOMMU group, else in group 7 of that type. Routes are the
+/// kernel's, not the fake tree's: tests name eth0 as host_default.interface.
+void MakeFakeNic(const std::filesystem::path& root, const std::string& iommu_type);
+/// A state file with the discard path's results (msg_zerocopy 24576,
+/// uring_send_zc_fixed 8192, measured in 2023): republished at start, they
+/// go through the host-default rule without waiting for a probe.
+void SaveDiscardState(const std::filesystem::path& path);
+
 }  // namespace zcal::agent::testing
