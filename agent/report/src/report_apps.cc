@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "html_text.h"
 #include "zcal/common/units.h"
 
 namespace zcal::agent {
@@ -20,21 +21,6 @@ using nlohmann::json;
 
 // The chart's geometry, in SVG user units.
 constexpr int kBarWidth = 16, kBarGap = 2, kPlotHeight = 90, kTop = 14, kAxis = 26;
-
-std::string AppsEscape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string AppsSize(double bytes) { return common::FormatSizeApprox(bytes); }
 
@@ -86,7 +72,7 @@ void SizeChart(std::string& out, const std::string& app, std::string_view method
       "<figure class=\"apps\"><svg class=\"sizes\" viewBox=\"0 0 {} {}\" width=\"{}\" "
       "height=\"{}\" role=\"img\" aria-label=\"Message sizes {} sent with {}, by "
       "power-of-two bucket{}; counts in the table\">\n",
-      width, height, width, height, AppsEscape(app), method,
+      width, height, width, height, HtmlEscape(app), method,
       threshold ? "; the line is the published host-default threshold, " + AppsSize(static_cast<double>(*threshold))
                 : std::string());
   for (std::size_t b = lo; b <= hi; ++b) {
@@ -153,7 +139,7 @@ void AppsSection(std::string& out, const ReportModel& model) {
           "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
           "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
           "<td class=\"num\">{} running, {} exited</td></tr>\n",
-          AppsEscape(name), cal::MethodName(method), counters.Sends(), AppsSize(static_cast<double>(bytes)),
+          HtmlEscape(name), cal::MethodName(method), counters.Sends(), AppsSize(static_cast<double>(bytes)),
           AppsShare(counters.bytes[1], bytes), counters.completions,
           AppsShare(counters.copied, counters.completions), totals.live_processes,
           totals.exited_processes);
@@ -164,7 +150,7 @@ void AppsSection(std::string& out, const ReportModel& model) {
   for (const Row& row : rows) {
     const std::string method(cal::MethodName(row.method));
     const auto t = thresholds.find(method);
-    out += "<div><h3>" + AppsEscape(row.app) + " <span class=\"sub\">" + method + "</span></h3>\n";
+    out += "<div><h3>" + HtmlEscape(row.app) + " <span class=\"sub\">" + method + "</span></h3>\n";
     SizeChart(out, row.app, method, row.counters,
               t == thresholds.end() ? std::nullopt : std::optional<std::uint64_t>(t->second));
     out += "</div>\n";

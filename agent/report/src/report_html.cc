@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "html_text.h"
 #include "report_apps.h"
 #include "report_assets.h"
 #include "zcal/agent/report/report.h"
@@ -24,22 +25,6 @@ using nlohmann::json;
 // Above this many entries the charts are drawn as they scroll into view
 // (and all of them for print): a 256-entry state has 512 charts.
 constexpr std::size_t kEagerEntries = 24;
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string Size(std::uint64_t bytes) { return common::FormatSizeApprox(static_cast<double>(bytes)); }
 
@@ -152,12 +137,12 @@ void VerdictTable(std::string& out, const ReportModel& model) {
         "<tr><td>{}</td><td><a href=\"#e{}\">{}</a></td><td>{}</td><td>{}{}</td>"
         "<td class=\"verdict\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
         "<td>{}</td>",
-        Escape(e.path), n, cal::MethodName(r.method), DepthClassName(e.depth),
+        HtmlEscape(e.path), n, cal::MethodName(r.method), DepthClassName(e.depth),
         cal::MethodName(r.baseline),
-        r.baseline_substituted ? " (stand-in)" : "", Escape(VerdictText(r)),
-        Escape(IntervalText(r)), ConfidenceText(r), RuleText(r), CopiedText(r));
+        r.baseline_substituted ? " (stand-in)" : "", HtmlEscape(VerdictText(r)),
+        HtmlEscape(IntervalText(r)), ConfidenceText(r), RuleText(r), CopiedText(r));
     if (measured) out += "<td>" + Utc(e.measured_at_ns) + "</td>";
-    if (load) out += "<td class=\"load\">" + Escape(DescribeLoad(e.load)) + "</td>";
+    if (load) out += "<td class=\"load\">" + HtmlEscape(DescribeLoad(e.load)) + "</td>";
     out += "</tr>\n";
   }
   out += "</tbody></table></section>\n";
@@ -175,7 +160,7 @@ void HostFacts(std::string& out, const ReportModel& model) {
   for (const std::string& f : h.iommu_cmdline) flags += (flags.empty() ? "" : " ") + f;
   out += "<table class=\"facts\"><tbody>\n";
   const auto row = [&](std::string_view name, const std::string& value) {
-    out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", name, Escape(value));
+    out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", name, HtmlEscape(value));
   };
   row("Kernel", Or(h.kernel_release));
   row("CPU", Or(h.cpu_model));
@@ -185,8 +170,8 @@ void HostFacts(std::string& out, const ReportModel& model) {
     std::string nic = Or(i.name) + ", driver " + Or(i.driver, "none") + ", PCI " +
                       Or(i.pci_device, "none");
     if (i.speed_mbps && *i.speed_mbps >= 0) nic += fmt::format(", {} Mbit/s", *i.speed_mbps);
-    row("NIC of path " + Escape(p.path), nic);
-    row("IOMMU of path " + Escape(p.path), IommuText(i));
+    row("NIC of path " + HtmlEscape(p.path), nic);
+    row("IOMMU of path " + HtmlEscape(p.path), IommuText(i));
   }
   row("Fingerprint", h.fingerprint == 0 ? Or("") : common::Hex64(h.fingerprint));
   for (const std::string& note : h.notes) row("Note", note);
@@ -205,12 +190,12 @@ void AgentSection(std::string& out, const ReportModel& model) {
       "<p>Segment {} (generation {}), {} entries{}. Host default: {}. The same table "
       "as JSON: <a href=\"api/v1/thresholds\">/api/v1/thresholds</a>; metrics: <a "
       "href=\"metrics\">/metrics</a>. This page reloads every minute.</p>\n",
-      Escape(p.value("segment", "")), p.value("generation", std::uint64_t{0}),
+      HtmlEscape(p.value("segment", "")), p.value("generation", std::uint64_t{0}),
       p.value("count", std::uint64_t{0}),
       model.stale ? ", <strong>stale</strong>: republished from the saved state, not yet "
                     "confirmed by a calibration"
                   : "",
-      Escape(p.contains("host_default") ? p["host_default"].value("text", "") : ""));
+      HtmlEscape(p.contains("host_default") ? p["host_default"].value("text", "") : ""));
   out += "<table class=\"verdicts\"><thead><tr><th>Scope</th><th>Method</th>"
          "<th>Depth</th><th>Verdict</th><th>Threshold</th><th>Confidence</th><th>Reason</th>"
          "</tr></thead><tbody>\n";
@@ -229,11 +214,11 @@ void AgentSection(std::string& out, const ReportModel& model) {
     out += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td></tr>\n",
-        Escape(scope), Escape(e.value("method", "")), Escape(e.value("depth", "stream")),
-        Escape(e.value("verdict", "")),
+        HtmlEscape(scope), HtmlEscape(e.value("method", "")), HtmlEscape(e.value("depth", "stream")),
+        HtmlEscape(e.value("verdict", "")),
         threshold.is_number() ? Size(threshold.get<std::uint64_t>()) : "-",
         confidence.is_number() ? fmt::format("{:.2f}", confidence.get<double>()) : "unknown",
-        Escape(e.value("reason", json()).is_string() ? e["reason"].get<std::string>() : "-"));
+        HtmlEscape(e.value("reason", json()).is_string() ? e["reason"].get<std::string>() : "-"));
   }
   out += "</tbody></table></section>\n";
 }
@@ -245,7 +230,7 @@ void Canvas(std::string& out, std::size_t n, const ReportEntry& e, const char* k
       "<figure><div class=\"chart\"><canvas data-entry=\"e{}\" data-kind=\"{}\" "
       "data-path=\"{}\" data-method=\"{}\" data-depth=\"{}\" role=\"img\" "
       "aria-label=\"{} against size; numbers in the verdict table\"></canvas></div></figure>\n",
-      n, kind, Escape(e.path), cal::MethodName(e.result.method), DepthClassName(e.depth), what);
+      n, kind, HtmlEscape(e.path), cal::MethodName(e.result.method), DepthClassName(e.depth), what);
 }
 
 constexpr const char* kHowToRead =
@@ -274,7 +259,7 @@ void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
                  Size(*r.measured_bracket->at_most_bytes) +
                  " (zerocopy wins clearly there and above)";
     }
-    out += "<p class=\"note measured\">The probed sizes put the threshold " + Escape(bracket) +
+    out += "<p class=\"note measured\">The probed sizes put the threshold " + HtmlEscape(bracket) +
            ".</p>\n";
   }
   if (r.curve_choice) {
@@ -294,7 +279,7 @@ void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
                            d.bounds_threshold ? "; bounds the threshold" : "");
     }
     out += "<p class=\"note measured\">The fitted curves disagree with probed sizes beyond "
-           "their noise: " + Escape(sizes) + ".</p>\n";
+           "their noise: " + HtmlEscape(sizes) + ".</p>\n";
   }
   if (!r.overruled.empty()) {
     std::string sizes;
@@ -303,7 +288,7 @@ void MeasuredNotes(std::string& out, const cal::MethodResult& r) {
                            Size(o.size_bytes), Outcome(o.zerocopy_wins),
                            o.clear ? " clearly" : " within noise", FixedPercent(o.excess_cost));
     }
-    out += "<p class=\"note measured\">The threshold overrules " + Escape(sizes) +
+    out += "<p class=\"note measured\">The threshold overrules " + HtmlEscape(sizes) +
            fmt::format("; together {} expected excess cost.</p>\n",
                        FixedPercent(r.overruled_cost.value_or(0)));
   }
@@ -327,30 +312,30 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
       "path {}{}</span></h3>\n<p class=\"summary\"><span class=\"verdict\">{}</span>; "
       "interval {}; confidence {}; decided by {}.</p>\n"
       "<p class=\"note\">Completions the kernel reported as copied: {}.</p>\n",
-      n, cal::MethodName(r.method), cal::MethodName(r.baseline), Escape(e.path),
+      n, cal::MethodName(r.method), cal::MethodName(r.baseline), HtmlEscape(e.path),
       e.depth == DepthClass::kStream ? std::string()
                                      : ", depth " + std::string(DepthClassName(e.depth)),
-      Escape(VerdictText(r)), Escape(IntervalText(r)), ConfidenceText(r), RuleText(r),
+      HtmlEscape(VerdictText(r)), HtmlEscape(IntervalText(r)), ConfidenceText(r), RuleText(r),
       CopiedText(r));
   for (const std::string* text : {&r.detail, &r.rule_detail}) {
-    if (!text->empty()) out += "<p class=\"note\">" + Escape(*text) + "</p>\n";
+    if (!text->empty()) out += "<p class=\"note\">" + HtmlEscape(*text) + "</p>\n";
   }
   if (r.stop) {
     out += "<p class=\"note\">The calibration stopped probing it: " +
-           Escape(std::string(StopText(r.stop->reason))) + " (" + Escape(r.stop->detail) +
+           HtmlEscape(std::string(StopText(r.stop->reason))) + " (" + HtmlEscape(r.stop->detail) +
            ").</p>\n";
   }
   MeasuredNotes(out, r);
   if (r.model && !r.model->accepted && !r.model->rejection.empty()) {
     out += "<p class=\"note\">The fitted model was rejected: " +
-           Escape(r.model->rejection) + "; its curves are not drawn.</p>\n";
+           HtmlEscape(r.model->rejection) + "; its curves are not drawn.</p>\n";
   }
   if (e.decided_for) {
     out += "<p class=\"note\">Decided for the traffic mix: " +
-           Escape(DescribeDecidedFor(*e.decided_for)) + ".</p>\n";
+           HtmlEscape(DescribeDecidedFor(*e.decided_for)) + ".</p>\n";
   }
   if (e.pending) {
-    out += "<p class=\"note\">A differing result (" + Escape(VerdictText(*e.pending)) +
+    out += "<p class=\"note\">A differing result (" + HtmlEscape(VerdictText(*e.pending)) +
            ") waits for the next calibration to agree before it is published.</p>\n";
   }
   if (r.sizes.empty()) {
@@ -432,16 +417,16 @@ std::string RenderReport(const ReportModel& model) {
          "     @kurkle/color 0.2.1, (c) 2022 Jukka Kurkela, both MIT License, embedded\n"
          "     from Debian's libjs-chart.js. -->\n";
   out += "<meta http-equiv=\"Content-Security-Policy\" content=\"" +
-         Escape(ReportContentSecurityPolicy()) + "\">\n";
+         HtmlEscape(ReportContentSecurityPolicy()) + "\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   if (model.kind == ReportKind::kLive) out += "<meta http-equiv=\"refresh\" content=\"60\">\n";
-  out += "<title>" + Escape(title) + "</title>\n<style>" + report_assets::Style() +
+  out += "<title>" + HtmlEscape(title) + "</title>\n<style>" + report_assets::Style() +
          "</style>\n</head>\n<body>\n";
   out += "<header><h1>zcal: from which message size zerocopy send pays off</h1>\n";
   out += fmt::format("<p class=\"sub\">Made from {} <strong>{}</strong>{}{}.</p>\n",
-                     KindText(model.kind), Escape(model.source),
+                     KindText(model.kind), HtmlEscape(model.source),
                      model.generated_at_ns ? ", " + Utc(model.generated_at_ns) : "",
-                     model.decision.empty() ? "" : "; decision: " + Escape(model.decision));
+                     model.decision.empty() ? "" : "; decision: " + HtmlEscape(model.decision));
   out += "<p class=\"note\">Each zerocopy method is judged against the copying send of its "
          "transport: it wins at a size when it meets the decision's objective, and the "
          "threshold is the size from which using it costs least.</p></header>\n";
@@ -457,7 +442,7 @@ std::string RenderReport(const ReportModel& model) {
     if (n == 0 || e.path != path) {
       if (n != 0) out += "</section>\n";
       path = e.path;
-      out += "<section class=\"path\"><h2>Path " + Escape(path) + "</h2>\n";
+      out += "<section class=\"path\"><h2>Path " + HtmlEscape(path) + "</h2>\n";
       if (n == 0) out += kHowToRead;
     }
     MethodSection(out, n, e);
