@@ -313,12 +313,26 @@ void StartLearningAgent(Agent& agent, const PrivateShm& shm) {
   MakeFakeNic(root, "");
   settings.host_root = root.string();
   settings.host_default_interface = "eth0";
-  SaveDiscardState(settings.state);
   settings.apps = "apps:\n  directory: " + shm.path() +
                   "\n  owner_check: on\n  window: 1m\n  contradiction_min_completions: 200\n";
   agent.cleanup = std::make_unique<SegmentCleanup>(settings.segment);
   agent.segment = settings.segment;
   WriteFile(agent.dir.path() / "agent.yaml", AgentConfig(settings));
+  // A first start learns this host's fingerprint (it logs the change from
+  // the saved one); saved with it, the second start finds the host
+  // unchanged and keeps the saved results instead of calibrating, whose
+  // answer on a loaded machine could be anything.
+  SaveDiscardState(settings.state);
+  {
+    auto first = AgentProcess::Start(agent.dir.path() / "agent.yaml",
+                                     agent.dir.path() / "first.log");
+    const std::string marker = "(fingerprint 0000000000000001 -> ";
+    ASSERT_TRUE(first->WaitForLog(marker, milliseconds(30'000))) << first->Log();
+    const std::string log = first->Log();
+    const std::string fingerprint = log.substr(log.find(marker) + marker.size(), 16);
+    first.reset();  // SIGKILL: it must not save a state of its own
+    SaveDiscardState(settings.state, fingerprint);
+  }
   agent.process =
       AgentProcess::Start(agent.dir.path() / "agent.yaml", agent.dir.path() / "agent.log");
   ASSERT_TRUE(WaitFor([&] { return (agent.port = agent.process->MetricsPort()) > 0; },

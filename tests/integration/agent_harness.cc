@@ -212,7 +212,7 @@ void MakeFakeNic(const std::filesystem::path& root, const std::string& iommu_typ
 // A saved state with the discard path's results: republished at start, it
 // goes through the host-default rule without waiting for a probe, so the
 // branches of the rule are checked end to end whatever this machine measures.
-void SaveDiscardState(const std::filesystem::path& path) {
+void SaveDiscardState(const std::filesystem::path& path, const std::string& fingerprint) {
   const auto threshold = [](std::uint64_t bytes) {
     return nlohmann::json{{"published",
                            {{"verdict", "threshold"}, {"threshold_bytes", bytes},
@@ -224,7 +224,7 @@ void SaveDiscardState(const std::filesystem::path& path) {
       {"format", "zcal-state"},
       {"version", 1},
       {"saved_at_ns", 1'700'000'000'000'000'000ULL},
-      {"fingerprint", "0000000000000001"},
+      {"fingerprint", fingerprint},
       {"last_success_ns", 1'700'000'000'000'000'000ULL},
       {"host", nlohmann::json::object()},
       {"paths",
