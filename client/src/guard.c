@@ -140,13 +140,13 @@ int zcal_guard_should_zerocopy(struct zcal_guard *g, uint64_t size_bytes) {
   }
   g->in_flight += (uint64_t)yes;
   g->unreported += (uint32_t)(!yes && g->unreported < ZCAL_DEPTH_STREAM_FROM);
-  const struct zcal_report_thread *t = zcal_internal_report_thread();
-  if (t) {
+  const uint64_t epoch = zcal_internal_report_on();
+  if (epoch) {
     _Static_assert(ZCAL_REPORT_BY_NO_ANSWER == 2 && ZCAL_REPORT_BY_THRESHOLD == 0,
                    "a class's bit, doubled, is its reason");
     const unsigned why = held_off ? ZCAL_REPORT_BY_GUARD_OFF
                                     : (g->class_no_answer >> k & 1u) << 1;
-    zcal_internal_report_send(t, g->report_cell, yes, why, size_bytes, (unsigned)k);
+    zcal_internal_report_send(epoch, g->report_cell, yes, why, size_bytes, (unsigned)k);
   }
   return yes;
 }
@@ -162,8 +162,8 @@ int zcal_guard_completed(struct zcal_guard *g, uint64_t completions,
   if (!g || copied > completions) return -EINVAL;
   g->completions += completions;
   g->copied += copied;
-  const struct zcal_report_thread *t = zcal_internal_report_thread();
-  if (t) zcal_internal_report_completions(t, g->report_cell, completions, copied);
+  const uint64_t epoch = zcal_internal_report_on();
+  if (epoch) zcal_internal_report_completions(epoch, g->report_cell, completions, copied);
   /* Completions of sends made without asking (or before a re-init) must
    * not take the depth below zero. */
   g->in_flight = completions < g->in_flight ? g->in_flight - completions : 0;

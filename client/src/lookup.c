@@ -538,14 +538,14 @@ static inline int should_zerocopy(zcal_handle *h, const struct zcal_key *key,
     r.contradicted = 0;
   }
   const int yes = zcal_result_should_zerocopy(&r, size_bytes, fallback);
-  const struct zcal_report_thread *t = zcal_internal_report_thread();
-  if (t) {
+  const uint64_t epoch = zcal_internal_report_on();
+  if (epoch) {
     unsigned why = r.verdict <= ZCAL_VERDICT_NEVER ? ZCAL_REPORT_BY_THRESHOLD
                                                    : ZCAL_REPORT_BY_NO_ANSWER;
     /* As the guard counts it: a 1 the contradiction turned into 0. */
     if (r.contradicted && size_bytes >= zcal_internal_verdict_from_bytes(&r))
       why = ZCAL_REPORT_BY_GUARD_OFF;
-    zcal_internal_report_send(t, zcal_internal_report_cell(zcal_internal_report_scope(key, r.scope), method),
+    zcal_internal_report_send(epoch, zcal_internal_report_cell(zcal_internal_report_scope(key, r.scope), method),
                               yes, why, size_bytes, (unsigned)depth_class);
   }
   return yes;

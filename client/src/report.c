@@ -58,7 +58,8 @@ static void release_thread_slot(void *unused) {
   (void)unused;
   struct zcal_report_thread *t = &zcal_internal_report_tls;
   pthread_mutex_lock(&report_lock);
-  if (open_report.header && t->epoch == open_report.epoch && !t->shared) {
+  /* A thread that shares slot 0 has the epoch with the shared bit. */
+  if (open_report.header && t->epoch == open_report.epoch) {
     const size_t i = (size_t)((unsigned char *)t->slot - (unsigned char *)report_slot_at(open_report.header, 0)) /
                      REPORT_SLOT_BYTES;
     open_report.free_slots |= UINT64_C(1) << i;
@@ -86,7 +87,9 @@ static void make_thread_key(void) {
   pthread_atfork(lock_report_for_fork, unlock_report_after_fork, forget_report_in_child);
 }
 
-const struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch) {
+/* Takes a slot of the report of `epoch` for the calling thread; NULL if
+ * that report was closed meanwhile. */
+static const struct zcal_report_thread *claim_slot(uint64_t epoch) {
   struct zcal_report_thread *t = &zcal_internal_report_tls;
   pthread_mutex_lock(&report_lock);
   if (!open_report.header || open_report.epoch != epoch) {
@@ -105,10 +108,45 @@ const struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch) {
   __atomic_fetch_add(&slot->threads, 1, __ATOMIC_RELAXED);
   if (i + 1 > h->slots_used) __atomic_store_n(&h->slots_used, i + 1, __ATOMIC_RELEASE);
   t->slot = slot;
-  t->shared = i == 0;
-  t->epoch = epoch;
+  t->epoch = i == 0 ? epoch | ZCAL_REPORT_EPOCH_SHARED : epoch;
   pthread_mutex_unlock(&report_lock);
   return t;
+}
+
+/* The thread's slot of the report of `epoch`, taken if it has none yet;
+ * NULL if that report was closed meanwhile. */
+static const struct zcal_report_thread *slot_of_thread(uint64_t epoch) {
+  const struct zcal_report_thread *t = &zcal_internal_report_tls;
+  if (t->epoch == epoch || t->epoch == (epoch | ZCAL_REPORT_EPOCH_SHARED)) return t;
+  return claim_slot(epoch);
+}
+
+void zcal_internal_report_send_slow(uint64_t epoch, uint16_t cell, int yes, unsigned why,
+                                    uint64_t size_bytes, unsigned depth) {
+  const struct zcal_report_thread *t = slot_of_thread(epoch);
+  if (!t) return;
+  if (t->epoch == epoch) {
+    zcal_internal_report_send_own(t->slot, cell, yes, why, size_bytes, depth);
+    return;
+  }
+  /* Slot 0, which several threads share: atomic additions, no seqlock. */
+  struct zcal_report_cell *c = zcal_internal_report_cell_of(t->slot, cell);
+  __atomic_fetch_add(&c->answers[depth][yes][why], 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->bytes[yes], size_bytes, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1, __ATOMIC_RELAXED);
+}
+
+void zcal_internal_report_completions_slow(uint64_t epoch, uint16_t cell,
+                                           uint64_t completions, uint64_t copied) {
+  const struct zcal_report_thread *t = slot_of_thread(epoch);
+  if (!t) return;
+  if (t->epoch == epoch) {
+    zcal_internal_report_completions_own(t->slot, cell, completions, copied);
+    return;
+  }
+  struct zcal_report_cell *c = zcal_internal_report_cell_of(t->slot, cell);
+  __atomic_fetch_add(&c->completions, completions, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&c->copied, copied, __ATOMIC_RELAXED);
 }
 
 static int check_app_name(const char *name) {
@@ -269,27 +307,14 @@ int zcal_report_completed(zcal_handle *handle, const struct zcal_key *key,
                           uint8_t method, uint64_t max_age_ns, uint64_t completions,
                           uint64_t copied) {
   if (!key || copied > completions) return -EINVAL;
-  const struct zcal_report_thread *t = zcal_internal_report_thread();
-  if (!t) return 0;
+  const uint64_t epoch = zcal_internal_report_on();
+  if (!epoch) return 0;
   unsigned scope = ZCAL_REPORT_SCOPE_NONE;
   struct zcal_result r;
   if (handle && zcal_lookup(handle, key, method, &r) == 0 &&
       (max_age_ns == 0 || r.heartbeat_age_ns <= max_age_ns))
     scope = zcal_internal_report_scope(key, r.scope);
-  zcal_internal_report_completions(t, zcal_internal_report_cell(scope, method), completions,
+  zcal_internal_report_completions(epoch, zcal_internal_report_cell(scope, method), completions,
                                    copied);
   return 0;
-}
-
-void zcal_internal_report_send_shared(struct zcal_report_cell *c, int yes, unsigned why,
-                                      uint64_t size_bytes, unsigned depth) {
-  __atomic_fetch_add(&c->answers[depth][yes][why], 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&c->bytes[yes], size_bytes, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1, __ATOMIC_RELAXED);
-}
-
-void zcal_internal_report_completions_shared(struct zcal_report_cell *c, uint64_t completions,
-                                             uint64_t copied) {
-  __atomic_fetch_add(&c->completions, completions, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&c->copied, copied, __ATOMIC_RELAXED);
 }

@@ -12,35 +12,35 @@
 extern "C" {
 #endif
 
-/* The calling thread's slot in the open report: valid while `epoch` is
- * the current one. */
+/* The calling thread's slot in the open report. `epoch` is the report's
+ * epoch while `slot` is the thread's own, that epoch with
+ * ZCAL_REPORT_EPOCH_SHARED while the thread shares slot 0 (beyond 63
+ * threads at once), anything else when it has none in this report: the
+ * per-send test is one compare, and a thread that shares slot 0 takes
+ * the out-of-line path, whose additions are atomic. */
 struct zcal_report_thread {
   uint64_t epoch;
   struct zcal_report_slot *slot;
-  int shared;
 };
+#define ZCAL_REPORT_EPOCH_SHARED (UINT64_C(1) << 63)
 
-/* 0 while no report is open; each zcal_report_open takes a new value, so
- * that a thread's slot of an earlier report is never written again. */
+/* 0 while no report is open; each zcal_report_open takes a new value
+ * (never with ZCAL_REPORT_EPOCH_SHARED), so that a thread's slot of an
+ * earlier report is never written again. */
 extern uint64_t zcal_internal_report_epoch;
 /* initial-exec: one load from the thread pointer, instead of a call to
  * __tls_get_addr per send. */
 extern __thread struct zcal_report_thread zcal_internal_report_tls
     __attribute__((tls_model("initial-exec")));
 
-/* Takes a slot for the calling thread; NULL if the report of `epoch` was
- * closed meanwhile. */
-const struct zcal_report_thread *zcal_internal_report_claim(uint64_t epoch);
 /* Reads ZCAL_REPORT once per process. */
 void zcal_internal_report_env(void);
 
-/* NULL while reporting is off: one load and a branch per send. */
-static inline const struct zcal_report_thread *zcal_internal_report_thread(void) {
-  /* Acquire: the object was filled before the epoch was published. */
-  const uint64_t epoch = __atomic_load_n(&zcal_internal_report_epoch, __ATOMIC_ACQUIRE);
-  if (epoch == 0) return NULL;
-  if (zcal_internal_report_tls.epoch != epoch) return zcal_internal_report_claim(epoch);
-  return &zcal_internal_report_tls;
+/* The open report's epoch, 0 while reporting is off: one load and a
+ * branch per send when off. Acquire: the object was filled before the
+ * epoch was published. */
+static inline uint64_t zcal_internal_report_on(void) {
+  return __atomic_load_n(&zcal_internal_report_epoch, __ATOMIC_ACQUIRE);
 }
 
 static inline unsigned zcal_internal_report_bucket(uint64_t size_bytes) {
@@ -48,18 +48,43 @@ static inline unsigned zcal_internal_report_bucket(uint64_t size_bytes) {
   return b < ZCAL_REPORT_SIZE_BUCKETS ? b : ZCAL_REPORT_SIZE_BUCKETS - 1;
 }
 
-/* Slot 0, which several threads share: atomic additions, no seqlock. */
-void zcal_internal_report_send_shared(struct zcal_report_cell *c, int yes, unsigned why,
-                                      uint64_t size_bytes, unsigned depth);
-void zcal_internal_report_completions_shared(struct zcal_report_cell *c, uint64_t completions,
-                                             uint64_t copied);
+/* Out of line: a thread without a slot of this report takes one; one
+ * that shares slot 0 counts there with atomic additions. */
+void zcal_internal_report_send_slow(uint64_t epoch, uint16_t cell, int yes, unsigned why,
+                                    uint64_t size_bytes, unsigned depth);
+void zcal_internal_report_completions_slow(uint64_t epoch, uint16_t cell,
+                                           uint64_t completions, uint64_t copied);
 
-/* The thread's own slot: it alone writes it, so plain loads and stores,
- * no locked instruction. Release stores: each after the seqlock's odd
- * store (zcal.h, struct zcal_report_slot). The loads come first so that
- * they overlap. */
-#define ZCAL_REPORT_STORE(word, value) __atomic_store_n((word), (value), __ATOMIC_RELEASE)
-#define ZCAL_REPORT_LOAD(word) __atomic_load_n((word), __ATOMIC_RELAXED)
+/* The thread's own slot: it alone writes it, so no locked instruction.
+ * On x86-64 each count is one add to memory: the CPU loads, adds and
+ * stores, and the aligned 8-byte store is what a reader sees, never half
+ * of it; x86 keeps stores in program order, and volatile asm keeps the
+ * compiler from reordering them, so the seqlock's odd store comes before
+ * the counters and its even store after them. Elsewhere (and under
+ * ThreadSanitizer, which does not see asm) a relaxed load and a release
+ * store do the same in three instructions. */
+#if defined(__SANITIZE_THREAD__)
+#define ZCAL_REPORT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ZCAL_REPORT_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(ZCAL_REPORT_TSAN)
+static inline void zcal_internal_report_add(uint64_t *word, uint64_t n) {
+  __asm__ volatile("addq %1, %0" : "+m"(*word) : "er"(n));
+}
+static inline void zcal_internal_report_set(uint64_t *word, uint64_t v) {
+  __asm__ volatile("movq %1, %0" : "=m"(*word) : "er"(v));
+}
+#else
+static inline void zcal_internal_report_set(uint64_t *word, uint64_t v) {
+  __atomic_store_n(word, v, __ATOMIC_RELEASE);
+}
+static inline void zcal_internal_report_add(uint64_t *word, uint64_t n) {
+  __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) + n, __ATOMIC_RELEASE);
+}
+#endif
 
 /* The cell of a scope index and a method; UINT16_MAX for none. */
 static inline uint16_t zcal_internal_report_cell(unsigned scope, uint8_t method) {
@@ -68,46 +93,59 @@ static inline uint16_t zcal_internal_report_cell(unsigned scope, uint8_t method)
              : UINT16_MAX;
 }
 
-/* One answer counted in `cell` (zcal_internal_report_cell): `why`
- * ZCAL_REPORT_BY_*, `depth` a class index (0..ZCAL_DEPTH_CLASSES-1). */
-static inline void zcal_internal_report_send(const struct zcal_report_thread *t,
-                                             uint16_t cell, int yes, unsigned why,
-                                             uint64_t size_bytes, unsigned depth) {
-  if (cell >= ZCAL_REPORT_SCOPES * ZCAL_REPORT_METHODS) return;
-  struct zcal_report_slot *s = t->slot;
-  struct zcal_report_cell *c = &s->cells[0][0] + cell;
-  if (t->shared) {
-    zcal_internal_report_send_shared(c, yes, why, size_bytes, depth);
-    return;
-  }
-  uint64_t *answer = &c->answers[depth][yes][why], *bytes = &c->bytes[yes];
-  uint64_t *size = &c->sizes[zcal_internal_report_bucket(size_bytes)];
-  const uint64_t seq = ZCAL_REPORT_LOAD(&s->seq);
-  const uint64_t n_answer = ZCAL_REPORT_LOAD(answer), n_bytes = ZCAL_REPORT_LOAD(bytes);
-  const uint64_t n_size = ZCAL_REPORT_LOAD(size);
-  __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
-  ZCAL_REPORT_STORE(answer, n_answer + 1);
-  ZCAL_REPORT_STORE(bytes, n_bytes + size_bytes);
-  ZCAL_REPORT_STORE(size, n_size + 1);
-  ZCAL_REPORT_STORE(&s->seq, seq + 2);
+static inline struct zcal_report_cell *zcal_internal_report_cell_of(struct zcal_report_slot *s,
+                                                                   uint16_t cell) {
+  return &s->cells[0][0] + cell;
 }
 
-static inline void zcal_internal_report_completions(const struct zcal_report_thread *t,
-                                                    uint16_t cell, uint64_t completions,
-                                                    uint64_t copied) {
+/* Counts one answer in the thread's own slot `s`. */
+static inline void zcal_internal_report_send_own(struct zcal_report_slot *s, uint16_t cell,
+                                                 int yes, unsigned why, uint64_t size_bytes,
+                                                 unsigned depth) {
+  struct zcal_report_cell *c = zcal_internal_report_cell_of(s, cell);
+  const uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+  zcal_internal_report_set(&s->seq, seq + 1);
+  zcal_internal_report_add(&c->answers[depth][yes][why], 1);
+  zcal_internal_report_add(&c->bytes[yes], size_bytes);
+  zcal_internal_report_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1);
+  zcal_internal_report_set(&s->seq, seq + 2);
+}
+
+static inline void zcal_internal_report_completions_own(struct zcal_report_slot *s,
+                                                        uint16_t cell, uint64_t completions,
+                                                        uint64_t copied) {
+  struct zcal_report_cell *c = zcal_internal_report_cell_of(s, cell);
+  const uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+  zcal_internal_report_set(&s->seq, seq + 1);
+  zcal_internal_report_add(&c->completions, completions);
+  zcal_internal_report_add(&c->copied, copied);
+  zcal_internal_report_set(&s->seq, seq + 2);
+}
+
+/* One answer counted in `cell` (zcal_internal_report_cell) of the report
+ * of `epoch` (zcal_internal_report_on, not 0): `why` ZCAL_REPORT_BY_*,
+ * `depth` a class index (0..ZCAL_DEPTH_CLASSES-1). */
+static inline void zcal_internal_report_send(uint64_t epoch, uint16_t cell, int yes,
+                                             unsigned why, uint64_t size_bytes,
+                                             unsigned depth) {
   if (cell >= ZCAL_REPORT_SCOPES * ZCAL_REPORT_METHODS) return;
-  struct zcal_report_slot *s = t->slot;
-  struct zcal_report_cell *c = &s->cells[0][0] + cell;
-  if (t->shared) {
-    zcal_internal_report_completions_shared(c, completions, copied);
+  if (zcal_internal_report_tls.epoch != epoch) {
+    zcal_internal_report_send_slow(epoch, cell, yes, why, size_bytes, depth);
     return;
   }
-  const uint64_t seq = ZCAL_REPORT_LOAD(&s->seq);
-  const uint64_t n = ZCAL_REPORT_LOAD(&c->completions), n_copied = ZCAL_REPORT_LOAD(&c->copied);
-  __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
-  ZCAL_REPORT_STORE(&c->completions, n + completions);
-  ZCAL_REPORT_STORE(&c->copied, n_copied + copied);
-  ZCAL_REPORT_STORE(&s->seq, seq + 2);
+  zcal_internal_report_send_own(zcal_internal_report_tls.slot, cell, yes, why, size_bytes,
+                                depth);
+}
+
+static inline void zcal_internal_report_completions(uint64_t epoch, uint16_t cell,
+                                                    uint64_t completions, uint64_t copied) {
+  if (cell >= ZCAL_REPORT_SCOPES * ZCAL_REPORT_METHODS) return;
+  if (zcal_internal_report_tls.epoch != epoch) {
+    zcal_internal_report_completions_slow(epoch, cell, completions, copied);
+    return;
+  }
+  zcal_internal_report_completions_own(zcal_internal_report_tls.slot, cell, completions,
+                                       copied);
 }
 
 /* Whether a key names a loopback destination (127.0.0.0/8, ::1, or the
