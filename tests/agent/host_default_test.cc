@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "zcal/agent/service/host_snapshot.h"
+#include "zcal/probes/host/host_facts.h"
 #include "zcal/agent/publish/results.h"
 #include "zcal/testing/test_data.h"
 #include "zcal/testing/path_ids.h"
@@ -95,6 +96,23 @@ TEST(HostDefault, ThePeersNicsAreDescribedToo) {
                           [](const PathInterface& i) {
                             return i.role == InterfaceRole::kHostDefault && i.path == "host_default";
                           }));
+}
+
+// An agent configured with peers only still keeps the host's facts: its
+// fingerprint is what brings a calibration forward when the kernel, the
+// CPU or the IOMMU change (it was 0 for such a configuration once).
+TEST(HostDefault, APeersOnlyConfigurationKeepsTheHostsFingerprint) {
+  Config config;
+  config.paths.clear();
+  const HostInfo host = On("", config);
+  EXPECT_NE(host.facts.fingerprint, 0u);
+  EXPECT_EQ(host.facts.fingerprint, probes::CollectHostFacts(FakeRoot()).fingerprint);
+  EXPECT_FALSE(host.facts.kernel_release.empty());
+  Config other;
+  other.paths.clear();
+  other.host_root = (zcal::testing::TestData() / "sysfs" / "userns-off").string();
+  EXPECT_NE(CollectHostSnapshot(other).facts.fingerprint, host.facts.fingerprint)
+      << "another host's facts, another fingerprint";
 }
 
 TEST(HostDefault, EstimatesFromDiscardWhereNoIommuTranslates) {

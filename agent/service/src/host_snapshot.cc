@@ -76,10 +76,11 @@ probes::Target ProbeTarget(const PathConfig& path) {
 HostInfo CollectHostSnapshot(const Config& config) {
   const probes::HostFacts host = probes::CollectHostFacts(config.host_root);
   HostInfo snapshot;
-  // The host's facts are kept with its paths' (as they always were): a
-  // configuration without paths (peers only) publishes none, and its
-  // fingerprint is 0.
-  if (!config.paths.empty()) snapshot.facts = host;
+  // Kept whatever is configured: a peers-only agent's thresholds depend on
+  // the kernel, the CPU and the IOMMU as much as a path's do, and without
+  // a fingerprint a change of them would never bring its calibration
+  // forward.
+  snapshot.facts = host;
   for (const PathConfig& path : config.paths) {
     probes::HostFactsOptions options;
     options.root = config.host_root;
