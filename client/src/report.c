@@ -286,8 +286,11 @@ static int agent_at_segment(const char *name) {
   const int read_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
                       pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
   close(fd);
+  /* A segment this process writes (a benchmark, a test) has no agent
+   * that reads reports. */
   if (!read_ok || h.magic != ZCAL_MAGIC || h.abi_major != ZCAL_ABI_MAJOR ||
-      (h.flags & ZCAL_FLAG_RETIRED) || h.heartbeat_ns == 0)
+      (h.flags & ZCAL_FLAG_RETIRED) || h.heartbeat_ns == 0 ||
+      h.agent_pid == (uint32_t)getpid())
     return 0;
   /* A heartbeat ahead of the clock (a step back) counts as fresh, as a
    * lookup's age 0 does. */

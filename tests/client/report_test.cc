@@ -76,12 +76,13 @@ zcal_report_cell Cell(const ReportSnapshot& snap, unsigned scope, std::uint8_t m
 // running on the test's host does not change what close does.
 class AgentSegment {
  public:
-  enum Kind { kNone, kFresh, kStale, kRetired };
+  enum Kind { kNone, kFresh, kStale, kRetired, kOwn };
   explicit AgentSegment(Kind kind) : name_("report-agent") {
     if (kind != kNone) {
       zcal::test::SegmentImage image(4);
       if (kind == kStale) image.header().heartbeat_ns -= 60 * kSecondNs;
       if (kind == kRetired) image.header().flags |= ZCAL_FLAG_RETIRED;
+      if (kind == kOwn) image.header().agent_pid = static_cast<std::uint32_t>(getpid());
       image.WriteTo(name_);
     }
     if (const char* before = std::getenv(ZCAL_SEGMENT_ENV)) before_ = before;
@@ -200,8 +201,10 @@ TEST(Report, AnOpenAfterACloseTheAgentHasNotReadYetTakesTheName) {
 }
 
 // No agent would ever remove it: close removes it, as without a segment.
-TEST(Report, CloseWithAStaleOrRetiredSegmentRemovesTheObject) {
-  for (const AgentSegment::Kind kind : {AgentSegment::kStale, AgentSegment::kRetired}) {
+// A segment the process writes itself (a benchmark) has no agent either.
+TEST(Report, CloseWithAStaleRetiredOrOwnSegmentRemovesTheObject) {
+  for (const AgentSegment::Kind kind :
+       {AgentSegment::kStale, AgentSegment::kRetired, AgentSegment::kOwn}) {
     const AgentSegment agent(kind);
     {
       OpenReport report("gone");

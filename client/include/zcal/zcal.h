@@ -648,10 +648,11 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  * libzcal) the object is marked closed, with its final counts. It stays
  * for the agent to read once more, fold into its name's totals and
  * remove when an agent is there to do so: the segment zcal_open last
- * opened by name, or ZCAL_SEGMENT's, or ZCAL_DEFAULT_SEGMENT, has a
- * heartbeat at most 10 s old and is not retired, and its owner may unlink
- * this process's object (root, the same user, or a /dev/shm that is not
- * sticky). Otherwise it is removed then, as nobody else would remove it.
+ * opened by name, or ZCAL_SEGMENT's, or ZCAL_DEFAULT_SEGMENT, is another
+ * process's, with a heartbeat at most 10 s old, not retired, and its owner
+ * may unlink this process's object (root, the same user, or a /dev/shm
+ * that is not sticky). Otherwise it is removed then, as nobody else would
+ * remove it.
  * One left behind by a killed process is the agent's to remove
  * (docs/shm-abi.md, "Report objects").
  */
