@@ -182,9 +182,12 @@ static int create_object(const char *name) {
   /* A closed object still waiting for the agent's read gives way: its
    * counts since the agent's last read are lost, as they were before
    * closed objects were left, but this process reports. */
-  if (fd < 0 && errno == EEXIST && closed_report_at(open_report.name) &&
-      shm_unlink(open_report.name) == 0)
-    fd = shm_open(open_report.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    if (closed_report_at(open_report.name) && shm_unlink(open_report.name) == 0)
+      fd = shm_open(open_report.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    else
+      errno = EEXIST; /* what the look at the object set is not the error */
+  }
   if (fd < 0) {
     const int err = errno;
     if (err == EEXIST)
