@@ -211,6 +211,10 @@ int zcal_internal_attach(const void *base, size_t bytes, zcal_handle **out);
 /* lookup.c */
 void zcal_internal_build_index(zcal_handle *h);
 
+/* report.c: the segment zcal_open just opened by `name`, whose agent
+ * would read this process's report. */
+void zcal_internal_report_segment(const char *name);
+
 /* names.c */
 void zcal_internal_set_detail(const char *format, ...)
     __attribute__((format(printf, 1, 2)));

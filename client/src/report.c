@@ -199,9 +199,33 @@ static void fill_header(struct zcal_report_header *h, const char *name) {
   __atomic_store_n(&h->magic, ZCAL_REPORT_MAGIC, __ATOMIC_RELEASE);
 }
 
+/* Whether the object at `shm_name` is a report its owner closed: one this
+ * process left for the agent at an earlier zcal_report_close, or one a
+ * process of the same pid left at exit, that the agent has not removed
+ * yet. */
+static int closed_report_at(const char *shm_name) {
+  const int fd = shm_open(shm_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return 0;
+  struct zcal_report_header h;
+  struct stat st;
+  const int read_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                      pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+  close(fd);
+  return read_ok && h.magic == ZCAL_REPORT_MAGIC && (h.flags & ZCAL_REPORT_FLAG_CLOSED);
+}
+
 static int create_object(const char *name) {
   snprintf(open_report.name, sizeof open_report.name, "%s%ld", ZCAL_REPORT_PREFIX, (long)getpid());
-  const int fd = shm_open(open_report.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = shm_open(open_report.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  /* A closed object still waiting for the agent's read gives way: its
+   * counts since the agent's last read are lost, as they were before
+   * closed objects were left, but this process reports. */
+  if (fd < 0 && errno == EEXIST) {
+    if (closed_report_at(open_report.name) && shm_unlink(open_report.name) == 0)
+      fd = shm_open(open_report.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    else
+      errno = EEXIST; /* what the look at the object set is not the error */
+  }
   if (fd < 0) {
     const int err = errno;
     if (err == EEXIST)
@@ -258,18 +282,88 @@ int zcal_report_open(const char *name) {
   return rc;
 }
 
+/* The segment zcal_open last opened by name in this process: its agent
+ * would read this process's report. Under `lock`. */
+static char report_segment[ZCAL_NAME_MAX];
+
+void zcal_internal_report_segment(const char *name) {
+  if (!name || strlen(name) >= sizeof report_segment) return;
+  /* The fork handlers first: a child must not inherit the lock held. */
+  pthread_once(&thread_key_once, make_thread_key);
+  pthread_mutex_lock(&report_lock);
+  strcpy(report_segment, name);
+  pthread_mutex_unlock(&report_lock);
+}
+
+/* Whether an agent will read a closed object left in /dev/shm, fold its
+ * counts and remove it (docs/shm-abi.md, "Naming and lifetime"): the
+ * segment is a live agent's (its heartbeat at most this old, not retired),
+ * and that agent's user may unlink this process's object. Otherwise the
+ * object is removed at close, as nobody else would. Five of the agent's
+ * default heartbeats (2 s): an agent stopped longer ago, or one whose
+ * heartbeat is slower, counts as absent. */
+#define REPORT_AGENT_FRESH_NS UINT64_C(10000000000)
+#define REPORT_SHM_DIRECTORY "/dev/shm"
+
+/* Whether a process of `uid` (without CAP_FOWNER, unless root) may unlink
+ * a file of this process's effective uid from the shm directory. */
+static int agent_may_unlink(uid_t agent_uid) {
+  if (agent_uid == 0 || agent_uid == geteuid()) return 1;
+  struct stat dir;
+  if (stat(REPORT_SHM_DIRECTORY, &dir) != 0) return 0;
+  if (dir.st_uid == agent_uid) return 1;
+  return !(dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
+}
+
+/* A few system calls, at close and exit only; none blocks (a FIFO planted
+ * at the segment's name is opened O_NONBLOCK and refused). */
+static int agent_at_segment(const char *name) {
+  const int fd = shm_open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return 0;
+  struct zcal_shm_header h;
+  struct stat st;
+  /* pread, not a mapping: a segment truncated meanwhile gives a short
+   * read, not a SIGBUS in an exit handler. */
+  const int read_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                      pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+  close(fd);
+  /* A segment this process writes (a benchmark, a test) has no agent
+   * that reads reports. */
+  if (!read_ok || h.magic != ZCAL_MAGIC || h.abi_major != ZCAL_ABI_MAJOR ||
+      (h.flags & ZCAL_FLAG_RETIRED) || h.heartbeat_ns == 0 ||
+      h.agent_pid == (uint32_t)getpid())
+    return 0;
+  /* A heartbeat ahead of the clock (a step back) counts as fresh, as a
+   * lookup's age 0 does. */
+  const uint64_t now = report_now_ns();
+  if (now > h.heartbeat_ns && now - h.heartbeat_ns > REPORT_AGENT_FRESH_NS) return 0;
+  return agent_may_unlink(st.st_uid);
+}
+
+/* The segment zcal_open last opened by name, then ZCAL_SEGMENT's or the
+ * default (zcal_open(NULL)'s): one of them has a live agent. Under `lock`. */
+static int agent_takes_report(void) {
+  const char *name = getenv(ZCAL_SEGMENT_ENV);
+  if (!name || !*name) name = ZCAL_DEFAULT_SEGMENT;
+  if (*report_segment && agent_at_segment(report_segment)) return 1;
+  return strcmp(name, report_segment) != 0 && agent_at_segment(name);
+}
+
 /* Under `lock`. Threads of a process that exits may still count: only
- * zcal_report_close, which they must not race, unmaps. */
+ * zcal_report_close, which they must not race, unmaps. The CLOSED flag
+ * goes last (release): a reader that sees it reads the final counts. */
 static void mark_report_closed(void) {
   struct zcal_report_header *h = open_report.header;
+  const int leave = agent_takes_report();
   __atomic_store_n(&h->closed_ns, report_now_ns(), __ATOMIC_RELAXED);
   __atomic_fetch_or(&h->flags, ZCAL_REPORT_FLAG_CLOSED, __ATOMIC_RELEASE);
-  shm_unlink(open_report.name);
+  if (!leave) shm_unlink(open_report.name);
 }
 
 /* The mapping stays: a thread that read the epoch just before may still
- * count into it, and must find memory there. What is written after the
- * close reaches no reader. */
+ * count into it, and must find memory there. What it writes after the
+ * CLOSED flag may reach the agent or not (a send that races the close is
+ * counted or not). */
 void zcal_report_close(void) {
   pthread_mutex_lock(&report_lock);
   if (open_report.header) {

@@ -486,8 +486,9 @@ int zcal_open(const char *name, zcal_handle **out) {
     if (!name || !*name) name = ZCAL_DEFAULT_SEGMENT;
   }
   int rc = check_name(name);
-  if (rc != 0) return rc;
-  return open_by_name(name, out);
+  if (rc == 0) rc = open_by_name(name, out);
+  if (rc == 0) zcal_internal_report_segment(name);
+  return rc;
 }
 
 int zcal_internal_attach(const void *base, size_t bytes, zcal_handle **out) {

@@ -393,6 +393,39 @@ TEST(AppsReader, FoldsAndRemovesAClosedObject) {
   EXPECT_EQ(after.stats.folded, 0u);
 }
 
+// libzcal leaves a closed object for a live agent: its last read adds only
+// what the process counted since the read before, once.
+TEST(AppsReader, FoldsTheFinalCountsOfAClosedObjectExactlyOnce) {
+  ObjectDir dir;
+  Forge f("rpc");
+  f.Sends(10, 1);
+  f.Write(dir.File("zcal-report-1"));
+  AppsReader reader(In(dir));
+  EXPECT_EQ(SendsOf(reader.Read(kSecond).snapshot, "rpc"), 10u);
+  EXPECT_EQ(SendsOf(reader.Read(2 * kSecond).snapshot, "rpc"), 10u);
+  // Counted after the last read, then closed at exit.
+  f.cells.clear();
+  f.Sends(25, 3);
+  f.header.flags = ZCAL_REPORT_FLAG_CLOSED;
+  f.Write(dir.File("zcal-report-1"));
+  const AppsRead r = reader.Read(3 * kSecond);
+  EXPECT_EQ(r.stats.folded, 1u);
+  EXPECT_EQ(r.stats.removed, 1u);
+  EXPECT_FALSE(fs::exists(dir.File("zcal-report-1")));
+  const AppTotals& totals = r.snapshot.apps.at("rpc");
+  EXPECT_EQ(SendsOf(r.snapshot, "rpc"), 25u);
+  EXPECT_EQ(totals.cells.at(kZc).completions, 25u);
+  EXPECT_EQ(totals.cells.at(kZc).copied, 3u);
+  EXPECT_EQ(totals.exited_processes, 1u);
+  EXPECT_EQ(totals.live_processes, 0u);
+  // The next process of that pid starts from zero; the first stays counted.
+  Forge("rpc", getpid(), 8).Sends(4).Write(dir.File("zcal-report-1"));
+  const AppsRead next = reader.Read(4 * kSecond);
+  EXPECT_EQ(next.stats.folded, 0u);
+  EXPECT_EQ(SendsOf(next.snapshot, "rpc"), 29u);
+  EXPECT_EQ(next.snapshot.apps.at("rpc").exited_processes, 1u);
+}
+
 TEST(AppsReader, FoldsAndRemovesTheObjectOfADeadOwnerFoundOnItsFirstRead) {
   ObjectDir dir;
   Forge("killed", DeadPid()).Sends(7).Write(dir.File("zcal-report-1"));
@@ -461,9 +494,31 @@ TEST(AppsReader, ReadsOnlyTheListedOwners) {
   const AppsRead r = reader.Read(kSecond);
   EXPECT_EQ(r.stats.Refused(AppRefusal::kUid), 1u);
   EXPECT_TRUE(r.snapshot.apps.empty());
+  EXPECT_TRUE(fs::exists(dir.File("zcal-report-1")));  // open: its owner's
   s.uids = {getuid()};
   reader.SetSettings(s);
   EXPECT_EQ(SendsOf(reader.Read(2 * kSecond).snapshot, "rpc"), 1u);
+}
+
+// libzcal cannot see apps.uids: a closed object of an owner it does not
+// list is removed, uncounted, or it would stay for good.
+TEST(AppsReader, RemovesAClosedObjectOfAnUnlistedOwnerWithoutCountingIt) {
+  ObjectDir dir;
+  Forge f("rpc");
+  f.Sends(5);
+  f.header.flags = ZCAL_REPORT_FLAG_CLOSED;
+  f.Write(dir.File("zcal-report-1"));
+  Forge("forged").Sends(1).Write(dir.File("zcal-report-2"));  // open
+  AppsSettings s = In(dir);
+  s.uids = {getuid() + 1};
+  AppsReader reader(s);
+  const AppsRead r = reader.Read(kSecond);
+  EXPECT_EQ(r.stats.Refused(AppRefusal::kUid), 2u);
+  EXPECT_EQ(r.stats.removed, 1u);
+  EXPECT_EQ(r.stats.folded, 0u);
+  EXPECT_FALSE(fs::exists(dir.File("zcal-report-1")));
+  EXPECT_TRUE(fs::exists(dir.File("zcal-report-2")));
+  EXPECT_TRUE(r.snapshot.apps.empty());
 }
 
 // The owner (any local user, for a forgery) may shrink its object between
@@ -502,15 +557,51 @@ TEST(AppsReader, LogsOnceADirectoryItCannotRead) {
   EXPECT_TRUE(reader.Read(2 * kSecond).messages.empty());
 }
 
-TEST(AppsReader, ReadsNothingWhenDisabled) {
+// Disabled, it counts nothing, but removes what libzcal left closed for
+// it: libzcal sees a live agent, not its settings.
+TEST(AppsReader, ReadsNothingWhenDisabledButRemovesClosedObjects) {
   ObjectDir dir;
   Forge().Sends(1).Write(dir.File("zcal-report-1"));
+  Forge closed("rpc", getpid(), 9);
+  closed.Sends(2);
+  closed.header.flags = ZCAL_REPORT_FLAG_CLOSED;
+  closed.Write(dir.File("zcal-report-2"));
+  Forge forged = closed;
+  forged.header.magic = 0;  // not a report: not believed to be closed
+  forged.Write(dir.File("zcal-report-3"));
   AppsSettings s = In(dir);
   s.enabled = false;
   AppsReader reader(s);
   const AppsRead r = reader.Read(kSecond);
   EXPECT_EQ(r.stats.seen, 0u);
+  EXPECT_EQ(r.stats.read, 0u);
+  EXPECT_EQ(r.stats.removed, 1u);
   EXPECT_TRUE(r.snapshot.apps.empty());
+  EXPECT_TRUE(fs::exists(dir.File("zcal-report-1")));
+  EXPECT_FALSE(fs::exists(dir.File("zcal-report-2")));
+  EXPECT_TRUE(fs::exists(dir.File("zcal-report-3")));
+}
+
+// Turned off by a reload: a process read before that closes is folded
+// with the counts of its last read, as when its object vanishes.
+TEST(AppsReader, FoldsAKnownObjectClosedWhileDisabled) {
+  ObjectDir dir;
+  Forge f("rpc");
+  f.Sends(6);
+  f.Write(dir.File("zcal-report-1"));
+  AppsSettings s = In(dir);
+  AppsReader reader(s);
+  EXPECT_EQ(reader.Read(kSecond).snapshot.apps.at("rpc").live_processes, 1u);
+  s.enabled = false;
+  reader.SetSettings(s);
+  f.header.flags = ZCAL_REPORT_FLAG_CLOSED;
+  f.Write(dir.File("zcal-report-1"));
+  const AppsRead r = reader.Read(2 * kSecond);
+  EXPECT_EQ(r.stats.removed, 1u);
+  EXPECT_EQ(r.stats.folded, 1u);
+  EXPECT_EQ(SendsOf(r.snapshot, "rpc"), 6u);
+  EXPECT_EQ(r.snapshot.apps.at("rpc").live_processes, 0u);
+  EXPECT_EQ(r.snapshot.apps.at("rpc").exited_processes, 1u);
 }
 
 }  // namespace

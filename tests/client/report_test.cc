@@ -69,6 +69,44 @@ zcal_report_cell Cell(const ReportSnapshot& snap, unsigned scope, std::uint8_t m
   return snap.counts.cells[scope][method];
 }
 
+// What libzcal finds at the segment's name when a report closes: no
+// segment, or a segment whose agent's heartbeat is fresh or stale. Named by
+// ZCAL_SEGMENT for the time of the test (a segment this process opened by
+// name is asked first; the tests' are gone by then), so that an agent
+// running on the test's host does not change what close does.
+class AgentSegment {
+ public:
+  enum Kind { kNone, kFresh, kStale, kRetired, kOwn };
+  explicit AgentSegment(Kind kind) : name_("report-agent") {
+    if (kind != kNone) {
+      zcal::test::SegmentImage image(4);
+      if (kind == kStale) image.header().heartbeat_ns -= 60 * kSecondNs;
+      if (kind == kRetired) image.header().flags |= ZCAL_FLAG_RETIRED;
+      if (kind == kOwn) image.header().agent_pid = static_cast<std::uint32_t>(getpid());
+      image.WriteTo(name_);
+    }
+    if (const char* before = std::getenv(ZCAL_SEGMENT_ENV)) before_ = before;
+    setenv(ZCAL_SEGMENT_ENV, name_.c_str(), 1);
+  }
+  AgentSegment(const AgentSegment&) = delete;
+  AgentSegment& operator=(const AgentSegment&) = delete;
+  ~AgentSegment() {
+    if (before_.empty()) {
+      unsetenv(ZCAL_SEGMENT_ENV);
+    } else {
+      setenv(ZCAL_SEGMENT_ENV, before_.c_str(), 1);
+    }
+    // What close left for an agent that is not there.
+    shm_unlink(ReportName(getpid()).c_str());
+  }
+  const std::string& name() const { return name_.str(); }
+
+ private:
+  static constexpr std::uint64_t kSecondNs = 1'000'000'000;
+  zcal::test::ScopedName name_;
+  std::string before_;
+};
+
 TEST(Report, LayoutMatchesTheDocumentedOffsetsInCAndCxx) {
   // docs/shm-abi.md, "Report objects", in the order layout_c.c lists them.
   const std::vector<std::size_t> documented = {256, 8,   12,  16,  36,    40, 44, 48, 56, 72,
@@ -104,6 +142,7 @@ TEST(Report, LayoutMatchesTheDocumentedOffsetsInCAndCxx) {
 }
 
 TEST(Report, OpenCreatesAnObjectNamedAfterThePidThatCloseRemoves) {
+  const AgentSegment no_agent(AgentSegment::kNone);
   const std::string name = ReportName(getpid());
   ASSERT_FALSE(Exists(name));
   {
@@ -121,6 +160,59 @@ TEST(Report, OpenCreatesAnObjectNamedAfterThePidThatCloseRemoves) {
     EXPECT_EQ(snap.abi_minor, ZCAL_REPORT_ABI_MINOR);
   }
   EXPECT_FALSE(Exists(name));
+}
+
+// An agent is there to read, fold and remove it: the object stays, closed,
+// with what was counted after the agent's last read.
+TEST(Report, CloseWithAFreshAgentHeartbeatLeavesTheClosedObjectWithItsFinalCounts) {
+  const AgentSegment agent(AgentSegment::kFresh);
+  const zcal_key key = Key("192.0.2.1");
+  ASSERT_EQ(zcal_report_open("left"), 0) << zcal_error_detail();
+  for (int i = 0; i < 3; ++i) (void)zcal_should_zerocopy(nullptr, &key, kZc, 10, 0, 1);
+  const std::uint64_t generation = Read().generation;
+  zcal_report_close();
+  ASSERT_TRUE(Exists(ReportName(getpid())));
+  const ReportSnapshot snap = Read();
+  EXPECT_EQ(snap.generation, generation);
+  EXPECT_EQ(snap.flags, ZCAL_REPORT_FLAG_CLOSED);
+  EXPECT_EQ(Answers(Cell(snap, ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 3u);
+  // Counting stopped at close.
+  (void)zcal_should_zerocopy(nullptr, &key, kZc, 10, 0, 1);
+  EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 3u);
+}
+
+// A report opened again before the agent removed the closed one takes the
+// name: the process reports on (the closed object's unread counts go).
+TEST(Report, AnOpenAfterACloseTheAgentHasNotReadYetTakesTheName) {
+  const AgentSegment agent(AgentSegment::kFresh);
+  std::uint64_t first = 0;
+  {
+    OpenReport report("before");
+    ASSERT_EQ(report.rc(), 0);
+    first = Read().generation;
+  }
+  ASSERT_TRUE(Exists(ReportName(getpid())));
+  OpenReport report("after");
+  ASSERT_EQ(report.rc(), 0) << zcal_error_detail();
+  const ReportSnapshot snap = Read();
+  EXPECT_EQ(snap.name, "after");
+  EXPECT_EQ(snap.flags, 0u);
+  EXPECT_GT(snap.generation, first);
+}
+
+// No agent would ever remove it: close removes it, as without a segment.
+// A segment the process writes itself (a benchmark) has no agent either.
+TEST(Report, CloseWithAStaleRetiredOrOwnSegmentRemovesTheObject) {
+  for (const AgentSegment::Kind kind :
+       {AgentSegment::kStale, AgentSegment::kRetired, AgentSegment::kOwn}) {
+    const AgentSegment agent(kind);
+    {
+      OpenReport report("gone");
+      ASSERT_EQ(report.rc(), 0);
+      ASSERT_TRUE(Exists(ReportName(getpid())));
+    }
+    EXPECT_FALSE(Exists(ReportName(getpid()))) << "kind " << kind;
+  }
 }
 
 TEST(Report, ASecondObjectOfTheProcessHasAnotherGeneration) {
@@ -346,6 +438,7 @@ TEST(Report, CountsNothingWhenOffAndStartsAtZeroWhenReopened) {
 // The agent may hold an object open while its owner closes and removes it:
 // what it reads then are the final counts, every thread's.
 TEST(Report, AReaderHoldingTheObjectReadsEveryThreadsCountsAfterClose) {
+  const AgentSegment no_agent(AgentSegment::kNone);
   const zcal_key key = Key("192.0.2.1");
   ASSERT_EQ(zcal_report_open("close"), 0);
   // Held open as the agent holds it: the name goes at close, the object stays.
@@ -373,6 +466,9 @@ const char* ChildPath() { return std::getenv("ZCAL_TEST_REPORT_CHILD"); }
 #define SKIP_WITHOUT_CHILD()                                                                   \
   if (ChildPath() == nullptr)                                                                  \
   GTEST_SKIP() << "ZCAL_TEST_REPORT_CHILD does not name report_env_child: run through meson test"
+
+// A segment name nothing creates: the child's report has no agent.
+constexpr const char* kNoAgentEnv = ZCAL_SEGMENT_ENV "=/zcal-report-test-no-agent";
 
 // A child process running report_env_child with `env`, until Finish().
 class Child {
@@ -450,7 +546,7 @@ class Child {
 
 TEST(ReportEnv, AProcessWithZcalReportHasAnObjectUntilItExits) {
   SKIP_WITHOUT_CHILD();
-  Child child({"ZCAL_REPORT=env-app"});
+  Child child({"ZCAL_REPORT=env-app", kNoAgentEnv});
   ASSERT_EQ(child.WaitReady(), "ready\n");
   const pid_t pid = child.pid();
   const ReportSnapshot snap = ReadReport(ReportName(pid));
@@ -462,9 +558,32 @@ TEST(ReportEnv, AProcessWithZcalReportHasAnObjectUntilItExits) {
   EXPECT_FALSE(Exists(ReportName(pid)));
 }
 
+// The segment the child opened by name (not ZCAL_SEGMENT's) has a live
+// agent: at exit the object stays, closed, with everything counted.
+TEST(ReportEnv, AProcessThatExitsWithAnAgentLeavesItsClosedObjectWithItsFinalCounts) {
+  SKIP_WITHOUT_CHILD();
+  zcal::test::ScopedName segment("report-child-agent");
+  zcal::test::SegmentImage(4).WriteTo(segment);
+  Child child({"ZCAL_REPORT=env-app", kNoAgentEnv,
+               "ZCAL_TEST_CHILD_SEGMENT=" + segment.str()});
+  ASSERT_EQ(child.WaitReady(), "ready\n");
+  const pid_t pid = child.pid();
+  EXPECT_EQ(child.Finish(), 0);
+  EXPECT_EQ(child.stderr_text(), "");
+  ASSERT_TRUE(Exists(ReportName(pid)));
+  const ReportSnapshot snap = ReadReport(ReportName(pid));
+  shm_unlink(ReportName(pid).c_str());
+  ASSERT_EQ(snap.error, "");
+  EXPECT_EQ(snap.owner_pid, static_cast<std::uint32_t>(pid));
+  EXPECT_EQ(snap.flags, ZCAL_REPORT_FLAG_CLOSED);
+  // The child's last answer, counted after its report was last read.
+  EXPECT_EQ(Answers(snap.counts.cells[ZCAL_REPORT_SCOPE_NONE][kZc], kYes, ZCAL_REPORT_BY_NO_ANSWER),
+            1u);
+}
+
 TEST(ReportEnv, AProcessWithoutZcalReportHasNone) {
   SKIP_WITHOUT_CHILD();
-  Child child({});
+  Child child({kNoAgentEnv});
   ASSERT_EQ(child.WaitReady(), "ready\n");
   EXPECT_FALSE(Exists(ReportName(child.pid())));
   EXPECT_EQ(child.Finish(), 0);
@@ -473,7 +592,7 @@ TEST(ReportEnv, AProcessWithoutZcalReportHasNone) {
 
 TEST(ReportEnv, ABadNameSaysSoOnceAndReportsNothing) {
   SKIP_WITHOUT_CHILD();
-  Child child({"ZCAL_REPORT=a/b"});
+  Child child({"ZCAL_REPORT=a/b", kNoAgentEnv});
   ASSERT_EQ(child.WaitReady(), "ready\n");
   EXPECT_FALSE(Exists(ReportName(child.pid())));
   EXPECT_EQ(child.Finish(), 0);

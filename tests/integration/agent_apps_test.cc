@@ -1,6 +1,7 @@
 // The real agent reads the report objects of real processes: the example
 // sender on loopback (its /metrics counts equal the sender's own summary,
-// and its object's counts stay after it exits), 1,000 short-lived
+// and its object's counts stay after it exits; also when it exits before
+// the agent's next read, with the closed object it leaves), 1,000 short-lived
 // processes killed with their objects left behind (removed by the agent,
 // totals exact), and the field contradiction end to end: copies on
 // loopback never trip it, copies through a veth where the host default
@@ -10,6 +11,7 @@
 // that the agent reads theirs only (root only; skipped otherwise).
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -141,6 +144,7 @@ void StartAgent(Agent& agent, const PrivateShm& shm) {
   settings.apps = "apps:\n  directory: " + shm.path() +
                   "\n  max_objects: 256\n  owner_check: on\n";
   agent.cleanup = std::make_unique<SegmentCleanup>(settings.segment);
+  agent.segment = settings.segment;
   WriteFile(agent.dir.path() / "agent.yaml", AgentConfig(settings));
   agent.process =
       AgentProcess::Start(agent.dir.path() / "agent.yaml", agent.dir.path() / "agent.log");
@@ -262,6 +266,83 @@ TEST(AgentApps, CountsTheExampleSendersSendsAndCompletionsAsItsOwnSummary) {
   // After more reads, the exited process's counts are still there.
   ASSERT_TRUE(TwoMoreReads(agent.port));
   EXPECT_EQ(Sum(Scrape(agent.port), "zcal_app_sends_total", {a}), 3000);
+}
+
+// The flags word of a report object (docs/shm-abi.md, "Header": offset 84).
+std::uint32_t ReportFlags(const fs::path& object) {
+  std::uint32_t flags = 0;
+  std::ifstream in(object, std::ios::binary);
+  in.seekg(84);
+  in.read(reinterpret_cast<char*>(&flags), sizeof flags);
+  return in ? flags : 0xffffffffu;
+}
+
+// A sender that exits before the agent reads again: libzcal sees the
+// agent's live heartbeat and leaves its closed object, whose counts the
+// agent then folds, every one of them, once, and removes.
+TEST(AgentApps, ASenderThatExitsBeforeTheAgentsNextReadIsCountedExactly) {
+  if (const auto why = CannotIsolate()) GTEST_SKIP() << *why;
+  PrivateShm shm;
+  Agent agent;
+  ASSERT_NO_FATAL_FAILURE(StartAgent(agent, shm));
+  // The sender's /dev/shm is the private directory: the agent's segment
+  // goes there too, as the same file (a hard link, so its heartbeat moves).
+  const fs::path segment = "/dev/shm" + agent.segment;
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(segment); }, milliseconds(30'000)));
+  fs::create_hard_link(segment, shm.path() + agent.segment);
+  const std::string app = "it-exit-" + std::to_string(getpid());
+  Receiver receiver;
+  const fs::path out = agent.dir.path() / "sender.out";
+  auto sender = AgentProcess::StartProgram(
+      shm.Run(Env("ZC_SENDER") + " --segment " + agent.segment +
+              " --fallback zerocopy --count 2000 --sizes 1000,65536 --report " + app +
+              " 127.0.0.1 " + std::to_string(receiver.port()) + " > " + out.string()),
+      agent.dir.path() / "sender.log");
+  ASSERT_TRUE(WaitFor([&] { return receiver.eof(); }, milliseconds(60'000)))
+      << ReadFile(agent.dir.path() / "sender.log");
+  // The agent reads nothing more until the sender is gone: whatever the
+  // sender counted after the agent's last read reaches it only through
+  // the object left behind.
+  agent.process->Signal(SIGSTOP);
+  receiver.Release();
+  const std::optional<int> status = sender->WaitExit(milliseconds(30'000));
+  std::vector<fs::path> objects;
+  for (const auto& entry : fs::directory_iterator(shm.path())) {
+    if (entry.path().filename().string().starts_with("zcal-report-")) objects.push_back(entry.path());
+  }
+  const std::uint32_t flags = objects.size() == 1 ? ReportFlags(objects[0]) : 0;
+  agent.process->Signal(SIGCONT);
+  ASSERT_EQ(status, 0) << ReadFile(agent.dir.path() / "sender.log");
+  ASSERT_EQ(objects.size(), 1u) << "libzcal removed its object at exit: nothing left to fold";
+  EXPECT_EQ(flags, 1u) << "CLOSED";
+  const auto summary = Summary(ReadFile(out));
+  ASSERT_EQ(summary.at("messages"), 2000) << ReadFile(out);
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(agent.port);
+        return shm.Objects() == 0 &&
+               Contains(text, "zcal_app_reports{app=\"" + app + "\"} 0\n");
+      },
+      milliseconds(30'000)))
+      << shm.Objects() << " objects left\n"
+      << text;
+  const std::string a = "app=\"" + app + "\"";
+  const std::string zc = "method=\"msg_zerocopy\"";
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"zerocopy\""}),
+            summary.at("zerocopy_messages"));
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"copy\""}),
+            summary.at("copy_messages"));
+  EXPECT_EQ(Sum(text, "zcal_app_bytes_total", {a, zc}), summary.at("bytes"));
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc}), summary.at("completions"));
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc, "copied=\"true\""}),
+            summary.at("copied"));
+  EXPECT_EQ(Sum(text, "zcal_app_message_size_bytes_count", {a, zc}), 2000);
+  EXPECT_EQ(Series(agent.port, "zcal_app_report_remove_failures_total"), 0);
+  std::printf("%s", ReadFile(out).c_str());
+  // Folded once: more reads add nothing.
+  ASSERT_TRUE(TwoMoreReads(agent.port));
+  EXPECT_EQ(Sum(Scrape(agent.port), "zcal_app_sends_total", {a}), 2000);
 }
 
 TEST(AgentApps, AThousandKilledProcessesLeaveNoObjectsAndExactTotals) {

@@ -168,6 +168,56 @@ void AppsReader::Mark(const std::string& file, ino_t inode) {
   if (marks_.insert_or_assign(file, inode).second) mark_order_.push_back(file);
 }
 
+bool AppsReader::RemoveClosed(int dir_fd, const std::string& file, int fd,
+                              const struct stat& st, AppsRead& out) {
+  const auto bytes = static_cast<std::uint64_t>(st.st_size);
+  if (!S_ISREG(st.st_mode) || bytes < ZCAL_REPORT_HEADER_SIZE_V1 || bytes > kMaxObjectBytes)
+    return false;
+  const Mapping map(fd, bytes);
+  if (!map.ok()) return false;
+  // Only a valid report's header is believed when it says CLOSED.
+  const Result<ObjectHeader, ObjectError> header = apps::ReadHeader(map.base(), bytes);
+  if (!header || !header->closed) return false;
+  struct stat now {};
+  const bool same = fstatat(dir_fd, file.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    now.st_ino == st.st_ino && now.st_dev == st.st_dev;
+  if (!(same && Remove(dir_fd, file, out))) Mark(file, st.st_ino);
+  return true;
+}
+
+void AppsReader::SweepClosed(int dir_fd, AppsRead& out) {
+  const int dup_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  DIR* dir = dup_fd < 0 ? nullptr : fdopendir(dup_fd);
+  if (dir == nullptr) {
+    if (dup_fd >= 0) close(dup_fd);
+    return;
+  }
+  std::vector<std::string> files;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string file(name);
+    if (const auto mark = marks_.find(file); mark != marks_.end() && mark->second == entry->d_ino)
+      continue;
+    files.push_back(file);
+    if (files.size() >= settings_.max_objects) break;
+  }
+  closedir(dir);
+  for (const std::string& file : files) {
+    ++out.stats.opened;
+    common::UniqueFd fd(
+        openat(dir_fd, file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    struct stat st {};
+    if (!fd || fstat(fd.get(), &st) != 0) continue;
+    const auto known = known_.find(file);
+    if (!RemoveClosed(dir_fd, file, fd.get(), st, out) || known == known_.end()) continue;
+    // Read while reading was on: its last counts go into its name's totals.
+    Fold(known->second);
+    ++out.stats.folded;
+    known_.erase(known);
+  }
+}
+
 std::string AppsReader::LabelFor(const std::string& name) {
   if (names_.contains(name)) return name;
   const std::size_t own = names_.size() - (names_.contains(std::string(kOtherApps)) ? 1 : 0);
@@ -303,6 +353,7 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
           settings_.uids.end()) {
     Refuse(AppRefusal::kUid, file,
            "owned by uid " + std::to_string(st.st_uid) + ", not listed in apps.uids", out);
+    RemoveClosed(dir_fd, file, fd.get(), st, out);
     return;
   }
   const Mapping map(fd.get(), bytes);
@@ -412,7 +463,13 @@ AppsSnapshot AppsReader::Snapshot(std::uint64_t now_ns) const {
 AppsRead AppsReader::Read(std::uint64_t now_ns) {
   now_ns_ = now_ns;
   AppsRead out;
-  if (settings_.enabled) {
+  if (!settings_.enabled) {
+    // Closed objects are left for an agent to remove whether or not it
+    // counts them (libzcal sees the heartbeat, not this setting).
+    common::UniqueFd dir(
+        open(settings_.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+    if (dir) SweepClosed(dir.get(), out);
+  } else {
     common::UniqueFd dir(
         open(settings_.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
     if (!dir) {

@@ -644,9 +644,17 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  *
  * fork(): the child stops counting (its counts would mix with the
  * parent's); a program started by exec reads ZCAL_REPORT anew.
- * Lifetime: the object is removed at zcal_report_close and at exit
- * (including a dlclose of libzcal); one left behind by a killed process
- * is the agent's to remove (docs/shm-abi.md, "Report objects").
+ * Lifetime: at zcal_report_close and at exit (including a dlclose of
+ * libzcal) the object is marked closed, with its final counts. It stays
+ * for the agent to read once more, fold into its name's totals and
+ * remove when an agent is there to do so: the segment zcal_open last
+ * opened by name, or ZCAL_SEGMENT's, or ZCAL_DEFAULT_SEGMENT, is another
+ * process's, with a heartbeat at most 10 s old, not retired, and its owner
+ * may unlink this process's object (root, the same user, or a /dev/shm
+ * that is not sticky). Otherwise it is removed then, as nobody else would
+ * remove it.
+ * One left behind by a killed process is the agent's to remove
+ * (docs/shm-abi.md, "Report objects").
  */
 
 /** The environment variable that turns reporting on under that name. It
@@ -694,7 +702,8 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
 
 /* zcal_report_header.flags */
 /** The owner closed the object (zcal_report_close, exit): the counts are
- *  final, and the name is being (or was) removed. */
+ *  final. Left for the agent to fold and remove, or being removed by its
+ *  owner when no agent was there. */
 #define ZCAL_REPORT_FLAG_CLOSED UINT32_C(0x1)
 
 /* zcal_report_slot.flags */
@@ -809,18 +818,24 @@ ZCAL_STATIC_ASSERT(sizeof(struct zcal_report_slot) == 21824,
  * 1.4 MB of which only the pages threads write are allocated.
  * Returns 0, or -EINVAL (NULL, empty, too long, '/' or a control
  * character), -EBUSY (a report is already open in this process),
- * -EEXIST (an object of this pid is left over from a process of the same
- * pid, here or in another pid namespace sharing /dev/shm: remove it if no
- * such process runs), -EACCES, -ENOMEM, -ENOSPC (shm_open, ftruncate,
- * mmap). zcal_error_detail() then says what failed.
+ * -EEXIST (an object of this pid, not closed, is left over from a process
+ * of the same pid, here or in another pid namespace sharing /dev/shm:
+ * remove it if no such process runs), -EACCES, -ENOMEM, -ENOSPC
+ * (shm_open, ftruncate, mmap). zcal_error_detail() then says what failed.
+ * A closed object of this pid still waiting for the agent (this
+ * process's previous report, or an exited process's) is removed and
+ * replaced: what it counted since the agent's last read is not counted.
  */
 int zcal_report_open(const char *name);
 
 /**
- * Marks the object closed and removes its name; reporting is off until
- * the next zcal_report_open. The mapping stays until exit (the pages
- * written, a few KiB per sending thread), so that a thread counting at
- * that moment never touches unmapped memory. No-op when none is open.
+ * Marks the object closed, its counts final, and leaves it for a live
+ * agent to fold and remove, or removes its name when none is there (see
+ * "Lifetime" above: a few system calls, here and at exit, none per send,
+ * none that blocks). Reporting is off until the next zcal_report_open.
+ * The mapping stays until exit (the pages written, a few KiB per sending
+ * thread), so that a thread counting at that moment never touches
+ * unmapped memory. No-op when none is open.
  */
 void zcal_report_close(void);
 

@@ -33,8 +33,10 @@ pub fn open(name: &str) -> Result<(), Error> {
     }
 }
 
-/// Marks the object closed and removes it; reporting is off until the next
-/// [`open`]. Nothing happens when none is open.
+/// Marks the object closed, its counts final, and leaves it for a live agent
+/// to fold and remove, or removes it when none is there (`zcal.h`,
+/// `zcal_report_close`); reporting is off until the next [`open`]. Nothing
+/// happens when none is open.
 pub fn close() {
     // SAFETY: no arguments; safe to call from any thread at any time.
     unsafe { ffi::zcal_report_close() }

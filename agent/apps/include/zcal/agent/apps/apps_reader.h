@@ -6,6 +6,7 @@
 // left behind (docs/operations.md, "Applications' reports").
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <array>
@@ -154,6 +155,15 @@ class AppsReader {
   void Fold(Known& known);
   bool Remove(int dir_fd, const std::string& file, AppsRead& out);
   void Mark(const std::string& file, ino_t inode);
+  // A closed object this reader does not count (apps.uids refuses its
+  // owner; apps.enabled is false): libzcal left it for the agent to remove
+  // (docs/shm-abi.md, "Naming and lifetime") and nobody else would. True
+  // when `fd` holds a valid report with the CLOSED flag: then it was
+  // removed, or marked when it could not be.
+  bool RemoveClosed(int dir_fd, const std::string& file, int fd, const struct stat& st,
+                    AppsRead& out);
+  // With apps.enabled false: RemoveClosed on up to max_objects objects.
+  void SweepClosed(int dir_fd, AppsRead& out);
   std::string LabelFor(const std::string& name);
   // Whether a gone owner pid counts as an exit (settings_.owner_check).
   bool CheckOwners() const;
