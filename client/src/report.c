@@ -305,10 +305,10 @@ void zcal_internal_report_segment(const char *name) {
 #define REPORT_AGENT_FRESH_NS UINT64_C(10000000000)
 #define REPORT_SHM_DIRECTORY "/dev/shm"
 
-/* Whether a process of `uid` (without CAP_FOWNER, unless root) may unlink
- * a file of this process's effective uid from the shm directory. */
+/* Whether a process of `uid` without CAP_FOWNER may unlink a file of this
+ * process's effective uid from the shm directory. */
 static int agent_may_unlink(uid_t agent_uid) {
-  if (agent_uid == 0 || agent_uid == geteuid()) return 1;
+  if (agent_uid == geteuid()) return 1;
   struct stat dir;
   if (stat(REPORT_SHM_DIRECTORY, &dir) != 0) return 0;
   if (dir.st_uid == agent_uid) return 1;
@@ -337,7 +337,9 @@ static int agent_at_segment(const char *name) {
    * lookup's age 0 does. */
   const uint64_t now = report_now_ns();
   if (now > h.heartbeat_ns && now - h.heartbeat_ns > REPORT_AGENT_FRESH_NS) return 0;
-  return agent_may_unlink(st.st_uid);
+  /* The agent says it can remove any user's object (it checked its own
+   * capabilities); otherwise its user must be able to. */
+  return (h.flags & ZCAL_FLAG_TAKES_REPORTS) || agent_may_unlink(st.st_uid);
 }
 
 /* The segment zcal_open last opened by name, then ZCAL_SEGMENT's or the

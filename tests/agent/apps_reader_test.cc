@@ -604,5 +604,28 @@ TEST(AppsReader, FoldsAKnownObjectClosedWhileDisabled) {
   EXPECT_EQ(r.snapshot.apps.at("rpc").exited_processes, 1u);
 }
 
+// Whether the agent can remove any user's objects comes from CAP_FOWNER in
+// its effective set, nothing else: root without it cannot in a sticky
+// /dev/shm either.
+TEST(MayRemoveAnyUsersObjects, ReadsCapFownerFromTheEffectiveSet) {
+  const fs::path dir = fs::temp_directory_path() / ("zcal-capeff-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto status = [&](const std::string& capeff) {
+    const fs::path file = dir / "status";
+    FILE* f = std::fopen(file.c_str(), "w");
+    std::fprintf(f, "Name:\tzcal\nUid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n"
+                    "CapPrm:\t000001ffffffffff\nCapEff:\t%s\n", capeff.c_str());
+    std::fclose(f);
+    return file.string();
+  };
+  EXPECT_TRUE(MayRemoveAnyUsersObjects(status("000001ffffffffff")));  // root's
+  EXPECT_TRUE(MayRemoveAnyUsersObjects(status("0000000000000008")));  // CAP_FOWNER alone
+  EXPECT_FALSE(MayRemoveAnyUsersObjects(status("0000000000000000")));
+  EXPECT_FALSE(MayRemoveAnyUsersObjects(status("00000000000000f7")));  // all but it
+  EXPECT_FALSE(MayRemoveAnyUsersObjects(status("not hex")));
+  EXPECT_FALSE(MayRemoveAnyUsersObjects((dir / "missing").string()));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace zcal::agent::apps_reader_test

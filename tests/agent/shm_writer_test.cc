@@ -173,6 +173,29 @@ TEST(ShmWriter, HeartbeatDoesNotChangeTheGeneration) {
   EXPECT_EQ(hdr->generation, generation);
 }
 
+// The agent says whether processes may leave their closed report objects
+// to it: the flag is stored at once after a publish, kept through later
+// publishes (stale or not), and cleared when the agent no longer takes
+// them; set before the first publish, it comes with that publish.
+TEST(ShmWriter, SaysWhetherItTakesReportsAndKeepsItThroughPublishes) {
+  ScopedName name("takes-reports");
+  auto writer = MakeWriter(name);
+  auto* hdr = static_cast<const zcal_shm_header*>(writer->mapping());
+  writer->SetTakesReports(true);
+  EXPECT_EQ(hdr->flags & ZCAL_FLAG_TAKES_REPORTS, 0u) << "nothing published yet";
+  const std::vector<PublishedEntry> table{Entry(ScopeKind::kHostDefault, 1)};
+  ASSERT_TRUE(writer->Publish(table, true));
+  EXPECT_EQ(hdr->flags, ZCAL_FLAG_STALE | ZCAL_FLAG_TAKES_REPORTS);
+  ASSERT_TRUE(writer->Publish(table, false));
+  EXPECT_EQ(hdr->flags, ZCAL_FLAG_TAKES_REPORTS);
+  const std::uint64_t generation = hdr->generation;
+  writer->SetTakesReports(false);
+  EXPECT_EQ(hdr->flags, 0u);
+  EXPECT_GT(hdr->generation, generation) << "stored under the seqlock, as a publish";
+  ASSERT_TRUE(writer->Publish(table, false));
+  EXPECT_EQ(hdr->flags, 0u);
+}
+
 TEST(ShmWriter, RejectsInvalidEntriesAndKeepsTheTable) {
   ScopedName name("invalid");
   auto writer = MakeWriter(name, 4);

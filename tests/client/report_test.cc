@@ -76,14 +76,21 @@ zcal_report_cell Cell(const ReportSnapshot& snap, unsigned scope, std::uint8_t m
 // running on the test's host does not change what close does.
 class AgentSegment {
  public:
-  enum Kind { kNone, kFresh, kStale, kRetired, kOwn };
+  // kOtherUser: an agent of another user (without CAP_FOWNER, it cannot
+  // remove this process's object from a sticky /dev/shm); kOtherUserTakes:
+  // the same agent saying it can (ZCAL_FLAG_TAKES_REPORTS).
+  enum Kind { kNone, kFresh, kStale, kRetired, kOwn, kOtherUser, kOtherUserTakes };
   explicit AgentSegment(Kind kind) : name_("report-agent") {
     if (kind != kNone) {
       zcal::test::SegmentImage image(4);
       if (kind == kStale) image.header().heartbeat_ns -= 60 * kSecondNs;
       if (kind == kRetired) image.header().flags |= ZCAL_FLAG_RETIRED;
       if (kind == kOwn) image.header().agent_pid = static_cast<std::uint32_t>(getpid());
+      if (kind == kOtherUserTakes) image.header().flags |= ZCAL_FLAG_TAKES_REPORTS;
       image.WriteTo(name_);
+      if (kind == kOtherUser || kind == kOtherUserTakes) {
+        chowned_ = chown(("/dev/shm" + name_.str()).c_str(), kOtherUid, kOtherUid) == 0;
+      }
     }
     if (const char* before = std::getenv(ZCAL_SEGMENT_ENV)) before_ = before;
     setenv(ZCAL_SEGMENT_ENV, name_.c_str(), 1);
@@ -100,9 +107,12 @@ class AgentSegment {
     shm_unlink(ReportName(getpid()).c_str());
   }
   const std::string& name() const { return name_.str(); }
+  bool chowned() const { return chowned_; }
 
  private:
   static constexpr std::uint64_t kSecondNs = 1'000'000'000;
+  static constexpr uid_t kOtherUid = 4242;
+  bool chowned_ = false;
   zcal::test::ScopedName name_;
   std::string before_;
 };
@@ -212,6 +222,24 @@ TEST(Report, CloseWithAStaleRetiredOrOwnSegmentRemovesTheObject) {
       ASSERT_TRUE(Exists(ReportName(getpid())));
     }
     EXPECT_FALSE(Exists(ReportName(getpid()))) << "kind " << kind;
+  }
+}
+
+// The systemd unit's agent runs as its own user: it takes the objects of
+// other users' processes only with CAP_FOWNER, and says so in its segment.
+TEST(Report, AnotherUsersAgentTakesTheClosedObjectOnlyWhenItsSegmentSaysSo) {
+  for (const AgentSegment::Kind kind : {AgentSegment::kOtherUser, AgentSegment::kOtherUserTakes}) {
+    const AgentSegment agent(kind);
+    if (!agent.chowned()) GTEST_SKIP() << "chown needs root (CAP_CHOWN)";
+    struct stat dir;
+    ASSERT_EQ(stat("/dev/shm", &dir), 0);
+    if (!(dir.st_mode & S_ISVTX)) GTEST_SKIP() << "/dev/shm is not sticky here";
+    {
+      OpenReport report("other");
+      ASSERT_EQ(report.rc(), 0);
+    }
+    EXPECT_EQ(Exists(ReportName(getpid())), kind == AgentSegment::kOtherUserTakes)
+        << "kind " << kind;
   }
 }
 

@@ -308,7 +308,7 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
                     "publications no longer reach readers. Run one agent per "
                     "segment name");
   }
-  const std::uint32_t flags = stale ? ZCAL_FLAG_STALE : std::uint32_t{0};
+  const std::uint32_t flags = (stale ? ZCAL_FLAG_STALE : std::uint32_t{0}) | takes_reports_;
   if (encoded->size() > options_.capacity) {
     return Grow(Initial{std::move(*encoded), flags, static_cast<std::uint32_t>(host_default)});
   }
@@ -318,6 +318,14 @@ Result<void> ShmWriter::Publish(std::span<const PublishedEntry> entries, bool st
   published_ = true;
   Store(flags_);
   return {};
+}
+
+void ShmWriter::SetTakesReports(bool takes) {
+  const std::uint32_t bit = takes ? ZCAL_FLAG_TAKES_REPORTS : std::uint32_t{0};
+  if (bit == takes_reports_) return;
+  takes_reports_ = bit;
+  flags_ = (flags_ & ~ZCAL_FLAG_TAKES_REPORTS) | bit;
+  if (published_) Store(flags_);
 }
 
 void ShmWriter::Store(std::uint32_t flags) {

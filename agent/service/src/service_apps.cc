@@ -11,6 +11,9 @@
 namespace zcal::agent {
 
 void Service::Impl::ReadApps() {
+  // Each read (a reload may turn reading off or move the segment):
+  // processes leave their closed objects only to an agent that takes them.
+  publisher_->SetTakesReports(config_.apps.enabled && may_remove_reports_);
   AppsRead read = apps_reader_.Read(clock_->Wall());
   for (const std::string& line : read.messages) spdlog::warn("{}", line);
   metrics_->SetApps(read.snapshot, apps_reader_.totals());

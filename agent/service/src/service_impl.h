@@ -138,6 +138,10 @@ class Service::Impl {
   // each read).
   AppsReader apps_reader_;
   AppHistory apps_history_;
+  // CAP_FOWNER (or root's): the agent can remove the closed objects of
+  // processes of other users, which then leave them for it. Read once:
+  // a process's capabilities do not grow.
+  bool may_remove_reports_ = MayRemoveAnyUsersObjects();
   // After io_: its destructor detaches the notification that posts to io_
   // and joins the worker before io_ goes.
   CalibrationRunner runner_;

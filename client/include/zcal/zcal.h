@@ -72,6 +72,11 @@ extern "C" {
 #define ZCAL_FLAG_STALE UINT32_C(0x1)
 /** A newer segment replaced this one under the same name: reopen it. */
 #define ZCAL_FLAG_RETIRED UINT32_C(0x2)
+/** (minor 3) The agent reads report objects and may remove any user's
+ *  (root, or CAP_FOWNER in a sticky /dev/shm): a process that closes its
+ *  report leaves the object for it to fold and remove (docs/shm-abi.md,
+ *  "Naming and lifetime"). */
+#define ZCAL_FLAG_TAKES_REPORTS UINT32_C(0x4)
 
 /* zcal_shm_entry.family, and zcal_key.family */
 #define ZCAL_FAMILY_NONE 0

@@ -77,6 +77,14 @@ struct AppsRead {
   std::vector<std::string> messages;
 };
 
+/// Whether this process may remove any user's report object: CAP_FOWNER
+/// in its effective set (read from `proc_status`, /proc/self/status),
+/// which a sticky /dev/shm asks of a process that is not the file's owner.
+/// The agent says so in its segment (ZCAL_FLAG_TAKES_REPORTS), and
+/// processes then leave their closed objects to it. False when the file
+/// cannot be read.
+bool MayRemoveAnyUsersObjects(const std::string& proc_status = "/proc/self/status");
+
 /// Reads report objects. Not thread-safe: one caller (the service's
 /// event loop) reads; the snapshots it returns are values. The first
 /// reader made installs a process-wide SIGBUS handler: an object's owner

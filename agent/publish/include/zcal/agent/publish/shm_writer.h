@@ -80,6 +80,12 @@ class ShmWriter {
   Result<void> Publish(std::span<const PublishedEntry> entries, bool stale,
                        HostDefaultSource host_default = HostDefaultSource::kUnknown);
 
+  /// Sets or clears ZCAL_FLAG_TAKES_REPORTS: this agent reads report
+  /// objects and can remove any user's, so processes leave their closed
+  /// objects to it. Kept through every later Publish; stored now if a
+  /// table was published (before that, with the first one).
+  void SetTakesReports(bool takes);
+
   /// Refreshes the heartbeat only (readers use it to tell a live agent).
   /// Returns false, having stored nothing, while the file is shorter than
   /// the mapping (Heal repairs that); Publish then fails with Errc::kIo.
@@ -152,6 +158,7 @@ class ShmWriter {
   std::uint64_t publish_time_ns_ = 0;
   std::uint32_t pid_;
   std::uint32_t flags_ = 0;
+  std::uint32_t takes_reports_ = 0;  // ZCAL_FLAG_TAKES_REPORTS or 0
   std::uint32_t host_default_ = 0;
   bool published_ = false;
   std::uint64_t grows_ = 0;

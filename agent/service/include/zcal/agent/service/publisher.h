@@ -149,6 +149,10 @@ class Publisher {
   /// (ZCAL_ENTRY_CONTRADICTED). Call it after each read of the reports.
   AppReportsOutcome ApplyAppReports(const AppsWindow& window, const AppsSettings& settings,
                                     std::uint64_t now_ns);
+  /// Says in the segment whether this agent takes the applications'
+  /// closed report objects (ZCAL_FLAG_TAKES_REPORTS): it reads them and
+  /// may remove any user's. Stored at once after the first publish.
+  void SetTakesReports(bool takes) { writer_->SetTakesReports(takes); }
   /// The mixes of the last ApplyAppReports (none before it, or with
   /// apps.mix off): what the next round decides for (ApplyMixes,
   /// calibration_runner.h).
