@@ -247,19 +247,15 @@ std::string AppsReader::LabelFor(const std::string& name) {
 // One pass over the directory: the objects already known that are still
 // there, and the first max_objects new ones by name (a bounded set: a
 // directory of any size costs one pass and max_objects names of memory).
-std::vector<AppsReader::Candidate> AppsReader::Scan(int dir_fd, AppsRead& out) {
-  std::vector<Candidate> chosen;
+AppsReader::Listing AppsReader::List(int dir_fd, AppsRead& out) {
+  Listing listing;
   const int dup_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
   DIR* dir = dup_fd < 0 ? nullptr : fdopendir(dup_fd);
   if (dir == nullptr) {
     if (dup_fd >= 0) close(dup_fd);
-    return chosen;
+    return listing;
   }
-  const std::size_t limit = settings_.max_objects;
-  std::set<std::string> present_known;
-  std::set<std::string> present_marks;
-  std::set<Candidate> fresh;
-  std::uint64_t fresh_total = 0;
+  listing.listed = true;
   while (const dirent* entry = readdir(dir)) {
     const std::string_view name = entry->d_name;
     if (!name.starts_with(kPrefix)) continue;
@@ -267,30 +263,35 @@ std::vector<AppsReader::Candidate> AppsReader::Scan(int dir_fd, AppsRead& out) {
     const std::string file(name);
     if (const auto known = known_.find(file); known != known_.end()) {
       if (known->second.inode == entry->d_ino) {
-        present_known.insert(file);
+        listing.known.insert(file);
         continue;
       }
       // Another file under that name: the process read before is gone
-      // (below, as a known object not present).
+      // (ForgetGone, as a known object not present).
     }
     if (const auto mark = marks_.find(file); mark != marks_.end()) {
       if (mark->second == entry->d_ino) {
-        present_marks.insert(file);
+        listing.marks.insert(file);
         continue;
       }
       // Another file under that name: the marked one is gone.
     }
-    ++fresh_total;
-    fresh.insert(Candidate{file, entry->d_ino});
-    if (fresh.size() > limit) fresh.erase(std::prev(fresh.end()));
+    ++listing.fresh_total;
+    listing.fresh.insert(Candidate{file, entry->d_ino});
+    if (listing.fresh.size() > settings_.max_objects) {
+      listing.fresh.erase(std::prev(listing.fresh.end()));
+    }
   }
   closedir(dir);
+  return listing;
+}
 
-  std::erase_if(mark_order_, [&](const std::string& f) { return !present_marks.contains(f); });
-  std::erase_if(marks_, [&](const auto& m) { return !present_marks.contains(m.first); });
+void AppsReader::ForgetGone(const Listing& listing, AppsRead& out) {
+  std::erase_if(mark_order_, [&](const std::string& f) { return !listing.marks.contains(f); });
+  std::erase_if(marks_, [&](const auto& m) { return !listing.marks.contains(m.first); });
   // Known objects whose file is gone: their owner removed them at exit.
   for (auto it = known_.begin(); it != known_.end();) {
-    if (present_known.contains(it->first)) {
+    if (listing.known.contains(it->first)) {
       ++it;
       continue;
     }
@@ -298,10 +299,15 @@ std::vector<AppsReader::Candidate> AppsReader::Scan(int dir_fd, AppsRead& out) {
     ++out.stats.folded;
     it = known_.erase(it);
   }
+}
+
+std::vector<AppsReader::Candidate> AppsReader::Choose(const Listing& listing, AppsRead& out) {
   // Known objects first, so that the set read stays the same from read to
   // read; then new ones by name.
+  const std::size_t limit = settings_.max_objects;
+  std::vector<Candidate> chosen;
   std::uint64_t too_many = 0;
-  for (const std::string& file : present_known) {
+  for (const std::string& file : listing.known) {
     if (chosen.size() < limit) {
       chosen.push_back(Candidate{file, known_.at(file).inode});
     } else {
@@ -309,12 +315,12 @@ std::vector<AppsReader::Candidate> AppsReader::Scan(int dir_fd, AppsRead& out) {
     }
   }
   std::uint64_t fresh_chosen = 0;
-  for (const Candidate& c : fresh) {
+  for (const Candidate& c : listing.fresh) {
     if (chosen.size() >= limit) break;
     chosen.push_back(c);
     ++fresh_chosen;
   }
-  too_many += fresh_total - fresh_chosen;
+  too_many += listing.fresh_total - fresh_chosen;
   if (too_many > 0) {
     Refuse(AppRefusal::kTooMany, "*",
            std::to_string(too_many) + " objects beyond apps.max_objects (" +
@@ -325,35 +331,40 @@ std::vector<AppsReader::Candidate> AppsReader::Scan(int dir_fd, AppsRead& out) {
   return chosen;
 }
 
-void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) {
-  const std::string& file = candidate.file;
-  ++out.stats.opened;
+std::vector<AppsReader::Candidate> AppsReader::Scan(int dir_fd, AppsRead& out) {
+  const Listing listing = List(dir_fd, out);
+  // Nothing is gone when nothing could be seen.
+  if (!listing.listed) return {};
+  ForgetGone(listing, out);
+  return Choose(listing, out);
+}
+
+common::UniqueFd AppsReader::OpenObject(int dir_fd, const std::string& file, struct stat& st,
+                                        AppsRead& out) {
   common::UniqueFd fd(
       openat(dir_fd, file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  const auto known_it = known_.find(file);
   if (!fd) {
     const int err = errno;
     if (err == ENOENT) {
       // Removed since the scan: its owner exited.
-      if (known_it != known_.end()) {
-        Fold(known_it->second);
+      if (const auto known = known_.find(file); known != known_.end()) {
+        Fold(known->second);
         ++out.stats.folded;
-        known_.erase(known_it);
+        known_.erase(known);
       }
-      return;
+      return {};
     }
     Refuse(err == ELOOP ? AppRefusal::kNotRegular : AppRefusal::kOpen, file,
            "open: " + common::ErrnoText(err), out);
-    return;
+    return {};
   }
-  struct stat st {};
   if (fstat(fd.get(), &st) != 0) {
     Refuse(AppRefusal::kOpen, file, "fstat: " + common::ErrnoText(errno), out);
-    return;
+    return {};
   }
   if (!S_ISREG(st.st_mode)) {
     Refuse(AppRefusal::kNotRegular, file, "not a regular file", out);
-    return;
+    return {};
   }
   const auto bytes = static_cast<std::uint64_t>(st.st_size);
   if (bytes < ZCAL_REPORT_HEADER_SIZE_V1 || bytes > kMaxObjectBytes) {
@@ -361,7 +372,7 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
            std::to_string(bytes) + " bytes; a report has 256 to " +
                std::to_string(kMaxObjectBytes),
            out);
-    return;
+    return {};
   }
   if (!settings_.uids.empty() &&
       std::find(settings_.uids.begin(), settings_.uids.end(), st.st_uid) ==
@@ -369,38 +380,57 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
     Refuse(AppRefusal::kUid, file,
            "owned by uid " + std::to_string(st.st_uid) + ", not listed in apps.uids", out);
     RemoveClosed(dir_fd, file, fd.get(), st, out);
-    return;
+    return {};
   }
-  const Mapping map(fd.get(), bytes);
+  return fd;
+}
+
+bool AppsReader::LoadObject(int fd, std::uint64_t bytes, const std::string& file,
+                            apps::ObjectHeader& header, AppCells& counts, AppsRead& out) {
+  const Mapping map(fd, bytes);
   if (!map.ok()) {
     Refuse(AppRefusal::kOpen, file, "mmap: " + common::ErrnoText(errno), out);
-    return;
+    return false;
   }
-  Result<ObjectHeader, ObjectError> header = apps::ReadHeader(map.base(), bytes);
-  if (!header) {
-    Refuse(header.error().kind, file, header.error().message, out);
-    return;
+  Result<apps::ObjectHeader, ObjectError> read = apps::ReadHeader(map.base(), bytes);
+  if (!read) {
+    Refuse(read.error().kind, file, read.error().message, out);
+    return false;
   }
-  const std::uint64_t loads = apps::LoadBytes(*header);
+  const std::uint64_t loads = apps::LoadBytes(*read);
   if (loads > load_budget_) {
     Refuse(AppRefusal::kTooMany, file,
-           "its " + std::to_string(header->slots_used) + " slots would exceed the " +
+           "its " + std::to_string(read->slots_used) + " slots would exceed the " +
                std::to_string(kMaxLoadBytesPerRead >> 20) + " MiB read per heartbeat",
            out);
-    return;
+    return false;
   }
   load_budget_ -= loads;
-  Result<AppCells, ObjectError> counts =
-      apps::ReadCounts(map.base(), *header, kSlotAttempts);
-  if (!counts) {
-    Refuse(counts.error().kind, file, counts.error().message, out);
+  Result<AppCells, ObjectError> loaded = apps::ReadCounts(map.base(), *read, kSlotAttempts);
+  if (!loaded) {
+    Refuse(loaded.error().kind, file, loaded.error().message, out);
+    return false;
+  }
+  header = std::move(*read);
+  counts = std::move(*loaded);
+  return true;
+}
+
+void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) {
+  const std::string& file = candidate.file;
+  ++out.stats.opened;
+  struct stat st {};
+  const common::UniqueFd fd = OpenObject(dir_fd, file, st, out);
+  if (!fd) return;
+  apps::ObjectHeader header;
+  AppCells counts;
+  if (!LoadObject(fd.get(), static_cast<std::uint64_t>(st.st_size), file, header, counts, out)) {
     return;
   }
-
   Known* known = nullptr;
-  if (known_it != known_.end()) {
-    if (known_it->second.owner_pid == header->owner_pid &&
-        known_it->second.generation == header->generation) {
+  if (const auto known_it = known_.find(file); known_it != known_.end()) {
+    if (known_it->second.owner_pid == header.owner_pid &&
+        known_it->second.generation == header.generation) {
       known = &known_it->second;
     } else {
       // A new process under the same name: the old one exited.
@@ -409,29 +439,33 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
       known_.erase(known_it);
     }
   }
-  if (known != nullptr && apps::WentBackwards(known->last, *counts)) {
+  if (known != nullptr && apps::WentBackwards(known->last, counts)) {
     Refuse(AppRefusal::kBackwards, file,
-           "a counter below its last read for pid " + std::to_string(header->owner_pid) +
+           "a counter below its last read for pid " + std::to_string(header.owner_pid) +
                "; the last counts are kept",
            out);
     return;
   }
   ++out.stats.read;
-  const bool exited = header->closed || (CheckOwners() && OwnerGone(header->owner_pid));
-  if (!exited) {
-    ++out.stats.live;
-    if (known == nullptr) {
-      known = &known_[file];
-      known->owner_pid = header->owner_pid;
-      known->generation = header->generation;
-      known->inode = st.st_ino;
-      known->label = LabelFor(header->name);
-    }
-    known->last = std::move(*counts);
+  const bool exited = header.closed || (CheckOwners() && OwnerGone(header.owner_pid));
+  if (exited) {
+    Retire(dir_fd, file, st, header, std::move(counts), known, out);
     return;
   }
-  // The process exited: its final counts go into its name's totals, and
-  // the object it left goes, unless it is another file by now.
+  ++out.stats.live;
+  if (known == nullptr) {
+    known = &known_[file];
+    known->owner_pid = header.owner_pid;
+    known->generation = header.generation;
+    known->inode = st.st_ino;
+    known->label = LabelFor(header.name);
+  }
+  known->last = std::move(counts);
+}
+
+void AppsReader::Retire(int dir_fd, const std::string& file, const struct stat& st,
+                        const apps::ObjectHeader& header, AppCells counts, Known* known,
+                        AppsRead& out) {
   struct stat now {};
   const bool same = fstatat(dir_fd, file.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
                     now.st_ino == st.st_ino && now.st_dev == st.st_dev;
@@ -445,14 +479,14 @@ void AppsReader::ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out) 
              out);
       return;
     }
-    Known once{header->owner_pid, header->generation, st.st_ino, LabelFor(header->name),
-               std::move(*counts)};
+    Known once{header.owner_pid, header.generation, st.st_ino, LabelFor(header.name),
+               std::move(counts)};
     Fold(once);
     ++out.stats.folded;
     if (!removed) Mark(file, st.st_ino);
     return;
   }
-  known->last = std::move(*counts);
+  known->last = std::move(counts);
   Fold(*known);
   ++out.stats.folded;
   known_.erase(file);

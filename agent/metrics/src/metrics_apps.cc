@@ -57,9 +57,11 @@ void Metrics::SetApps(AppsSnapshot snapshot, const AppsReadStats& totals) {
   apps_->totals = totals;
 }
 
-void Metrics::AppsView::AppendTo(std::vector<prometheus::MetricFamily>& out) const {
-  FamilyWriter writer(out);
-  std::lock_guard lock(mutex);
+namespace {
+
+// The families of what the applications sent: sends, bytes, completions,
+// sizes, each by app and method.
+void AppendSent(const AppsSnapshot& snapshot, FamilyWriter& writer) {
   writer.Counter("zcal_app_sends_total",
                  "Sends the applications' libzcal reports counted, by app, method, decision "
                  "(zerocopy, copy: libzcal's answer) and depth class (1, 4, 16, stream); "
@@ -110,10 +112,15 @@ void Metrics::AppsView::AppendTo(std::vector<prometheus::MetricFamily>& out) con
                           {{"app", app}, {"method", AppMethod(method)}});
     }
   }
+}
+
+// The families of the reader itself: objects read, refused, removed.
+void AppendReader(const AppsSnapshot& snapshot, const AppsReadStats& totals,
+                  FamilyWriter& writer) {
   writer.Gauge("zcal_app_reports",
                "Report objects of live processes read at the last heartbeat, by app.");
-  for (const auto& [app, totals] : snapshot.apps) {
-    writer.Add(static_cast<double>(totals.live_processes), {{"app", app}});
+  for (const auto& [app, app_totals] : snapshot.apps) {
+    writer.Add(static_cast<double>(app_totals.live_processes), {{"app", app}});
   }
   writer.Counter("zcal_app_report_refusals_total",
                  "Report objects not read, by kind (too_many, not_regular, size, magic, version, "
@@ -123,14 +130,24 @@ void Metrics::AppsView::AppendTo(std::vector<prometheus::MetricFamily>& out) con
     writer.Add(CountValue(totals.Refused(kind)), {{"kind", std::string(AppRefusalName(kind))}});
   }
   writer.Counter("zcal_app_reports_removed_total",
-                 "Report objects of exited processes (closed, or whose process is gone) that "
-                 "the agent removed after folding their counts into their app's totals.")
+                 "Report objects the agent removed: those of exited processes (closed, or whose "
+                 "process is gone) after folding their counts into their app's totals, and "
+                 "closed ones it does not count (apps.uids, apps.enabled false).")
       .Add(CountValue(totals.removed));
   writer.Counter("zcal_app_report_remove_failures_total",
                  "Removals of exited processes' report objects that failed (in a sticky "
-                 "/dev/shm only their owner or root may remove them); counted at every "
+                 "/dev/shm only their owner or CAP_FOWNER may remove them); counted at every "
                  "attempt, the counts are folded once.")
       .Add(CountValue(totals.remove_failed));
+}
+
+}  // namespace
+
+void Metrics::AppsView::AppendTo(std::vector<prometheus::MetricFamily>& out) const {
+  FamilyWriter writer(out);
+  std::lock_guard lock(mutex);
+  AppendSent(snapshot, writer);
+  AppendReader(snapshot, totals, writer);
 }
 
 }  // namespace zcal::agent

@@ -14,14 +14,20 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "zcal/agent/domain/app_traffic.h"
 #include "zcal/agent/domain/apps_settings.h"
+#include "zcal/common/unique_fd.h"
 
 namespace zcal::agent {
+
+namespace apps {
+struct ObjectHeader;
+}
 
 /// Why an object was not read (zcal_app_report_refusals_total{kind}).
 enum class AppRefusal : std::uint8_t {
@@ -156,8 +162,37 @@ class AppsReader {
     bool operator<(const Candidate& o) const { return file < o.file; }
   };
 
+  // What one pass over the directory found: the known objects and the
+  // marked ones still there under the same inode, and the new ones (the
+  // first max_objects by name, of fresh_total).
+  struct Listing {
+    std::set<std::string> known;
+    std::set<std::string> marks;
+    std::set<Candidate> fresh;
+    std::uint64_t fresh_total = 0;
+    bool listed = false;  // false: the directory could not be read
+  };
   std::vector<Candidate> Scan(int dir_fd, AppsRead& out);
+  // Scan's steps: the pass; forgetting marks whose file went and folding
+  // known objects whose file went; the objects to read.
+  Listing List(int dir_fd, AppsRead& out);
+  void ForgetGone(const Listing& listing, AppsRead& out);
+  std::vector<Candidate> Choose(const Listing& listing, AppsRead& out);
   void ReadOne(int dir_fd, const Candidate& candidate, AppsRead& out);
+  // ReadOne's steps. The object's file opened and checked for what fstat
+  // tells (type, size, owner); an invalid fd when it was refused or is
+  // gone (a known object gone is folded: its owner removed it at exit).
+  common::UniqueFd OpenObject(int dir_fd, const std::string& file, struct stat& st,
+                              AppsRead& out);
+  // Its header and counts, within the read's load budget; false when
+  // refused.
+  bool LoadObject(int fd, std::uint64_t bytes, const std::string& file,
+                  apps::ObjectHeader& header, AppCells& counts, AppsRead& out);
+  // A process that exited: its final counts go into its name's totals,
+  // and the object it left goes, unless it is another file by now.
+  // `known`: its entry in known_, or nullptr when never counted.
+  void Retire(int dir_fd, const std::string& file, const struct stat& st,
+              const apps::ObjectHeader& header, AppCells counts, Known* known, AppsRead& out);
   void Refuse(AppRefusal kind, std::string_view file, std::string_view why, AppsRead& out,
               std::uint64_t count = 1);
   void Fold(Known& known);
