@@ -453,24 +453,28 @@ std::size_t CoarseProbesAfter(const calibrator::PlannerOptions& planner) {
   return (calibrator::CoarseGrid(planner).size() / 2 + 1) * planner.repeats;
 }
 
-// A class's share of what is left of the budget. On a path whose probes
-// have a fixed length (discard), first its own coarse grid and the coarse
-// grids the classes after it are likely to need (`coarse`, `coarse_after`,
-// in seconds): a class cut short in its coarse grid decides on a part of
-// the sizes, and the stream class, probed first, would otherwise hold less
-// time than its grid takes. What is left beyond is shared by the methods
-// each class probes (the first class's baselines count), so that a class
-// that probes one method does not hold time another needs; what a class
-// leaves goes on.
+// A class's share of what is left of the budget, in calibration order:
+// where its probes have a fixed length (discard), all of it but the coarse
+// grids the classes after it are likely to need (`coarse_after`, in
+// seconds), and where even the coarse grids do not fit, a share of them
+// by their probes (`coarse`: its own). The stream class, probed first and
+// the answer for every connection without a class of its own, refines as
+// long as its planner projects that probes get it to its resolution; its
+// planner's noise and time stops, not a fixed split, leave the rest to the
+// classes after it, which probe where their neighbours disagree. Where the
+// probes are sized to the time left (TCP paths), by the methods each class
+// probes (the first class's baselines count), so that a class that probes
+// one method does not hold time another needs. What a class leaves goes on.
 double ShareOf(std::size_t methods, std::size_t methods_after, Seconds remaining, Seconds coarse,
                Seconds coarse_after) {
   if (methods == 0) return 0;
   const Seconds coarse_all = coarse + coarse_after;
-  if (remaining <= coarse_all) {
-    return coarse_all.count() > 0 ? remaining.count() * coarse.count() / coarse_all.count() : 0;
+  if (coarse_all.count() <= 0) {
+    return remaining.count() * static_cast<double>(methods) /
+           static_cast<double>(methods + methods_after);
   }
-  return coarse.count() + (remaining - coarse_all).count() * static_cast<double>(methods) /
-                              static_cast<double>(methods + methods_after);
+  if (remaining <= coarse_all) return remaining.count() * coarse.count() / coarse_all.count();
+  return (remaining - coarse_after).count();
 }
 
 }  // namespace
