@@ -32,16 +32,15 @@
 // stopped while it is within it. A spent `refine_probes` ends a method for
 // good, and so does the noise, two rounds in a row: from the first
 // refinement rounds on, a method whose regret_excess and interval, at the
-// scatter its repeats show, would need more than twice the samples its
-// probes and its time leave (the samples near the threshold narrow them as
+// scatter its repeats show, would need more than four times the samples its
+// probes or its time leave (the samples near the threshold narrow them as
 // 1/n and 1/sqrt(n)), or, once its samples have doubled since an earlier
 // round, whose measures projected at the rate they fell since then would
 // still miss the stop, ends "limited by noise" with the figures a reader
 // can check (scatter, samples now, samples needed, what is left). With a
-// clock (SetProbesLeft), one that needs more than the clock leaves it ends
-// at once, for the noise where it needs more than its allowance too, else
-// for the time (StopReason::kBudget, "resolution limited by the time
-// left"), with the same figures. Stops() says why each
+// clock (SetProbesLeft) that leaves less than the allowance, the clock is
+// what is left, and a method judged noise-limited against it ends at once.
+// Stops() says why each
 // method's probes ended. A method that reports unsupported, fails, or whose
 // sends the kernel copied is not probed again.
 #pragma once
@@ -160,11 +159,9 @@ class SweepPlanner {
   Analysis Result() const;
 
   /// The zerocopy methods whose refinement ended, and why: at the stated
-  /// resolution, limited by noise, their refinement probes spent, or (with
-  /// a clock, SetProbesLeft) the time left too short for the samples the
-  /// scatter says they need (StopReason::kBudget). A method still being
-  /// refined is absent: a caller that stops early (its time is up) says so
-  /// itself (StopReason::kBudget).
+  /// resolution, limited by noise, or their refinement probes spent. A
+  /// method still being refined is absent: a caller that stops early (its
+  /// time is up) says so itself (StopReason::kBudget).
   const std::map<Method, PlannerStop>& Stops() const { return stops_; }
 
   /// The zerocopy methods the planner still refines (no stop yet, and
@@ -222,10 +219,9 @@ class SweepPlanner {
   /// would make of it.
   std::string NoiseSentence(const MethodResult& result, const Progress& now, double span,
                             std::size_t left, double narrowed, double factor) const;
-  /// The early stop: what the scatter and the samples near the threshold
-  /// say the method needs, against its refinement `allowance` and the
-  /// caller's `clock` (probes): kNoise where it needs well over both,
-  /// kBudget where only the clock leaves too few.
+  /// The early noise stop: what the scatter and the samples near the
+  /// threshold say the method needs, against its refinement `allowance`
+  /// or the caller's `clock` (probes), whichever leaves fewer.
   std::optional<PlannerStop> NoiseNeeds(const MethodResult& result, std::size_t allowance,
                                         std::optional<std::size_t> clock) const;
   void QueueInterleaved(const Planned& planned);
