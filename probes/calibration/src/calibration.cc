@@ -528,6 +528,15 @@ Result<CalibrationReport, CalibrationError> RunCalibration(
           per_probe * static_cast<double>(zerocopy * after * CoarseProbesAfter(sizing));
       const double share = ShareOf(methods, zerocopy * after, remaining, coarse, coarse_after);
       run.planner = PlannerOf(options, c.depth, share, plan);
+      // The refinement allowance is what the share leaves after this
+      // class's own coarse grid (PlannerOptionsFor counts every method at
+      // every size, which a class after the first, seeded and kept to the
+      // sizes its neighbours leave open, does not probe).
+      if (per_probe.count() > 0 && run.planner.refine_probes_shared) {
+        const auto fit = static_cast<std::size_t>(share * kBudgetShareForProbes / per_probe.count());
+        const std::size_t own = CoarseProbesOf(run.planner, report.samples);
+        if (fit > own) run.planner.refine_probes = std::max(run.planner.refine_probes, fit - own);
+      }
       run.deadline = k + 1 == order.size()
                          ? budget_end
                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(
