@@ -53,6 +53,9 @@ struct BudgetRun {
   int resolved = 0;           // ... either: at the planner's stated resolution
   double worst_interval = 0;  // largest interval half-width, relative
   double worst_excess = 0;    // largest regret_excess (fraction)
+  int noise = 0;              // ... the planner ended for the noise
+  int time = 0;               // ... the planner ended for the time left
+  int clock = 0;              // ... still refined when the clock ended it
 };
 
 BudgetRun Simulate(const SimulatedHost& host, double budget_seconds, std::uint64_t seed) {
@@ -73,7 +76,12 @@ BudgetRun Simulate(const SimulatedHost& host, double budget_seconds, std::uint64
   }
   SweepPlanner planner(options);
   BudgetRun run;
-  while (auto request = planner.Next()) {
+  for (;;) {
+    // The runner's clock: the probes the time left holds.
+    const double fit = (budget_seconds - run.seconds) / (kProbe + kOverheadPerProbe);
+    planner.SetProbesLeft(fit < 2 ? 0 : static_cast<std::size_t>(fit) - 1);
+    const auto request = planner.Next();
+    if (!request) break;
     if (budget_seconds - run.seconds < kProbe * 2) break;
     planner.Record(host.Probe(*request, rng));
     run.seconds += kProbe + kOverheadPerProbe;
@@ -82,6 +90,12 @@ BudgetRun Simulate(const SimulatedHost& host, double budget_seconds, std::uint64
   const auto methods = planner.Result().paths.at("default").methods;
   for (Method m : kZerocopy) {
     const MethodResult& r = methods.at(m);
+    if (!r.stop) {
+      ++run.clock;
+    } else {
+      run.noise += r.stop->reason == StopReason::kNoise ? 1 : 0;
+      run.time += r.stop->reason == StopReason::kBudget ? 1 : 0;
+    }
     const double truth = host.TrueThreshold(m, NativeBaseline(m));
     if (!r.threshold_bytes || !r.interval || !r.interval->high_bytes) {
       run.worst_interval = INFINITY;
@@ -117,16 +131,20 @@ TEST(CalibrationBudget, FiveMethodsOnOnePathWithTheRunnersProbeDurations) {
       sum.cheap += run.cheap;
       sum.resolved += run.resolved;
       sum.near_truth += run.near_truth;
+      sum.noise += run.noise;
+      sum.time += run.time;
+      sum.clock += run.clock;
     }
     const int methods = kSeeds * 3;
     std::printf("budget %6.0f s: %.0f probes, %.2f s per calibration; interval within "
                 "1/8 for %d of %d methods (widest +-%.0f %%); costs at most %.2f pp over "
                 "the best (95 %%) for %d (worst %.2f pp); at the stated resolution %d of "
-                "%d; threshold within 1/8 of the truth for %d of %d\n",
+                "%d; threshold within 1/8 of the truth for %d of %d; ended by the noise %d, "
+                "by the time left %d, by the clock %d\n",
                 budget, static_cast<double>(sum.probes) / kSeeds, sum.seconds / kSeeds,
                 sum.within_resolution, methods, 100 * sum.worst_interval,
                 100 * PlannerOptions{}.regret_resolution, sum.cheap, 100 * sum.worst_excess,
-                sum.resolved, methods, sum.near_truth, methods);
+                sum.resolved, methods, sum.near_truth, methods, sum.noise, sum.time, sum.clock);
     EXPECT_LE(sum.seconds / kSeeds, budget);
     if (budget >= 3) {
       EXPECT_GE(sum.near_truth, methods * 8 / 10) << budget;

@@ -216,6 +216,99 @@ TEST(SweepPlanner, StopsWhenMoreProbesCannotReachTheResolution) {
   EXPECT_LT(probes / kSeeds, 36u + 1000u / 2) << "most of the allowance is left unspent";
 }
 
+// The same close costs under +-20 % noise, with a clock that leaves 40
+// probes after the coarse grid (as the runner's on the discard path): the
+// scatter says the method needs far more, and the planner ends it itself
+// at the first refinement rounds, with the figures (scatter, samples now,
+// samples needed, what is left), instead of letting the clock end it.
+TEST(SweepPlanner, EndsAMethodItsTimeCannotBringToItsResolution) {
+  SimulatedHost host;
+  host.noise = 0.20;
+  host.costs[Method::kMsgZerocopy] = {0.25, 2400};
+  PlannerOptions options = TwoMethods();
+  options.refine_probes = 1000;
+  options.max_repeats = 16;
+  constexpr int kSeeds = 20;
+  constexpr std::size_t kClock = 36 + 40;
+  int ended = 0, clock_ended = 0, resolved = 0;
+  std::size_t probes = 0;
+  std::vector<double> excess;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    const Calibration run = Calibrate(host, options, 100 + seed, kClock);
+    probes += run.probes;
+    const MethodResult& r = Zerocopy(run);
+    if (run.clock_ended) {
+      ++clock_ended;
+      continue;
+    }
+    ASSERT_TRUE(r.stop.has_value());
+    if (r.stop->reason == StopReason::kResolution) {
+      ++resolved;
+      continue;
+    }
+    ASSERT_TRUE(r.stop->reason == StopReason::kNoise || r.stop->reason == StopReason::kBudget)
+        << r.stop->detail;
+    ++ended;
+    EXPECT_EQ(r.stop->detail.rfind("resolution limited by ", 0), 0u) << r.stop->detail;
+    EXPECT_NE(r.stop->detail.find("% scatter between repeats"), std::string::npos)
+        << r.stop->detail;
+    EXPECT_NE(r.stop->detail.find(" samples ("), std::string::npos) << r.stop->detail;
+    EXPECT_NE(r.stop->detail.find("it would need about "), std::string::npos) << r.stop->detail;
+    EXPECT_NE(r.stop->detail.find("the calibration's time leaves "), std::string::npos)
+        << r.stop->detail;
+    // Where the replicates do not agree on a threshold, none is published.
+    if (r.threshold_bytes) {
+      excess.push_back(TrueExcess(host, static_cast<double>(*r.threshold_bytes)));
+    }
+  }
+  std::sort(excess.begin(), excess.end());
+  std::printf("close costs (+-20 %% noise, %d seeds, a clock of %zu probes): %.1f probes; "
+              "ended by the planner in %d (their thresholds' true excess cost median %.3f pp, "
+              "max %.3f pp), at the resolution in %d, by the clock in %d\n",
+              kSeeds, kClock, static_cast<double>(probes) / kSeeds, ended,
+              excess.empty() ? 0.0 : 100 * excess[excess.size() / 2],
+              excess.empty() ? 0.0 : 100 * excess.back(), resolved, clock_ended);
+  EXPECT_GE(ended, kSeeds * 3 / 4);
+  EXPECT_LE(clock_ended, kSeeds / 10);
+}
+
+// The host of the first test (+-20 % noise, crossovers from 2 to 108 KiB):
+// a run without a clock (and room for 400 refinement probes) says how many
+// probes each seed needs to reach the resolution. With a clock that leaves
+// a quarter more than that, the early stop must not end the method: the
+// probes, identical up to where a stop could fire, would get it there.
+TEST(SweepPlanner, KeepsProbingAMethodItsTimeCanBringToItsResolution) {
+  constexpr int kSeeds = 100;
+  std::mt19937_64 pick(2);
+  std::uniform_real_distribution<double> per_send(1800, 20000);
+  PlannerOptions options = TwoMethods();
+  options.refine_probes = 400;
+  options.max_repeats = 16;
+  int reachable = 0, kept = 0, ended = 0;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    SimulatedHost host;
+    host.costs[Method::kMsgZerocopy].per_send_ns = per_send(pick);
+    const Calibration free = Calibrate(host, options, 2000 + seed);
+    const MethodResult& f = Zerocopy(free);
+    if (!f.stop || f.stop->reason != StopReason::kResolution) continue;
+    ++reachable;
+    const Calibration timed = Calibrate(host, options, 2000 + seed, free.probes * 5 / 4);
+    const MethodResult& t = Zerocopy(timed);
+    if (t.stop && t.stop->reason == StopReason::kResolution) {
+      ++kept;
+    } else {
+      ++ended;
+      std::printf("ended: %s (without a clock: at the resolution after %zu probes)\n",
+                  t.stop ? t.stop->detail.c_str() : "by the clock", free.probes);
+    }
+  }
+  std::printf("%d of %d seeds reach the resolution without a clock; with a clock of 5/4 of "
+              "their probes %d still do, %d were ended\n",
+              reachable, kSeeds, kept, ended);
+  EXPECT_GE(reachable, kSeeds * 9 / 10);
+  EXPECT_GE(kept, reachable * 95 / 100);
+}
+
 // Each way a method's probes end has its reason: the resolution reached,
 // or the refinement probes spent.
 TEST(SweepPlanner, SaysWhyItStoppedProbingEachMethod) {

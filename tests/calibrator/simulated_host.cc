@@ -78,11 +78,18 @@ std::vector<std::uint64_t> GeometricSizes(std::uint64_t lo, std::uint64_t hi,
 }
 
 Calibration Calibrate(const SimulatedHost& host, PlannerOptions options,
-                      std::uint64_t seed) {
+                      std::uint64_t seed, std::optional<std::size_t> clock_probes) {
   std::mt19937_64 rng(seed);
   SweepPlanner planner(std::move(options));
   Calibration run;
-  while (auto request = planner.Next()) {
+  for (;;) {
+    if (clock_probes) planner.SetProbesLeft(*clock_probes - run.probes);
+    const auto request = planner.Next();
+    if (!request) break;
+    if (clock_probes && run.probes >= *clock_probes) {
+      run.clock_ended = !planner.Unfinished().empty();
+      break;
+    }
     planner.Record(host.Probe(*request, rng));
     ++run.probes;
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -78,10 +79,15 @@ struct Calibration {
   Analysis analysis;
   std::size_t probes = 0;
   std::vector<Sample> samples;
+  /// The clock ended the probes with methods still refined (the runner
+  /// would report those as StopReason::kBudget).
+  bool clock_ended = false;
 };
 
-/// Runs the planner against the host until it stops.
+/// Runs the planner against the host until it stops, or, with a clock,
+/// until `clock_probes` probes have run: as the runner on the discard path
+/// does, the planner is told before each probe how many the clock leaves.
 Calibration Calibrate(const SimulatedHost& host, PlannerOptions options,
-                      std::uint64_t seed);
+                      std::uint64_t seed, std::optional<std::size_t> clock_probes = std::nullopt);
 
 }  // namespace zcal::calibrator::testing

@@ -39,7 +39,7 @@ struct CalibrateArgs {
   std::string min_size = "1KiB";
   std::string max_size = "256KiB";
   DecisionArgs decision;
-  double budget_seconds = 5;
+  double budget_seconds = 2;
   std::string max_rate = "0";
   bool json = false;
   std::string samples_out;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -255,6 +256,16 @@ Stop ProbeOne(ClassProbes& c, const calibrator::ProbeRequest& request, Seconds d
   return Stop::kNone;
 }
 
+// How many more probes the time left holds, on a path whose probes have a
+// fixed length (the discard path); nullopt where the probes are sized to
+// the time left instead. The loop below stops once less than two probes'
+// time and the finish reserve are left.
+std::optional<std::size_t> ProbesThatFit(const CalibrationOptions& options, Seconds remaining) {
+  if (options.target.kind != TargetKind::kDiscard) return std::nullopt;
+  const double fit = (remaining - kFinishReserve).count() / (kDiscardProbe + kDiscardOverhead).count();
+  return fit < 2 ? 0 : static_cast<std::size_t>(fit) - 1;
+}
+
 // Runs one class's probes, appending to `report` (samples, failures,
 // probes_run). `done` and `total` number the run's probes for progress.
 Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunner& path,
@@ -277,7 +288,10 @@ Stop ProbeClass(const CalibrationOptions& options, const ClassRun& run, PathRunn
   } account{planner, analysis, {}};
   planner.Seed(report.samples);
   ClassProbes c{options, run, path, support, load, report, planner, done};
-  while (auto request = planner.Next()) {
+  for (;;) {
+    planner.SetProbesLeft(ProbesThatFit(options, run.deadline - Clock::now()));
+    const auto request = planner.Next();
+    if (!request) break;
     if (Cancelled(options)) return Stop::kCancelled;
     const Seconds remaining = run.deadline - Clock::now();
     const std::size_t total = std::max(planner.EstimatedTotal(), planner.issued());
@@ -411,13 +425,56 @@ Result<CalibrationReport, CalibrationError> Finish(const CalibrationOptions& opt
   return FailCalibration(Errc::kUnsupported, NoProbeMessage(options, report.samples));
 }
 
-// A class's share of what is left of the budget: by the methods it probes
-// (the first class's baselines count), so that a class that probes one
-// method does not hold time another needs; what a class leaves goes on.
-double ShareOf(std::size_t methods, std::size_t methods_after, Seconds remaining) {
+// The probes of the coarse grid a class's planner asks for: its methods at
+// their sizes, `repeats` times, less the baselines' probes it is seeded
+// with (the classes before measured them).
+std::size_t CoarseProbesOf(const calibrator::PlannerOptions& planner,
+                           const std::vector<Sample>& seeded) {
+  const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(planner);
+  std::size_t probes = 0;
+  for (Method m : planner.methods) {
+    const auto only = planner.coarse_sizes.find(m);
+    for (std::uint64_t size : only == planner.coarse_sizes.end() ? grid : only->second) {
+      std::uint32_t have = 0;
+      for (const Sample& s : seeded) {
+        have += !calibrator::IsZerocopy(m) && s.method == m && s.size_bytes == size && s.ok() ? 1 : 0;
+      }
+      probes += planner.repeats - std::min(have, planner.repeats);
+    }
+  }
+  return probes;
+}
+
+// What a class after the first probes of the coarse grid, per zerocopy
+// method: its neighbours leave it the sizes between their thresholds and
+// the range's ends, about half the grid (on this VM's discard path 3 to 5
+// of 7 sizes at depth 1, 3 to 4 at 4 and 16).
+std::size_t CoarseProbesAfter(const calibrator::PlannerOptions& planner) {
+  return (calibrator::CoarseGrid(planner).size() / 2 + 1) * planner.repeats;
+}
+
+// A class's share of what is left of the budget, in calibration order:
+// where its probes have a fixed length (discard), all of it but the coarse
+// grids the classes after it are likely to need (`coarse_after`, in
+// seconds), and where even the coarse grids do not fit, a share of them
+// by their probes (`coarse`: its own). The stream class, probed first and
+// the answer for every connection without a class of its own, refines as
+// long as its planner projects that probes get it to its resolution; its
+// planner's noise and time stops, not a fixed split, leave the rest to the
+// classes after it, which probe where their neighbours disagree. Where the
+// probes are sized to the time left (TCP paths), by the methods each class
+// probes (the first class's baselines count), so that a class that probes
+// one method does not hold time another needs. What a class leaves goes on.
+double ShareOf(std::size_t methods, std::size_t methods_after, Seconds remaining, Seconds coarse,
+               Seconds coarse_after) {
   if (methods == 0) return 0;
-  return remaining.count() * static_cast<double>(methods) /
-         static_cast<double>(methods + methods_after);
+  const Seconds coarse_all = coarse + coarse_after;
+  if (coarse_all.count() <= 0) {
+    return remaining.count() * static_cast<double>(methods) /
+           static_cast<double>(methods + methods_after);
+  }
+  if (remaining <= coarse_all) return remaining.count() * coarse.count() / coarse_all.count();
+  return (remaining - coarse_after).count();
 }
 
 }  // namespace
@@ -460,8 +517,26 @@ Result<CalibrationReport, CalibrationError> RunCalibration(
     const ClassPlan plan = PlanClass(options, c.depth, known, c, inferred);
     const std::size_t methods = plan.methods.size();
     if (methods != 0) {  // else every method's answer is its neighbours'
-      const double share = ShareOf(methods, zerocopy * (order.size() - k - 1), remaining);
+      const std::size_t after = order.size() - k - 1;
+      // The coarse grids' probes, as time where the probes have a fixed
+      // length; elsewhere they are sized to the time left.
+      const calibrator::PlannerOptions sizing = PlannerOf(options, c.depth, remaining.count(), plan);
+      const Seconds per_probe =
+          options.target.kind == TargetKind::kDiscard ? kDiscardProbe + kDiscardOverhead : Seconds{0};
+      const Seconds coarse = per_probe * static_cast<double>(CoarseProbesOf(sizing, report.samples));
+      const Seconds coarse_after =
+          per_probe * static_cast<double>(zerocopy * after * CoarseProbesAfter(sizing));
+      const double share = ShareOf(methods, zerocopy * after, remaining, coarse, coarse_after);
       run.planner = PlannerOf(options, c.depth, share, plan);
+      // The refinement allowance is what the share leaves after this
+      // class's own coarse grid (PlannerOptionsFor counts every method at
+      // every size, which a class after the first, seeded and kept to the
+      // sizes its neighbours leave open, does not probe).
+      if (per_probe.count() > 0 && run.planner.refine_probes_shared) {
+        const auto fit = static_cast<std::size_t>(share * kBudgetShareForProbes / per_probe.count());
+        const std::size_t own = CoarseProbesOf(run.planner, report.samples);
+        if (fit > own) run.planner.refine_probes = std::max(run.planner.refine_probes, fit - own);
+      }
       run.deadline = k + 1 == order.size()
                          ? budget_end
                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -30,10 +30,17 @@
 // decisive. Every round judges every method again (a shared baseline's new
 // probes can change a verdict); a method that reached the resolution stays
 // stopped while it is within it. A spent `refine_probes` ends a method for
-// good, and so does the noise: once its samples have doubled since an
-// earlier round, a method whose regret_excess and interval, projected at
-// the rate they fell since then over the probes left, would still miss the
-// stop (two rounds in a row) ends "limited by noise". Stops() says why each
+// good, and so does the noise, two rounds in a row: from the first
+// refinement rounds on, a method whose regret_excess and interval, at the
+// scatter its repeats show, would need more than eight times the samples its
+// probes or its time leave (the samples near the threshold narrow them as
+// 1/n and 1/sqrt(n)), or, once its samples have doubled since an earlier
+// round, whose measures projected at the rate they fell since then would
+// still miss the stop, ends "limited by noise" with the figures a reader
+// can check (scatter, samples now, samples needed, what is left). With a
+// clock (SetProbesLeft) that leaves less than the allowance, the clock is
+// what is left, and a method judged noise-limited against it ends at once.
+// Stops() says why each
 // method's probes ended. A method that reports unsupported, fails, or whose
 // sends the kernel copied is not probed again.
 #pragma once
@@ -134,6 +141,15 @@ class SweepPlanner {
   /// here. They count in samples() but not in issued().
   void Seed(std::span<const Sample> samples);
 
+  /// What the caller's clock leaves for this planner's probes (its share
+  /// of the budget, as probes of the path's length), given before each
+  /// Next(); nullopt (the default): no clock, only refine_probes. The noise
+  /// stop counts no more than this as left, shared by the methods still
+  /// refined: a method the time cannot bring to its resolution at the
+  /// scatter measured ends "limited by noise", with the figures, before the
+  /// clock ends it.
+  void SetProbesLeft(std::optional<std::size_t> probes) { clock_left_ = probes; }
+
   /// Everything recorded so far.
   const std::vector<Sample>& samples() const { return samples_; }
 
@@ -203,8 +219,16 @@ class SweepPlanner {
   /// would make of it.
   std::string NoiseSentence(const MethodResult& result, const Progress& now, double span,
                             std::size_t left, double narrowed, double factor) const;
+  /// The early noise stop: what the scatter and the samples near the
+  /// threshold say the method needs, against its refinement `allowance`
+  /// or the caller's `clock` (probes), whichever leaves fewer.
+  std::optional<PlannerStop> NoiseNeeds(const MethodResult& result, std::size_t allowance,
+                                        std::optional<std::size_t> clock) const;
   void QueueInterleaved(const Planned& planned);
   std::size_t RefinementLeft(Method method) const;
+  /// The probes the caller's clock leaves one method still refined: the
+  /// clock's share, nullopt without a clock.
+  std::optional<std::size_t> ClockLeft() const;
   /// regret_excess within regret_resolution, or the model's interval within
   /// resolution of the threshold (the stated resolution, not the stop's
   /// share of it).
@@ -232,6 +256,7 @@ class SweepPlanner {
   std::set<Method> reached_;               ///< zc methods settled in an earlier round
   std::map<Method, std::vector<Progress>> progress_;
   std::map<Method, std::uint32_t> noise_rounds_;  ///< rounds in a row judged noise-limited
+  std::optional<std::size_t> clock_left_;
   std::size_t issued_ = 0;
   std::size_t refinements_ = 0;
   bool coarse_planned_ = false;
