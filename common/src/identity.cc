@@ -7,7 +7,9 @@
 #include <charconv>
 #include <vector>
 
+#include "zcal/common/bounded_read.h"
 #include "zcal/common/errno_text.h"
+#include "zcal/common/text.h"
 
 namespace zcal::common {
 namespace {
@@ -61,6 +63,18 @@ std::string UserName(uid_t uid) {
     break;
   }
   return "uid " + std::to_string(uid);
+}
+
+std::optional<bool> EffectiveCapability(const std::string& proc_status, int bit) {
+  const Result<std::string> status = ReadBounded(proc_status, 64 * 1024, InputKind::kRegular, "status");
+  if (!status || bit < 0 || bit > 63) return std::nullopt;
+  for (const std::string_view line : Split(*status, '\n')) {
+    if (!line.starts_with("CapEff:")) continue;
+    const std::optional<std::uint64_t> caps = ParseHex64(Trim(line.substr(7)));
+    if (!caps) return std::nullopt;
+    return ((*caps >> bit) & 1U) != 0;
+  }
+  return std::nullopt;
 }
 
 }  // namespace zcal::common

@@ -3,6 +3,8 @@
 #include <grp.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 namespace zcal::common::identity_test {
@@ -32,6 +34,32 @@ TEST(Identity, AMissingGroupIsNotFoundWithWhatToDo) {
 TEST(Identity, NamesUsersOrSaysTheUid) {
   EXPECT_EQ(UserName(0), "root");
   EXPECT_EQ(UserName(4'000'000'000u), "uid 4000000000");
+}
+
+// The CapEff line of a status file, bit by bit; what cannot be read or
+// parsed is no answer, not a "no".
+TEST(Identity, ReadsACapabilityFromTheEffectiveSet) {
+  char dir[] = "/tmp/zcal-capeff-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/status";
+  const auto write = [&](const char* text) {
+    FILE* f = std::fopen(file.c_str(), "w");
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  write("Name:\tzcal\nCapPrm:\tffffffffffffffff\nCapEff:\t0000000000200008\n");
+  EXPECT_EQ(EffectiveCapability(file, 3), true);    // CAP_FOWNER
+  EXPECT_EQ(EffectiveCapability(file, 21), true);   // CAP_SYS_ADMIN
+  EXPECT_EQ(EffectiveCapability(file, 14), false);  // CAP_IPC_LOCK
+  EXPECT_EQ(EffectiveCapability(file, 64), std::nullopt);
+  write("Name:\tzcal\nCapEff:\tzz\n");
+  EXPECT_EQ(EffectiveCapability(file, 3), std::nullopt);
+  write("Name:\tzcal\n");
+  EXPECT_EQ(EffectiveCapability(file, 3), std::nullopt);
+  std::remove(file.c_str());
+  rmdir(dir);
+  EXPECT_EQ(EffectiveCapability(file, 3), std::nullopt);
+  EXPECT_TRUE(EffectiveCapability("/proc/self/status", 3).has_value());
 }
 
 }  // namespace

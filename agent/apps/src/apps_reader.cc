@@ -14,9 +14,8 @@
 
 #include "bus_guard.h"
 #include "report_object.h"
-#include "zcal/common/bounded_read.h"
 #include "zcal/common/errno_text.h"
-#include "zcal/common/text.h"
+#include "zcal/common/identity.h"
 #include "zcal/common/unique_fd.h"
 #include "zcal/zcal.h"
 
@@ -24,15 +23,7 @@ namespace zcal::agent {
 
 bool MayRemoveAnyUsersObjects(const std::string& proc_status) {
   constexpr int kCapFowner = 3;  // linux/capability.h
-  const Result<std::string> status =
-      common::ReadBounded(proc_status, 64 * 1024, common::InputKind::kRegular, "status");
-  if (!status) return false;
-  for (const std::string_view line : common::Split(*status, '\n')) {
-    if (!line.starts_with("CapEff:")) continue;
-    const std::optional<std::uint64_t> caps = common::ParseHex64(common::Trim(line.substr(7)));
-    return caps && ((*caps >> kCapFowner) & 1U) != 0;
-  }
-  return false;
+  return common::EffectiveCapability(proc_status, kCapFowner).value_or(false);
 }
 
 using apps::ObjectError;

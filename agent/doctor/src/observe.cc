@@ -11,10 +11,9 @@
 #include "probes_live.h"
 #include "root_files.h"
 #include "zcal/agent/state/state.h"
-#include "zcal/common/bounded_read.h"
 #include "zcal/common/clock.h"
 #include "zcal/common/errno_text.h"
-#include "zcal/common/text.h"
+#include "zcal/common/identity.h"
 #include "zcal/common/unique_fd.h"
 
 namespace zcal::agent::doctor {
@@ -54,15 +53,7 @@ struct ChildReport {
 }  // namespace
 
 bool HasCapability(std::string_view root, int bit) {
-  const Result<std::string> status = common::ReadBounded(
-      UnderRoot(root, "proc/self/status"), 64 * 1024, common::InputKind::kRegular, "status");
-  if (!status) return false;
-  for (const std::string_view line : common::Split(*status, '\n')) {
-    if (!line.starts_with("CapEff:")) continue;
-    const std::optional<std::uint64_t> caps = common::ParseHex64(common::Trim(line.substr(7)));
-    return caps && ((*caps >> bit) & 1U) != 0;
-  }
-  return false;
+  return common::EffectiveCapability(UnderRoot(root, "proc/self/status"), bit).value_or(false);
 }
 
 NamespaceObservation ProbeNamespaces(std::string_view root) {

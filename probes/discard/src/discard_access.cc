@@ -4,10 +4,10 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <sstream>
 #include <vector>
 
 #include "zcal/common/errno_text.h"
+#include "zcal/common/identity.h"
 #include "zcal/common/result.h"
 #include "zcal/probes/host/sysfs.h"
 
@@ -84,19 +84,7 @@ Explanation ExplainNewUser(int err, const AccessFacts& facts) {
 }
 
 std::optional<bool> CapSysAdmin(const std::string& root) {
-  const auto status = ReadSmallFile(UnderRoot(root, "proc/self/status"));
-  if (!status) return std::nullopt;
-  std::istringstream lines(*status);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    try {
-      const std::uint64_t mask = std::stoull(line.substr(7), nullptr, 16);
-      return ((mask >> CAP_SYS_ADMIN) & 1) != 0;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
+  return common::EffectiveCapability(UnderRoot(root, "proc/self/status"), CAP_SYS_ADMIN);
 }
 
 std::optional<std::string> Sysctl(const std::string& root, const char* relative) {
