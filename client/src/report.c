@@ -199,19 +199,29 @@ static void fill_header(struct zcal_report_header *h, const char *name) {
   __atomic_store_n(&h->magic, ZCAL_REPORT_MAGIC, __ATOMIC_RELEASE);
 }
 
+/* Reads the first `size` bytes of the regular file at `shm_name` into
+ * `out` and its status into `st`; 0 when it is not there, not a regular
+ * file or shorter. O_NONBLOCK: a FIFO planted at the name is refused, not
+ * waited on; pread, not a mapping: a file cut meanwhile gives a short
+ * read, not a SIGBUS (this runs in exit handlers). */
+static int read_start_of(const char *shm_name, void *out, size_t size, struct stat *st) {
+  const int fd = shm_open(shm_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return 0;
+  const int ok = fstat(fd, st) == 0 && S_ISREG(st->st_mode) &&
+                 pread(fd, out, size, 0) == (ssize_t)size;
+  close(fd);
+  return ok;
+}
+
 /* Whether the object at `shm_name` is a report its owner closed: one this
  * process left for the agent at an earlier zcal_report_close, or one a
  * process of the same pid left at exit, that the agent has not removed
  * yet. */
 static int closed_report_at(const char *shm_name) {
-  const int fd = shm_open(shm_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) return 0;
   struct zcal_report_header h;
   struct stat st;
-  const int read_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                      pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
-  close(fd);
-  return read_ok && h.magic == ZCAL_REPORT_MAGIC && (h.flags & ZCAL_REPORT_FLAG_CLOSED);
+  return read_start_of(shm_name, &h, sizeof h, &st) && h.magic == ZCAL_REPORT_MAGIC &&
+         (h.flags & ZCAL_REPORT_FLAG_CLOSED);
 }
 
 static int create_object(const char *name) {
@@ -318,15 +328,9 @@ static int agent_may_unlink(uid_t agent_uid) {
 /* A few system calls, at close and exit only; none blocks (a FIFO planted
  * at the segment's name is opened O_NONBLOCK and refused). */
 static int agent_at_segment(const char *name) {
-  const int fd = shm_open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) return 0;
   struct zcal_shm_header h;
   struct stat st;
-  /* pread, not a mapping: a segment truncated meanwhile gives a short
-   * read, not a SIGBUS in an exit handler. */
-  const int read_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                      pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
-  close(fd);
+  const int read_ok = read_start_of(name, &h, sizeof h, &st);
   /* A segment this process writes (a benchmark, a test) has no agent
    * that reads reports. */
   if (!read_ok || h.magic != ZCAL_MAGIC || h.abi_major != ZCAL_ABI_MAJOR ||
