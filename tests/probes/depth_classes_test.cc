@@ -110,6 +110,36 @@ TEST(DepthClasses, AnInconclusiveNeighbourBoundsNothing) {
   EXPECT_TRUE(place.sizes.empty());
 }
 
+// The budget's split across classes, in calibration order. With fixed
+// probes (the discard path) a class takes all but what the later classes'
+// coarse grids need, or, when not even the grids fit, a share of the time
+// in proportion to them; with probes sized to the time (both grids 0), a
+// share by the methods probed.
+TEST(DepthClasses, AClassTakesTheTimeLeftButTheLaterClassesCoarseGrids) {
+  // 2 s left, its grid 0.8 s, the later classes' 0.6 s: it keeps 1.4 s.
+  EXPECT_DOUBLE_EQ(dc::ShareOf(5, 9, 2.0, 0.8, 0.6), 1.4);
+  // The last class: no grid after it, all of what is left.
+  EXPECT_DOUBLE_EQ(dc::ShareOf(3, 0, 0.7, 0.4, 0.0), 0.7);
+}
+
+TEST(DepthClasses, WhereTheCoarseGridsDoNotFitTheTimeIsSharedByThem) {
+  // 1 s left for 0.8 s + 1.2 s of grids: 0.4 s, its grid's part.
+  EXPECT_DOUBLE_EQ(dc::ShareOf(5, 9, 1.0, 0.8, 1.2), 0.4);
+  // Exactly the grids: each its own.
+  EXPECT_DOUBLE_EQ(dc::ShareOf(5, 9, 2.0, 0.8, 1.2), 0.8);
+}
+
+TEST(DepthClasses, ProbesSizedToTheTimeShareItByTheMethodsProbed) {
+  // A TCP path: 3 methods here, 6 after them, 3 s left.
+  EXPECT_DOUBLE_EQ(dc::ShareOf(3, 6, 3.0, 0.0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(dc::ShareOf(1, 0, 3.0, 0.0, 0.0), 3.0);
+}
+
+TEST(DepthClasses, AClassThatProbesNothingTakesNoTime) {
+  EXPECT_DOUBLE_EQ(dc::ShareOf(0, 6, 3.0, 0.0, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(dc::ShareOf(0, 6, 3.0, 0.8, 0.6), 0.0);
+}
+
 }  // namespace
 
 }  // namespace depth_classes_test

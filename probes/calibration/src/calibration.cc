@@ -453,30 +453,6 @@ std::size_t CoarseProbesAfter(const calibrator::PlannerOptions& planner) {
   return (calibrator::CoarseGrid(planner).size() / 2 + 1) * planner.repeats;
 }
 
-// A class's share of what is left of the budget, in calibration order:
-// where its probes have a fixed length (discard), all of it but the coarse
-// grids the classes after it are likely to need (`coarse_after`, in
-// seconds), and where even the coarse grids do not fit, a share of them
-// by their probes (`coarse`: its own). The stream class, probed first and
-// the answer for every connection without a class of its own, refines as
-// long as its planner projects that probes get it to its resolution; its
-// planner's noise and time stops, not a fixed split, leave the rest to the
-// classes after it, which probe where their neighbours disagree. Where the
-// probes are sized to the time left (TCP paths), by the methods each class
-// probes (the first class's baselines count), so that a class that probes
-// one method does not hold time another needs. What a class leaves goes on.
-double ShareOf(std::size_t methods, std::size_t methods_after, Seconds remaining, Seconds coarse,
-               Seconds coarse_after) {
-  if (methods == 0) return 0;
-  const Seconds coarse_all = coarse + coarse_after;
-  if (coarse_all.count() <= 0) {
-    return remaining.count() * static_cast<double>(methods) /
-           static_cast<double>(methods + methods_after);
-  }
-  if (remaining <= coarse_all) return remaining.count() * coarse.count() / coarse_all.count();
-  return (remaining - coarse_after).count();
-}
-
 }  // namespace
 
 Result<CalibrationReport, CalibrationError> RunCalibration(
@@ -526,7 +502,8 @@ Result<CalibrationReport, CalibrationError> RunCalibration(
       const Seconds coarse = per_probe * static_cast<double>(CoarseProbesOf(sizing, report.samples));
       const Seconds coarse_after =
           per_probe * static_cast<double>(zerocopy * after * CoarseProbesAfter(sizing));
-      const double share = ShareOf(methods, zerocopy * after, remaining, coarse, coarse_after);
+      const double share = depth_classes::ShareOf(methods, zerocopy * after, remaining.count(),
+                                                  coarse.count(), coarse_after.count());
       run.planner = PlannerOf(options, c.depth, share, plan);
       // The refinement allowance is what the share leaves after this
       // class's own coarse grid (PlannerOptionsFor counts every method at

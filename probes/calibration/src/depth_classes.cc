@@ -165,4 +165,16 @@ Placement Place(calibrator::Method method, std::uint32_t depth, const KnownClass
   return place;
 }
 
+double ShareOf(std::size_t methods, std::size_t methods_after, double remaining, double coarse,
+               double coarse_after) {
+  if (methods == 0) return 0;
+  const double coarse_all = coarse + coarse_after;
+  if (coarse_all <= 0) {
+    return remaining * static_cast<double>(methods) /
+           static_cast<double>(methods + methods_after);
+  }
+  if (remaining <= coarse_all) return remaining * coarse / coarse_all;
+  return remaining - coarse_after;
+}
+
 }  // namespace zcal::probes::depth_classes

@@ -12,6 +12,7 @@
 // the sizes where its neighbours disagree, besides the range's two ends.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -57,5 +58,23 @@ struct Placement {
 /// its sends, at the first class) is skipped. `grid` ascending.
 Placement Place(calibrator::Method method, std::uint32_t depth, const KnownClasses& known,
                 const std::vector<std::uint64_t>& grid);
+
+/// A class's share, in seconds, of the `remaining` seconds of the budget,
+/// in calibration order. Where its probes have a fixed length (the
+/// discard path: `coarse` and `coarse_after` are the seconds its own
+/// coarse grid and the later classes' are likely to need), all of it but
+/// `coarse_after`, and where even the coarse grids do not fit, a share of
+/// `remaining` in proportion to them. The stream class, probed first and
+/// the answer for every connection without a class of its own, refines as
+/// long as its planner projects that probes get it to its resolution; its
+/// planner's noise and time stops, not a fixed split, leave the rest to the
+/// classes after it, which probe where their neighbours disagree. Where the
+/// probes are sized to the time left (TCP paths: both coarse figures 0),
+/// by the `methods` this class probes against the `methods_after` of the
+/// later classes, so that a class that probes one method does not hold
+/// time another needs. What a class leaves goes on to the next. 0 for a
+/// class that probes no method.
+double ShareOf(std::size_t methods, std::size_t methods_after, double remaining, double coarse,
+               double coarse_after);
 
 }  // namespace zcal::probes::depth_classes
