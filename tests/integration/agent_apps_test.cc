@@ -210,6 +210,23 @@ std::map<std::string, double> Summary(const std::string& text) {
   return fields;
 }
 
+// The agent's /metrics for the example sender `app` (msg_zerocopy) equal
+// the sender's own summary line, and its size histogram counts `messages`.
+void ExpectTheSendersCounts(const std::string& text, const std::string& app,
+                            const std::map<std::string, double>& summary, double messages) {
+  const std::string a = "app=\"" + app + "\"";
+  const std::string zc = "method=\"msg_zerocopy\"";
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"zerocopy\""}),
+            summary.at("zerocopy_messages"));
+  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"copy\""}),
+            summary.at("copy_messages"));
+  EXPECT_EQ(Sum(text, "zcal_app_bytes_total", {a, zc}), summary.at("bytes"));
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc}), summary.at("completions"));
+  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc, "copied=\"true\""}),
+            summary.at("copied"));
+  EXPECT_EQ(Sum(text, "zcal_app_message_size_bytes_count", {a, zc}), messages);
+}
+
 TEST(AgentApps, CountsTheExampleSendersSendsAndCompletionsAsItsOwnSummary) {
   if (const auto why = CannotIsolate()) GTEST_SKIP() << *why;
   PrivateShm shm;
@@ -244,17 +261,8 @@ TEST(AgentApps, CountsTheExampleSendersSendsAndCompletionsAsItsOwnSummary) {
       milliseconds(30'000)))
       << text;
   EXPECT_EQ(shm.Objects(), 0u);
+  ExpectTheSendersCounts(text, app, summary, 3000);
   const std::string a = "app=\"" + app + "\"";
-  const std::string zc = "method=\"msg_zerocopy\"";
-  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"zerocopy\""}),
-            summary.at("zerocopy_messages"));
-  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"copy\""}),
-            summary.at("copy_messages"));
-  EXPECT_EQ(Sum(text, "zcal_app_bytes_total", {a, zc}), summary.at("bytes"));
-  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc}), summary.at("completions"));
-  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc, "copied=\"true\""}),
-            summary.at("copied"));
-  EXPECT_EQ(Sum(text, "zcal_app_message_size_bytes_count", {a, zc}), 3000);
   EXPECT_GT(summary.at("completions"), 0) << "loopback gave no zerocopy completion";
   // The figures, for the log: the sender's own line and the agent's series.
   std::printf("%s", ReadFile(out).c_str());
@@ -327,17 +335,8 @@ TEST(AgentApps, ASenderThatExitsBeforeTheAgentsNextReadIsCountedExactly) {
       milliseconds(30'000)))
       << shm.Objects() << " objects left\n"
       << text;
+  ExpectTheSendersCounts(text, app, summary, 2000);
   const std::string a = "app=\"" + app + "\"";
-  const std::string zc = "method=\"msg_zerocopy\"";
-  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"zerocopy\""}),
-            summary.at("zerocopy_messages"));
-  EXPECT_EQ(Sum(text, "zcal_app_sends_total", {a, zc, "decision=\"copy\""}),
-            summary.at("copy_messages"));
-  EXPECT_EQ(Sum(text, "zcal_app_bytes_total", {a, zc}), summary.at("bytes"));
-  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc}), summary.at("completions"));
-  EXPECT_EQ(Sum(text, "zcal_app_completions_total", {a, zc, "copied=\"true\""}),
-            summary.at("copied"));
-  EXPECT_EQ(Sum(text, "zcal_app_message_size_bytes_count", {a, zc}), 2000);
   EXPECT_EQ(Series(agent.port, "zcal_app_report_remove_failures_total"), 0);
   std::printf("%s", ReadFile(out).c_str());
   // Folded once: more reads add nothing.
