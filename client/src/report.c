@@ -129,7 +129,7 @@ void zcal_internal_report_send_slow(uint64_t epoch, uint16_t cell, int yes, unsi
     zcal_internal_report_send_own(t->slot, cell, yes, why, size_bytes, depth);
     return;
   }
-  /* Slot 0, which several threads share: atomic additions, no seqlock. */
+  /* Slot 0, which several threads share: atomic additions. */
   struct zcal_report_cell *c = zcal_internal_report_cell_of(t->slot, cell);
   __atomic_fetch_add(&c->answers[depth][yes][why], 1, __ATOMIC_RELAXED);
   __atomic_fetch_add(&c->bytes[yes], size_bytes, __ATOMIC_RELAXED);

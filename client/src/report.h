@@ -55,14 +55,15 @@ void zcal_internal_report_send_slow(uint64_t epoch, uint16_t cell, int yes, unsi
 void zcal_internal_report_completions_slow(uint64_t epoch, uint16_t cell,
                                            uint64_t completions, uint64_t copied);
 
-/* The thread's own slot: it alone writes it, so no locked instruction.
- * On x86-64 each count is one add to memory: the CPU loads, adds and
- * stores, and the aligned 8-byte store is what a reader sees, never half
- * of it; x86 keeps stores in program order, and volatile asm keeps the
- * compiler from reordering them, so the seqlock's odd store comes before
- * the counters and its even store after them. Elsewhere (and under
- * ThreadSanitizer, which does not see asm) a relaxed load and a release
- * store do the same in three instructions. */
+/* The thread's own slot: it alone writes it, so no locked instruction,
+ * and no seqlock (report ABI 1.1): each counter is a word that only grows,
+ * right on its own, and a reader's copy may hold part of a send, which
+ * costs a metric nothing and saved about 0.3 ns per send (docs/client.md,
+ * "Speed"). On x86-64 each count is one add to memory: the CPU loads, adds
+ * and stores, and the aligned 8-byte store is what a reader sees, never
+ * half of it. Elsewhere (and under ThreadSanitizer, which does not see
+ * asm) a relaxed load and a release store do the same in three
+ * instructions. */
 #if defined(__SANITIZE_THREAD__)
 #define ZCAL_REPORT_TSAN 1
 #elif defined(__has_feature)
@@ -74,13 +75,7 @@ void zcal_internal_report_completions_slow(uint64_t epoch, uint16_t cell,
 static inline void zcal_internal_report_add(uint64_t *word, uint64_t n) {
   __asm__ volatile("addq %1, %0" : "+m"(*word) : "er"(n));
 }
-static inline void zcal_internal_report_set(uint64_t *word, uint64_t v) {
-  __asm__ volatile("movq %1, %0" : "=m"(*word) : "er"(v));
-}
 #else
-static inline void zcal_internal_report_set(uint64_t *word, uint64_t v) {
-  __atomic_store_n(word, v, __ATOMIC_RELEASE);
-}
 static inline void zcal_internal_report_add(uint64_t *word, uint64_t n) {
   __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) + n, __ATOMIC_RELEASE);
 }
@@ -103,23 +98,17 @@ static inline void zcal_internal_report_send_own(struct zcal_report_slot *s, uin
                                                  int yes, unsigned why, uint64_t size_bytes,
                                                  unsigned depth) {
   struct zcal_report_cell *c = zcal_internal_report_cell_of(s, cell);
-  const uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-  zcal_internal_report_set(&s->seq, seq + 1);
   zcal_internal_report_add(&c->answers[depth][yes][why], 1);
   zcal_internal_report_add(&c->bytes[yes], size_bytes);
   zcal_internal_report_add(&c->sizes[zcal_internal_report_bucket(size_bytes)], 1);
-  zcal_internal_report_set(&s->seq, seq + 2);
 }
 
 static inline void zcal_internal_report_completions_own(struct zcal_report_slot *s,
                                                         uint16_t cell, uint64_t completions,
                                                         uint64_t copied) {
   struct zcal_report_cell *c = zcal_internal_report_cell_of(s, cell);
-  const uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-  zcal_internal_report_set(&s->seq, seq + 1);
   zcal_internal_report_add(&c->completions, completions);
   zcal_internal_report_add(&c->copied, copied);
-  zcal_internal_report_set(&s->seq, seq + 2);
 }
 
 /* One answer counted in `cell` (zcal_internal_report_cell) of the report

@@ -3,7 +3,8 @@
 // agent's. The object is untrusted input -- any local user can create one
 // with any content -- so every size is range-checked against the file
 // before it is used, nothing beyond the checked size is read, and a slot
-// whose seqlock stays busy is reported, not waited for.
+// whose seqlock (report ABI 1.0 writers kept one) stays busy is reported,
+// not waited for.
 #pragma once
 
 #include <fcntl.h>

@@ -172,6 +172,31 @@ TEST(Report, OpenCreatesAnObjectNamedAfterThePidThatCloseRemoves) {
   EXPECT_FALSE(Exists(name));
 }
 
+// Report ABI 1.1 writers keep no seqlock: a thread's counting leaves its
+// slot's seq 0, so that a reader copying through the seqlock (as 1.0's
+// readers do) never waits on it.
+TEST(Report, CountingLeavesEverySlotsSeqZero) {
+  const AgentSegment no_agent(AgentSegment::kNone);
+  OpenReport report("no-seqlock");
+  ASSERT_EQ(report.rc(), 0) << zcal_error_detail();
+  const zcal_key key = Key("192.0.2.1");
+  for (int i = 0; i < 100; ++i) (void)zcal_should_zerocopy(nullptr, &key, kZc, 10, 0, 1);
+  ASSERT_EQ(zcal_report_completed(nullptr, &key, kZc, 0, 4, 1), 0);
+  const int fd = shm_open(ReportName(getpid()).c_str(), O_RDONLY, 0);
+  ASSERT_GE(fd, 0);
+  zcal_report_header h{};
+  ASSERT_EQ(pread(fd, &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+  ASSERT_GE(h.slots_used, 2u);  // slot 0 and this thread's
+  for (std::uint32_t i = 0; i < h.slots_used; ++i) {
+    std::uint64_t seq = 1;
+    ASSERT_EQ(pread(fd, &seq, sizeof seq, h.header_size + std::uint64_t{i} * h.slot_size),
+              static_cast<ssize_t>(sizeof seq));
+    EXPECT_EQ(seq, 0u) << "slot " << i;
+  }
+  close(fd);
+  EXPECT_EQ(Answers(Cell(Read(), ZCAL_REPORT_SCOPE_NONE, kZc), kYes, ZCAL_REPORT_BY_NO_ANSWER), 100u);
+}
+
 // An agent is there to read, fold and remove it: the object stays, closed,
 // with what was counted after the agent's last read.
 TEST(Report, CloseWithAFreshAgentHeartbeatLeavesTheClosedObjectWithItsFinalCounts) {

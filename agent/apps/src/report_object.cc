@@ -77,7 +77,9 @@ bool CopySlot(const unsigned char* base, const ObjectHeader& h, std::uint32_t in
   const std::uint64_t slot = h.header_size + std::uint64_t{index} * h.slot_size;
   const unsigned scopes = std::min<unsigned>(h.scopes, kScopes);
   const unsigned methods = std::min<unsigned>(h.methods, kMethods);
-  const bool plain = index == 0;  // several writers, no seqlock
+  // Slot 0 (several writers) never has a seqlock; minor 1 writers leave
+  // every seq 0, so the first copy holds.
+  const bool plain = index == 0;
   for (int attempt = 0; attempt < attempts; ++attempt) {
     const std::uint64_t s1 = Load(base, slot);
     if (!plain && (s1 & 1) != 0) continue;

@@ -51,7 +51,8 @@ Result<ObjectHeader, ObjectError> ReadHeader(const unsigned char* base,
 Result<std::string, ObjectError> SanitiseName(std::string_view raw);
 
 /// The slots 0..slots_used-1 summed (slot 0 copied plainly, the others
-/// through their seqlock, at most `attempts` tries each), for the scopes
+/// through their seqlock, which only report ABI 1.0 writers keep; at most
+/// `attempts` tries each), for the scopes
 /// and methods this reader knows; cells all zero are left out. kTorn when
 /// a slot stayed busy; kSize when the file shrank (as ReadHeader).
 Result<AppCells, ObjectError> ReadCounts(const unsigned char* base, const ObjectHeader& header,

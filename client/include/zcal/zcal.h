@@ -639,7 +639,7 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
  *
  * Threads: every thread that sends takes a slot of its own at its first
  * counted call (one lock, once per thread) and writes it with plain
- * atomic stores under the slot's seqlock; its slot goes back to the pool
+ * atomic stores, no locked instruction; its slot goes back to the pool
  * when the thread exits, counts kept. Threads beyond
  * ZCAL_REPORT_SLOTS - 1 share slot 0, written with atomic additions. So
  * the counting calls are as thread-safe as before (a guard still belongs
@@ -675,7 +675,7 @@ int zcal_guard_completed(struct zcal_guard *guard, uint64_t completions,
 #define ZCAL_REPORT_MAGIC UINT64_C(0x005045524c41435a)
 /** Readers accept any minor of their major (fields are only appended). */
 #define ZCAL_REPORT_ABI_MAJOR 1
-#define ZCAL_REPORT_ABI_MINOR 0
+#define ZCAL_REPORT_ABI_MINOR 1
 
 /** Application names: 1..ZCAL_REPORT_NAME_SIZE-1 bytes, none of them '/'
  *  or a control character (below 0x20, 0x7f); other bytes (UTF-8) pass. */
@@ -764,23 +764,18 @@ struct zcal_report_cell {
 
 /**
  * One slot: its header, then ZCAL_REPORT_SCOPES x ZCAL_REPORT_METHODS
- * cells. One thread writes a slot at a time (but slot 0, see flags). A
- * reader copies a slot consistently like this, and gives up after a
- * bounded number of attempts:
+ * cells. One thread writes a slot at a time (but slot 0, see flags), each
+ * changed word with one store (load + n), in no promised order. A reader
+ * copies each 8-byte word with an atomic load: each is right on its own,
+ * and only grows; a copy may hold part of a send (its answer and not yet
+ * its size bucket), which the next copy completes.
  *
- *     do {
- *         s1 = load_acquire(&slot->seq);
- *         if (s1 & 1) continue;               // writer busy
- *         copy each 8-byte word with load_acquire;
- *         s2 = load_relaxed(&slot->seq);      // ordered by the acquires
- *     } while (s1 != s2);
- *
- * The writer stores seq+1 (odd), each changed word with a release store,
- * then seq+2 with a release store. Slot 0 (ZCAL_REPORT_SLOT_SHARED) has
- * no seqlock: each word is consistent on its own, not with the others.
+ * Report ABI 1.0 writers also kept a seqlock in `seq`
+ * (odd while counting); 1.1 writers leave it 0. A reader that copies a
+ * slot through the seqlock (retry while `seq` is odd or moved) reads both.
  */
 struct zcal_report_slot {
-  uint64_t seq;       /**< seqlock counter, odd while writing */
+  uint64_t seq;       /**< 0 (1.0 writers: a seqlock counter) */
   uint32_t flags;     /**< ZCAL_REPORT_SLOT_*, written before slots_used */
   uint32_t threads;   /**< threads that took this slot so far */
   uint8_t reserved[48];

@@ -1,4 +1,4 @@
-// The agent's reader of the applications' report objects (report ABI 1.0,
+// The agent's reader of the applications' report objects (report ABI 1,
 // docs/shm-abi.md "Report objects"): at each read it scans a directory for
 // `zcal-report-*`, validates each object as untrusted input, sums its
 // threads' slots, keeps each process's last counts, folds the counts of
@@ -38,7 +38,7 @@ enum class AppRefusal : std::uint8_t {
   kVersion,     ///< a report major this reader does not read
   kLayout,      ///< sizes, counts or offsets that do not fit the file
   kName,        ///< no NUL, empty, or a byte below 0x20, 0x7f or '/'
-  kTorn,        ///< a slot's seqlock stayed busy: read again next time
+  kTorn,        ///< a slot's seqlock (a 1.0 writer's) stayed busy: read again next time
   kBackwards,   ///< a counter below the last read of the same process
   kUid,         ///< owned by a user apps.uids does not list
   kOpen,        ///< open, fstat or mmap failed
@@ -107,7 +107,7 @@ bool MayRemoveAnyUsersObjects(const std::string& proc_status = "/proc/self/statu
 /// directory keeps at most max_objects candidate names at a time.
 class AppsReader {
  public:
-  /// A file larger than this is refused (kSize): report ABI 1.0's object
+  /// A file larger than this is refused (kSize): report ABI 1's object
   /// is 1,396,992 bytes; the bound leaves room for growth within major 1.
   static constexpr std::uint64_t kMaxObjectBytes = 8u << 20;
   /// Slots an object may declare (a larger count is kLayout).

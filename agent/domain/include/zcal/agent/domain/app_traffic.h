@@ -1,5 +1,5 @@
 // What the applications on this host sent, as their libzcal reports say
-// (report ABI 1.0, docs/shm-abi.md "Report objects"): the counters of one
+// (report ABI 1, docs/shm-abi.md "Report objects"): the counters of one
 // read, summed by application name, and a bounded history of such reads to
 // ask what was sent within a window. The reader that fills them is
 // agent/apps; the metrics, the page, the field-contradiction rule and the

@@ -7,7 +7,7 @@
 //
 // A report says which *kind* of scope answered a send (host default,
 // loopback, peer, interface, none), not which peer or interface: report
-// ABI 1.0 has no room for it. So a contradiction is of a scope kind and a
+// ABI 1 has no room for it. So a contradiction is of a scope kind and a
 // method, and flags every entry of that kind and method that says
 // zerocopy pays (every peer entry of the method, for kind `peer`).
 //
