@@ -252,7 +252,7 @@ TEST(FieldContradiction, TheLogLineNamesScopeMethodAppsAndFigures) {
   const std::vector<PublishedEntry> table = {Entry(ScopeKind::kPeer, Verdict::kThreshold, kT0)};
   EXPECT_EQ(DescribeRaised(c, table),
             "field contradiction on peer/msg_zerocopy: the applications saw 900 of 1000 "
-            "zerocopy completions copied (90%) within 3600 s (db 800/850, web 100/150) where zcal "
+            "zerocopy completions copied (90%) within 1h (db 800/850, web 100/150) where zcal "
             "publishes threshold 16KiB; its entries are flagged for readers and recalibrated");
   EXPECT_EQ(DescribeCleared(c, "why"), "field contradiction on peer/msg_zerocopy cleared: why");
 }

@@ -1,10 +1,12 @@
 #include "zcal/agent/publish/contradiction.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string_view>
 
 #include "zcal/agent/publish/results.h"
+#include "zcal/common/units.h"
 
 namespace zcal::agent {
 
@@ -166,7 +168,7 @@ std::string DescribeRaised(const Contradiction& c, std::span<const PublishedEntr
   std::string text = "field contradiction on " + KeyName(c.key) + ": the applications saw " +
                      std::to_string(e.copied) + " of " + std::to_string(e.completions) +
                      " zerocopy completions copied (" + std::to_string(percent) + "%) within " +
-                     std::to_string(c.window_seconds) + " s (";
+                     common::FormatDuration(std::chrono::seconds(c.window_seconds)) + " (";
   std::vector<std::pair<std::string, std::pair<std::uint64_t, std::uint64_t>>> apps(
       e.apps.begin(), e.apps.end());
   std::stable_sort(apps.begin(), apps.end(), [](const auto& a, const auto& b) {
