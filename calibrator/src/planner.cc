@@ -558,7 +558,8 @@ Analysis SweepPlanner::Result() const {
   Analysis analysis = Analyze(samples_, options_.decision, options_.depth);
   for (auto& [name, path] : analysis.paths) {
     for (auto& [method, result] : path.methods) {
-      if (const auto it = stops_.find(method); it != stops_.end()) result.stop = it->second;
+      const auto it = stops_.find(method);
+      if (it != stops_.end()) result.stop = PublishedStop(it->second, result, options_);
     }
   }
   return analysis;

@@ -138,6 +138,16 @@ double SamplesNear(const MethodResult& r, double resolution) {
   return near;
 }
 
+// The per-size bracket's width below its threshold, (t - low) / t, as the
+// planner bisects it; nullopt without a per-size threshold.
+std::optional<double> BracketWidth(const MethodResult& r) {
+  if (r.rule == Rule::kModel || !r.threshold_bytes || !r.interval || *r.threshold_bytes == 0 ||
+      r.interval->low_bytes > *r.threshold_bytes) {
+    return std::nullopt;
+  }
+  return 1 - static_cast<double>(r.interval->low_bytes) / static_cast<double>(*r.threshold_bytes);
+}
+
 }  // namespace
 
 bool SweepPlanner::PerSizeResolved(const MethodResult& result) const {
@@ -175,10 +185,47 @@ std::string SweepPlanner::RepeatsSpent(const MethodResult& result) const {
   return why;
 }
 
+bool AtStatedResolution(const MethodResult& r, double resolution, double regret_resolution) {
+  if (const auto bracket = BracketWidth(r); bracket && *bracket > resolution) return false;
+  if (r.regret_excess && *r.regret_excess <= regret_resolution) return true;
+  const auto half = HalfWidth(r);
+  return half && *half <= resolution;
+}
+
+std::optional<std::string> WiderThanStated(const MethodResult& r, double resolution,
+                                           double regret_resolution) {
+  if (AtStatedResolution(r, resolution, regret_resolution)) return std::nullopt;
+  std::string what;
+  if (const auto bracket = BracketWidth(r); bracket && *bracket > resolution) {
+    what = "the published bracket " + std::to_string(r.interval->low_bytes) + ".." +
+           std::to_string(*r.threshold_bytes) + " bytes is " + Rounded(100 * *bracket, 1) +
+           " % wide (stated: " + Rounded(100 * resolution, 1) + " %)";
+  } else if (const auto half = HalfWidth(r)) {
+    what = "the published interval reaches " + Rounded(100 * *half, 1) +
+           " % from the threshold (stated: " + Rounded(100 * resolution, 1) + " %)";
+  } else {
+    what = "the published result has no interval within the resolution";
+  }
+  if (r.regret_excess) {
+    // Three decimals: a miss by a few thousandths must not read as equal.
+    what += ", and the threshold may cost " + Rounded(100 * *r.regret_excess, 3) +
+            " pp more than the best (stated: " + Rounded(100 * regret_resolution, 3) + " pp)";
+  }
+  return what;
+}
+
+PlannerStop PublishedStop(PlannerStop stop, const MethodResult& result,
+                          const PlannerOptions& options) {
+  if (stop.reason != StopReason::kResolution) return stop;
+  if (const auto wider = WiderThanStated(result, options.resolution, options.regret_resolution)) {
+    stop.detail = "its probes ended at the stated resolution by the planner's estimate, but " +
+                  *wider;
+  }
+  return stop;
+}
+
 bool SweepPlanner::WithinResolution(const MethodResult& result) const {
-  if (result.regret_excess && *result.regret_excess <= options_.regret_resolution) return true;
-  const auto half = HalfWidth(result);
-  return half && *half <= options_.resolution;
+  return AtStatedResolution(result, options_.resolution, options_.regret_resolution);
 }
 
 std::size_t SweepPlanner::RefinementLeft(Method method) const {

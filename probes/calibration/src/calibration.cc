@@ -400,9 +400,12 @@ Result<CalibrationReport, CalibrationError> Finish(const CalibrationOptions& opt
     c.analysis = calibrator::Analyze(report.samples, options.decision, c.depth);
     for (auto& [name, result] : c.analysis.paths) {
       for (const auto& [method, why] : c.not_probed) result.methods.erase(method);
+      // Judged against the planner's stated resolution, which the
+      // calibration does not change.
+      const calibrator::PlannerOptions planner;
       for (const auto& [method, why] : c.stops) {
         if (const auto it = result.methods.find(method); it != result.methods.end()) {
-          it->second.stop = why;
+          it->second.stop = calibrator::PublishedStop(why, it->second, planner);
         }
       }
     }

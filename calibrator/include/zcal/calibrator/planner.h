@@ -262,4 +262,12 @@ class SweepPlanner {
   bool coarse_planned_ = false;
 };
 
+/// `stop` as published with `result`, the final analysis of the method it
+/// ended: a stop at the resolution (judged on the planning analysis, which
+/// later probes of a shared baseline can move) whose `result` is wider than
+/// `options`' stated resolution keeps its reason, and its detail says by
+/// how much (docs/calibrator.md, "The sweep planner").
+PlannerStop PublishedStop(PlannerStop stop, const MethodResult& result,
+                          const PlannerOptions& options);
+
 }  // namespace zcal::calibrator
