@@ -39,11 +39,14 @@ TEST(Identity, NamesUsersOrSaysTheUid) {
 // The CapEff line of a status file, bit by bit; what cannot be read or
 // parsed is no answer, not a "no".
 TEST(Identity, ReadsACapabilityFromTheEffectiveSet) {
-  char dir[] = "/tmp/zcal-capeff-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string file = std::string(dir) + "/status";
+  // A directory of mkdtemp's own (the template's XXXXXX become a unique
+  // name), under gtest's temporary directory.
+  std::string dir = ::testing::TempDir() + "zcal-capeff-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr) << dir;
+  const std::string file = dir + "/status";
   const auto write = [&](const char* text) {
     FILE* f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr) << file;
     std::fputs(text, f);
     std::fclose(f);
   };
@@ -57,7 +60,7 @@ TEST(Identity, ReadsACapabilityFromTheEffectiveSet) {
   write("Name:\tzcal\n");
   EXPECT_EQ(EffectiveCapability(file, 3), std::nullopt);
   std::remove(file.c_str());
-  rmdir(dir);
+  rmdir(dir.c_str());
   EXPECT_EQ(EffectiveCapability(file, 3), std::nullopt);
   EXPECT_TRUE(EffectiveCapability("/proc/self/status", 3).has_value());
 }
