@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "class_offset.h"
 #include "least_cost.h"
 #include "measured_bracket.h"
 #include "model_decision.h"
@@ -530,11 +531,74 @@ std::vector<std::uint32_t> DepthsOf(std::span<const Sample> samples) {
   return depths;
 }
 
+namespace {
+
+// The threshold where the class's cost per send is `ns_per_send` over the
+// stream's; nullopt: never (or no threshold at all).
+std::optional<std::uint64_t> ThresholdWithOffset(const std::vector<Sample>& own,
+                                                 std::span<const Sample> every_depth,
+                                                 Method method, std::uint32_t depth,
+                                                 double ns_per_send, DecisionOptions options) {
+  // Only the point is wanted, not its interval.
+  options.bootstrap_replicates = 20;
+  std::vector<Sample> samples = own;
+  for (Sample& m : detail::MovedIntoClass(every_depth, method, depth, ns_per_send)) {
+    samples.push_back(std::move(m));
+  }
+  const MethodResult r = Decide(samples, method, options);
+  const bool wins = r.verdict == Verdict::kThreshold || r.verdict == Verdict::kAlways;
+  return wins ? r.threshold_bytes : std::nullopt;
+}
+
+// A numeric class's method, decided with the stream class's samples moved
+// by its cost per send where that holds (ClassOffset); its interval spans
+// the thresholds at that cost's 95 % bounds too.
+MethodResult DecideClass(const std::vector<Sample>& own, std::span<const Sample> every_depth,
+                         Method method, std::uint32_t depth, const DecisionOptions& options) {
+  std::optional<ClassOffset> offset;
+  if (options.class_offset) offset = detail::MeasureClassOffset(every_depth, method, depth);
+  if (!offset || !offset->rejected.empty()) {
+    MethodResult r = Decide(own, method, options);
+    r.class_offset = std::move(offset);
+    return r;
+  }
+  std::vector<Sample> samples = own;
+  std::vector<Sample> moved =
+      detail::MovedIntoClass(every_depth, method, depth, offset->ns_per_send);
+  offset->translated = moved.size();
+  for (Sample& m : moved) samples.push_back(std::move(m));
+  MethodResult r = Decide(samples, method, options);
+  const double reach = 1.96 * offset->standard_error;
+  if (reach > 0 && (r.verdict == Verdict::kThreshold || r.verdict == Verdict::kAlways)) {
+    offset->threshold_low_bytes =
+        ThresholdWithOffset(own, every_depth, method, depth, offset->ns_per_send - reach, options);
+    offset->threshold_high_bytes =
+        ThresholdWithOffset(own, every_depth, method, depth, offset->ns_per_send + reach, options);
+    if (r.interval) {
+      if (offset->threshold_low_bytes) {
+        r.interval->low_bytes = std::min(r.interval->low_bytes, *offset->threshold_low_bytes);
+      }
+      if (!offset->threshold_high_bytes) {
+        r.interval->high_bytes.reset();
+      } else if (r.interval->high_bytes) {
+        r.interval->high_bytes = std::max(*r.interval->high_bytes, *offset->threshold_high_bytes);
+      }
+    }
+  }
+  r.class_offset = std::move(offset);
+  return r;
+}
+
+}  // namespace
+
 Analysis Analyze(std::span<const Sample> samples,
                  const DecisionOptions& options,
                  std::uint32_t depth) {
-  std::map<std::string, std::vector<Sample>> by_path;
-  for (Sample& s : SamplesAtDepth(samples, depth)) by_path[s.path].push_back(std::move(s));
+  std::map<std::string, std::vector<Sample>> by_path, every_depth;
+  for (const Sample& s : samples) {
+    if (!IsZerocopy(s.method) || s.depth == depth) by_path[s.path].push_back(s);
+    if (depth != kStreamDepth) every_depth[s.path].push_back(s);
+  }
   Analysis analysis;
   for (const auto& [path, path_samples] : by_path) {
     PathResult& result = analysis.paths[path];
@@ -544,9 +608,11 @@ Analysis Analyze(std::span<const Sample> samples,
       const bool present =
           std::any_of(path_samples.begin(), path_samples.end(),
                       [&](const Sample& s) { return s.method == method; });
-      if (present) {
-        result.methods[method] = Decide(path_samples, method, options);
-      }
+      if (!present) continue;
+      result.methods[method] =
+          depth == kStreamDepth
+              ? Decide(path_samples, method, options)
+              : DecideClass(path_samples, every_depth[path], method, depth, options);
     }
   }
   return analysis;

@@ -145,6 +145,18 @@ json StopJson(const std::optional<PlannerStop>& stop) {
   return json{{"reason", StopReasonName(stop->reason)}, {"detail", stop->detail}};
 }
 
+json ClassOffsetJson(const std::optional<ClassOffset>& offset) {
+  if (!offset) return nullptr;
+  return json{{"ns_per_send", offset->ns_per_send},
+              {"standard_error", offset->standard_error},
+              {"samples", offset->samples},
+              {"sizes", offset->sizes},
+              {"translated", offset->translated},
+              {"rejected", offset->rejected.empty() ? json(nullptr) : json(offset->rejected)},
+              {"threshold_low_bytes", OrNull(offset->threshold_low_bytes)},
+              {"threshold_high_bytes", OrNull(offset->threshold_high_bytes)}};
+}
+
 // An empty name (no reason, no rule) is written as null.
 json NameOrNull(std::string_view name) { return name.empty() ? json(nullptr) : json(name); }
 
@@ -177,6 +189,7 @@ json ToJson(const MethodResult& result) {
       {"overruled_cost", OrNull(result.overruled_cost)},
       {"model", result.model ? ToJson(*result.model) : json(nullptr)},
       {"stop", StopJson(result.stop)},
+      {"class_offset", ClassOffsetJson(result.class_offset)},
       {"sizes", ComparisonsJson(result.sizes)},
   };
 }

@@ -301,6 +301,20 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
   if (auto read = ReadSizeList(j, where, "overruled", result.overruled); !read) return read;
   in.Number("overruled_cost", result.overruled_cost);
   if (auto read = ReadStop(j, in, where, result.stop); !read) return read;
+  if (auto read = ReadObject(j, in, where, "class_offset", result.class_offset,
+                             [](Reader& r, ClassOffset& v) {
+                               r.Number("ns_per_send", v.ns_per_send);
+                               r.Number("standard_error", v.standard_error);
+                               r.Whole("samples", v.samples);
+                               r.Whole("sizes", v.sizes);
+                               r.Whole("translated", v.translated);
+                               r.Text("rejected", v.rejected);
+                               r.Whole("threshold_low_bytes", v.threshold_low_bytes);
+                               r.Whole("threshold_high_bytes", v.threshold_high_bytes);
+                             });
+      !read) {
+    return read;
+  }
   if (auto done = in.Done(); !done) return done;
   if (in.Object("model")) {
     CostModel model;

@@ -98,6 +98,27 @@ void PrintMeasured(std::ostream& out, const cal::MethodResult& r) {
 
 // How the verdict came about: the rule, the model, the interval, what the
 // threshold costs, and the sizes where a single threshold is wrong.
+// A numeric class's cost per send over the stream class's, and whether
+// the stream's samples, moved by it, decided the class with its own.
+void PrintClassOffset(std::ostream& out, const cal::MethodResult& r) {
+  if (!r.class_offset) return;
+  const cal::ClassOffset& o = *r.class_offset;
+  if (!o.rejected.empty()) {
+    out << "    decided on this class's own samples: " << o.rejected << "\n";
+    return;
+  }
+  out << fmt::format(
+      "    cost per send: the stream class's {:+.0f} ns (+-{:.0f} ns, 95 %; {} samples of this "
+      "class at {} sizes); the stream class's {} samples, moved by that, decide with this "
+      "class's own\n",
+      o.ns_per_send, 1.96 * o.standard_error, o.samples, o.sizes, o.translated);
+  if (o.standard_error > 0 && r.threshold_bytes) {
+    out << fmt::format("    with that cost at its 95 % bounds the threshold is {} .. {}\n",
+                       o.threshold_low_bytes ? Bytes(*o.threshold_low_bytes) : "never",
+                       o.threshold_high_bytes ? Bytes(*o.threshold_high_bytes) : "never");
+  }
+}
+
 void PrintRule(std::ostream& out, const cal::MethodResult& r) {
   if (r.rule == cal::Rule::kNone) return;
   if (r.rule == cal::Rule::kModel && r.model && r.model->local_fit) {
@@ -197,6 +218,7 @@ void PrintAnalysis(std::ostream& out, const cal::Analysis& analysis,
         out << fmt::format("    probes ended ({}): {}\n", cal::StopReasonName(r.stop->reason),
                            r.stop->detail);
       }
+      PrintClassOffset(out, r);
       PrintRule(out, r);
       if (r.sizes.empty()) continue;
       out << fmt::format("    {:>10} {:>10} {:>10} {:>7} {:>8} {:>8} {:>7} {:>6} {:>4} {}\n",

@@ -59,6 +59,11 @@ struct DecisionOptions {
   /// inconclusive. The sweep planner turns it off: it probes where the
   /// doubt lies, not around that conservative answer.
   bool settle_on_winning_tail = true;
+  /// Decide a numeric depth class with the stream class's samples moved by
+  /// the class's measured cost per send, where that cost is the same at
+  /// every size (ClassOffset; docs/calibrator.md, "Depth"). Off: each
+  /// class on its own zerocopy samples alone.
+  bool class_offset = true;
 
   bool operator==(const DecisionOptions&) const = default;
 };

@@ -170,6 +170,26 @@ struct PlannerStop {
   bool operator==(const PlannerStop&) const = default;
 };
 
+/// A depth class's zerocopy cost read as the stream class's plus a cost per
+/// send (docs/calibrator.md, "Depth", "A cost per send"): waiting for each
+/// send's completion adds about the same CPU to a send of any size. Measured
+/// as the class's own samples' CPU per send less the stream samples' median
+/// at the same size; where that holds, the stream class's samples, each
+/// moved by it, decide the class together with its own.
+struct ClassOffset {
+  double ns_per_send = 0;       ///< the class's CPU per send over the stream's (median)
+  double standard_error = 0;    ///< of ns_per_send
+  std::size_t samples = 0;      ///< the class's own samples it rests on
+  std::size_t sizes = 0;        ///< ... at this many sizes
+  std::size_t translated = 0;   ///< stream samples moved into the class; 0 where `rejected`
+  /// Why the class is decided on its own samples alone; empty: it is not.
+  std::string rejected;
+  /// The threshold with the offset 1.96 standard errors lower and higher
+  /// (nullopt: never); the published interval spans them.
+  std::optional<std::uint64_t> threshold_low_bytes, threshold_high_bytes;
+  bool operator==(const ClassOffset&) const = default;
+};
+
 /// The verdict for one zerocopy method on one path.
 struct MethodResult {
   Method method = Method::kMsgZerocopy;
@@ -237,6 +257,9 @@ struct MethodResult {
   /// did not refine (unsupported, failed, kernel-copied: the verdict says
   /// why) and for an analysis of samples alone.
   std::optional<PlannerStop> stop;
+  /// Of a numeric depth class with samples of the stream class to compare
+  /// with: its cost per send over the stream's, and whether it decided.
+  std::optional<ClassOffset> class_offset;
 };
 
 struct PathResult {

@@ -1,0 +1,155 @@
+#include "class_offset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "zcal/calibrator/depth.h"
+#include "zcal/calibrator/stats.h"
+
+namespace zcal::calibrator::detail {
+
+namespace {
+
+// A sender counts as bound by its one CPU when its CPU time is this share
+// of the probe's wall time (the discard path's senders: 99-100 %). There a
+// cost added to every send lengthens the probe by as much, so the class's
+// throughput follows from its CPU; a sender that waits (a peer's
+// acknowledgements at depth 1) has a throughput of its own, and one that
+// uses more than a CPU does not lengthen by what it adds.
+constexpr double kCpuBoundLow = 0.9;
+constexpr double kCpuBoundHigh = 1.1;
+// The class's own samples the offset rests on, and at how many sizes: its
+// shape is checked only where it is seen at two sizes at least.
+constexpr std::size_t kMinSamples = 3;
+constexpr std::size_t kMinSizes = 2;
+// How far a size's offset may lie from the median beyond its noise, as a
+// share of the stream's CPU per send there: the cost curves themselves are
+// not exact (measured here: 0.3-7 % between sizes on the discard path).
+constexpr double kShapeTolerance = 0.05;
+// The standard error of a median, per standard deviation over sqrt(n).
+constexpr double kMedianEfficiency = 1.2533;
+
+double SendsOf(const Sample& s) {
+  return s.size_bytes == 0 ? 0 : static_cast<double>(s.bytes) / static_cast<double>(s.size_bytes);
+}
+
+double NsPerSend(const Sample& s) { return static_cast<double>(s.cpu_ns) / SendsOf(s); }
+
+bool Usable(const Sample& s, Method method) {
+  return s.ok() && s.method == method && s.bytes >= s.size_bytes && s.size_bytes > 0 &&
+         s.wall_ns > 0 && s.cpu_ns > 0;
+}
+
+double CpuShare(const std::vector<const Sample*>& samples) {
+  std::vector<double> shares;
+  shares.reserve(samples.size());
+  for (const Sample* s : samples) {
+    shares.push_back(static_cast<double>(s->cpu_ns) / static_cast<double>(s->wall_ns));
+  }
+  return Median(shares);
+}
+
+std::string Ns(double ns) {
+  const long long rounded = std::llround(ns);
+  return (rounded > 0 ? "+" : "") + std::to_string(rounded) + " ns";
+}
+
+std::string Percent(double share) { return std::to_string(std::llround(share * 100)) + " %"; }
+
+}  // namespace
+
+std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
+                                              std::uint32_t depth) {
+  if (depth == kStreamDepth || !IsZerocopy(method)) return std::nullopt;
+  std::vector<const Sample*> own, stream;
+  std::map<std::uint64_t, std::vector<double>> stream_at;
+  for (const Sample& s : path_samples) {
+    if (!Usable(s, method)) continue;
+    if (s.depth == depth) own.push_back(&s);
+    if (s.depth == kStreamDepth) {
+      stream.push_back(&s);
+      stream_at[s.size_bytes].push_back(NsPerSend(s));
+    }
+  }
+  if (own.empty() || stream.empty()) return std::nullopt;
+  ClassOffset offset;
+  // The class's samples at sizes the stream class measured, each against
+  // the stream's median there.
+  std::vector<double> diffs;
+  std::map<std::uint64_t, std::vector<double>> diffs_at;
+  for (const Sample* s : own) {
+    const auto it = stream_at.find(s->size_bytes);
+    if (it == stream_at.end()) continue;
+    const double d = NsPerSend(*s) - Median(it->second);
+    diffs.push_back(d);
+    diffs_at[s->size_bytes].push_back(d);
+  }
+  offset.samples = diffs.size();
+  offset.sizes = diffs_at.size();
+  if (offset.samples < kMinSamples || offset.sizes < kMinSizes) {
+    offset.rejected = "too few of its samples at sizes the stream class measured (" +
+                      std::to_string(offset.samples) + " at " + std::to_string(offset.sizes) +
+                      " sizes; at least " + std::to_string(kMinSamples) + " at " +
+                      std::to_string(kMinSizes) + ")";
+    return offset;
+  }
+  offset.ns_per_send = Median(diffs);
+  const double scale = ScaledMad(diffs);
+  offset.standard_error =
+      kMedianEfficiency * scale / std::sqrt(static_cast<double>(diffs.size()));
+  if (const double own_share = CpuShare(own), stream_share = CpuShare(stream);
+      std::min(own_share, stream_share) < kCpuBoundLow ||
+      std::max(own_share, stream_share) > kCpuBoundHigh) {
+    offset.rejected = "its sender is not bound by one CPU (CPU " + Percent(own_share) +
+                      " of the wall time, the stream class's " + Percent(stream_share) +
+                      "): its throughput is not the stream's with a cost added to each send";
+    return offset;
+  }
+  // The same cost at every size, within each size's noise and the curves'
+  // own inexactness.
+  for (const auto& [size, at] : diffs_at) {
+    const std::vector<double>& base = stream_at.at(size);
+    const double stream_ns = Median(base);
+    const double noise = std::sqrt(scale * scale / static_cast<double>(at.size()) +
+                                   (base.size() > 1 ? std::pow(ScaledMad(base), 2) /
+                                                          static_cast<double>(base.size())
+                                                    : 0.0));
+    const double allowed = 3 * noise + kShapeTolerance * stream_ns;
+    const double here = Median(at);
+    if (std::abs(here - offset.ns_per_send) > allowed) {
+      offset.rejected = "its CPU per send over the stream class's is not the same at every size: " +
+                        Ns(here) + " at " + std::to_string(size) + " bytes against " +
+                        Ns(offset.ns_per_send) + " over all its sizes (allowed: " +
+                        Ns(allowed).substr(1) + " either way)";
+      return offset;
+    }
+  }
+  return offset;
+}
+
+std::vector<Sample> MovedIntoClass(std::span<const Sample> path_samples, Method method,
+                                   std::uint32_t depth, double ns_per_send) {
+  std::vector<Sample> moved;
+  if (!IsZerocopy(method) || depth == kStreamDepth) return moved;  // no class to move into
+  for (const Sample& s : path_samples) {
+    if (s.depth != kStreamDepth || !Usable(s, method)) continue;
+    const double added = ns_per_send * SendsOf(s);
+    const double cpu = static_cast<double>(s.cpu_ns) + added;
+    const double wall = static_cast<double>(s.wall_ns) + added;
+    if (cpu < 1 || wall < 1) continue;
+    Sample m = s;
+    m.depth = depth;
+    m.cpu_ns = static_cast<std::uint64_t>(std::llround(cpu));
+    m.wall_ns = static_cast<std::uint64_t>(std::llround(wall));
+    if (m.host_cpu_ns) {
+      m.host_cpu_ns = static_cast<std::uint64_t>(
+          std::max(0.0, std::round(static_cast<double>(*m.host_cpu_ns) + added)));
+    }
+    moved.push_back(std::move(m));
+  }
+  return moved;
+}
+
+}  // namespace zcal::calibrator::detail

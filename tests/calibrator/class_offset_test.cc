@@ -1,0 +1,234 @@
+// A numeric depth class decided as the stream class plus a cost per send
+// (class_offset.h; docs/calibrator.md, "Depth", "A cost per send"), and
+// where that model is refused.
+#include "class_offset.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "zcal/calibrator/decision.h"
+#include "zcal/calibrator/report_json.h"
+
+namespace zcal::calibrator::class_offset_test {
+namespace {
+
+using detail::MeasureClassOffset;
+using detail::MovedIntoClass;
+
+constexpr Method kMzc = Method::kMsgZerocopy;
+constexpr Method kCopy = Method::kCopy;
+
+// CPU per send of each send on a host whose senders are bound by their CPU
+// (the discard path): copy 500 ns + 0.10 ns/B, zerocopy at stream 1500 ns
+// + 0.02 ns/B. Stream crossover with the 3 % margin: 13182 bytes.
+double CopyNs(double size) { return 500 + 0.10 * size; }
+double StreamZcNs(double size) { return 1500 + 0.02 * size; }
+
+// One probe of one second at `ns_per_send` a send, its CPU `cpu_share` of
+// the wall time.
+Sample Probe(Method method, std::uint64_t size, std::uint32_t depth, double ns_per_send,
+             double cpu_share = 1.0) {
+  Sample s;
+  s.path = "discard";
+  s.method = method;
+  s.size_bytes = size;
+  s.depth = depth;
+  const double cpu = 1e9 * cpu_share;
+  s.cpu_ns = static_cast<std::uint64_t>(cpu);
+  s.wall_ns = 1'000'000'000;
+  s.bytes = static_cast<std::uint64_t>(std::llround(cpu / ns_per_send)) * size;
+  return s;
+}
+
+const std::vector<std::uint64_t> kGrid = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+
+// Copy and stream zerocopy at every grid size, three repeats within +-1 %.
+std::vector<Sample> StreamTable() {
+  std::vector<Sample> samples;
+  for (int r = 0; r < 3; ++r) {
+    const double jitter = 1 + 0.01 * (r - 1);
+    for (std::uint64_t size : kGrid) {
+      const auto s = static_cast<double>(size);
+      samples.push_back(Probe(kCopy, size, kStreamDepth, CopyNs(s) * jitter));
+      samples.push_back(Probe(kMzc, size, kStreamDepth, StreamZcNs(s) * jitter));
+    }
+  }
+  return samples;
+}
+
+// Class `depth` at `sizes`, twice each: the stream's cost plus `extra(size)`.
+template <typename Extra>
+void AddClass(std::vector<Sample>& samples, std::uint32_t depth,
+              const std::vector<std::uint64_t>& sizes, Extra extra, double cpu_share = 1.0) {
+  for (int r = 0; r < 2; ++r) {
+    for (std::uint64_t size : sizes) {
+      const auto s = static_cast<double>(size);
+      samples.push_back(Probe(kMzc, size, depth, StreamZcNs(s) + extra(s) + 10.0 * r, cpu_share));
+    }
+  }
+}
+
+// With the sends reaped one at a time, each pays 600 ns more: the class
+// needs samples at two sizes only, and its threshold is where the stream's
+// curves say a send that costs 600 ns more pays off.
+TEST(ClassOffset, DecidesAClassFromTheStreamCurvesAndItsCostPerSend) {
+  std::vector<Sample> samples = StreamTable();
+  AddClass(samples, 4, {16384, 32768}, [](double) { return 600.0; });
+  const auto offset = MeasureClassOffset(samples, kMzc, 4);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_TRUE(offset->rejected.empty()) << offset->rejected;
+  EXPECT_NEAR(offset->ns_per_send, 605, 15);
+  EXPECT_EQ(offset->samples, 4u);
+  EXPECT_EQ(offset->sizes, 2u);
+
+  const MethodResult stream = Analyze(samples, {}, kStreamDepth).paths.at("discard").methods.at(kMzc);
+  const MethodResult four = Analyze(samples, {}, 4).paths.at("discard").methods.at(kMzc);
+  EXPECT_FALSE(stream.class_offset.has_value()) << "the stream class is its own reference";
+  ASSERT_TRUE(four.class_offset.has_value());
+  EXPECT_EQ(four.class_offset->translated, 21u) << "every stream sample of the method";
+  ASSERT_EQ(stream.verdict, Verdict::kThreshold);
+  ASSERT_EQ(four.verdict, Verdict::kThreshold) << four.detail;
+  // 600 ns more a send: 0.97 * copy = zerocopy + 600 at 20974 bytes.
+  const double truth = (1500 + 605 - 0.97 * 500) / (0.97 * 0.10 - 0.02);
+  EXPECT_NEAR(static_cast<double>(*four.threshold_bytes), truth, truth / 8);
+  EXPECT_GT(*four.threshold_bytes, *stream.threshold_bytes);
+  // The class's own samples: the same cost per size.
+  const auto at16 = std::find_if(four.sizes.begin(), four.sizes.end(),
+                                 [](const SizeComparison& c) { return c.size_bytes == 16384; });
+  ASSERT_NE(at16, four.sizes.end());
+  EXPECT_EQ(at16->zerocopy.samples, 5u) << "two of its own and three moved from stream";
+
+  DecisionOptions own_only;
+  own_only.class_offset = false;
+  const MethodResult alone = Analyze(samples, own_only, 4).paths.at("discard").methods.at(kMzc);
+  EXPECT_FALSE(alone.class_offset.has_value());
+  for (const SizeComparison& c : alone.sizes) EXPECT_EQ(c.zerocopy.samples, 2u);
+}
+
+// The moved samples keep their bytes and add the cost to CPU and wall time
+// alike; throughput follows.
+TEST(ClassOffset, MovesEachStreamSampleByItsSends) {
+  const std::vector<Sample> samples = StreamTable();
+  const std::vector<Sample> moved = MovedIntoClass(samples, kMzc, 16, 250);
+  ASSERT_EQ(moved.size(), 21u);
+  for (const Sample& m : moved) {
+    EXPECT_EQ(m.depth, 16u);
+    const double sends = static_cast<double>(m.bytes) / static_cast<double>(m.size_bytes);
+    const double ns = static_cast<double>(m.cpu_ns) / sends;
+    EXPECT_NEAR(ns, StreamZcNs(static_cast<double>(m.size_bytes)) + 250,
+                0.02 * ns);
+    EXPECT_EQ(m.cpu_ns, m.wall_ns) << "bound by its CPU before, and after";
+  }
+  // A negative cost that would leave a sample without CPU drops it.
+  EXPECT_TRUE(MovedIntoClass(samples, kMzc, 16, -1e6).empty());
+  EXPECT_TRUE(MovedIntoClass(samples, kCopy, 16, 250).empty()) << "baselines have no class";
+}
+
+// A cost per send that grows with size is not the model: the class is
+// decided on its own samples, and says why.
+TEST(ClassOffset, RefusesACostThatGrowsWithSize) {
+  std::vector<Sample> samples = StreamTable();
+  AddClass(samples, 4, {4096, 16384, 65536}, [](double s) { return 0.05 * s; });
+  const auto offset = MeasureClassOffset(samples, kMzc, 4);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_NE(offset->rejected.find("not the same at every size"), std::string::npos)
+      << offset->rejected;
+  const MethodResult r = Analyze(samples, {}, 4).paths.at("discard").methods.at(kMzc);
+  ASSERT_TRUE(r.class_offset.has_value());
+  EXPECT_EQ(r.class_offset->translated, 0u);
+  DecisionOptions own_only;
+  own_only.class_offset = false;
+  const MethodResult alone = Analyze(samples, own_only, 4).paths.at("discard").methods.at(kMzc);
+  EXPECT_EQ(r.verdict, alone.verdict);
+  EXPECT_EQ(r.threshold_bytes, alone.threshold_bytes);
+}
+
+// A sender that waits (CPU 40 % of the wall time) has a throughput of its
+// own: not moved.
+TEST(ClassOffset, RefusesASenderThatIsNotBoundByItsCpu) {
+  std::vector<Sample> samples = StreamTable();
+  AddClass(samples, 1, {16384, 32768}, [](double) { return 600.0; }, 0.4);
+  const auto offset = MeasureClassOffset(samples, kMzc, 1);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_NE(offset->rejected.find("not bound by one CPU (CPU 40 %"), std::string::npos)
+      << offset->rejected;
+  // Nor one whose CPU time is twice its wall time (two threads' worth).
+  samples = StreamTable();
+  AddClass(samples, 1, {16384, 32768}, [](double) { return 600.0; }, 2.0);
+  EXPECT_NE(MeasureClassOffset(samples, kMzc, 1)->rejected.find("CPU 200 %"), std::string::npos);
+}
+
+TEST(ClassOffset, NeedsSamplesAtTwoSizesTheStreamClassMeasured) {
+  std::vector<Sample> samples = StreamTable();
+  AddClass(samples, 4, {16384}, [](double) { return 600.0; });
+  auto offset = MeasureClassOffset(samples, kMzc, 4);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_NE(offset->rejected.find("too few of its samples"), std::string::npos);
+  // A size the stream class did not measure does not count.
+  AddClass(samples, 4, {20000}, [](double) { return 600.0; });
+  offset = MeasureClassOffset(samples, kMzc, 4);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_NE(offset->rejected.find("(2 at 1 sizes"), std::string::npos) << offset->rejected;
+  // Nothing to compare: no class samples, no stream samples, the stream.
+  EXPECT_FALSE(MeasureClassOffset(samples, kMzc, 16).has_value());
+  EXPECT_FALSE(MeasureClassOffset(samples, kMzc, kStreamDepth).has_value());
+  EXPECT_FALSE(MeasureClassOffset(samples, kCopy, 4).has_value());
+}
+
+// Where the cost per send scatters, the thresholds at its 95 % bounds are
+// in the published interval, and the deeper bound's is the larger.
+TEST(ClassOffset, TheIntervalSpansTheCostsUncertainty) {
+  std::vector<Sample> samples = StreamTable();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(-150, 150);
+  for (int r = 0; r < 3; ++r) {
+    for (std::uint64_t size : {8192u, 16384u, 32768u}) {
+      samples.push_back(Probe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + 600 + noise(rng)));
+    }
+  }
+  const MethodResult r = Analyze(samples, {}, 4).paths.at("discard").methods.at(kMzc);
+  ASSERT_TRUE(r.class_offset.has_value());
+  const ClassOffset& o = *r.class_offset;
+  ASSERT_TRUE(o.rejected.empty()) << o.rejected;
+  EXPECT_GT(o.standard_error, 0);
+  ASSERT_EQ(r.verdict, Verdict::kThreshold) << r.detail;
+  ASSERT_TRUE(o.threshold_low_bytes && o.threshold_high_bytes);
+  EXPECT_LE(*o.threshold_low_bytes, *r.threshold_bytes);
+  EXPECT_GE(*o.threshold_high_bytes, *r.threshold_bytes);
+  EXPECT_LT(*o.threshold_low_bytes, *o.threshold_high_bytes);
+  ASSERT_TRUE(r.interval.has_value());
+  EXPECT_LE(r.interval->low_bytes, *o.threshold_low_bytes);
+  ASSERT_TRUE(r.interval->high_bytes.has_value());
+  EXPECT_GE(*r.interval->high_bytes, *o.threshold_high_bytes);
+}
+
+// The JSON carries it, and reads back the same.
+TEST(ClassOffset, RoundTripsThroughJson) {
+  std::vector<Sample> samples = StreamTable();
+  AddClass(samples, 4, {16384, 32768}, [](double) { return 600.0; });
+  const MethodResult r = Analyze(samples, {}, 4).paths.at("discard").methods.at(kMzc);
+  const nlohmann::json j = ToJson(r);
+  ASSERT_TRUE(j.at("class_offset").is_object());
+  EXPECT_TRUE(j.at("class_offset").at("rejected").is_null());
+  const auto back = ReadMethodResult(j, kMzc);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->class_offset, r.class_offset);
+
+  nlohmann::json bad = j;
+  bad["class_offset"]["samples"] = "four";
+  const auto refused = ReadMethodResult(bad, kMzc);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("class_offset"), std::string::npos)
+      << refused.error().message;
+  nlohmann::json old = j;
+  old.erase("class_offset");
+  const auto older = ReadMethodResult(old, kMzc);
+  ASSERT_TRUE(older) << older.error().message;
+  EXPECT_FALSE(older->class_offset.has_value()) << "documents written before it";
+}
+
+}  // namespace
+}  // namespace zcal::calibrator::class_offset_test
