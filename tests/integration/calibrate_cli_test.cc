@@ -333,6 +333,26 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   while (std::getline(in, line)) depth_one |= line.find("msg_zerocopy") != std::string::npos &&
                                               line.ends_with(",1");
   EXPECT_TRUE(depth_one) << "the depth-1 probes' rows say depth 1";
+  // Depth 1 is decided as the stream class plus its cost per send: the
+  // result says by how much, or why that model was refused
+  // (docs/calibrator.md, "A cost per send"); the stream class has none.
+  const auto& one = depths[0].at("paths").at("discard").at("methods").at("msg_zerocopy");
+  ASSERT_TRUE(one.at("class_offset").is_object()) << one.dump();
+  const auto& offset = one.at("class_offset");
+  if (offset.at("rejected").is_null()) {
+    EXPECT_GT(offset.at("translated").get<int>(), 0) << offset.dump();
+    EXPECT_GT(offset.at("ns_per_send").get<double>(), 0)
+        << "waiting for each send's completion costs something";
+  } else {
+    EXPECT_EQ(offset.at("translated").get<int>(), 0) << offset.dump();
+  }
+  EXPECT_TRUE(depths[1]
+                  .at("paths")
+                  .at("discard")
+                  .at("methods")
+                  .at("msg_zerocopy")
+                  .at("class_offset")
+                  .is_null());
 
   const auto again = RunCommand({ZcalPath(), "analyze", "--json", csv});
   ASSERT_EQ(again.exit_status, 0) << again.err;
@@ -346,6 +366,9 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   }
   const auto text = RunCommand({ZcalPath(), "analyze", csv});
   EXPECT_THAT(text.out, HasSubstr("depth 1 (zerocopy sends in flight):"));
+  EXPECT_THAT(text.out, offset.at("rejected").is_null()
+                            ? HasSubstr("cost per send: the stream class's +")
+                            : HasSubstr("decided on this class's own samples: "));
   EXPECT_THAT(text.out, HasSubstr("depth stream (zerocopy sends in flight):"));
 }
 

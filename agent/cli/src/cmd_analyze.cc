@@ -176,7 +176,8 @@ Command AddAnalyzeCommand(CLI::App& parent) {
                   "CSV with a header row and the columns method, size, "
                   "mb_per_s, cpu_pct (optional: path, copied_pct, repeat, depth: "
                   "1 to 128 zerocopy sends in flight or stream, absent = stream; "
-                  "each depth class is decided on its own); - reads standard "
+                  "a numeric class on its own rows and the stream rows moved by its "
+                  "cost per send, where that is the same at every size); - reads standard "
                   "input. Read as a stream: a group of (path, method, depth, "
                   "size) keeps at most 256 samples")
       ->required();

@@ -329,6 +329,7 @@ void Learn(const calibrator::Analysis& analysis, std::uint32_t depth,
 // is chosen once, before the class's share of the budget (which depends on
 // how many methods it probes) is known.
 struct ClassPlan {
+  bool after_the_first = false;  ///< a class before it was decided
   std::vector<Method> methods;
   std::map<Method, std::vector<std::uint64_t>> coarse_sizes;
 };
@@ -344,6 +345,7 @@ ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
     plan.methods = all.methods;
     return plan;
   }
+  plan.after_the_first = true;
   const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(all);
   for (Method m : all.methods) {
     if (!calibrator::IsZerocopy(m)) continue;
@@ -374,12 +376,23 @@ ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
   return plan;
 }
 
+// The coarse grid's rounds of a class after the first. On the discard
+// path its senders are bound by one CPU, so its samples measure one number,
+// its cost per send over the stream class's (calibrator::ClassOffset),
+// pooled over its sizes, and the stream's samples moved by it carry the
+// noise: one round does. Elsewhere (a peer's sink) a class may have to be
+// decided on its own samples, and has the planner's two.
+std::uint32_t CoarseRepeatsAfterTheFirst(const CalibrationOptions& options) {
+  return options.target.kind == TargetKind::kDiscard ? 1 : calibrator::PlannerOptions{}.repeats;
+}
+
 // The planner of a class's plan, sized by its share of the budget.
 calibrator::PlannerOptions PlannerOf(const CalibrationOptions& options, std::uint32_t depth,
                                      double budget_seconds, const ClassPlan& plan) {
   CalibrationOptions share = options;
   share.budget_seconds = budget_seconds;
   calibrator::PlannerOptions planner = PlannerOptionsFor(share, depth);
+  if (plan.after_the_first) planner.repeats = CoarseRepeatsAfterTheFirst(options);
   planner.methods = plan.methods;
   for (const auto& [method, sizes] : plan.coarse_sizes) planner.coarse_sizes[method] = sizes;
   return planner;
@@ -452,8 +465,9 @@ std::size_t CoarseProbesOf(const calibrator::PlannerOptions& planner,
 // method: its neighbours leave it the sizes between their thresholds and
 // the range's ends, about half the grid (on this VM's discard path 3 to 5
 // of 7 sizes at depth 1, 3 to 4 at 4 and 16).
-std::size_t CoarseProbesAfter(const calibrator::PlannerOptions& planner) {
-  return (calibrator::CoarseGrid(planner).size() / 2 + 1) * planner.repeats;
+std::size_t CoarseProbesAfter(const CalibrationOptions& options,
+                              const calibrator::PlannerOptions& planner) {
+  return (calibrator::CoarseGrid(planner).size() / 2 + 1) * CoarseRepeatsAfterTheFirst(options);
 }
 
 }  // namespace
@@ -504,7 +518,7 @@ Result<CalibrationReport, CalibrationError> RunCalibration(
           options.target.kind == TargetKind::kDiscard ? kDiscardProbe + kDiscardOverhead : Seconds{0};
       const Seconds coarse = per_probe * static_cast<double>(CoarseProbesOf(sizing, report.samples));
       const Seconds coarse_after =
-          per_probe * static_cast<double>(zerocopy * after * CoarseProbesAfter(sizing));
+          per_probe * static_cast<double>(zerocopy * after * CoarseProbesAfter(options, sizing));
       const double share = depth_classes::ShareOf(methods, zerocopy * after, remaining.count(),
                                                   coarse.count(), coarse_after.count());
       run.planner = PlannerOf(options, c.depth, share, plan);

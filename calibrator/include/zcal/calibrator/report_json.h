@@ -49,6 +49,13 @@
 //                                          expected excess cost on the
 //                                          per-size comparisons, fraction
 //   "model": Model|null,
+//   "class_offset": {"ns_per_send": x, "standard_error": x,   a numeric
+//        "samples": int, "sizes": int,     depth class: its CPU per send
+//        "translated": int,                over the stream's (ClassOffset),
+//        "rejected": string|null,          the stream samples moved by it
+//        "threshold_low_bytes": int|null,  (0 and why where refused), the
+//        "threshold_high_bytes": int|null}|null,  thresholds at its 95 %
+//                                          bounds (null: never)
 //   "sizes": [{"size": int, "zerocopy_wins": bool, "decisive": bool,
 //              "throughput_ratio": x, "cpu_ratio": x, "relative_cost": x,
 //              "throughput_acceptable": bool,
