@@ -21,8 +21,9 @@ std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_sampl
                                               std::uint32_t depth);
 
 /// The stream class's successful samples of `method`, each moved into the
-/// class `depth` by `ns_per_send` a send: CPU and, the sender being bound
-/// by its CPU (MeasureClassOffset checks), wall time. A sample that would
+/// class `depth` by `ns_per_send` a send: its CPU time, and its wall time
+/// in proportion (the sender ran for the same share of it: its throughput
+/// follows its CPU, which MeasureClassOffset checks). A sample that would
 /// be left with no CPU is dropped.
 std::vector<Sample> MovedIntoClass(std::span<const Sample> path_samples, Method method,
                                    std::uint32_t depth, double ns_per_send);
