@@ -166,6 +166,29 @@ TEST(ReportPage, SaysWhatEndedTheProbesOfAMethod) {
       << "an analysis of samples alone says nothing of it";
 }
 
+// A numeric class decided as the stream plus its cost per send says so,
+// with the figures; one that was refused says why.
+TEST(ReportPage, SaysWhatADepthClassCostsPerSendOverTheStream) {
+  ReportModel model;
+  ReportEntry e = Entry("discard", cal::Method::kUringSendZcFixed);
+  e.result.class_offset = cal::ClassOffset{483, 5, 12, 6, 24, "", 36864, 37888};
+  model.entries.push_back(e);
+  std::string page = RenderReport(model);
+  EXPECT_NE(page.find("At this depth each zerocopy send costs +483 ns of CPU over the stream "
+                      "class's (&plusmn;10 ns, 95 %; 12 samples at 6 sizes): the stream class's "
+                      "24 samples, moved by that, decided it with this class's own."),
+            std::string::npos)
+      << page;
+  model.entries[0].result.class_offset->rejected = "its sender ran for 30 % <of> the time";
+  page = RenderReport(model);
+  EXPECT_NE(page.find("Decided on this depth's own samples: its sender ran for 30 % &lt;of&gt; "
+                      "the time."),
+            std::string::npos)
+      << page;
+  model.entries[0].result.class_offset.reset();
+  EXPECT_EQ(RenderReport(model).find("this depth"), std::string::npos);
+}
+
 TEST(ReportModelOf, SaysWhatIsWrongAndWhere) {
   std::vector<std::string> where;
   auto unknown = ModelOfDocument(json{{"metrics", 1}}, "x", where);
