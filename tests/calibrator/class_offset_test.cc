@@ -6,11 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
+#include "zcal/calibrator/samples_csv.h"
+#include "zcal/testing/test_data.h"
 
 namespace zcal::calibrator::class_offset_test {
 namespace {
@@ -250,6 +256,44 @@ TEST(ClassOffset, RoundTripsThroughJson) {
   const auto older = ReadMethodResult(old, kMzc);
   ASSERT_TRUE(older) << older.error().message;
   EXPECT_FALSE(older->class_offset.has_value()) << "documents written before it";
+}
+
+// Real calibrations of this machine's discard path, quiet
+// (tests/data/depth_quiet/README.md): every numeric class is the stream
+// plus a cost per send, the shallower class pays more of it, and the
+// thresholds follow (a deeper class's is at most a shallower one's).
+TEST(ClassOffset, RecordedCalibrationsAreOrderedAsTheirCostsPerSend) {
+  for (const char* name : {"zcal_1.csv", "zcal_2.csv"}) {
+    const auto path = zcal::testing::TestData() / "depth_quiet" / name;
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto samples = ParseSamplesCsv(text.str(), name);
+    ASSERT_TRUE(samples) << samples.error().message;
+    for (Method m : {Method::kMsgZerocopy, Method::kUringSendZc, Method::kUringSendZcFixed}) {
+      double shallower_cost = std::numeric_limits<double>::infinity();
+      double shallower_threshold = std::numeric_limits<double>::infinity();
+      for (std::uint32_t depth : {1u, 4u, 16u, kStreamDepth}) {
+        const MethodResult r = Analyze(*samples, {}, depth).paths.at("discard").methods.at(m);
+        const std::string where = std::string(name) + " " + std::string(MethodName(m)) +
+                                  " at " + DepthName(depth);
+        if (depth != kStreamDepth) {
+          ASSERT_TRUE(r.class_offset.has_value()) << where;
+          ASSERT_TRUE(r.class_offset->rejected.empty()) << where << ": " << r.class_offset->rejected;
+          EXPECT_GT(r.class_offset->translated, 0u) << where;
+          EXPECT_LT(r.class_offset->ns_per_send, shallower_cost) << where;
+          shallower_cost = r.class_offset->ns_per_send;
+        }
+        if (r.verdict == Verdict::kInconclusive) continue;
+        const double threshold = r.verdict == Verdict::kNever
+                                     ? std::numeric_limits<double>::infinity()
+                                     : static_cast<double>(r.threshold_bytes.value_or(0));
+        EXPECT_LE(threshold, shallower_threshold) << where;
+        shallower_threshold = threshold;
+      }
+      EXPECT_GT(shallower_cost, 0) << name << ": waiting for each completion at 16 costs too";
+    }
+  }
 }
 
 }  // namespace
