@@ -13,7 +13,8 @@ limited by noise, its probes spent, or the budget), and
 whether it reached the planner's stated resolution (model: interval within
 1/8 of the threshold, or regret_excess within 0.05 percentage points;
 per-size rule: the bracket of probed sizes within 1/8, and both of its
-comparisons decisive or regret_excess within 0.05 pp).
+comparisons decisive or regret_excess within 0.05 pp; without a bracket,
+as `never`, regret_excess within 0.05 pp).
 Ends with a summary per budget. A larger budget that changes nothing shows that the
 planner, not the budget, ends the calibration. Several --zcal binaries
 (comma-separated: two builds of one change) run interleaved too, and the
@@ -108,10 +109,14 @@ def judged(r):
         # at most 0.05 pp over the best (the per-size bootstrap).
         ends = [c for c in r.get("sizes", []) if c["size"] in (low, t)]
         # (t - low) / t, as the planner bisects: 7168..8192 is 1/8.
-        bracket = (1 - low / t) if t and low else None
-        decided = ((len(ends) == 2 and all(c["decisive"] for c in ends)) or
-                   (excess is not None and excess <= REGRET_RESOLUTION))
-        resolved = bracket is not None and bracket <= RESOLUTION and decided
+        bracket = (1 - low / t) if t and low and low <= t else None
+        cheap = excess is not None and excess <= REGRET_RESOLUTION
+        decided = (len(ends) == 2 and all(c["decisive"] for c in ends)) or cheap
+        # A never (or a threshold with no probed size below it) has no
+        # bracket: the planner holds it at the resolution when it costs at
+        # most 0.05 pp over the best (AtStatedResolution,
+        # calibrator/src/planner_stop.cc), and so does this judge.
+        resolved = (bracket <= RESOLUTION and decided) if bracket is not None else cheap
     else:
         resolved = ((half is not None and half <= RESOLUTION) or
                     (excess is not None and excess <= REGRET_RESOLUTION))
