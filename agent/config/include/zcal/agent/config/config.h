@@ -61,7 +61,7 @@ struct ScheduleConfig {
 };
 
 struct BudgetConfig {
-  double seconds_per_calibration = 3;
+  double seconds_per_calibration = 6;
   double seconds_per_hour = 60;
   std::uint64_t bytes_per_second = 0;  ///< 0 = unlimited
 
