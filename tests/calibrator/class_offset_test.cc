@@ -189,6 +189,29 @@ TEST(ClassOffset, ALoadedHostKeepsTheModelAndEachSamplesShare) {
   }
 }
 
+// A class that costs clearly less per send than the stream differs from it
+// in something other than waiting for completions: decided on its own. One
+// within its noise of the stream's cost (depth 16 against a stream) keeps
+// the model.
+TEST(ClassOffset, RefusesAClassThatCostsLessPerSendThanTheStream) {
+  std::vector<Sample> samples = StreamTable();
+  AddClass(samples, 1, {16384, 32768, 65536}, [](double) { return -400.0; });
+  const auto offset = MeasureClassOffset(samples, kMzc, 1);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_NE(offset->rejected.find("its CPU per send is below the stream class's (-395 ns"),
+            std::string::npos)
+      << offset->rejected;
+  samples = StreamTable();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> noise(-40, 40);
+  for (std::uint64_t size : {8192u, 16384u, 32768u, 65536u}) {
+    samples.push_back(Probe(kMzc, size, 16, StreamZcNs(static_cast<double>(size)) - 5 + noise(rng)));
+  }
+  const auto near = MeasureClassOffset(samples, kMzc, 16);
+  ASSERT_TRUE(near.has_value());
+  EXPECT_TRUE(near->rejected.empty()) << near->rejected;
+}
+
 TEST(ClassOffset, NeedsSamplesAtTwoSizesTheStreamClassMeasured) {
   std::vector<Sample> samples = StreamTable();
   AddClass(samples, 4, {16384}, [](double) { return 600.0; });
