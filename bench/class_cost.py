@@ -19,43 +19,33 @@ file that cannot be read, lacks a column, or has no class to compare.
 usage: bench/class_cost.py SAMPLES.csv
 """
 import argparse
-import csv
+import os
 import signal
 import statistics
 import sys
 from collections import defaultdict
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the bench
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from regret import BenchError, read_rows  # noqa: E402  the samples CSV reader
+
 ZEROCOPY = ("msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed")
 NEEDED = ("method", "size", "bytes", "cpu_ns", "wall_ns")
 
 
-def fail(message):
-    print(f"class_cost.py: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
 def read(path):
     """{(method, depth, size): [(ns per send, run share)]} of the ok samples."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    except (OSError, UnicodeDecodeError) as error:
-        fail(f"{path}: {error}")
-    if not rows:
-        fail(f"{path}: no samples")
-    missing = [c for c in NEEDED if c not in rows[0]]
-    if missing:
-        fail(f"{path}: no column {', '.join(missing)} (the full CSV of "
-             f"zcal calibrate --samples-out has them)")
     cells = defaultdict(list)
-    for n, row in enumerate(rows, start=2):
-        if row.get("status", "ok") not in ("", "ok") or row["method"] not in ZEROCOPY:
+    for number, row in read_rows(path, NEEDED,
+                                 " (zcal calibrate --samples-out writes the full table)"):
+        if row["method"] not in ZEROCOPY:
             continue
         try:
             size, sent = int(row["size"]), int(row["bytes"])
             cpu, wall = float(row["cpu_ns"]), float(row["wall_ns"])
         except ValueError:
-            fail(f"{path}: line {n}: size, bytes, cpu_ns and wall_ns must be numbers")
+            raise BenchError(f"{path}:{number}: size, bytes, cpu_ns and wall_ns must be "
+                             f"numbers") from None
         if size <= 0 or sent < size or cpu <= 0 or wall <= 0:
             continue
         depth = row.get("depth") or "stream"
@@ -71,7 +61,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("samples", help="the CSV of zcal calibrate --samples-out")
     args = parser.parse_args()
-    cells = read(args.samples)
+    try:
+        cells = read(args.samples)
+    except BenchError as error:
+        print(f"class_cost.py: {error}", file=sys.stderr)
+        return 2
     compared = 0
     for method in ZEROCOPY:
         depths = sorted({d for (m, d, _) in cells if m == method and d != "stream"}, key=depth_key)
@@ -100,8 +94,10 @@ def main():
             print(f"  over {len(rows)} size(s): median {statistics.median(diffs):+.0f} ns, "
                   f"range {min(diffs):+.0f} to {max(diffs):+.0f} ns ({spread:.0f} ns wide)\n")
     if compared == 0:
-        fail(f"{args.samples}: no zerocopy method has samples of a numeric depth class "
-             f"at a size the stream class measured")
+        print(f"class_cost.py: {args.samples}: no zerocopy method has samples of a numeric "
+              f"depth class at a size the stream class measured (calibrate with --depth "
+              f"1,4,16,stream --samples-out FILE)", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -191,9 +191,12 @@ def record_run(args, binary, index, out_dir):
 COLUMNS = ("method", "size", "mb_per_s", "cpu_pct")
 
 
-def read_costs(csv_path):
-    """Median CPU per byte per (method, size) of a samples CSV, from mb_per_s
-    and cpu_pct."""
+def read_rows(csv_path, columns, where_from=""):
+    """The successful rows of a samples CSV (status ok, or no status column),
+    each as (line number, {column: text}); `columns` must be in its header.
+    Comment lines (#) are skipped. A file that cannot be read, has no table,
+    lacks a column or has a row of the wrong length is a BenchError; one
+    that lacks a column says `where_from` (what writes the table) too."""
     try:
         text = Path(csv_path).read_text()
     except (OSError, UnicodeDecodeError) as error:
@@ -202,28 +205,35 @@ def read_costs(csv_path):
              if line and not line.startswith("#")]
     if not lines:
         raise BenchError(f"{csv_path}: no samples table in it (empty)")
-    values = {}
     header = None
     for (number, _), cells in zip(lines, csv.reader(line for _, line in lines)):
         if header is None:
             header = {name: i for i, name in enumerate(cells)}
-            missing = [c for c in COLUMNS if c not in header]
+            missing = [c for c in columns if c not in header]
             if missing:
                 raise BenchError(f"{csv_path}:{number}: not a samples table: no column "
-                                 f"{', '.join(missing)} in its header")
+                                 f"{', '.join(missing)} in its header{where_from}")
             continue
         if len(cells) != len(header):
             raise BenchError(f"{csv_path}:{number}: {len(cells)} cells where the header "
                              f"has {len(header)}")
         if "status" in header and cells[header["status"]] != "ok":
             continue
+        yield number, {name: cells[i] for name, i in header.items()}
+
+
+def read_costs(csv_path):
+    """Median CPU per byte per (method, size) of a samples CSV, from mb_per_s
+    and cpu_pct."""
+    values = {}
+    for number, row in read_rows(csv_path, COLUMNS):
         try:
-            size = int(cells[header["size"]])
-            mb, cpu = float(cells[header["mb_per_s"]]), float(cells[header["cpu_pct"]])
+            size = int(row["size"])
+            mb, cpu = float(row["mb_per_s"]), float(row["cpu_pct"])
         except ValueError as error:
             raise BenchError(f"{csv_path}:{number}: {error}") from None
         if mb > 0 and cpu > 0:
-            values.setdefault((cells[header["method"]], size), []).append(cpu / 100 / (mb * 1e6))
+            values.setdefault((row["method"], size), []).append(cpu / 100 / (mb * 1e6))
     return {key: statistics.median(per_byte) for key, per_byte in values.items()}
 
 

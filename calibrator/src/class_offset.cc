@@ -31,8 +31,6 @@ constexpr std::size_t kMinSizes = 2;
 constexpr double kShapeTolerance = 0.05;
 // The standard error of a median, per standard deviation over sqrt(n).
 constexpr double kMedianEfficiency = 1.2533;
-// Two-sided 95 % of a normal distribution.
-constexpr double kNormal95 = 1.96;
 
 double SendsOf(const Sample& s) {
   return s.size_bytes == 0 ? 0 : static_cast<double>(s.bytes) / static_cast<double>(s.size_bytes);
@@ -77,15 +75,17 @@ std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_sampl
     }
   }
   if (own.empty() || stream.empty()) return std::nullopt;
+  std::map<std::uint64_t, double> stream_median;
+  for (const auto& [size, at] : stream_at) stream_median[size] = Median(at);
   ClassOffset offset;
   // The class's samples at sizes the stream class measured, each against
   // the stream's median there.
   std::vector<double> diffs;
   std::map<std::uint64_t, std::vector<double>> diffs_at;
   for (const Sample* s : own) {
-    const auto it = stream_at.find(s->size_bytes);
-    if (it == stream_at.end()) continue;
-    const double d = NsPerSend(*s) - Median(it->second);
+    const auto it = stream_median.find(s->size_bytes);
+    if (it == stream_median.end()) continue;
+    const double d = NsPerSend(*s) - it->second;
     diffs.push_back(d);
     diffs_at[s->size_bytes].push_back(d);
   }
@@ -116,9 +116,9 @@ std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_sampl
   // host's load between the two phases: -300 to -450 ns at depth 1 in
   // tests/data/depth, recorded at a load average of 10), which moving the
   // stream's samples would carry into the class.
-  if (offset.ns_per_send + kNormal95 * offset.standard_error < 0) {
+  if (offset.ns_per_send + offset.Reach95() < 0) {
     offset.rejected = "its CPU per send is below the stream class's (" + Ns(offset.ns_per_send) +
-                      ", +-" + Ns(kNormal95 * offset.standard_error).substr(1) +
+                      ", +-" + Ns(offset.Reach95()).substr(1) +
                       "): waiting for each completion is not what differs between them";
     return offset;
   }
@@ -126,7 +126,7 @@ std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_sampl
   // own inexactness.
   for (const auto& [size, at] : diffs_at) {
     const std::vector<double>& base = stream_at.at(size);
-    const double stream_ns = Median(base);
+    const double stream_ns = stream_median.at(size);
     const double noise = std::sqrt(scale * scale / static_cast<double>(at.size()) +
                                    (base.size() > 1 ? std::pow(ScaledMad(base), 2) /
                                                           static_cast<double>(base.size())

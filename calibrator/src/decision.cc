@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <random>
 
@@ -533,6 +534,20 @@ std::vector<std::uint32_t> DepthsOf(std::span<const Sample> samples) {
 
 namespace {
 
+// A class's own samples and the stream's, moved into it by `ns_per_send`;
+// `moved` counts the latter.
+std::vector<Sample> WithStreamMoved(const std::vector<Sample>& own,
+                                    std::span<const Sample> every_depth, Method method,
+                                    std::uint32_t depth, double ns_per_send,
+                                    std::size_t* moved = nullptr) {
+  std::vector<Sample> samples = own;
+  std::vector<Sample> more = detail::MovedIntoClass(every_depth, method, depth, ns_per_send);
+  if (moved) *moved = more.size();
+  samples.insert(samples.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+  return samples;
+}
+
 // The threshold where the class's cost per send is `ns_per_send` over the
 // stream's; nullopt: never (or no threshold at all).
 std::optional<std::uint64_t> ThresholdWithOffset(const std::vector<Sample>& own,
@@ -541,11 +556,8 @@ std::optional<std::uint64_t> ThresholdWithOffset(const std::vector<Sample>& own,
                                                  double ns_per_send, DecisionOptions options) {
   // Only the point is wanted, not its interval.
   options.bootstrap_replicates = 20;
-  std::vector<Sample> samples = own;
-  for (Sample& m : detail::MovedIntoClass(every_depth, method, depth, ns_per_send)) {
-    samples.push_back(std::move(m));
-  }
-  const MethodResult r = Decide(samples, method, options);
+  const MethodResult r =
+      Decide(WithStreamMoved(own, every_depth, method, depth, ns_per_send), method, options);
   const bool wins = r.verdict == Verdict::kThreshold || r.verdict == Verdict::kAlways;
   return wins ? r.threshold_bytes : std::nullopt;
 }
@@ -562,13 +574,10 @@ MethodResult DecideClass(const std::vector<Sample>& own, std::span<const Sample>
     r.class_offset = std::move(offset);
     return r;
   }
-  std::vector<Sample> samples = own;
-  std::vector<Sample> moved =
-      detail::MovedIntoClass(every_depth, method, depth, offset->ns_per_send);
-  offset->translated = moved.size();
-  for (Sample& m : moved) samples.push_back(std::move(m));
-  MethodResult r = Decide(samples, method, options);
-  const double reach = 1.96 * offset->standard_error;
+  MethodResult r = Decide(WithStreamMoved(own, every_depth, method, depth, offset->ns_per_send,
+                                          &offset->translated),
+                          method, options);
+  const double reach = offset->Reach95();
   if (reach > 0 && (r.verdict == Verdict::kThreshold || r.verdict == Verdict::kAlways)) {
     offset->threshold_low_bytes =
         ThresholdWithOffset(own, every_depth, method, depth, offset->ns_per_send - reach, options);

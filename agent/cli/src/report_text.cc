@@ -96,8 +96,6 @@ void PrintMeasured(std::ostream& out, const cal::MethodResult& r) {
   }
 }
 
-// How the verdict came about: the rule, the model, the interval, what the
-// threshold costs, and the sizes where a single threshold is wrong.
 // A numeric class's cost per send over the stream class's, and whether
 // the stream's samples, moved by it, decided the class with its own.
 void PrintClassOffset(std::ostream& out, const cal::MethodResult& r) {
@@ -111,7 +109,7 @@ void PrintClassOffset(std::ostream& out, const cal::MethodResult& r) {
       "    cost per send: the stream class's {:+.0f} ns (+-{:.0f} ns, 95 %; {} samples of this "
       "class at {} sizes); the stream class's {} samples, moved by that, decide with this "
       "class's own\n",
-      o.ns_per_send, 1.96 * o.standard_error, o.samples, o.sizes, o.translated);
+      o.ns_per_send, o.Reach95(), o.samples, o.sizes, o.translated);
   if (o.standard_error > 0 && r.threshold_bytes) {
     out << fmt::format("    with that cost at its 95 % bounds the threshold is {} .. {}\n",
                        o.threshold_low_bytes ? Bytes(*o.threshold_low_bytes) : "never",
@@ -119,6 +117,8 @@ void PrintClassOffset(std::ostream& out, const cal::MethodResult& r) {
   }
 }
 
+// How the verdict came about: the rule, the model, the interval, what the
+// threshold costs, and the sizes where a single threshold is wrong.
 void PrintRule(std::ostream& out, const cal::MethodResult& r) {
   if (r.rule == cal::Rule::kNone) return;
   if (r.rule == cal::Rule::kModel && r.model && r.model->local_fit) {

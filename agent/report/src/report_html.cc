@@ -333,7 +333,7 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
                      "over the stream class's (&plusmn;{:.0f} ns, 95 %; {} samples at {} sizes): the "
                      "stream class's {} samples, moved by that, decided it with this class's "
                      "own.</p>\n",
-                     o.ns_per_send, 1.96 * o.standard_error, o.samples, o.sizes, o.translated)
+                     o.ns_per_send, o.Reach95(), o.samples, o.sizes, o.translated)
                : "<p class=\"note\">Decided on this depth's own samples: " +
                      HtmlEscape(o.rejected) + ".</p>\n";
   }

@@ -187,6 +187,8 @@ struct ClassOffset {
   /// The threshold with the offset 1.96 standard errors lower and higher
   /// (nullopt: never); the published interval spans them.
   std::optional<std::uint64_t> threshold_low_bytes, threshold_high_bytes;
+  /// Half the 95 % interval of ns_per_send (normal: 1.96 standard errors).
+  double Reach95() const { return 1.96 * standard_error; }
   bool operator==(const ClassOffset&) const = default;
 };
 
