@@ -53,6 +53,15 @@ TEST(Target, KindNamesReadBackAndNothingElseParses) {
   EXPECT_EQ(ToString(Target::Discard()), "discard");
 }
 
+// Only the discard path's senders never wait for a receiver: there a
+// numeric depth class is the stream plus a cost per send, measured with one
+// round of its grid. A peer acknowledges; loopback's sink reads.
+TEST(Target, OnlyTheDiscardPathsSendersNeverWait) {
+  EXPECT_TRUE(TraitsOf(TargetKind::kDiscard).senders_never_wait);
+  EXPECT_FALSE(TraitsOf(TargetKind::kPeer).senders_never_wait);
+  EXPECT_FALSE(TraitsOf(TargetKind::kLoopback).senders_never_wait);
+}
+
 TEST(Target, ConnectsWithNoDelayToASink) {
   auto sink = Sink::Start({});
   ASSERT_TRUE(sink) << sink.error().message;

@@ -376,14 +376,15 @@ ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
   return plan;
 }
 
-// The coarse grid's rounds of a class after the first. On the discard
-// path its senders are bound by one CPU, so its samples measure one number,
-// its cost per send over the stream class's (calibrator::ClassOffset),
-// pooled over its sizes, and the stream's samples moved by it carry the
-// noise: one round does. Elsewhere (a peer's sink) a class may have to be
-// decided on its own samples, and has the planner's two.
+// The coarse grid's rounds of a class after the first. Where the senders
+// never wait (the discard path) its samples measure one number, its cost
+// per send over the stream class's (calibrator::ClassOffset), pooled over
+// its sizes, and the stream's samples moved by it carry the noise: one
+// round does. Elsewhere (a peer's sink) a class may have to be decided on
+// its own samples, and has the planner's two.
 std::uint32_t CoarseRepeatsAfterTheFirst(const CalibrationOptions& options) {
-  return options.target.kind == TargetKind::kDiscard ? 1 : calibrator::PlannerOptions{}.repeats;
+  return TraitsOf(options.target.kind).senders_never_wait ? 1
+                                                          : calibrator::PlannerOptions{}.repeats;
 }
 
 // The planner of a class's plan, sized by its share of the budget.

@@ -38,15 +38,21 @@ struct TargetTraits {
   std::string_view interface;
   /// What its host facts say it does not measure; empty for none.
   std::string_view facts_note;
+  /// Its senders never wait for a receiver (nothing acknowledges them), so
+  /// each is bound by its CPU at every depth: a numeric depth class is the
+  /// stream class plus a cost per send (calibrator::ClassOffset), and one
+  /// round of its coarse grid measures that.
+  bool senders_never_wait = false;
 };
 
 /// One row per TargetKind, in the enum's order.
 inline constexpr TargetTraits kTargetTraits[] = {
-    {"loopback", true, 0, "", "lo", ""},
-    {"peer", false, 0, "", "", ""},
+    {"loopback", true, 0, "", "lo", "", false},
+    {"peer", false, 0, "", "", "", false},
     {"discard", false, 65507, "the largest UDP payload over IPv4", "lo",
      "discard: datagrams are dropped by a blackhole qdisc on lo in a private namespace; "
-     "no NIC, IOMMU or receiver is measured"},
+     "no NIC, IOMMU or receiver is measured",
+     true},
 };
 
 constexpr const TargetTraits& TraitsOf(TargetKind kind) {
