@@ -79,6 +79,31 @@ TEST(DepthClasses, AClassDeeperThanAnAlwaysIsNotProbed) {
   EXPECT_EQ(*place.skip, "depth 1 is always, and a deeper class pays less per send");
 }
 
+// A class not probed has no entry of its own, and its readers get the
+// stream entry: its neighbours' answer stands only where that gives it too.
+TEST(DepthClasses, ANeighboursAnswerStandsOnlyWhereTheStreamEntryGivesIt) {
+  dc::KnownClasses known;
+  known[kStreamDepth][Method::kMsgZerocopy] = Said(Verdict::kThreshold, kStreamDepth, 25600);
+  known[1][Method::kMsgZerocopy] = Said(Verdict::kNever, 1, 0, Reason::kSlower);
+  known[16][Method::kMsgZerocopy] = Said(Verdict::kNever, 16, 0, Reason::kSlower);
+  dc::Placement place = dc::Place(Method::kMsgZerocopy, 4, known, kGrid);
+  EXPECT_FALSE(place.skip) << "unprobed, its readers would get stream's 25 KiB, not never";
+  EXPECT_TRUE(place.sizes.empty()) << "nothing bounds it: the whole grid";
+
+  known.clear();
+  known[kStreamDepth][Method::kUringSendZc] = Said(Verdict::kThreshold, kStreamDepth, 8000);
+  known[1][Method::kUringSendZc] = Said(Verdict::kAlways, 1);
+  place = dc::Place(Method::kUringSendZc, 4, known, kGrid);
+  EXPECT_FALSE(place.skip) << "unprobed, its readers would get stream's 8000 B, not always";
+
+  // Without a stream class in the calibration (zcal calibrate --depth 1,4)
+  // there is no entry to fall back on: the neighbour answers.
+  known.erase(kStreamDepth);
+  place = dc::Place(Method::kUringSendZc, 4, known, kGrid);
+  ASSERT_TRUE(place.skip);
+  EXPECT_EQ(*place.skip, "depth 1 is always, and a deeper class pays less per send");
+}
+
 TEST(DepthClasses, AStreamAlwaysLeavesTheShallowestClassToBeMeasured) {
   dc::KnownClasses known;
   known[kStreamDepth][Method::kMsgZerocopy] = Said(Verdict::kAlways, kStreamDepth);

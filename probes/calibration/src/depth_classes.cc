@@ -71,6 +71,7 @@ struct Neighbours {
   const Known* everywhere = nullptr;
   const Known* shallower = nullptr;
   const Known* deeper = nullptr;
+  const Known* stream = nullptr;  ///< the stream class's, when it was calibrated
   std::uint32_t shallower_depth = 0, deeper_depth = 0;
 };
 
@@ -86,6 +87,7 @@ Neighbours NeighboursOf(calibrator::Method method, std::uint32_t depth,
       n.everywhere = &k;
       return n;
     }
+    if (d == calibrator::kStreamDepth) n.stream = &k;
     if (Rank(d) < Rank(depth) && (!n.shallower || Rank(d) > Rank(n.shallower_depth))) {
       n.shallower = &k;
       n.shallower_depth = d;
@@ -111,13 +113,19 @@ bool AnsweredByNeighbours(const Neighbours& n, Placement& place) {
     place.skip = "it was not measured at the classes before";
     return true;
   }
-  if (n.deeper && n.deeper->verdict == Verdict::kNever) {
+  // The agent publishes no entry of a class it did not probe, and libzcal
+  // answers that class's readers from the stream entry: a neighbour's
+  // answer stands for this class only where the stream entry gives it too
+  // (or where this calibration has no stream class). A depth 16 that says
+  // never beside a stream that says 25 KiB leaves depth 4 to be measured.
+  const auto stream_gives = [&n](Verdict v) { return !n.stream || n.stream->verdict == v; };
+  if (n.deeper && n.deeper->verdict == Verdict::kNever && stream_gives(Verdict::kNever)) {
     place.skip = "depth " + calibrator::DepthName(n.deeper_depth) + " is " + Said(*n.deeper) +
                  ", and a shallower class pays more per send";
     place.inferred = *n.deeper;
     return true;
   }
-  if (n.shallower && n.shallower->verdict == Verdict::kAlways) {
+  if (n.shallower && n.shallower->verdict == Verdict::kAlways && stream_gives(Verdict::kAlways)) {
     place.skip = "depth " + calibrator::DepthName(n.shallower_depth) +
                  " is always, and a deeper class pays less per send";
     place.inferred = *n.shallower;
