@@ -26,7 +26,17 @@ Per round, measured inside that namespace:
              flight, the fewest the example keeps; stream runs -n 128 (256).
              Its copy variant (-z0) runs with the same -n, the same batching
              without zerocopy. Runs last 0.2 s plus whole seconds (-t; the
-             example divides by zero below 1).
+             example divides by zero below 1). It never waits for a
+             notification, so it does not pay what zcal's depth 1 pays.
+  uring      bench/fidelity_ref_uring --udp, the bench's own io_uring sender
+             (written for bench/fidelity.py, not from zcal's probe code): at
+             class D it keeps D sends in flight, reuses a buffer only once its
+             notification arrived, and at a numeric class blocks for one
+             completion before it sends again (stream: 128 in flight, waiting
+             for 8 completions a call). This reaps as zcal's depths say. Its
+             send op (the copy baseline) has nothing in flight and is run once
+             per size for every class. Written to uring_R_D.csv; a recording
+             without those files is judged on the example alone.
 
 Each class is then judged as bench/regret.py judges (imported): zcal's
 thresholds decided by `zcal analyze --objective cpu --margin 0 --json` on
@@ -96,6 +106,22 @@ DEFAULT_SIZES = [4 * KIB, 8 * KIB, 16 * KIB, 24 * KIB, 32 * KIB, 48 * KIB, regre
 NAMESPACE_ENV = "ZCAL_DEPTH_IN_NAMESPACE"
 SENDMSG_METHODS = ("copy", "msg_zerocopy")
 EXAMPLE_METHODS = ("uring_send", "uring_send_zc", "uring_send_zc_fixed")
+# The bench's own io_uring reference per class: sends in flight, and
+# completions it blocks for per io_uring_enter (1: it waits for each
+# completion before the next send, as an application at that depth does).
+URING_OPS = {"uring_send": "send", "uring_send_zc": "send_zc",
+             "uring_send_zc_fixed": "send_zc_fixed"}
+URING_IN_FLIGHT = {"1": 1, "4": 4, "16": 16, "stream": 128}
+URING_WAIT = {"1": 1, "4": 1, "16": 1, "stream": 8}
+# The references a method is judged on, in the order printed: (file prefix,
+# name). ref_R_D.csv holds the sendmsg reference and the example,
+# uring_R_D.csv the bench's own io_uring sender.
+REFERENCES = {
+    "msg_zerocopy": [("ref", "fidelity_ref_sendmsg")],
+    "uring_send_zc": [("uring", "fidelity_ref_uring, reaping as the depth says"),
+                      ("ref", "liburing's example, which never waits for a notification")],
+}
+REFERENCES["uring_send_zc_fixed"] = REFERENCES["uring_send_zc"]
 HEADER = "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct"
 TARGET_PP = 0.5
 # How an inversion of the class order is accounted for (printed, and what
@@ -135,6 +161,18 @@ def sendmsg_run(binary, method, size, depth, seconds):
     command = [binary, "127.0.0.2:9", str(size), str(seconds), str(buffers), "--udp"]
     if method == "msg_zerocopy":
         command.append("--zerocopy")
+    return reference_run(command, seconds)
+
+
+def uring_run(binary, method, size, depth, seconds):
+    command = [binary, "127.0.0.2:9", str(size), str(seconds), str(URING_IN_FLIGHT[depth]),
+               str(URING_WAIT[depth]), "--udp", "--op", URING_OPS[method]]
+    return reference_run(command, seconds)
+
+
+def reference_run(command, seconds):
+    """(mb_per_s, cpu_pct) of one run of a bench reference that prints one
+    JSON line."""
     try:
         result = fidelity.run_json(command, timeout=seconds + 30)
     except (OSError, ValueError, RuntimeError) as error:
@@ -184,23 +222,31 @@ def measure_round(args, example, index, out_dir):
     class D."""
     calibrate_round(args, index, out_dir)
     rows = {d: [] for d in DEPTHS}
+    uring_rows = {d: [] for d in DEPTHS}
     whole = max(1, round(args.seconds - 0.2))
     sendmsg = str(Path(args.build) / "bench" / "fidelity_ref_sendmsg")
+    uring = str(Path(args.build) / "bench" / "fidelity_ref_uring")
     for k, size in enumerate(args.sizes):
-        jobs = [("sendmsg", "copy", "stream")]
+        jobs = [("sendmsg", "copy", "stream"), ("uring", "uring_send", "stream")]
         jobs += [("sendmsg", "msg_zerocopy", d) for d in DEPTHS]
         jobs += [("liburing", m, d) for d in DEPTHS for m in EXAMPLE_METHODS]
+        jobs += [("uring", m, d) for d in DEPTHS for m in EXAMPLE_METHODS[1:]]
         # Rotate the order from size to size and round to round, so that
         # drift (other engineers' builds) hits every variant alike.
         shift = (k * 5 + index * 3) % len(jobs)
         for sender, method, depth in jobs[shift:] + jobs[:shift]:
             if sender == "sendmsg":
                 mb, cpu = sendmsg_run(sendmsg, method, size, depth, args.seconds)
+            elif sender == "uring":
+                mb, cpu = uring_run(uring, method, size, depth, args.seconds)
             else:
                 mb, cpu = regret.run_reference(example, method, size,
                                                ["-n", str(EXAMPLE_BATCH[depth])], whole)
-            for d in (DEPTHS if method == "copy" else [depth]):
-                rows[d].append(f"{sender},{method},{size},0,{mb:.1f},{cpu:.2f},")
+            # The baselines have nothing in flight: one run serves every class.
+            shared = method in ("copy", "uring_send") and sender != "liburing"
+            for d in (DEPTHS if shared else [depth]):
+                (uring_rows if sender == "uring" else rows)[d].append(
+                    f"{sender},{method},{size},0,{mb:.1f},{cpu:.2f},")
             print(f"round {index}: {sender:8} {method:20} depth {depth:6} {size:6} "
                   f"{mb:9.1f} MB/s {cpu:6.1f} % CPU", file=sys.stderr)
     stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
@@ -213,6 +259,12 @@ def measure_round(args, example, index, out_dir):
             f"buffers (copy: one run per size, shared by every class); liburing's send-zerocopy "
             f"example -n {EXAMPLE_BATCH[depth]}, {whole + 0.2:.1f} s; sendmsg {args.seconds} s\n"
             + HEADER + "\n" + "\n".join(rows[depth]) + "\n")
+        (out_dir / f"uring_{index}_{depth}.csv").write_text(
+            f"# bench/depth.py round {index}, depth class {depth}, {stamp}, load average "
+            f"{load[0]:.1f}: fidelity_ref_uring --udp, {URING_IN_FLIGHT[depth]} in flight, "
+            f"waiting for {URING_WAIT[depth]} completion(s) a call (send: one run per size, "
+            f"shared by every class), {args.seconds} s\n"
+            + HEADER + "\n" + "\n".join(uring_rows[depth]) + "\n")
 
 
 def zcal_costs_by_depth(path):
@@ -246,12 +298,14 @@ def zcal_costs_by_depth(path):
 
 
 def decide_by_depth(zcal, path, extra):
-    """{depth: {method: (threshold or None, verdict)}} from `zcal analyze --json`."""
+    """{depth: {method: (threshold or None, verdict)}} from `zcal analyze --json`;
+    a method not probed at a class takes the stream class's answer, as its
+    readers do."""
     try:
         doc = json.loads(regret.run_zcal(zcal, ["analyze", *extra, "--json", str(path)]))
     except ValueError as error:
         raise BenchError(f"zcal analyze --json {path}: not JSON: {error}") from None
-    out = {}
+    out, not_probed = {}, {}
     for one in doc.get("depths", []):
         methods = {}
         for p in one["paths"].values():
@@ -260,10 +314,18 @@ def decide_by_depth(zcal, path, extra):
                 methods[method] = (result["threshold_bytes"] if verdict in ("threshold", "always")
                                    else None, verdict)
         out[str(one["depth"])] = methods
+        not_probed[str(one["depth"])] = [m for names in (one.get("not_probed") or {}).values()
+                                         for m in names]
     missing = [d for d in DEPTHS if d not in out]
     if missing:
         raise BenchError(f"{path}: zcal analyze found no samples of depth class "
                          f"{', '.join(missing)}; record it with bench/depth.py --record")
+    # A method the calibration left unprobed at a class has no entry of that
+    # class, and libzcal gives its readers the stream entry: judged as that.
+    for depth, methods in not_probed.items():
+        for method in methods:
+            if method in out["stream"] and method not in out[depth]:
+                out[depth][method] = out["stream"][method]
     return out
 
 
@@ -306,32 +368,33 @@ def inversions(decided, zcal_costs):
 
 
 def judge_depths(runs, tables, decisions):
-    """Per (method, depth): one judgement per (zcal round, reference round)."""
+    """Per (method, reference, depth): one judgement per (zcal round,
+    reference round). `tables` is keyed (reference, round, depth)."""
     rows = {}
     for a in runs:
         decided = decisions[a]
-        for b in runs:
-            for depth in DEPTHS:
-                costs = tables[(b, depth)]
-                for method in BASELINE:
-                    if method not in decided[depth] or method not in decided["stream"]:
-                        continue
-                    if not any(m == method for m, _ in costs):
-                        continue
-                    judged = regret.judged_sizes(costs, method, f"ref_{b}_{depth}.csv")
-                    w = regret.weights_of(judged, None)
-                    best = min([None] + sorted(judged),
-                               key=lambda t: regret.extra_pp(costs, method, t, w))
-                    fixed = [regret.extra_pp(costs, method, t, w) for _, t in FIXED]
-                    zcal_t = decided[depth][method][0]
-                    stream_t = decided["stream"][method][0]
-                    rows.setdefault((method, depth), []).append({
-                        "a": a, "b": b, "zcal_t": zcal_t, "stream_t": stream_t,
-                        "verdict": decided[depth][method][1], "best_t": best,
-                        "best": regret.extra_pp(costs, method, best, w),
-                        "zcal": regret.extra_pp(costs, method, zcal_t, w),
-                        "stream": regret.extra_pp(costs, method, stream_t, w),
-                        "fixed": min(zip(fixed, (name for name, _ in FIXED)))})
+        for (reference, b, depth), costs in tables.items():
+            for method in BASELINE:
+                if reference not in [r for r, _ in REFERENCES[method]]:
+                    continue
+                if method not in decided[depth] or method not in decided["stream"]:
+                    continue
+                if not any(m == method for m, _ in costs):
+                    continue
+                judged = regret.judged_sizes(costs, method, f"{reference}_{b}_{depth}.csv")
+                w = regret.weights_of(judged, None)
+                best = min([None] + sorted(judged),
+                           key=lambda t: regret.extra_pp(costs, method, t, w))
+                fixed = [regret.extra_pp(costs, method, t, w) for _, t in FIXED]
+                zcal_t = decided[depth][method][0]
+                stream_t = decided["stream"][method][0]
+                rows.setdefault((method, reference, depth), []).append({
+                    "a": a, "b": b, "zcal_t": zcal_t, "stream_t": stream_t,
+                    "verdict": decided[depth][method][1], "best_t": best,
+                    "best": regret.extra_pp(costs, method, best, w),
+                    "zcal": regret.extra_pp(costs, method, zcal_t, w),
+                    "stream": regret.extra_pp(costs, method, stream_t, w),
+                    "fixed": min(zip(fixed, (name for name, _ in FIXED)))})
     return rows
 
 
@@ -349,16 +412,19 @@ def report(runs, rows, decisions, zcal_costs, extra):
           f"judged on the other sender's table at the same class, every zcal round on every "
           f"reference round ({len(runs) ** 2} pair(s)); extra CPU per byte over the cheaper "
           "send at each size, percentage points (mean over the pairs)")
-    for method in BASELINE:
-        sender = "fidelity_ref_sendmsg" if method == "msg_zerocopy" else "liburing's example"
-        present = [d for d in DEPTHS if (method, d) in rows]
+    for method, reference, sender in ((m, r, name) for m in BASELINE
+                                      for r, name in REFERENCES[m]):
+        present = [d for d in DEPTHS if (method, reference, d) in rows]
         if not present:
+            if reference == "uring":
+                print(f"\n{method} (reference: {sender}): not in this recording "
+                      "(no uring_R_D.csv)")
             continue
-        print(f"\n{method} (reference: {sender} against its {BASELINE[method]})")
+        print(f"\n{method} (reference: {sender}, against its {BASELINE[method]})")
         print(f"  {'depth':6} {'zcal':>12} {'reference':>12} {'zcal pp':>8} {'stream@all':>10} "
               f"{'best fixed':>16} {'best pp':>8}  within {TARGET_PP} pp of the best")
         for depth in present:
-            r = rows[(method, depth)]
+            r = rows[(method, reference, depth)]
             zt = joined(regret.size_text(x["zcal_t"]) + ("?" if x["verdict"] == "inconclusive"
                                                          else "") for x in r)
             ref = joined(regret.size_text(x["best_t"]) for x in r)
@@ -370,14 +436,14 @@ def report(runs, rows, decisions, zcal_costs, extra):
                   f"{fixed:7.2f} {names:>8} {mean('best'):8.2f}  "
                   f"{'yes' if ok == len(r) else 'NO'} ({ok} of {len(r)} pairs)")
         same_zcal = [d for d in present[:-1] if all(
-            x["zcal_t"] == x["stream_t"] for x in rows[(method, d)])]
+            x["zcal_t"] == x["stream_t"] for x in rows[(method, reference, d)])]
         same_ref = [d for d in present[:-1] if all(
-            x["best_t"] == y["best_t"]
-            for x, y in zip(rows[(method, d)], rows[(method, "stream")]))]
+            x["best_t"] == y["best_t"] for x, y in zip(rows[(method, reference, d)],
+                                                       rows[(method, reference, "stream")]))]
         print("  classes that do not differ from stream here: zcal "
               f"{', '.join(same_zcal) or 'none'}; reference {', '.join(same_ref) or 'none'}")
         if "1" in present:
-            r = rows[(method, "1")]
+            r = rows[(method, reference, "1")]
             per_class, stream = statistics.mean(x["zcal"] for x in r), statistics.mean(
                 x["stream"] for x in r)
             print(f"  depth 1: per-class {per_class:.2f} pp, stream at every depth {stream:.2f} pp:"
@@ -502,7 +568,12 @@ def evaluate(args, out_dir, runs):
     # bad table ends the bench with one line, not half a report.
     for run in runs:
         for depth in DEPTHS:
-            tables[(run, depth)] = regret.read_costs(out_dir / f"ref_{run}_{depth}.csv")
+            tables[("ref", run, depth)] = regret.read_costs(out_dir / f"ref_{run}_{depth}.csv")
+            # Recordings made before the bench had its own io_uring
+            # reference have no uring_R_D.csv: the example judges alone.
+            uring = out_dir / f"uring_{run}_{depth}.csv"
+            if uring.exists():
+                tables[("uring", run, depth)] = regret.read_costs(uring)
         decisions[run] = decide_by_depth(args.zcal, out_dir / f"zcal_{run}.csv", extra)
         zcal_costs[run] = zcal_costs_by_depth(out_dir / f"zcal_{run}.csv")
     buffers = buffer_figures(args, out_dir, runs, extra) if len(args.buffers) > 1 else None
@@ -545,7 +616,8 @@ def measure(args):
         for tool in ("unshare", "ip", "tc", "gcc"):
             if shutil.which(tool) is None:
                 raise BenchError(f"{tool}: not found; install it (iproute2, util-linux, gcc)")
-        for binary in (args.zcal, str(Path(args.build) / "bench" / "fidelity_ref_sendmsg")):
+        for binary in (args.zcal, *(str(Path(args.build) / "bench" / name)
+                                    for name in ("fidelity_ref_sendmsg", "fidelity_ref_uring"))):
             if not os.access(binary, os.X_OK):
                 raise BenchError(f"{binary}: not an executable; build it (meson compile -C "
                                  f"{args.build}) or pass --zcal/--build")
@@ -572,7 +644,8 @@ def main():
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--zcal", default="build/agent/cli/zcal")
     parser.add_argument("--build", default="build",
-                        help="meson build dir with bench/fidelity_ref_sendmsg (default build)")
+                        help="meson build dir with bench/fidelity_ref_sendmsg and "
+                             "fidelity_ref_uring (default build)")
     parser.add_argument("--rounds", type=int, default=1, help="rounds, 1 to 10 (default 1)")
     parser.add_argument("--seconds", type=float, default=1.2,
                         help="seconds per reference run, 0.2 to 10 (default 1.2; the example "
