@@ -20,9 +20,12 @@ Printed per (method, class), over the runs:
                smallest size, where zerocopy begins), their median and
                max/min, and each run's threshold against the median;
   within       how many runs' thresholds lie within x1.25 of the median
-               (median/1.25 <= t <= 1.25 median); a run without a threshold
-               (never, inconclusive, not probed) is outside. When no run has
-               a threshold, the runs with the most common verdict count;
+               (median/1.25 <= t <= 1.25 median); the median orders a
+               never above every threshold, so where half the runs or more
+               say never it is never and the runs that say never are within
+               it; otherwise a run without a threshold (never, inconclusive,
+               not probed) is outside. When no run has a threshold, the runs
+               with the most common verdict count;
   verdicts     the kinds counted: threshold, always, never, inconclusive,
                not probed (the class's neighbours answered for it);
   flip         whether the runs hold both an `always` and a threshold above
@@ -207,8 +210,17 @@ def judge_series(rs):
     out = {"thresholds": thresholds,
            "kinds": {k: kinds[k] for k in KINDS if kinds[k]},
            "needed": math.ceil(SHARE * len(rs) - 1e-9)}
-    if given:
-        median = statistics.median(given)
+    # A never is a threshold above every size: ordered after all of them, a
+    # series that says never in half its runs or more has never for its
+    # median, and its runs that say never are the ones at it.
+    if given and statistics.median(sorted(given) + [math.inf] * kinds["never"]) == math.inf:
+        out["median"] = out["max_over_min"] = None
+        out["against_median"] = [None] * len(rs)
+        out["most_common"] = "never"
+        out["median_never"] = True
+        inside = [r["verdict"] == "never" for r in rs]
+    elif given:
+        median = statistics.median(sorted(given) + [math.inf] * kinds["never"])
         out["median"] = median
         out["max_over_min"] = max(given) / min(given)
         out["against_median"] = [None if t is None else t / median for t in thresholds]
@@ -299,6 +311,8 @@ def print_summary(summary, runs, options):
             print(f"  vs median    {ratios}  (median {s['median']:g}, "
                   f"max/min {s['max_over_min']:.2f})")
             rule = "of the median"
+        elif s.get("median_never"):
+            rule = "(the median is never, a threshold above every size: runs that say never)"
         else:
             rule = f"(no threshold in any run: runs that say {s['most_common']})"
         outside = f" (outside: run {', '.join(map(str, s['outside_runs']))})" \

@@ -82,10 +82,19 @@ def test_recorded_runs(root, replay, recorded):
         check(line.split() == ["-" if t is None else str(t) for t in thresholds],
               f"{method} at {depth}: thresholds as in the file: {line} vs {thresholds}")
         given = [t for t in thresholds if t]
-        median = statistics.median(given)
-        within = sum(t is not None and median / 1.25 <= t <= 1.25 * median for t in thresholds)
-        check(re.search(rf"\(median {median:g}, max/min {max(given) / min(given):.2f}\)", block),
-              f"{method} at {depth}: median {median:g} and max/min:\n{block}")
+        # never ranks above every threshold
+        nevers = sum(r["verdict"] == "never" for r in rs)
+        median = statistics.median(sorted(given) + [float("inf")] * nevers)
+        if median == float("inf"):
+            within = nevers
+            check(re.search(r"within x1\.25 \(the median is never, a threshold above every "
+                            r"size: runs that say never\)", block),
+                  f"{method} at {depth}: the median is never:\n{block}")
+        else:
+            within = sum(t is not None and median / 1.25 <= t <= 1.25 * median
+                         for t in thresholds)
+            check(re.search(rf"\(median {median:g}, max/min {max(given) / min(given):.2f}\)",
+                            block), f"{method} at {depth}: median {median:g} and max/min:\n{block}")
         check(re.search(rf"within x1\.25 of the median: {within} of {n}\b", block),
               f"{method} at {depth}: {within} of {n} within x1.25:\n{block}")
         check(summary[(method, depth)]["within"] == within, f"{method} at {depth}: --json within")
@@ -147,6 +156,24 @@ def test_known_answers(root, replay, recorded):
     # larger threshold), so the x1.25 target is stricter than what the agent
     # would republish: every run confirms the first.
     check("hysteresis   P C C C: 0 change(s)" in block, f"replayed:\n{block}")
+
+    # never ranks above every threshold: three nevers and one threshold
+    # have never for their median, and the three are within it; one never
+    # among three thresholds moves the median up, and is outside.
+    never = {"verdict": "never", "threshold_bytes": None, "reason": "slower",
+             "confidence": 0.95, "rule": "model"}
+    data = with_series(recorded, "msg_zerocopy", "1", [never, never, threshold(43008), never])
+    data = with_series(data, "msg_zerocopy", "4",
+                       [threshold(20480), never, threshold(24576), threshold(18432)])
+    out, summary = judged(root, replay, data)
+    block = blocks(out)[("msg_zerocopy", "1")]
+    check("within x1.25 (the median is never, a threshold above every size: runs that say "
+          "never): 3 of 4 (outside: run 3)" in block, f"never for a median:\n{block}")
+    check(summary[("msg_zerocopy", "1")]["within"] == 3, "--json: 3 within")
+    block = blocks(out)[("msg_zerocopy", "4")]
+    check("(median 22528, max/min 1.33)" in block and
+          "within x1.25 of the median: 3 of 4 (outside: run 2)" in block,
+          f"the never ranked last, the median between 20480 and 24576:\n{block}")
 
     # A candidate confirmed by the next run is published; a change of kind
     # at confidence 0.95 (>= 0.9) at once; an always beside a threshold
