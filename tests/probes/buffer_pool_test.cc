@@ -175,6 +175,34 @@ TEST(BufferPool, PagesNeedNoHugePages) {
   EXPECT_EQ(*check, PageKind::kSmall);
 }
 
+// A calibration's arena maps the largest pool of its probes at the first,
+// small one: the pools that follow fit without new pages.
+TEST(BufferArena, ReservesItsFirstMappingForThePoolsToCome) {
+  BufferArena arena(2u << 20);
+  auto first = arena.Pool(128, 1024);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ((*first)->mapped_bytes(), 128u * 1024u) << "the pool is what was asked for";
+  EXPECT_EQ(arena.mapped_bytes(), 2u << 20) << "the mapping is the reserve";
+  std::byte* const base = (*first)->base();
+  first->reset();
+  for (const std::uint64_t size : {4096u, 8192u, 16384u}) {
+    auto pool = arena.Pool(static_cast<std::uint32_t>((2u << 20) / size), size);
+    ASSERT_TRUE(pool);
+    EXPECT_EQ((*pool)->base(), base) << size << " bytes: no new mapping";
+    EXPECT_TRUE(FilledWithData(**pool));
+  }
+  EXPECT_EQ(arena.mapped_bytes(), 2u << 20);
+  auto beyond = arena.Pool(8, 1 << 20);
+  ASSERT_TRUE(beyond);
+  EXPECT_EQ(arena.mapped_bytes(), 8u << 20) << "a pool beyond the reserve still grows it";
+  // The reserve is of 4 KiB pages: huge pages map what the pool needs, in
+  // whole 2 MiB pages.
+  BufferArena huge_arena(8u << 20);
+  auto huge = huge_arena.Pool(16, 65536, BufferMemory::kHugePages);
+  ASSERT_HUGE_POOL_OR_SKIP(huge);
+  EXPECT_EQ(huge_arena.mapped_bytes(), 16u * 65536u);
+}
+
 TEST(BufferArena, MapsAnewWhenTheMemoryChanges) {
   BufferArena arena;
   auto small = arena.Pool(16, 65536);

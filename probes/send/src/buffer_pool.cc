@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -105,7 +106,8 @@ Result<std::unique_ptr<BufferPool>> BufferArena::Pool(std::uint32_t count,
   const std::size_t bytes = stride * count;
   if (!region_ || region_->map_length_ < bytes || memory_ != memory) {
     region_.reset();
-    auto grown = BufferPool::Allocate(1, bytes, memory, root);
+    const std::size_t map = memory == BufferMemory::kPages ? std::max(bytes, reserve_bytes_) : bytes;
+    auto grown = BufferPool::Allocate(1, map, memory, root);
     if (!grown) return tl::unexpected(grown.error());
     region_ = std::move(*grown);
     memory_ = memory;

@@ -79,7 +79,7 @@ class PathRunner {
 
  protected:
   /// The buffers of the path's probes, one mapping for the calibration.
-  BufferArena arena_;
+  BufferArena arena_{kPoolReserveBytes};
 };
 
 /// Probe durations of the TCP paths: the budget's remaining share per

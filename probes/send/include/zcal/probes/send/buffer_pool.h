@@ -102,9 +102,19 @@ Result<PageKind> CheckBufferMemory(BufferMemory memory, const std::string& root 
 /// is filled with data again, so a probe starts from freshly written
 /// buffers as one with a mapping of its own does. Grows when a probe needs
 /// more. Not thread-safe.
+///
+/// In 4 KiB pages its first mapping is at least `reserve_bytes`, so that the
+/// pools of a calibration fit from the first probe on: on the discard path
+/// here the first copying probe after the arena grew cost 13-33 % more CPU
+/// per byte than the same probe a few hundred ms later, at the sizes where
+/// it grew (4, 8 and 16 KiB: fresh pages, though filled before the probe),
+/// and that bias entered the baselines' curves where crossovers lie
+/// (docs/probes.md, "What a probe costs beside sending"). Huge pages map
+/// whole 2 MiB pages, so their first mapping already holds a pool of the
+/// default in-flight bytes, and they keep the pages a probe needs.
 class BufferArena {
  public:
-  BufferArena() = default;
+  explicit BufferArena(std::size_t reserve_bytes = 0) : reserve_bytes_(reserve_bytes) {}
   BufferArena(const BufferArena&) = delete;
   BufferArena& operator=(const BufferArena&) = delete;
 
@@ -122,6 +132,7 @@ class BufferArena {
  private:
   std::unique_ptr<BufferPool> region_;
   BufferMemory memory_ = BufferMemory::kPages;
+  std::size_t reserve_bytes_;
 };
 
 }  // namespace zcal::probes

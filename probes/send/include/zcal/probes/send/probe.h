@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -28,6 +29,12 @@ inline constexpr std::uint64_t kCopyingInFlightBytes = 1024 * 1024;
 /// Bounds on the number of buffers in the pool, whatever the message size.
 inline constexpr std::uint32_t kMinPoolBuffers = 8;
 inline constexpr std::uint32_t kMaxPoolBuffers = 128;
+
+/// The most a probe's pool takes at the default in-flight bytes, with each
+/// buffer rounded up to the pool's 64-byte alignment: what a calibration's
+/// BufferArena maps at its first probe (deeper classes with large messages
+/// may still grow it).
+inline constexpr std::size_t kPoolReserveBytes = kZerocopyInFlightBytes + kMaxPoolBuffers * 64;
 
 struct ProbeOptions {
   calibrator::Method method = calibrator::Method::kCopy;
