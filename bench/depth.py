@@ -250,21 +250,21 @@ def measure_round(args, example, index, out_dir):
             print(f"round {index}: {sender:8} {method:20} depth {depth:6} {size:6} "
                   f"{mb:9.1f} MB/s {cpu:6.1f} % CPU", file=sys.stderr)
     stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    load = os.getloadavg()
+    load = os.getloadavg()[0]
+
+    def write(name, depth, what, table):
+        (out_dir / f"{name}_{index}_{depth}.csv").write_text(
+            f"# bench/depth.py round {index}, depth class {depth}, {stamp}, load average "
+            f"{load:.1f}: {what}\n" + HEADER + "\n" + "\n".join(table[depth]) + "\n")
+
     for depth in DEPTHS:
         buffers = STREAM_IN_FLIGHT if depth == "stream" else depth
-        (out_dir / f"ref_{index}_{depth}.csv").write_text(
-            f"# bench/depth.py round {index}, depth class {depth}, {stamp}, load average "
-            f"{load[0]:.1f}: fidelity_ref_sendmsg --udp with {buffers} "
-            f"buffers (copy: one run per size, shared by every class); liburing's send-zerocopy "
-            f"example -n {EXAMPLE_BATCH[depth]}, {whole + 0.2:.1f} s; sendmsg {args.seconds} s\n"
-            + HEADER + "\n" + "\n".join(rows[depth]) + "\n")
-        (out_dir / f"uring_{index}_{depth}.csv").write_text(
-            f"# bench/depth.py round {index}, depth class {depth}, {stamp}, load average "
-            f"{load[0]:.1f}: fidelity_ref_uring --udp, {URING_IN_FLIGHT[depth]} in flight, "
-            f"waiting for {URING_WAIT[depth]} completion(s) a call (send: one run per size, "
-            f"shared by every class), {args.seconds} s\n"
-            + HEADER + "\n" + "\n".join(uring_rows[depth]) + "\n")
+        write("ref", depth, f"fidelity_ref_sendmsg --udp with {buffers} buffers (copy: one run "
+              f"per size, shared by every class); liburing's send-zerocopy example -n "
+              f"{EXAMPLE_BATCH[depth]}, {whole + 0.2:.1f} s; sendmsg {args.seconds} s", rows)
+        write("uring", depth, f"fidelity_ref_uring --udp, {URING_IN_FLIGHT[depth]} in flight, "
+              f"waiting for {URING_WAIT[depth]} completion(s) a call (send: one run per size, "
+              f"shared by every class), {args.seconds} s", uring_rows)
 
 
 def zcal_costs_by_depth(path):
