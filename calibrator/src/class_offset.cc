@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "zcal/calibrator/depth.h"
@@ -59,38 +60,106 @@ std::string Ns(double ns) {
 
 std::string Percent(double share) { return std::to_string(std::llround(share * 100)) + " %"; }
 
+// One method's usable samples on a path: the class's own, and the stream
+// class's with their CPU per send by size and its median there.
+struct ClassAndStream {
+  std::vector<const Sample*> own, stream;
+  std::map<std::uint64_t, std::vector<double>> stream_at;
+  std::map<std::uint64_t, double> stream_median;
+};
+
+ClassAndStream SplitByClass(std::span<const Sample> path_samples, Method method,
+                            std::uint32_t depth) {
+  ClassAndStream split;
+  for (const Sample& s : path_samples) {
+    if (!Usable(s, method)) continue;
+    if (s.depth == depth) split.own.push_back(&s);
+    if (s.depth == kStreamDepth) {
+      split.stream.push_back(&s);
+      split.stream_at[s.size_bytes].push_back(NsPerSend(s));
+    }
+  }
+  for (const auto& [size, at] : split.stream_at) split.stream_median[size] = Median(at);
+  return split;
+}
+
+// The class's samples at sizes the stream class measured, each against the
+// stream's median there: all together, and by size.
+struct Differences {
+  std::vector<double> all;
+  std::map<std::uint64_t, std::vector<double>> at;
+};
+
+Differences FromStream(const ClassAndStream& split) {
+  Differences d;
+  for (const Sample* s : split.own) {
+    const auto it = split.stream_median.find(s->size_bytes);
+    if (it == split.stream_median.end()) continue;
+    const double diff = NsPerSend(*s) - it->second;
+    d.all.push_back(diff);
+    d.at[s->size_bytes].push_back(diff);
+  }
+  return d;
+}
+
+// Why the class's sender is not the stream's plus a cost per send, judged
+// by the share of the wall time each ran; nullopt when it is.
+std::optional<std::string> RunShareRefusal(const ClassAndStream& split) {
+  const double own_share = CpuShare(split.own), stream_share = CpuShare(split.stream);
+  if (own_share >= kRunShareOfStream * stream_share &&
+      std::max(own_share, stream_share) <= kMaxRunShare) {
+    return std::nullopt;
+  }
+  return "its sender ran for " + Percent(own_share) + " of the wall time, the stream class's for " +
+         Percent(stream_share) + ": its throughput is not the stream's with a cost added to each send";
+}
+
+// Waiting for completions one at a time costs; it does not save. A class
+// that costs clearly less per send than the stream differs from it in
+// something else (the stream's larger pool of buffers in the cache, the
+// host's load between the two phases: -300 to -450 ns at depth 1 in
+// tests/data/depth, recorded at a load average of 10), which moving the
+// stream's samples would carry into the class.
+std::optional<std::string> BelowStreamRefusal(const ClassOffset& offset) {
+  if (offset.ns_per_send + offset.Reach95() >= 0) return std::nullopt;
+  return "its CPU per send is below the stream class's (" + Ns(offset.ns_per_send) + ", +-" +
+         Ns(offset.Reach95()).substr(1) +
+         "): waiting for each completion is not what differs between them";
+}
+
+// The same cost at every size, within each size's noise (`scale`, the
+// differences' spread, and the stream's own there) and the curves' own
+// inexactness; else why not.
+std::optional<std::string> ShapeRefusal(const ClassAndStream& split, const Differences& diffs,
+                                        double ns_per_send, double scale) {
+  for (const auto& [size, at] : diffs.at) {
+    const std::vector<double>& base = split.stream_at.at(size);
+    const double noise = std::sqrt(scale * scale / static_cast<double>(at.size()) +
+                                   (base.size() > 1 ? std::pow(ScaledMad(base), 2) /
+                                                          static_cast<double>(base.size())
+                                                    : 0.0));
+    const double allowed = 3 * noise + kShapeTolerance * split.stream_median.at(size);
+    const double here = Median(at);
+    if (std::abs(here - ns_per_send) > allowed) {
+      return "its CPU per send over the stream class's is not the same at every size: " + Ns(here) +
+             " at " + std::to_string(size) + " bytes against " + Ns(ns_per_send) +
+             " over all its sizes (allowed: " + Ns(allowed).substr(1) + " either way)";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
                                               std::uint32_t depth) {
   if (depth == kStreamDepth || !IsZerocopy(method)) return std::nullopt;
-  std::vector<const Sample*> own, stream;
-  std::map<std::uint64_t, std::vector<double>> stream_at;
-  for (const Sample& s : path_samples) {
-    if (!Usable(s, method)) continue;
-    if (s.depth == depth) own.push_back(&s);
-    if (s.depth == kStreamDepth) {
-      stream.push_back(&s);
-      stream_at[s.size_bytes].push_back(NsPerSend(s));
-    }
-  }
-  if (own.empty() || stream.empty()) return std::nullopt;
-  std::map<std::uint64_t, double> stream_median;
-  for (const auto& [size, at] : stream_at) stream_median[size] = Median(at);
+  const ClassAndStream split = SplitByClass(path_samples, method, depth);
+  if (split.own.empty() || split.stream.empty()) return std::nullopt;
+  const Differences diffs = FromStream(split);
   ClassOffset offset;
-  // The class's samples at sizes the stream class measured, each against
-  // the stream's median there.
-  std::vector<double> diffs;
-  std::map<std::uint64_t, std::vector<double>> diffs_at;
-  for (const Sample* s : own) {
-    const auto it = stream_median.find(s->size_bytes);
-    if (it == stream_median.end()) continue;
-    const double d = NsPerSend(*s) - it->second;
-    diffs.push_back(d);
-    diffs_at[s->size_bytes].push_back(d);
-  }
-  offset.samples = diffs.size();
-  offset.sizes = diffs_at.size();
+  offset.samples = diffs.all.size();
+  offset.sizes = diffs.at.size();
   if (offset.samples < kMinSamples || offset.sizes < kMinSizes) {
     offset.rejected = "too few of its samples at sizes the stream class measured (" +
                       std::to_string(offset.samples) + " at " + std::to_string(offset.sizes) +
@@ -98,49 +167,14 @@ std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_sampl
                       std::to_string(kMinSizes) + ")";
     return offset;
   }
-  offset.ns_per_send = Median(diffs);
-  const double scale = ScaledMad(diffs);
+  offset.ns_per_send = Median(diffs.all);
+  const double scale = ScaledMad(diffs.all);
   offset.standard_error =
-      kMedianEfficiency * scale / std::sqrt(static_cast<double>(diffs.size()));
-  if (const double own_share = CpuShare(own), stream_share = CpuShare(stream);
-      own_share < kRunShareOfStream * stream_share ||
-      std::max(own_share, stream_share) > kMaxRunShare) {
-    offset.rejected = "its sender ran for " + Percent(own_share) +
-                      " of the wall time, the stream class's for " + Percent(stream_share) +
-                      ": its throughput is not the stream's with a cost added to each send";
-    return offset;
-  }
-  // Waiting for completions one at a time costs; it does not save. A class
-  // that costs clearly less per send than the stream differs from it in
-  // something else (the stream's larger pool of buffers in the cache, the
-  // host's load between the two phases: -300 to -450 ns at depth 1 in
-  // tests/data/depth, recorded at a load average of 10), which moving the
-  // stream's samples would carry into the class.
-  if (offset.ns_per_send + offset.Reach95() < 0) {
-    offset.rejected = "its CPU per send is below the stream class's (" + Ns(offset.ns_per_send) +
-                      ", +-" + Ns(offset.Reach95()).substr(1) +
-                      "): waiting for each completion is not what differs between them";
-    return offset;
-  }
-  // The same cost at every size, within each size's noise and the curves'
-  // own inexactness.
-  for (const auto& [size, at] : diffs_at) {
-    const std::vector<double>& base = stream_at.at(size);
-    const double stream_ns = stream_median.at(size);
-    const double noise = std::sqrt(scale * scale / static_cast<double>(at.size()) +
-                                   (base.size() > 1 ? std::pow(ScaledMad(base), 2) /
-                                                          static_cast<double>(base.size())
-                                                    : 0.0));
-    const double allowed = 3 * noise + kShapeTolerance * stream_ns;
-    const double here = Median(at);
-    if (std::abs(here - offset.ns_per_send) > allowed) {
-      offset.rejected = "its CPU per send over the stream class's is not the same at every size: " +
-                        Ns(here) + " at " + std::to_string(size) + " bytes against " +
-                        Ns(offset.ns_per_send) + " over all its sizes (allowed: " +
-                        Ns(allowed).substr(1) + " either way)";
-      return offset;
-    }
-  }
+      kMedianEfficiency * scale / std::sqrt(static_cast<double>(diffs.all.size()));
+  std::optional<std::string> refused = RunShareRefusal(split);
+  if (!refused) refused = BelowStreamRefusal(offset);
+  if (!refused) refused = ShapeRefusal(split, diffs, offset.ns_per_send, scale);
+  if (refused) offset.rejected = std::move(*refused);
   return offset;
 }
 
