@@ -604,9 +604,10 @@ Analysis Analyze(std::span<const Sample> samples,
                  const DecisionOptions& options,
                  std::uint32_t depth) {
   std::map<std::string, std::vector<Sample>> by_path, every_depth;
-  for (const Sample& s : samples) {
-    if (!IsZerocopy(s.method) || s.depth == depth) by_path[s.path].push_back(s);
-    if (depth != kStreamDepth) every_depth[s.path].push_back(s);
+  for (Sample& s : SamplesAtDepth(samples, depth)) by_path[s.path].push_back(std::move(s));
+  // A numeric class rests on the stream class's samples too (DecideClass).
+  if (depth != kStreamDepth) {
+    for (const Sample& s : samples) every_depth[s.path].push_back(s);
   }
   Analysis analysis;
   for (const auto& [path, path_samples] : by_path) {
