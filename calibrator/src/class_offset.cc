@@ -30,8 +30,6 @@ constexpr std::size_t kMinSizes = 2;
 // share of the stream's CPU per send there: the cost curves themselves are
 // not exact (measured here: 0.3-7 % between sizes on the discard path).
 constexpr double kShapeTolerance = 0.05;
-// The standard error of a median, per standard deviation over sqrt(n).
-constexpr double kMedianEfficiency = 1.2533;
 
 double SendsOf(const Sample& s) {
   return s.size_bytes == 0 ? 0 : static_cast<double>(s.bytes) / static_cast<double>(s.size_bytes);

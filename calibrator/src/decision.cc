@@ -7,6 +7,7 @@
 #include <random>
 
 #include "class_offset.h"
+#include "drift.h"
 #include "least_cost.h"
 #include "measured_bracket.h"
 #include "model_decision.h"
@@ -603,16 +604,19 @@ MethodResult DecideClass(const std::vector<Sample>& own, std::span<const Sample>
 Analysis Analyze(std::span<const Sample> samples,
                  const DecisionOptions& options,
                  std::uint32_t depth) {
-  std::map<std::string, std::vector<Sample>> by_path, every_depth;
-  for (Sample& s : SamplesAtDepth(samples, depth)) by_path[s.path].push_back(std::move(s));
-  // A numeric class rests on the stream class's samples too (DecideClass).
-  if (depth != kStreamDepth) {
-    for (const Sample& s : samples) every_depth[s.path].push_back(s);
-  }
+  // Every depth's samples of a path: the host's speed is measured on all of
+  // them, and a numeric class rests on the stream class's too (DecideClass).
+  std::map<std::string, std::vector<Sample>> every_depth;
+  for (const Sample& s : samples) every_depth[s.path].push_back(s);
   Analysis analysis;
-  for (const auto& [path, path_samples] : by_path) {
+  for (auto& [path, all] : every_depth) {
+    const std::optional<HostDrift> drift =
+        options.correct_drift ? detail::CorrectDrift(all) : std::nullopt;
+    const std::vector<Sample> path_samples = SamplesAtDepth(all, depth);
+    if (path_samples.empty()) continue;
     PathResult& result = analysis.paths[path];
     result.path = path;
+    result.drift = drift;
     for (Method method : kAllMethods) {
       if (!IsZerocopy(method)) continue;
       const bool present =
@@ -622,7 +626,7 @@ Analysis Analyze(std::span<const Sample> samples,
       result.methods[method] =
           depth == kStreamDepth
               ? Decide(path_samples, method, options)
-              : DecideClass(path_samples, every_depth[path], method, depth, options);
+              : DecideClass(path_samples, all, method, depth, options);
     }
   }
   return analysis;

@@ -205,7 +205,15 @@ json ToJson(const PathResult& path) {
   for (const auto& [method, result] : path.methods) {
     methods[std::string(MethodName(method))] = ToJson(result);
   }
-  return json{{"methods", std::move(methods)}};
+  json drift = nullptr;
+  if (path.drift) {
+    const HostDrift& d = *path.drift;
+    drift = json{{"samples", d.samples},   {"linked", d.linked},
+                 {"cpu_low", d.cpu_low},   {"cpu_high", d.cpu_high},
+                 {"wall_low", d.wall_low}, {"wall_high", d.wall_high},
+                 {"noise", d.noise},       {"applied", d.applied}};
+  }
+  return json{{"methods", std::move(methods)}, {"drift", std::move(drift)}};
 }
 
 }  // namespace zcal::calibrator

@@ -448,6 +448,19 @@ Result<PathResult> ReadPathResult(const json& j, const std::string& path) {
   }
   PathResult out;
   out.path = path;
+  Reader in(j, path);
+  auto drift = ReadObject(j, in, path, "drift", out.drift, [](Reader& r, HostDrift& v) {
+    r.Whole("samples", v.samples);
+    r.Whole("linked", v.linked);
+    r.Number("cpu_low", v.cpu_low);
+    r.Number("cpu_high", v.cpu_high);
+    r.Number("wall_low", v.wall_low);
+    r.Number("wall_high", v.wall_high);
+    r.Number("noise", v.noise);
+    r.Flag("applied", v.applied);
+  });
+  if (!drift) return tl::unexpected(drift.error());
+  if (auto done = in.Done(); !done) return tl::unexpected(done.error());
   for (const auto& [name, entry] : methods->items()) {
     const auto method = ParseMethod(name);
     if (!method || !IsZerocopy(*method)) {

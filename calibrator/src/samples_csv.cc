@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::string_view kExpectedHeader =
     "the header must name the columns method, size, mb_per_s and cpu_pct "
-    "(optional: path, copied_pct, repeat, depth)";
+    "(optional: path, copied_pct, repeat, depth, seq)";
 
 using Field = CsvField;
 using Row = CsvRow;
@@ -168,6 +168,9 @@ Result<void> ReadCounts(const RowReader& r, Sample& s) {
   auto repeat = r.OptionalNumber<std::uint32_t>("repeat", "a whole number");
   if (!repeat) return tl::unexpected(repeat.error());
   s.repeat = repeat->value_or(0);
+  auto seq = r.OptionalNumber<std::uint64_t>("seq", "a whole number (the probe's place in the order)");
+  if (!seq) return tl::unexpected(seq.error());
+  s.seq = *seq;
 
   const std::string count(kWholeNumberOf);
   auto host = r.OptionalNumber<std::uint64_t>("host_cpu_ns", count + "ns");
@@ -456,7 +459,7 @@ std::string_view StatusName(SampleStatus status) {
 std::string WriteSamplesCsv(std::span<const Sample> samples) {
   std::string out =
       "path,method,size,repeat,mb_per_s,cpu_pct,copied_pct,bytes,wall_ns,"
-      "cpu_ns,host_cpu_ns,zc_completions,zc_copied,enobufs,status,error,depth\n";
+      "cpu_ns,host_cpu_ns,zc_completions,zc_copied,enobufs,status,error,depth,seq\n";
   for (const Sample& s : samples) {
     const double seconds = static_cast<double>(s.wall_ns) / 1e9;
     const std::optional<double> copied = s.CopiedFraction();
@@ -475,7 +478,7 @@ std::string WriteSamplesCsv(std::span<const Sample> samples) {
            ',' + std::to_string(s.zc_completions) + ',' +
            std::to_string(s.zc_copied) + ',' + std::to_string(s.enobufs) +
            ',' + std::string(StatusName(s.status)) + ',' + Quote(s.error) + ',' +
-           DepthName(s.depth) + '\n';
+           DepthName(s.depth) + ',' + (s.seq ? std::to_string(*s.seq) : std::string()) + '\n';
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // analyze --json` prints and the agent's state file keeps, both directions.
 #include "zcal/calibrator/report_json.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -17,6 +18,7 @@ namespace zcal::calibrator::report_json_test {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 constexpr Method kMzc = Method::kMsgZerocopy;
 
@@ -173,6 +175,27 @@ TEST(ReportJson, RoundTripsADecidedPath) {
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->path, path.path);
   EXPECT_EQ(ToJson(*back), j);
+}
+
+TEST(ReportJson, RoundTripsTheHostsDriftAndNamesAWrongField) {
+  PathResult path;
+  path.path = "discard";
+  path.drift = HostDrift{180, 120, 0.8, 1.14, 0.81, 1.13, 0.012, true};
+  const json j = ToJson(path);
+  const auto back = ReadPathResult(j, "discard");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->drift, path.drift);
+  // A document written before the field reads as "not measured".
+  json old = j;
+  old.erase("drift");
+  const auto older = ReadPathResult(old, "discard");
+  ASSERT_TRUE(older) << older.error().message;
+  EXPECT_FALSE(older->drift.has_value());
+  json bad = j;
+  bad["drift"]["applied"] = "yes";
+  const auto refused = ReadPathResult(bad, "discard");
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message, HasSubstr("discard.drift: 'applied' must be true or false"));
 }
 
 TEST(ReportJson, ErrorsNameTheMethodAndTheField) {

@@ -289,6 +289,7 @@ TEST(WriteSamplesCsv, RoundTripsEverySampleField) {
   ok.zc_copied = 999;
   ok.enobufs = 12;
   ok.depth = 4;
+  ok.seq = 17;
   Sample unsupported;
   unsupported.method = Method::kUringSendZc;
   unsupported.size_bytes = 1024;
@@ -320,7 +321,23 @@ TEST(WriteSamplesCsv, RoundTripsEverySampleField) {
     EXPECT_EQ(a.status, b.status);
     EXPECT_EQ(a.error, b.error);
     EXPECT_EQ(a.depth, b.depth);
+    EXPECT_EQ(a.seq, b.seq);
   }
+}
+
+TEST(ParseSamplesCsv, ReadsTheProbeOrderAndAbsentMeansUnknown) {
+  auto r = ParseSamplesCsv(
+      "method,size,mb_per_s,cpu_pct,seq\n"
+      "copy,65536,9000,50,12\n"
+      "msg_zerocopy,65536,9000,35,\n",
+      "in.csv");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ((*r)[0].seq, std::optional<std::uint64_t>(12));
+  EXPECT_FALSE((*r)[1].seq.has_value());
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct,seq\ncopy,1024,100,10,first\n"),
+              AllOf(StartsWith("in.csv:2:"), HasSubstr("'first'"), HasSubstr("seq")));
+  EXPECT_THAT(ErrorOf("method,size,mb_per_s,cpu_pct,seq\ncopy,1024,100,10,-1\n"),
+              HasSubstr("'-1'"));
 }
 
 TEST(ParseSamplesCsv, ReadsTheDepthColumnAndAbsentMeansStream) {

@@ -177,7 +177,9 @@ Command AddAnalyzeCommand(CLI::App& parent) {
                   "mb_per_s, cpu_pct (optional: path, copied_pct, repeat, depth: "
                   "1 to 128 zerocopy sends in flight or stream, absent = stream; "
                   "a numeric class on its own rows and the stream rows moved by its "
-                  "cost per send, where that is the same at every size); - reads standard "
+                  "cost per send, where that is the same at every size; seq: the "
+                  "probe's place in the calibration's order, by which the host's speed "
+                  "moving during it is measured and corrected); - reads standard "
                   "input. Read as a stream: a group of (path, method, depth, "
                   "size) keeps at most 256 samples")
       ->required();

@@ -198,6 +198,15 @@ void PrintAnalysis(std::ostream& out, const cal::Analysis& analysis,
   out << "objective: " << Objective(options) << "\n";
   for (const auto& [name, path] : analysis.paths) {
     out << "\npath " << name << "\n";
+    if (path.drift && path.drift->applied) {
+      const cal::HostDrift& d = *path.drift;
+      out << fmt::format(
+          "  the host's speed moved during the calibration: its probes cost from {:.2f} to "
+          "{:.2f} times the run's level (CPU per byte; wall time {:.2f} to {:.2f}), measured "
+          "by {} of its {} samples (those of a method, depth and size probed at times "
+          "apart); each sample was put on the run's level before deciding\n",
+          d.cpu_low, d.cpu_high, d.wall_low, d.wall_high, d.linked, d.samples);
+    }
     out << fmt::format("  {:<20} {:<13} {:>10}  {:<14} {:>10}  {}\n", "method",
                        "verdict", "threshold", "reason", "confidence",
                        "baseline");

@@ -64,6 +64,11 @@ struct DecisionOptions {
   /// every size (ClassOffset; docs/calibrator.md, "Depth"). Off: each
   /// class on its own zerocopy samples alone.
   bool class_offset = true;
+  /// Where the samples carry their probe order (Sample::seq) and the host's
+  /// speed moved during the calibration beyond kDriftApplyRatio, put them
+  /// on one scale before deciding (HostDrift; docs/calibrator.md, "When
+  /// the host's speed moves").
+  bool correct_drift = true;
 
   bool operator==(const DecisionOptions&) const = default;
 };

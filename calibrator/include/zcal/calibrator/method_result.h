@@ -264,9 +264,45 @@ struct MethodResult {
   std::optional<ClassOffset> class_offset;
 };
 
+/// How the host's speed moved during the calibration of one path, as its
+/// own samples measure it (docs/calibrator.md, "When the host's speed
+/// moves"): each sample's cost is its (method, depth, size)'s times the
+/// host's level when it ran, the level measured by the samples of a
+/// (method, depth, size) probed at times apart.
+struct HostDrift {
+  std::size_t samples = 0;  ///< successful samples, in probe order
+  std::size_t linked = 0;   ///< ... whose (method, depth, size) was probed
+                            ///< at times apart; the others take the level
+                            ///< of the nearest of these before them
+  double cpu_low = 1;       ///< the cheapest level of CPU per byte, as a
+                            ///< factor of the run's
+  double cpu_high = 1;      ///< the dearest
+  double wall_low = 1;      ///< the same for wall time per byte
+  double wall_high = 1;
+  /// The standard error of one level (log), from the scatter the levels
+  /// leave: the larger of CPU's and wall time's.
+  double noise = 0;
+  /// Whether the samples were put on one scale before deciding: done where
+  /// the dearest level over the cheapest exceeds kDriftApplyRatio, for CPU
+  /// or for wall time, and spans six of their standard errors.
+  bool applied = false;
+
+  bool operator==(const HostDrift&) const = default;
+};
+
+/// The spread of levels (dearest over cheapest) from which a
+/// calibration's samples are put on one scale. Quiet runs on the discard
+/// path stay below 1.10 (eleven runs, 2026-12-07); a host whose speed
+/// stepped by a quarter mid-run reads 1.42.
+inline constexpr double kDriftApplyRatio = 1.15;
+
 struct PathResult {
   std::string path;
   std::map<Method, MethodResult> methods;  ///< zerocopy methods present
+  /// Set where every sample of the path carries its place in the probe
+  /// order (Sample::seq) and the correction is on
+  /// (DecisionOptions::correct_drift).
+  std::optional<HostDrift> drift;
 };
 
 /// Every path found in the samples, by name.

@@ -131,7 +131,8 @@ class SweepPlanner {
   /// The next probe to run, or nullopt when the plan is complete.
   std::optional<ProbeRequest> Next();
 
-  /// Feeds the result of the request last returned by Next().
+  /// Feeds the result of the request last returned by Next(). A sample
+  /// without its place in the probe order (Sample::seq) is given the next.
   void Record(const Sample& sample);
 
   /// Before the first Next(): samples measured already on this path, by the
@@ -247,6 +248,7 @@ class SweepPlanner {
   std::vector<std::uint64_t> grid_;
   std::deque<ProbeRequest> queue_;
   std::vector<Sample> samples_;
+  std::uint64_t next_seq_ = 0;  // the probe order's next place (Record)
   std::set<Method> dropped_;
   std::map<Method, std::uint32_t> failures_;
   std::map<Method, std::size_t> refined_;  ///< refinement probes per zc method

@@ -26,6 +26,11 @@ struct Sample {
   /// baselines have no completions to wait for and are probed at stream.
   std::uint32_t depth = 0;
   std::uint32_t repeat = 0;      ///< index of this repeat, for the record
+  /// The probe's place in the calibration's order (0 first), set as it is
+  /// recorded (SweepPlanner::Record); nullopt for samples of unknown order
+  /// (a pasted table). Where every sample of a path has one, the decision
+  /// measures how the host's speed moved between probes (HostDrift).
+  std::optional<std::uint64_t> seq;
   std::uint64_t bytes = 0;       ///< bytes moved during the probe
   std::uint64_t wall_ns = 0;     ///< wall-clock duration of the probe
   std::uint64_t cpu_ns = 0;      ///< sender process user + system time

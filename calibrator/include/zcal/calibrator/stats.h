@@ -13,6 +13,10 @@ namespace zcal::calibrator {
 /// Median of the values; 0 for an empty span. Does not modify the input.
 double Median(std::span<const double> values);
 
+/// The standard error of a median of n normal values, per standard
+/// deviation over sqrt(n) (large n).
+inline constexpr double kMedianEfficiency = 1.2533;
+
 /// Median absolute deviation from the median, scaled by 1.4826 so that it
 /// estimates the standard deviation of normally distributed data.
 double ScaledMad(std::span<const double> values);
