@@ -52,7 +52,7 @@ using GroupKey = std::tuple<Method, std::uint32_t, std::uint64_t>;
 struct Layout {
   std::vector<std::size_t> order;       // indices of the samples used, by seq
   std::vector<std::size_t> group;       // group of each
-  std::vector<bool> linked;             // its group spans blocks
+  std::vector<bool> linked;             // its group spans blocks joined to the run's
   std::size_t groups = 0;
 };
 
@@ -75,7 +75,30 @@ Layout LayOut(const std::vector<Sample>& samples) {
     spans[it->second].insert(p / kDriftBlock);
   }
   l.groups = ids.size();
-  for (std::size_t p = 0; p < l.order.size(); ++p) l.linked.push_back(spans[l.group[p]].size() > 1);
+  // Blocks that a group was probed in are measured against each other; the
+  // levels are measured against the run where the blocks are joined to
+  // the one that holds the most samples. A depth class's refinement may
+  // probe its own sizes in two blocks of its own: that joins those two
+  // blocks, not them to the run, and their level is no more known than
+  // that of a class probed once.
+  const std::size_t blocks = l.order.empty() ? 0 : (l.order.size() - 1) / kDriftBlock + 1;
+  std::vector<std::size_t> root(blocks);
+  for (std::size_t b = 0; b < blocks; ++b) root[b] = b;
+  const auto find = [&](std::size_t b) {
+    while (root[b] != b) b = root[b] = root[root[b]];
+    return b;
+  };
+  for (const std::set<std::size_t>& span : spans) {
+    for (std::size_t b : span) root[find(b)] = find(*span.begin());
+  }
+  std::vector<std::size_t> held(blocks, 0);
+  for (std::size_t p = 0; p < l.order.size(); ++p) {
+    if (spans[l.group[p]].size() > 1) ++held[find(p / kDriftBlock)];
+  }
+  const auto run = static_cast<std::size_t>(std::max_element(held.begin(), held.end()) - held.begin());
+  for (std::size_t p = 0; p < l.order.size(); ++p) {
+    l.linked.push_back(spans[l.group[p]].size() > 1 && find(p / kDriftBlock) == run);
+  }
   return l;
 }
 

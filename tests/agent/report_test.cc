@@ -189,6 +189,36 @@ TEST(ReportPage, SaysWhatADepthClassCostsPerSendOverTheStream) {
   EXPECT_EQ(RenderReport(model).find("this depth"), std::string::npos);
 }
 
+// A calibration whose host changed speed says so under each method of the
+// path, with the figures; one whose samples were left alone says nothing.
+TEST(ReportPage, SaysWhenTheHostsSpeedMovedDuringTheCalibration) {
+  cal::PathResult path;
+  path.path = "discard";
+  path.methods[cal::Method::kMsgZerocopy] = Entry("discard", cal::Method::kMsgZerocopy).result;
+  path.drift = cal::HostDrift{180, 120, 0.82, 1.17, 0.82, 1.16, 0.004, true};
+  json document = {{"paths", {{"discard", cal::ToJson(path)}}}};
+  std::vector<std::string> where;
+  auto model = ModelOfDocument(document, "x", where);
+  ASSERT_TRUE(model) << model.error().message;
+  ASSERT_EQ(model->entries.size(), 1u);
+  const std::string page = RenderReport(*model);
+  EXPECT_NE(page.find("The host's speed moved during this calibration: its probes cost from "
+                      "0.82 to 1.17 times the run's level (CPU per byte), measured by 120 of "
+                      "its 180 samples"),
+            std::string::npos)
+      << page;
+  document["paths"]["discard"]["drift"]["applied"] = false;
+  model = ModelOfDocument(document, "x", where);
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(RenderReport(*model).find("speed moved"), std::string::npos);
+  document["paths"]["discard"]["drift"]["samples"] = "many";
+  const auto bad = ModelOfDocument(document, "x", where);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("paths.discard.drift: 'samples' must be a whole number"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 TEST(ReportModelOf, SaysWhatIsWrongAndWhere) {
   std::vector<std::string> where;
   auto unknown = ModelOfDocument(json{{"metrics", 1}}, "x", where);

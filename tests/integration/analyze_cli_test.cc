@@ -390,6 +390,47 @@ TEST_F(AnalyzeCli, MarksAMethodNotProbedAtAClass) {
   }
 }
 
+// A recorded calibration during which the host got a quarter faster, its
+// depth classes all probed after the step (tests/data/drift/README.md).
+TEST_F(AnalyzeCli, PutsARunWhoseHostSpedUpOnOneScale) {
+  const auto threshold = [](const nlohmann::json& doc, const std::string& depth) {
+    for (const auto& one : doc.at("depths")) {
+      if (one.at("depth") != depth) continue;
+      const auto& r = one.at("paths").at("discard").at("methods").at("msg_zerocopy");
+      return r.at("verdict") == "always" ? std::uint64_t{0}
+                                           : r.value("threshold_bytes", std::uint64_t{1} << 40);
+    }
+    return std::uint64_t{1} << 41;
+  };
+  const std::string recorded = SourcePath("tests/data/drift/stepped.csv");
+  const auto ordered = Analyze({"--json", recorded});
+  ASSERT_EQ(ordered.exit_status, 0) << ordered.err;
+  const nlohmann::json doc = nlohmann::json::parse(ordered.out);
+  const auto& drift = doc.at("paths").at("discard").at("drift");
+  EXPECT_TRUE(drift.at("applied").get<bool>()) << drift;
+  EXPECT_GT(drift.at("cpu_high").get<double>() / drift.at("cpu_low").get<double>(), 1.3) << drift;
+  const std::uint64_t stream = threshold(doc, "stream");
+  EXPECT_GE(threshold(doc, "4"), stream);
+  EXPECT_GE(threshold(doc, "16"), stream);
+
+  // The same rows without their order: never corrected, and the classes
+  // probed after the step fall below the stream.
+  std::ifstream in(recorded);
+  std::string table, line;
+  while (std::getline(in, line)) table += line.substr(0, line.rfind(',')) + "\n";
+  const std::string file = Write("unordered.csv", table);
+  const auto unordered = Analyze({"--json", file});
+  ASSERT_EQ(unordered.exit_status, 0) << unordered.err;
+  const nlohmann::json before = nlohmann::json::parse(unordered.out);
+  EXPECT_TRUE(before.at("paths").at("discard").at("drift").is_null());
+  EXPECT_LT(threshold(before, "4"), threshold(before, "stream"));
+
+  const auto text = Analyze({recorded});
+  ASSERT_EQ(text.exit_status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("the host's speed moved during the calibration: its probes "
+                                  "cost from 0."));
+}
+
 TEST_F(AnalyzeCli, HelpAndVersion) {
   auto r = RunCommand({ZcalPath(), "analyze", "--help"});
   EXPECT_EQ(r.exit_status, 0);

@@ -337,6 +337,13 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
                : "<p class=\"note\">Decided on this depth's own samples: " +
                      HtmlEscape(o.rejected) + ".</p>\n";
   }
+  if (e.drift && e.drift->applied) {
+    out += fmt::format(
+        "<p class=\"note\">The host's speed moved during this calibration: its probes cost "
+        "from {:.2f} to {:.2f} times the run's level (CPU per byte), measured by {} of its {} "
+        "samples; each sample was put on the run's level before deciding.</p>\n",
+        e.drift->cpu_low, e.drift->cpu_high, e.drift->linked, e.drift->samples);
+  }
   MeasuredNotes(out, r);
   if (r.model && !r.model->accepted && !r.model->rejection.empty()) {
     out += "<p class=\"note\">The fitted model was rejected: " +

@@ -10,6 +10,7 @@
 #include "zcal/agent/state/load_json.h"
 #include "zcal/agent/state/state.h"
 #include "zcal/calibrator/method.h"
+#include "zcal/calibrator/report_json.h"
 #include "zcal/common/text.h"
 
 namespace zcal::agent {
@@ -54,6 +55,16 @@ Result<std::vector<ReportEntry>> EntriesOfDocument(const json& paths,
       }
       entries.push_back({path, std::move(*parsed), 0, std::nullopt, std::nullopt});
     }
+    // The path's drift, read by the one codec of a path's result.
+    if (const auto drift = value.find("drift"); drift != value.end() && !drift->is_null()) {
+      where = {"paths", path, "drift"};
+      auto read = calibrator::ReadPathResult(json{{"methods", json::object()}, {"drift", *drift}},
+                                             "paths." + path);
+      if (!read) return tl::unexpected(read.error());
+      for (ReportEntry& e : entries) {
+        if (e.path == path) e.drift = read->drift;
+      }
+    }
   }
   where.clear();
   return entries;
@@ -83,7 +94,9 @@ std::vector<ReportEntry> EntriesOf(const calibrator::Analysis& analysis) {
   std::vector<ReportEntry> entries;
   for (const auto& [name, path] : analysis.paths) {
     for (const auto& [method, result] : path.methods) {
-      entries.push_back({name, result, 0, std::nullopt, std::nullopt});
+      ReportEntry e{name, result, 0, std::nullopt, std::nullopt};
+      e.drift = path.drift;
+      entries.push_back(std::move(e));
     }
   }
   return entries;

@@ -42,6 +42,10 @@ struct ReportEntry {
   /// Which traffic mix the path's thresholds were decided for (an agent
   /// state's decided_for); nullopt when the input does not say.
   std::optional<DecidedFor> decided_for = std::nullopt;
+  /// How the host's speed moved during the path's calibration, where the
+  /// input says (a calibrate or analyze document of samples with their
+  /// order); nullopt otherwise.
+  std::optional<calibrator::HostDrift> drift = std::nullopt;
 };
 
 /// What the page was made from.
