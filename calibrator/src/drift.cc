@@ -54,6 +54,7 @@ struct Layout {
   std::vector<std::size_t> group;       // group of each
   std::vector<bool> linked;             // its group spans blocks joined to the run's
   std::size_t groups = 0;
+  std::size_t blocks = 0;               // of kDriftBlock positions
 };
 
 Layout LayOut(const std::vector<Sample>& samples) {
@@ -81,9 +82,9 @@ Layout LayOut(const std::vector<Sample>& samples) {
   // probe its own sizes in two blocks of its own: that joins those two
   // blocks, not them to the run, and their level is no more known than
   // that of a class probed once.
-  const std::size_t blocks = l.order.empty() ? 0 : (l.order.size() - 1) / kDriftBlock + 1;
-  std::vector<std::size_t> root(blocks);
-  for (std::size_t b = 0; b < blocks; ++b) root[b] = b;
+  l.blocks = l.order.empty() ? 0 : (l.order.size() - 1) / kDriftBlock + 1;
+  std::vector<std::size_t> root(l.blocks);
+  for (std::size_t b = 0; b < l.blocks; ++b) root[b] = b;
   const auto find = [&](std::size_t b) {
     while (root[b] != b) b = root[b] = root[root[b]];
     return b;
@@ -91,7 +92,7 @@ Layout LayOut(const std::vector<Sample>& samples) {
   for (const std::set<std::size_t>& span : spans) {
     for (std::size_t b : span) root[find(b)] = find(*span.begin());
   }
-  std::vector<std::size_t> held(blocks, 0);
+  std::vector<std::size_t> held(l.blocks, 0);
   for (std::size_t p = 0; p < l.order.size(); ++p) {
     if (spans[l.group[p]].size() > 1) ++held[find(p / kDriftBlock)];
   }
@@ -126,8 +127,7 @@ std::pair<std::size_t, std::size_t> Window(const std::vector<std::size_t>& linke
 // polish of group effects and block levels, the levels measured by the
 // linked samples only (a group probed in one block says nothing of it).
 std::vector<double> GroupEffects(const Layout& l, const std::vector<double>& y) {
-  const std::size_t blocks = y.empty() ? 0 : (y.size() - 1) / kDriftBlock + 1;
-  std::vector<double> level(blocks, 0.0);
+  std::vector<double> level(l.blocks, 0.0);
   std::vector<double> effect(l.groups, 0.0);
   std::vector<std::vector<double>> cells;
   for (int round = 0; round < kPolishRounds; ++round) {
@@ -136,11 +136,11 @@ std::vector<double> GroupEffects(const Layout& l, const std::vector<double>& y) 
       cells[l.group[p]].push_back(y[p] - level[p / kDriftBlock]);
     }
     for (std::size_t g = 0; g < l.groups; ++g) effect[g] = Median(cells[g]);
-    cells.assign(blocks, {});
+    cells.assign(l.blocks, {});
     for (std::size_t p = 0; p < y.size(); ++p) {
       if (l.linked[p]) cells[p / kDriftBlock].push_back(y[p] - effect[l.group[p]]);
     }
-    for (std::size_t b = 0; b < blocks; ++b) {
+    for (std::size_t b = 0; b < l.blocks; ++b) {
       if (!cells[b].empty()) level[b] = Median(cells[b]);
     }
   }

@@ -1,6 +1,6 @@
-// The host's speed within one calibration: a level per block of consecutive
-// probes, and the samples put on one scale (HostDrift in method_result.h;
-// docs/calibrator.md, "When the host's speed moves").
+// The host's speed within one calibration: a level for each probe, measured
+// along the probe order, and the samples put on one scale (HostDrift in
+// method_result.h; docs/calibrator.md, "When the host's speed moves").
 #pragma once
 
 #include <cstddef>
@@ -18,8 +18,8 @@ namespace zcal::calibrator::detail {
 inline constexpr std::size_t kDriftBlock = 16;
 
 /// Measures the level of each sample of one path (every method and depth)
-/// and, where they spread beyond kDriftApplyRatio, divides each sample's
-/// CPU and wall time by its level. nullopt, and nothing changed,
+/// and, where the levels spread beyond kDriftApplyRatio and beyond their
+/// own noise, divides each sample's CPU and wall time by its level. nullopt, and nothing changed,
 /// where a successful sample lacks its place in the probe order.
 std::optional<HostDrift> CorrectDrift(std::vector<Sample>& path_samples);
 

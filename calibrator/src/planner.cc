@@ -524,8 +524,7 @@ void SweepPlanner::Seed(std::span<const Sample> samples) {
     if (IsZerocopy(s.method) && s.depth != options_.depth) {
       Sample kept = s;
       kept.path = options_.path;
-      if (!kept.seq) kept.seq = next_seq_;
-      next_seq_ = std::max(next_seq_, *kept.seq + 1);
+      Number(kept);
       samples_.push_back(std::move(kept));
       continue;
     }
@@ -533,11 +532,15 @@ void SweepPlanner::Seed(std::span<const Sample> samples) {
   }
 }
 
+void SweepPlanner::Number(Sample& sample) {
+  if (!sample.seq) sample.seq = next_seq_;
+  next_seq_ = std::max(next_seq_, *sample.seq + 1);
+}
+
 void SweepPlanner::Record(const Sample& sample) {
   Sample s = sample;
   s.path = options_.path;
-  if (!s.seq) s.seq = next_seq_;
-  next_seq_ = std::max(next_seq_, *s.seq + 1);
+  Number(s);
   switch (s.status) {
     case SampleStatus::kUnsupported:
       dropped_.insert(s.method);

@@ -448,19 +448,9 @@ Result<PathResult> ReadPathResult(const json& j, const std::string& path) {
   }
   PathResult out;
   out.path = path;
-  Reader in(j, path);
-  auto drift = ReadObject(j, in, path, "drift", out.drift, [](Reader& r, HostDrift& v) {
-    r.Whole("samples", v.samples);
-    r.Whole("linked", v.linked);
-    r.Number("cpu_low", v.cpu_low);
-    r.Number("cpu_high", v.cpu_high);
-    r.Number("wall_low", v.wall_low);
-    r.Number("wall_high", v.wall_high);
-    r.Number("noise", v.noise);
-    r.Flag("applied", v.applied);
-  });
+  auto drift = ReadHostDrift(j, path);
   if (!drift) return tl::unexpected(drift.error());
-  if (auto done = in.Done(); !done) return tl::unexpected(done.error());
+  out.drift = *drift;
   for (const auto& [name, entry] : methods->items()) {
     const auto method = ParseMethod(name);
     if (!method || !IsZerocopy(*method)) {
@@ -470,6 +460,25 @@ Result<PathResult> ReadPathResult(const json& j, const std::string& path) {
     if (!result) return Fail(Errc::kParse, path + ".methods." + result.error().message);
     out.methods[*method] = std::move(*result);
   }
+  return out;
+}
+
+Result<std::optional<HostDrift>> ReadHostDrift(const json& j, const std::string& path) {
+  std::optional<HostDrift> out;
+  if (!j.is_object()) return out;
+  Reader in(j, path);
+  auto read = ReadObject(j, in, path, "drift", out, [](Reader& r, HostDrift& v) {
+    r.Whole("samples", v.samples);
+    r.Whole("linked", v.linked);
+    r.Number("cpu_low", v.cpu_low);
+    r.Number("cpu_high", v.cpu_high);
+    r.Number("wall_low", v.wall_low);
+    r.Number("wall_high", v.wall_high);
+    r.Number("noise", v.noise);
+    r.Flag("applied", v.applied);
+  });
+  if (!read) return tl::unexpected(read.error());
+  if (auto done = in.Done(); !done) return tl::unexpected(done.error());
   return out;
 }
 

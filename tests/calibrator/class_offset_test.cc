@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sample_builders.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
 #include "zcal/calibrator/samples_csv.h"
@@ -29,27 +30,10 @@ using detail::MovedIntoClass;
 constexpr Method kMzc = Method::kMsgZerocopy;
 constexpr Method kCopy = Method::kCopy;
 
-// CPU per send of each send on a host whose senders are bound by their CPU
-// (the discard path): copy 500 ns + 0.10 ns/B, zerocopy at stream 1500 ns
-// + 0.02 ns/B. Stream crossover with the 3 % margin: 13182 bytes.
-double CopyNs(double size) { return 500 + 0.10 * size; }
-double StreamZcNs(double size) { return 1500 + 0.02 * size; }
-
-// One probe of one second at `ns_per_send` a send, its CPU `cpu_share` of
-// the wall time.
-Sample Probe(Method method, std::uint64_t size, std::uint32_t depth, double ns_per_send,
-             double cpu_share = 1.0) {
-  Sample s;
-  s.path = "discard";
-  s.method = method;
-  s.size_bytes = size;
-  s.depth = depth;
-  const double cpu = 1e9 * cpu_share;
-  s.cpu_ns = static_cast<std::uint64_t>(cpu);
-  s.wall_ns = 1'000'000'000;
-  s.bytes = static_cast<std::uint64_t>(std::llround(cpu / ns_per_send)) * size;
-  return s;
-}
+// The CPU-bound host of sample_builders.h: stream crossover 13182 bytes.
+constexpr auto CopyNs = testing::CpuBoundCopyNs;
+constexpr auto StreamZcNs = testing::CpuBoundStreamZcNs;
+using testing::CpuBoundProbe;
 
 const std::vector<std::uint64_t> kGrid = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
 
@@ -60,8 +44,8 @@ std::vector<Sample> StreamTable() {
     const double jitter = 1 + 0.01 * (r - 1);
     for (std::uint64_t size : kGrid) {
       const auto s = static_cast<double>(size);
-      samples.push_back(Probe(kCopy, size, kStreamDepth, CopyNs(s) * jitter));
-      samples.push_back(Probe(kMzc, size, kStreamDepth, StreamZcNs(s) * jitter));
+      samples.push_back(CpuBoundProbe(kCopy, size, kStreamDepth, CopyNs(s) * jitter));
+      samples.push_back(CpuBoundProbe(kMzc, size, kStreamDepth, StreamZcNs(s) * jitter));
     }
   }
   return samples;
@@ -74,7 +58,7 @@ void AddClass(std::vector<Sample>& samples, std::uint32_t depth,
   for (int r = 0; r < 2; ++r) {
     for (std::uint64_t size : sizes) {
       const auto s = static_cast<double>(size);
-      samples.push_back(Probe(kMzc, size, depth, StreamZcNs(s) + extra(s) + 10.0 * r, cpu_share));
+      samples.push_back(CpuBoundProbe(kMzc, size, depth, StreamZcNs(s) + extra(s) + 10.0 * r, cpu_share));
     }
   }
 }
@@ -203,7 +187,7 @@ TEST(ClassOffset, RefusesAClassThatCostsLessPerSendThanTheStream) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> noise(-40, 40);
   for (std::uint64_t size : {8192u, 16384u, 32768u, 65536u}) {
-    samples.push_back(Probe(kMzc, size, 16, StreamZcNs(static_cast<double>(size)) - 5 + noise(rng)));
+    samples.push_back(CpuBoundProbe(kMzc, size, 16, StreamZcNs(static_cast<double>(size)) - 5 + noise(rng)));
   }
   EXPECT_EQ(RefusalOf(samples, 16), "");
 }
@@ -229,7 +213,7 @@ TEST(ClassOffset, TheIntervalSpansTheCostsUncertainty) {
   std::uniform_real_distribution<double> noise(-150, 150);
   for (int r = 0; r < 3; ++r) {
     for (std::uint64_t size : {8192u, 16384u, 32768u}) {
-      samples.push_back(Probe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + 600 + noise(rng)));
+      samples.push_back(CpuBoundProbe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + 600 + noise(rng)));
     }
   }
   const MethodResult r = Analyze(samples, {}, 4).paths.at("discard").methods.at(kMzc);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "sample_builders.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/planner.h"
 
@@ -22,12 +23,11 @@ using detail::kDriftBlock;
 constexpr Method kMzc = Method::kMsgZerocopy;
 constexpr Method kCopy = Method::kCopy;
 
-// A host whose senders are bound by their CPU (the discard path), in ns a
-// send: copy 500 + 0.10/B, zerocopy at stream 1500 + 0.02/B, and at depth
-// 4 a further 600 a send for reaping its completions. With the 3 % margin
-// the stream class crosses over at 13182 bytes and depth 4 at 20974.
-double CopyNs(double size) { return 500 + 0.10 * size; }
-double StreamZcNs(double size) { return 1500 + 0.02 * size; }
+// The CPU-bound host of sample_builders.h (stream crossover 13182 bytes),
+// and at depth 4 a further 600 ns a send for reaping its completions:
+// with the 3 % margin depth 4 crosses over at 20974 bytes.
+constexpr auto CopyNs = testing::CpuBoundCopyNs;
+constexpr auto StreamZcNs = testing::CpuBoundStreamZcNs;
 double Depth4ZcNs(double size) { return StreamZcNs(size) + 600; }
 constexpr double kDepth4Crossover = 20974;
 
@@ -38,16 +38,9 @@ const std::vector<std::uint64_t> kGrid = {1024, 2048, 4096, 8192, 16384, 32768, 
 class ProbeRun {
  public:
   void Probe(Method method, std::uint64_t size, std::uint32_t depth, double ns_per_send) {
-    Sample s;
-    s.path = "discard";
-    s.method = method;
-    s.size_bytes = size;
-    s.depth = depth;
-    s.cpu_ns = 1'000'000'000;
-    s.wall_ns = 1'000'000'000;
     // Alternating +-1 %: repeats that are not identical.
     const double jitter = 1 + 0.01 * ((samples.size() % 3) - 1.0);
-    s.bytes = static_cast<std::uint64_t>(std::llround(1e9 / (ns_per_send * speed * jitter))) * size;
+    Sample s = testing::CpuBoundProbe(method, size, depth, ns_per_send * speed * jitter);
     s.seq = samples.size();
     samples.push_back(s);
   }

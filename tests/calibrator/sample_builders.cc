@@ -29,4 +29,22 @@ std::vector<Sample> Table(Method zerocopy, Method baseline,
   return out;
 }
 
+double CpuBoundCopyNs(double size) { return 500 + 0.10 * size; }
+
+double CpuBoundStreamZcNs(double size) { return 1500 + 0.02 * size; }
+
+Sample CpuBoundProbe(Method method, std::uint64_t size, std::uint32_t depth, double ns_per_send,
+                     double cpu_share) {
+  Sample s;
+  s.path = "discard";
+  s.method = method;
+  s.size_bytes = size;
+  s.depth = depth;
+  const double cpu = 1e9 * cpu_share;
+  s.cpu_ns = static_cast<std::uint64_t>(cpu);
+  s.wall_ns = 1'000'000'000;
+  s.bytes = static_cast<std::uint64_t>(std::llround(cpu / ns_per_send)) * size;
+  return s;
+}
+
 }  // namespace zcal::calibrator::testing

@@ -55,15 +55,11 @@ Result<std::vector<ReportEntry>> EntriesOfDocument(const json& paths,
       }
       entries.push_back({path, std::move(*parsed), 0, std::nullopt, std::nullopt});
     }
-    // The path's drift, read by the one codec of a path's result.
-    if (const auto drift = value.find("drift"); drift != value.end() && !drift->is_null()) {
-      where = {"paths", path, "drift"};
-      auto read = calibrator::ReadPathResult(json{{"methods", json::object()}, {"drift", *drift}},
-                                             "paths." + path);
-      if (!read) return tl::unexpected(read.error());
-      for (ReportEntry& e : entries) {
-        if (e.path == path) e.drift = read->drift;
-      }
+    where = {"paths", path, "drift"};
+    auto drift = calibrator::ReadHostDrift(value, "paths." + path);
+    if (!drift) return tl::unexpected(drift.error());
+    for (ReportEntry& e : entries) {
+      if (e.path == path) e.drift = *drift;
     }
   }
   where.clear();

@@ -243,12 +243,15 @@ class SweepPlanner {
   /// Gives every zerocopy method still being refined the stop `why`
   /// (StopReason::kProbes): the planner's own caps ended it.
   void EndUnfinished(const std::string& why);
+  /// Gives `sample` the probe order's next place where it has none, and
+  /// keeps the next place past the one it has.
+  void Number(Sample& sample);
 
   PlannerOptions options_;
   std::vector<std::uint64_t> grid_;
   std::deque<ProbeRequest> queue_;
   std::vector<Sample> samples_;
-  std::uint64_t next_seq_ = 0;  // the probe order's next place (Record)
+  std::uint64_t next_seq_ = 0;  // the probe order's next place (Number)
   std::set<Method> dropped_;
   std::map<Method, std::uint32_t> failures_;
   std::map<Method, std::size_t> refined_;  ///< refinement probes per zc method

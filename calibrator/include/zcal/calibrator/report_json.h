@@ -108,7 +108,7 @@ nlohmann::json ToJson(const MeasuredBracket& bracket);
 nlohmann::json ToJson(const MethodResult& result);
 nlohmann::json ToJson(const Analysis& analysis);
 
-nlohmann::json ToJson(const PathResult& path);  ///< {"methods": {...}}
+nlohmann::json ToJson(const PathResult& path);  ///< {"methods": {...}, "drift": ...}
 
 /// Reads a MethodResult object as ToJson writes it, the form `zcal analyze
 /// --json` prints and the agent's state file keeps; ToJson of the result
@@ -120,9 +120,14 @@ nlohmann::json ToJson(const PathResult& path);  ///< {"methods": {...}}
 /// size, or a field of the wrong type.
 Result<MethodResult> ReadMethodResult(const nlohmann::json& j, Method method);
 
-/// Reads {"methods": {"<method>": MethodResult}} of `path`; every key must
-/// be a zerocopy method. Errors as ReadMethodResult, prefixed with
-/// "<path>.methods.".
+/// Reads {"methods": {"<method>": MethodResult}, "drift": ...} of `path`;
+/// every key of methods must be a zerocopy method. Errors as
+/// ReadMethodResult, prefixed with "<path>.methods.", and ReadHostDrift's.
 Result<PathResult> ReadPathResult(const nlohmann::json& j, const std::string& path);
+
+/// Reads the "drift" of a path's object `j` (HostDrift, as ToJson of the
+/// PathResult writes it): nullopt where it is absent or null. Errors name
+/// "<path>.drift" and the field.
+Result<std::optional<HostDrift>> ReadHostDrift(const nlohmann::json& j, const std::string& path);
 
 }  // namespace zcal::calibrator
