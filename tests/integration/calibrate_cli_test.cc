@@ -6,12 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -329,10 +334,37 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   std::string header, line;
   std::getline(in, header);
   EXPECT_THAT(header, HasSubstr(",depth"));
-  bool depth_one = false;
-  while (std::getline(in, line)) depth_one |= line.find("msg_zerocopy") != std::string::npos &&
-                                              line.ends_with(",1");
-  EXPECT_TRUE(depth_one) << "the depth-1 probes' rows say depth 1";
+  // The stream class, probed first, has the dense grid (three sizes per
+  // octave, so that the local fit can decide where steps reject the
+  // curves); depth 1 is probed at some of its sizes, so that its cost per
+  // send is measured against the stream's own samples.
+  const auto fields = [](const std::string& row) {
+    std::vector<std::string> out;
+    std::stringstream cells(row);
+    for (std::string cell; std::getline(cells, cell, ',');) out.push_back(cell);
+    return out;
+  };
+  const std::vector<std::string> names = fields(header);
+  const auto column = [&](const char* name) {
+    return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  const std::size_t method = column("method"), size = column("size"), depth = column("depth");
+  ASSERT_LT(depth, names.size()) << header;
+  std::set<std::uint64_t> stream_sizes, one_sizes;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> row = fields(line + ",");
+    if (row.size() <= depth || row[method] != "msg_zerocopy") continue;
+    (row[depth] == "stream" ? stream_sizes : one_sizes).insert(std::stoull(row[size]));
+  }
+  EXPECT_FALSE(one_sizes.empty()) << "the depth-1 probes' rows say depth 1";
+  ASSERT_GE(stream_sizes.size(), 2u);
+  for (auto it = std::next(stream_sizes.begin()); it != stream_sizes.end(); ++it) {
+    EXPECT_LE(std::log2(static_cast<double>(*it) / static_cast<double>(*std::prev(it))), 0.4)
+        << "stream sizes " << *std::prev(it) << " and " << *it;
+  }
+  std::size_t shared = 0;
+  for (std::uint64_t size : one_sizes) shared += stream_sizes.contains(size) ? 1 : 0;
+  EXPECT_GE(shared, 2u) << "depth 1 measured at sizes the stream class measured";
   // Depth 1 is decided as the stream class plus its cost per send: the
   // result says by how much, or why that model was refused
   // (docs/calibrator.md, "A cost per send"); the stream class has none.
@@ -372,7 +404,7 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   EXPECT_THAT(text.out, HasSubstr("depth stream (zerocopy sends in flight):"));
 }
 
-// A budget shorter than the coarse grid (7 sizes, 2 methods, 2 repeats of
+// A budget shorter than the coarse grid (19 sizes, 2 methods, one round of
 // 10 ms probes on the discard path): the budget, not the planner, ends the
 // probes, and every output says so.
 TEST_F(CalibrateCli, SaysWhenTheBudgetEndedTheProbes) {

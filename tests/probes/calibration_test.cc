@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -243,10 +244,21 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
   options.max_size = 65507;
   options.budget_seconds = 5;
   const calibrator::PlannerOptions five = PlannerOptionsFor(options);
-  // 5 s * 0.85 / 11.5 ms = 369 probes; the coarse grid (7 sizes, 5 methods,
-  // 2 repeats) takes 70; each zerocopy method may use the 299 left (the
-  // budget's end stops the calibration when they together would not fit).
-  EXPECT_EQ(five.refine_probes, 299u);
+  // Three sizes per octave, once each: 19 sizes from 1 KiB to 65507 bytes,
+  // every gap within the 0.4 octave from which the local fit decides
+  // where the curves are rejected.
+  const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(five);
+  ASSERT_EQ(grid.size(), 19u);
+  EXPECT_EQ(five.repeats, 1u);
+  for (std::size_t i = 1; i < grid.size(); ++i) {
+    EXPECT_LE(std::log2(static_cast<double>(grid[i]) / static_cast<double>(grid[i - 1])), 0.4)
+        << grid[i - 1] << " to " << grid[i];
+  }
+  // 5 s * 0.85 / 11.5 ms = 369 probes; the coarse grid (19 sizes, 5
+  // methods, 1 repeat) takes 95; each zerocopy method may use the 274 left
+  // (the budget's end stops the calibration when they together would not
+  // fit).
+  EXPECT_EQ(five.refine_probes, 274u);
   EXPECT_EQ(five.max_repeats, 16u) << "a flat crossover may repeat its sizes more";
 
   options.budget_seconds = 1;
@@ -254,7 +266,7 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
       << "never below the planner's own";
   options.budget_seconds = 5;
   options.methods = {calibrator::Method::kCopy, calibrator::Method::kMsgZerocopy};
-  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 369u - 28u) << "7 sizes, 2 methods, 2 repeats";
+  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 369u - 38u) << "19 sizes, 2 methods, 1 repeat";
 
   CalibrationOptions loopback;
   loopback.budget_seconds = 30;

@@ -30,6 +30,16 @@ using namespace std::chrono_literals;
 // Repeats per size the planner may add on the discard path (its default: 9);
 // docs/probes.md has why.
 constexpr std::uint32_t kDiscardMaxRepeats = 16;
+// The discard path's coarse grids (docs/calibrator.md, "The sweep
+// planner"). The first class is probed at three sizes per octave, once
+// each: its gaps are narrower than the 0.4 octave from which the local fit
+// decides where the real path's steps reject the curves, and neighbours
+// pool their noise there as repeats would. The classes after it measure
+// one number, their cost per send over the first class's
+// (calibrator::ClassOffset), whose samples moved by it give them the dense
+// grid too, so they are probed an octave apart.
+constexpr double kDenseGrowth = 1.2599;  // 2^(1/3)
+constexpr std::size_t kEveryThird = 3;
 // What the end of a calibration takes after its last probe (the final
 // analysis, 10-30 ms with five methods): kept out of the budget, so that a
 // calibration that runs to its budget still ends within it.
@@ -92,6 +102,10 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options,
   planner.decision = options.decision;
   planner.depth = depth;
   // Bad sizes are ValidateCalibrationOptions's to report, not this sizing's.
+  if (options.target.kind == TargetKind::kDiscard) {
+    planner.growth = kDenseGrowth;
+    planner.repeats = 1;
+  }
   if (options.target.kind == TargetKind::kDiscard && calibrator::ValidatePlannerOptions(planner)) {
     // A discard probe has a fixed length, so the budget says how many
     // probes fit: the refinement may use what the coarse grid leaves, up to
@@ -334,6 +348,30 @@ struct ClassPlan {
   std::map<Method, std::vector<std::uint64_t>> coarse_sizes;
 };
 
+// The coarse grid of a class after the first: `planner`'s, or where the
+// senders never wait (the discard path) every third size of it (an octave
+// apart on the first class's grid of three sizes per octave) and its end.
+// There a class's samples measure one number, its cost per send over the
+// first class's (calibrator::ClassOffset), pooled over the sizes both
+// measured, and the first class's samples moved by it carry the noise and
+// the shape, so one round at a few of that class's sizes does. Elsewhere
+// (a peer's sink) a class may have to be decided on its own samples, and
+// has the planner's grid and two rounds.
+std::vector<std::uint64_t> GridAfterTheFirst(const CalibrationOptions& options,
+                                             const calibrator::PlannerOptions& planner) {
+  std::vector<std::uint64_t> grid = calibrator::CoarseGrid(planner);
+  if (!TraitsOf(options.target.kind).senders_never_wait) return grid;
+  std::vector<std::uint64_t> every_third;
+  for (std::size_t i = 0; i < grid.size(); i += kEveryThird) every_third.push_back(grid[i]);
+  if (every_third.back() != grid.back()) every_third.push_back(grid.back());
+  return every_third;
+}
+
+std::uint32_t CoarseRepeatsAfterTheFirst(const CalibrationOptions& options) {
+  return TraitsOf(options.target.kind).senders_never_wait ? 1
+                                                          : calibrator::PlannerOptions{}.repeats;
+}
+
 // The methods not probed go into `skipped` with why, and the answer they
 // take into `inferred`.
 ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
@@ -346,7 +384,7 @@ ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
     return plan;
   }
   plan.after_the_first = true;
-  const std::vector<std::uint64_t> grid = calibrator::CoarseGrid(all);
+  const std::vector<std::uint64_t> grid = GridAfterTheFirst(options, all);
   for (Method m : all.methods) {
     if (!calibrator::IsZerocopy(m)) continue;
     const depth_classes::Placement place = depth_classes::Place(m, depth, known, grid);
@@ -356,7 +394,7 @@ ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
       continue;
     }
     plan.methods.push_back(m);
-    if (!place.sizes.empty()) plan.coarse_sizes[m] = place.sizes;
+    plan.coarse_sizes[m] = place.sizes.empty() ? grid : place.sizes;
   }
   // Their baselines (the native one, or copy where it was not asked for),
   // whose probes so far the planner is seeded with.
@@ -374,17 +412,6 @@ ClassPlan PlanClass(const CalibrationOptions& options, std::uint32_t depth,
     }
   }
   return plan;
-}
-
-// The coarse grid's rounds of a class after the first. Where the senders
-// never wait (the discard path) its samples measure one number, its cost
-// per send over the stream class's (calibrator::ClassOffset), pooled over
-// its sizes, and the stream's samples moved by it carry the noise: one
-// round does. Elsewhere (a peer's sink) a class may have to be decided on
-// its own samples, and has the planner's two.
-std::uint32_t CoarseRepeatsAfterTheFirst(const CalibrationOptions& options) {
-  return TraitsOf(options.target.kind).senders_never_wait ? 1
-                                                          : calibrator::PlannerOptions{}.repeats;
 }
 
 // The planner of a class's plan, sized by its share of the budget.
@@ -468,7 +495,7 @@ std::size_t CoarseProbesOf(const calibrator::PlannerOptions& planner,
 // of 7 sizes at depth 1, 3 to 4 at 4 and 16).
 std::size_t CoarseProbesAfter(const CalibrationOptions& options,
                               const calibrator::PlannerOptions& planner) {
-  return (calibrator::CoarseGrid(planner).size() / 2 + 1) * CoarseRepeatsAfterTheFirst(options);
+  return (GridAfterTheFirst(options, planner).size() / 2 + 1) * CoarseRepeatsAfterTheFirst(options);
 }
 
 }  // namespace
