@@ -91,7 +91,10 @@ TEST(SweepPlanner, FindsKnownCrossoverWithinTheResolutionUnderNoise) {
               within_step, kSeeds, 100 * rate, 100 * fine, 100.0 * covered / kSeeds,
               ratio.empty() ? 0 : ratio[ratio.size() / 2], inconclusive, per_calibration);
   EXPECT_GE(rate, 0.99);
-  EXPECT_GE(fine, 0.95);
+  // 96.5 % with the early noise stop's margin at 8, 94.5 % at 2: the
+  // margin that ends half as many of the real discard path's results by
+  // the budget (planner_stop.cc has the figures).
+  EXPECT_GE(fine, 0.94);
   EXPECT_LE(per_calibration, 106);
 }
 
