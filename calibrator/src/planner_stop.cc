@@ -32,28 +32,32 @@ constexpr double kNoiseMargin = 1.5;
 // excess cost (quadratic in the threshold's error) as 1/n and the interval
 // as 1/sqrt(n), at the scatter the repeats show. Taken at the smaller of
 // the last two rounds' measures (bootstrap figures that scatter), the
-// method ends for the noise where it would need more than kNeedMargin
-// times the samples left to it (its allowance, or what the caller's clock
-// leaves where that is less). The margin: on the simulator's noisy hosts
+// method ends for the noise where it would need more than a margin times
+// the samples left to it: kNeedMargin times its refinement allowance, or
+// kClockMargin times what the caller's clock leaves where that is less.
+//
+// Against the allowance (time to spare): on the simulator's noisy hosts
 // (planner_test.cc, calibration_budget_test.cc) 2 and 3 lose a few
 // methods that more probes would have brought within 1/8 of the truth
-// (96.5 % of the seeds at 8, 95.5 % at 3, 94.5 % at 2), 4 none. On the
-// real discard path the margin was 8 while the planner's grid was an
-// octave apart and the per-size rule decided most results (then 8 ended
-// the stream class at its resolution or by the noise in 8 of 10 runs at
-// 2 s, 4 in 4). With the discard path's grid of three sizes per octave
-// and the local fit (docs/calibrator.md, "The discard path's grid"), the
-// estimate is better founded, and a margin of 8 left each class that
-// could not reach its resolution to be ended by the clock, taking the
-// time of the classes after it: default classes at 2 s, 30 runs each,
-// interleaved (2026-12-07 18:45-19:00 UTC), results neither at the
-// resolution nor ended by the noise 45 at 8 against 21 at 2 (ended by the
-// budget 34 against 11), the thresholds as stable (series within x1.25
-// of their median in 14 of 15 runs: 7 and 5 of 12 at 8, 6 and 6 at 2; 3
-// ended as many by the budget as 8: 15 in 15 runs). Probes that cannot reach
-// the resolution still improve a threshold, and the clock ends those
-// between the margin and the time left.
-constexpr double kNeedMargin = 2.0;
+// (96.0 % of the seeds at 8, 95.5 % at 3, 94.5 % at 2), 4 none; on the
+// real discard path at 6 s (the agent's budget), default classes, sets of
+// 8 runs interleaved, (method, class) results at the resolution 92 and 91
+// of 96 at 8 against 68, 85 and 81 at 2.
+//
+// Against the clock (its time, not its probes, is what is short): the
+// probes a method that cannot reach its resolution takes are the time of
+// the classes after it. With the discard path's grid of three sizes per
+// octave (docs/calibrator.md, "The discard path's grid"), default classes
+// at 2 s, 30 runs each, interleaved (2026-12-07 18:45-19:00 UTC): results
+// neither at the resolution nor ended by the noise 45 with 8 against 21
+// with 2 (ended by the budget 34 against 11; 3 ended as many by the
+// budget as 8), the thresholds as stable (series within x1.25 of their
+// median in 14 of 15 runs: 7 and 5 of 12 at 8, 6 and 6 at 2). Probes that
+// cannot reach the resolution still improve a threshold (on the octave
+// grid 8 did better than 4 at 2 s too), and the clock ends those between
+// the margin and the time left.
+constexpr double kNeedMargin = 8.0;
+constexpr double kClockMargin = 2.0;
 
 std::string Rounded(double value, int decimals) {
   char text[32];
@@ -367,8 +371,11 @@ std::optional<PlannerStop> SweepPlanner::NoiseNeeds(const MethodResult& result,
     const double share = *width / (kStopShare * options_.resolution);
     needed = std::min(needed, near * (share * share - 1));
   }
-  const std::size_t left = clock ? std::min(*clock, allowance) : allowance;
-  if (needed <= kNeedMargin * static_cast<double>(left)) return std::nullopt;
+  const bool clock_short = clock && *clock < allowance;
+  const std::size_t left = clock_short ? *clock : allowance;
+  if (needed <= (clock_short ? kClockMargin : kNeedMargin) * static_cast<double>(left)) {
+    return std::nullopt;
+  }
   std::string why = "resolution limited by noise";
   bool undecided = false;
   if (const auto scatter = Scatter(result, undecided)) {

@@ -91,10 +91,7 @@ TEST(SweepPlanner, FindsKnownCrossoverWithinTheResolutionUnderNoise) {
               within_step, kSeeds, 100 * rate, 100 * fine, 100.0 * covered / kSeeds,
               ratio.empty() ? 0 : ratio[ratio.size() / 2], inconclusive, per_calibration);
   EXPECT_GE(rate, 0.99);
-  // 96.5 % with the early noise stop's margin at 8, 94.5 % at 2: the
-  // margin that ends half as many of the real discard path's results by
-  // the budget (planner_stop.cc has the figures).
-  EXPECT_GE(fine, 0.94);
+  EXPECT_GE(fine, 0.95);
   EXPECT_LE(per_calibration, 106);
 }
 
@@ -273,6 +270,39 @@ TEST(SweepPlanner, EndsAMethodItsTimeCannotBringToItsResolution) {
               excess.empty() ? 0.0 : 100 * excess.back(), resolved, clock_ended);
   EXPECT_GE(ended, kSeeds * 3 / 4);
   EXPECT_LE(clock_ended, kSeeds / 10);
+}
+
+// A flat crossover under +-12 % noise with as many probes left, once as
+// the clock's (the calibration's time is short) and once as the
+// refinement allowance (time to spare): the noise stop ends a method that
+// would need more than twice what the clock leaves, but only one that
+// would need more than eight times its allowance. Probes that cannot
+// reach the resolution still improve the threshold where nothing else
+// waits for the time.
+TEST(SweepPlanner, TheClockEndsAHopelessMethodSoonerThanItsAllowance) {
+  SimulatedHost host;
+  host.noise = 0.12;
+  host.costs[Method::kMsgZerocopy] = {0.25, 2400};
+  PlannerOptions options = TwoMethods();
+  options.max_repeats = 16;
+  constexpr int kSeeds = 20;
+  constexpr std::size_t kLeft = 40;
+  int by_clock = 0, by_allowance = 0;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    options.refine_probes = 1000;
+    const Calibration timed = Calibrate(host, options, 100 + seed, 36 + kLeft);
+    const MethodResult& t = Zerocopy(timed);
+    by_clock += t.stop && t.stop->reason == StopReason::kNoise ? 1 : 0;
+    options.refine_probes = kLeft;
+    const Calibration allowed = Calibrate(host, options, 100 + seed);
+    const MethodResult& a = Zerocopy(allowed);
+    by_allowance += a.stop && a.stop->reason == StopReason::kNoise ? 1 : 0;
+  }
+  std::printf("%zu probes left, %d seeds: ended by the noise %d times against the clock, "
+              "%d against the allowance\n",
+              kLeft, kSeeds, by_clock, by_allowance);
+  EXPECT_GE(by_clock, kSeeds * 3 / 4);
+  EXPECT_LE(by_allowance * 2, by_clock);
 }
 
 // The host of the first test (+-20 % noise, crossovers from 2 to 108 KiB):
