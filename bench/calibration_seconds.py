@@ -3,9 +3,10 @@
 runs `zcal calibrate --path discard --json` ROUNDS times for each budget,
 the budgets interleaved (side by side under the same load), and prints per
 run the probes, the wall seconds (of the whole command, as a user waits for
-it, and the calibration's own), the load average, the probes' scatter (the
-median relative spread of copy's CPU per byte between repeats: this VM's
-neighbours move it from a few percent to over 30 %), and per zerocopy method
+it, and the calibration's own), the load average, the probes' scatter (copy's
+CPU per byte, relative: between repeats, or between neighbouring sizes where
+each was probed once, `scatter_of`; this VM's neighbours move it from a few
+percent to over 30 %), and per zerocopy method
 its verdict, threshold, 95 % interval (relative to the threshold), what the
 threshold may cost over the best one (regret_excess, 95 %), the rule, and
 why the calibration stopped probing it (the JSON's stop: at the resolution,
@@ -35,6 +36,7 @@ usage: bench/calibration_seconds.py [--zcal BUILD/agent/cli/zcal[,OTHER]] [--rou
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -44,6 +46,32 @@ import time
 RESOLUTION = 0.125          # PlannerOptions::resolution
 REGRET_RESOLUTION = 0.0005  # PlannerOptions::regret_resolution
 ZEROCOPY = ["msg_zerocopy", "uring_send_zc", "uring_send_zc_fixed"]
+
+
+def scatter_of(copy_sizes):
+    """How much the machine scattered during a run, as copy's CPU per byte
+    relative to its median (the probes' own noise, which decides how far
+    the planner can narrow anything in the budget). Where copy was probed
+    more than once at three sizes or more: the median over those sizes of
+    the spread between repeats. Where it was probed once a size (the
+    discard path's grid of three sizes per octave): from neighbouring
+    sizes, each size's log CPU per byte against the mean of its two
+    neighbours' (a smooth curve's own bend there is a few tenths of a
+    percent), their median absolute difference as a standard deviation
+    (x 1.4826, over sqrt(1.5) for the neighbours' noise): a step in the
+    curve moves one or two of them, not the median. None: too few sizes."""
+    repeated = [c["baseline"]["cpu_ns_per_byte_spread"] / c["baseline"]["cpu_ns_per_byte"]
+                for c in copy_sizes
+                if c["baseline"]["samples"] >= 2 and c["baseline"]["cpu_ns_per_byte"] > 0]
+    if len(repeated) >= 3:
+        return statistics.median(repeated)
+    logs = [math.log(c["baseline"]["cpu_ns_per_byte"])
+            for c in sorted(copy_sizes, key=lambda c: c["size"])
+            if c["baseline"]["cpu_ns_per_byte"] > 0]
+    if len(logs) < 5:
+        return statistics.median(repeated) if repeated else None
+    bends = [abs(logs[i] - (logs[i - 1] + logs[i + 1]) / 2) for i in range(1, len(logs) - 1)]
+    return 1.4826 * statistics.median(bends) / math.sqrt(1.5)
 
 
 def run_once(zcal, budget, path, depth=None):
@@ -60,18 +88,11 @@ def run_once(zcal, budget, path, depth=None):
         sys.exit(f"zcal calibrate --path {path} failed ({done.returncode}): "
                  f"{done.stderr.strip()}")
     doc = json.loads(done.stdout)
-    # How much the machine scattered during the run: the median, over the
-    # sizes copy was probed at more than once, of copy's CPU per byte
-    # spread relative to its median (the probes' own noise, which decides
-    # how far the planner can narrow anything in the budget).
     copy_sizes = (doc["paths"][path]["methods"].get("msg_zerocopy") or {}).get("sizes", [])
-    scatter = [c["baseline"]["cpu_ns_per_byte_spread"] / c["baseline"]["cpu_ns_per_byte"]
-               for c in copy_sizes
-               if c["baseline"]["samples"] >= 2 and c["baseline"]["cpu_ns_per_byte"] > 0]
     run = {"zcal": zcal, "budget": budget, "wall_seconds": wall, "load": load,
            "seconds": doc["timings"]["duration_seconds"],
            "probes": doc["timings"]["probes_run"], "methods": {},
-           "scatter": statistics.median(scatter) if scatter else None}
+           "scatter": scatter_of(copy_sizes)}
     classes = doc["depths"] if depth else [doc]
     for c in classes:
         for name in ZEROCOPY:
