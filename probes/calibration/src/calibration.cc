@@ -30,16 +30,20 @@ using namespace std::chrono_literals;
 // Repeats per size the planner may add on the discard path (its default: 9);
 // docs/probes.md has why.
 constexpr std::uint32_t kDiscardMaxRepeats = 16;
-// The discard path's coarse grids (docs/calibrator.md, "The sweep
-// planner"). The first class is probed at three sizes per octave, once
+// The discard path's coarse grids (docs/calibrator.md, "The discard
+// path's grid"). The first class is probed at three sizes per octave, once
 // each: its gaps are narrower than the 0.4 octave from which the local fit
 // decides where the real path's steps reject the curves, and neighbours
 // pool their noise there as repeats would. The classes after it measure
 // one number, their cost per send over the first class's
 // (calibrator::ClassOffset), whose samples moved by it give them the dense
-// grid too, so they are probed an octave apart.
+// grid too, so they are probed at every third of its sizes.
 constexpr double kDenseGrowth = 1.2599;  // 2^(1/3)
 constexpr std::size_t kEveryThird = 3;
+
+bool DenseGrid(const CalibrationOptions& options) {
+  return options.target.kind == TargetKind::kDiscard;
+}
 // What the end of a calibration takes after its last probe (the final
 // analysis, 10-30 ms with five methods): kept out of the budget, so that a
 // calibration that runs to its budget still ends within it.
@@ -102,7 +106,7 @@ calibrator::PlannerOptions PlannerOptionsFor(const CalibrationOptions& options,
   planner.decision = options.decision;
   planner.depth = depth;
   // Bad sizes are ValidateCalibrationOptions's to report, not this sizing's.
-  if (options.target.kind == TargetKind::kDiscard) {
+  if (DenseGrid(options)) {
     planner.growth = kDenseGrowth;
     planner.repeats = 1;
   }
@@ -348,25 +352,27 @@ struct ClassPlan {
   std::map<Method, std::vector<std::uint64_t>> coarse_sizes;
 };
 
-// The coarse grid of a class after the first: `planner`'s, or where the
-// senders never wait (the discard path) every third size of it (an octave
-// apart on the first class's grid of three sizes per octave) and its end.
-// There a class's samples measure one number, its cost per send over the
-// first class's (calibrator::ClassOffset), pooled over the sizes both
-// measured, and the first class's samples moved by it carry the noise and
-// the shape, so one round at a few of that class's sizes does. Elsewhere
-// (a peer's sink) a class may have to be decided on its own samples, and
-// has the planner's grid and two rounds.
+// The coarse grid of a class after the first: `planner`'s, or on the
+// dense grid (the discard path, whose senders never wait) every third size
+// of it, an octave apart, and its end. There a class's samples measure one
+// number, its cost per send over the first class's
+// (calibrator::ClassOffset), pooled over the sizes both measured, and the
+// first class's samples moved by it carry the noise and the shape, so one
+// round at a few of the first class's sizes does. Elsewhere (a peer's
+// sink) a class may have to be decided on its own samples, and has the
+// planner's grid and two rounds (CoarseRepeatsAfterTheFirst).
 std::vector<std::uint64_t> GridAfterTheFirst(const CalibrationOptions& options,
                                              const calibrator::PlannerOptions& planner) {
   std::vector<std::uint64_t> grid = calibrator::CoarseGrid(planner);
-  if (!TraitsOf(options.target.kind).senders_never_wait) return grid;
+  if (!DenseGrid(options) || !TraitsOf(options.target.kind).senders_never_wait) return grid;
   std::vector<std::uint64_t> every_third;
   for (std::size_t i = 0; i < grid.size(); i += kEveryThird) every_third.push_back(grid[i]);
   if (every_third.back() != grid.back()) every_third.push_back(grid.back());
   return every_third;
 }
 
+// The coarse grid's rounds of a class after the first: one where its
+// senders never wait (above), the planner's two elsewhere.
 std::uint32_t CoarseRepeatsAfterTheFirst(const CalibrationOptions& options) {
   return TraitsOf(options.target.kind).senders_never_wait ? 1
                                                           : calibrator::PlannerOptions{}.repeats;
