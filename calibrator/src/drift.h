@@ -19,8 +19,9 @@ inline constexpr std::size_t kDriftBlock = 16;
 
 /// Measures the level of each sample of one path (every method and depth)
 /// and, where the levels spread beyond kDriftApplyRatio and beyond their
-/// own noise, divides each sample's CPU and wall time by its level. nullopt, and nothing changed,
-/// where a successful sample lacks its place in the probe order.
+/// own noise, divides each sample's CPU and wall time by its level.
+/// nullopt, and nothing changed, where a successful sample lacks its place
+/// in the probe order.
 std::optional<HostDrift> CorrectDrift(std::vector<Sample>& path_samples);
 
 }  // namespace zcal::calibrator::detail

@@ -392,7 +392,7 @@ std::optional<PlannerStop> SweepPlanner::NoiseNeeds(const MethodResult& result,
   }
   why += "; at that scatter it would need about " + Rounded(needed, 0) +
          " more samples there, and ";
-  if (clock && *clock < allowance) {
+  if (clock_short) {
     why += "the calibration's time leaves " + std::to_string(left) +
            (left == 1 ? " probe for it" : " probes for it");
   } else {

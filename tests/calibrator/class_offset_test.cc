@@ -59,7 +59,8 @@ void AddClass(std::vector<Sample>& samples, std::uint32_t depth,
   for (int r = 0; r < 2; ++r) {
     for (std::uint64_t size : sizes) {
       const auto s = static_cast<double>(size);
-      samples.push_back(CpuBoundProbe(kMzc, size, depth, StreamZcNs(s) + extra(s) + 10.0 * r, cpu_share));
+      samples.push_back(
+          CpuBoundProbe(kMzc, size, depth, StreamZcNs(s) + extra(s) + 10.0 * r, cpu_share));
     }
   }
 }
@@ -227,7 +228,8 @@ TEST(ClassOffset, RefusesAClassThatCostsLessPerSendThanTheStream) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> noise(-40, 40);
   for (std::uint64_t size : {8192u, 16384u, 32768u, 65536u}) {
-    samples.push_back(CpuBoundProbe(kMzc, size, 16, StreamZcNs(static_cast<double>(size)) - 5 + noise(rng)));
+    samples.push_back(
+        CpuBoundProbe(kMzc, size, 16, StreamZcNs(static_cast<double>(size)) - 5 + noise(rng)));
   }
   EXPECT_EQ(RefusalOf(samples, 16), "");
 }
@@ -253,7 +255,8 @@ TEST(ClassOffset, TheIntervalSpansTheCostsUncertainty) {
   std::uniform_real_distribution<double> noise(-150, 150);
   for (int r = 0; r < 3; ++r) {
     for (std::uint64_t size : {8192u, 16384u, 32768u}) {
-      samples.push_back(CpuBoundProbe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + 600 + noise(rng)));
+      samples.push_back(
+          CpuBoundProbe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + 600 + noise(rng)));
     }
   }
   const MethodResult r = Analyze(samples, {}, 4).paths.at("discard").methods.at(kMzc);

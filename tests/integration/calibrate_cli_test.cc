@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "run_command.h"
+#include "zcal/calibrator/depth.h"
+#include "zcal/calibrator/samples_csv.h"
 
 namespace zcal::testing::calibrate_cli_test {
 namespace {
@@ -331,30 +333,18 @@ TEST_F(CalibrateCli, DepthClassesAreCalibratedReportedAndReanalysedPerClass) {
   }
 
   std::ifstream in(csv);
-  std::string header, line;
-  std::getline(in, header);
-  EXPECT_THAT(header, HasSubstr(",depth"));
+  const std::string table((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(table.substr(0, table.find('\n')), HasSubstr(",depth"));
   // The stream class, probed first, has the dense grid (three sizes per
   // octave, so that the local fit can decide where steps reject the
   // curves); depth 1 is probed at some of its sizes, so that its cost per
   // send is measured against the stream's own samples.
-  const auto fields = [](const std::string& row) {
-    std::vector<std::string> out;
-    std::stringstream cells(row);
-    for (std::string cell; std::getline(cells, cell, ',');) out.push_back(cell);
-    return out;
-  };
-  const std::vector<std::string> names = fields(header);
-  const auto column = [&](const char* name) {
-    return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
-  };
-  const std::size_t method = column("method"), size = column("size"), depth = column("depth");
-  ASSERT_LT(depth, names.size()) << header;
+  const auto samples = calibrator::ParseSamplesCsv(table, csv);
+  ASSERT_TRUE(samples) << samples.error().message;
   std::set<std::uint64_t> stream_sizes, one_sizes;
-  while (std::getline(in, line)) {
-    const std::vector<std::string> row = fields(line + ",");
-    if (row.size() <= depth || row[method] != "msg_zerocopy") continue;
-    (row[depth] == "stream" ? stream_sizes : one_sizes).insert(std::stoull(row[size]));
+  for (const calibrator::Sample& s : *samples) {
+    if (s.method != calibrator::Method::kMsgZerocopy) continue;
+    (s.depth == calibrator::kStreamDepth ? stream_sizes : one_sizes).insert(s.size_bytes);
   }
   EXPECT_FALSE(one_sizes.empty()) << "the depth-1 probes' rows say depth 1";
   ASSERT_GE(stream_sizes.size(), 2u);

@@ -266,7 +266,8 @@ TEST(Calibration, TheDiscardBudgetSetsHowFarTheRefinementMayGo) {
       << "never below the planner's own";
   options.budget_seconds = 5;
   options.methods = {calibrator::Method::kCopy, calibrator::Method::kMsgZerocopy};
-  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 369u - 38u) << "19 sizes, 2 methods, 1 repeat";
+  EXPECT_EQ(PlannerOptionsFor(options).refine_probes, 369u - 38u)
+      << "19 sizes, 2 methods, 1 repeat";
 
   CalibrationOptions loopback;
   loopback.budget_seconds = 30;

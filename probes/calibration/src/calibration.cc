@@ -364,7 +364,7 @@ struct ClassPlan {
 std::vector<std::uint64_t> GridAfterTheFirst(const CalibrationOptions& options,
                                              const calibrator::PlannerOptions& planner) {
   std::vector<std::uint64_t> grid = calibrator::CoarseGrid(planner);
-  if (!DenseGrid(options) || !TraitsOf(options.target.kind).senders_never_wait) return grid;
+  if (!DenseGrid(options)) return grid;
   std::vector<std::uint64_t> every_third;
   for (std::size_t i = 0; i < grid.size(); i += kEveryThird) every_third.push_back(grid[i]);
   if (every_third.back() != grid.back()) every_third.push_back(grid.back());

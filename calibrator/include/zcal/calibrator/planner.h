@@ -34,9 +34,9 @@
 // refinement rounds on, a method whose regret_excess and interval, at the
 // scatter its repeats show, would need more than eight times the samples
 // its probes leave, or twice what its time leaves (the samples near the
-// threshold narrow them as 1/n and 1/sqrt(n)), or, once its samples have doubled since an earlier
-// round, whose measures projected at the rate they fell since then would
-// still miss the stop, ends "limited by noise" with the figures a reader
+// threshold narrow them as 1/n and 1/sqrt(n)), or, once its samples have
+// doubled since an earlier round, whose measures projected at the rate
+// they fell since then would still miss the stop, ends "limited by noise" with the figures a reader
 // can check (scatter, samples now, samples needed, what is left). With a
 // clock (SetProbesLeft) that leaves less than the allowance, the clock is
 // what is left, and a method judged noise-limited against it ends at once.
