@@ -154,7 +154,8 @@ json ClassOffsetJson(const std::optional<ClassOffset>& offset) {
               {"translated", offset->translated},
               {"rejected", offset->rejected.empty() ? json(nullptr) : json(offset->rejected)},
               {"threshold_low_bytes", OrNull(offset->threshold_low_bytes)},
-              {"threshold_high_bytes", OrNull(offset->threshold_high_bytes)}};
+              {"threshold_high_bytes", OrNull(offset->threshold_high_bytes)},
+              {"set_aside", offset->set_aside.empty() ? json(nullptr) : json(offset->set_aside)}};
 }
 
 // An empty name (no reason, no rule) is written as null.

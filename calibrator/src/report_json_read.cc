@@ -311,6 +311,7 @@ Result<void> ReadModelFields(const json& j, MethodResult& result) {
                                r.Text("rejected", v.rejected);
                                r.Whole("threshold_low_bytes", v.threshold_low_bytes);
                                r.Whole("threshold_high_bytes", v.threshold_high_bytes);
+                               r.Text("set_aside", v.set_aside);
                              });
       !read) {
     return read;

@@ -167,24 +167,28 @@ TEST(ReportPage, SaysWhatEndedTheProbesOfAMethod) {
 }
 
 // A numeric class decided as the stream plus its cost per send says so,
-// with the figures; one that was refused says why.
+// with the figures and any size it set aside; one that was refused says
+// why.
 TEST(ReportPage, SaysWhatADepthClassCostsPerSendOverTheStream) {
   ReportModel model;
   ReportEntry e = Entry("discard", cal::Method::kUringSendZcFixed);
-  e.result.class_offset = cal::ClassOffset{483, 5, 12, 6, 24, "", 36864, 37888};
+  e.result.class_offset = cal::ClassOffset{483, 5, 12, 6, 24, "", 36864, 37888, ""};
   model.entries.push_back(e);
-  std::string page = RenderReport(model);
-  EXPECT_NE(page.find("At this depth each zerocopy send costs +483 ns of CPU over the stream "
-                      "class's (&plusmn;10 ns, 95 %; 12 samples at 6 sizes): the stream class's "
-                      "24 samples, moved by that, decided it with this class's own."),
-            std::string::npos)
-      << page;
+  const auto says = [&model](const std::string& text) {
+    const std::string page = RenderReport(model);
+    EXPECT_NE(page.find(text), std::string::npos) << page;
+    return page;
+  };
+  const std::string page =
+      says("At this depth each zerocopy send costs +483 ns of CPU over the stream class's "
+           "(&plusmn;10 ns, 95 %; 12 samples at 6 sizes): the stream class's 24 samples, moved "
+           "by that, decided it with this class's own.");
+  EXPECT_EQ(page.find("set aside"), std::string::npos) << "none was";
+  model.entries[0].result.class_offset->set_aside = "+2097 ns at 1024 bytes <against>";
+  says("Off that cost per send, and set aside as zerocopy wins or loses there either way: "
+       "+2097 ns at 1024 bytes &lt;against&gt;.");
   model.entries[0].result.class_offset->rejected = "its sender ran for 30 % <of> the time";
-  page = RenderReport(model);
-  EXPECT_NE(page.find("Decided on this depth's own samples: its sender ran for 30 % &lt;of&gt; "
-                      "the time."),
-            std::string::npos)
-      << page;
+  says("Decided on this depth's own samples: its sender ran for 30 % &lt;of&gt; the time.");
   model.entries[0].result.class_offset.reset();
   EXPECT_EQ(RenderReport(model).find("this depth"), std::string::npos);
 }

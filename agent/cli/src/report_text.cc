@@ -110,6 +110,10 @@ void PrintClassOffset(std::ostream& out, const cal::MethodResult& r) {
       "class at {} sizes); the stream class's {} samples, moved by that, decide with this "
       "class's own\n",
       o.ns_per_send, o.Reach95(), o.samples, o.sizes, o.translated);
+  if (!o.set_aside.empty()) {
+    out << "    set aside, as the comparison there reads the same either way: " << o.set_aside
+        << "\n";
+  }
   if (o.standard_error > 0 && r.threshold_bytes) {
     out << fmt::format("    with that cost at its 95 % bounds the threshold is {} .. {}\n",
                        o.threshold_low_bytes ? Bytes(*o.threshold_low_bytes) : "never",

@@ -336,6 +336,11 @@ void MethodSection(std::string& out, std::size_t n, const ReportEntry& e) {
                      o.ns_per_send, o.Reach95(), o.samples, o.sizes, o.translated)
                : "<p class=\"note\">Decided on this depth's own samples: " +
                      HtmlEscape(o.rejected) + ".</p>\n";
+    if (o.rejected.empty() && !o.set_aside.empty()) {
+      out += "<p class=\"note\">Off that cost per send, and set aside as zerocopy wins or "
+             "loses there either way: " +
+             HtmlEscape(o.set_aside) + ".</p>\n";
+    }
   }
   if (e.drift && e.drift->applied) {
     out += fmt::format(

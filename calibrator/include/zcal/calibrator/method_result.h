@@ -187,6 +187,11 @@ struct ClassOffset {
   /// The threshold with the offset 1.96 standard errors lower and higher
   /// (nullopt: never); the published interval spans them.
   std::optional<std::uint64_t> threshold_low_bytes, threshold_high_bytes;
+  /// The sizes whose own cost per send lies off the number, each where the
+  /// class's figure and the moved stream's there both lie clearly on one
+  /// side of the baseline's (so the comparison there reads the same from
+  /// either): set aside, not a refusal. Empty: none.
+  std::string set_aside;
   /// Half the 95 % interval of ns_per_send (normal: 1.96 standard errors).
   double Reach95() const { return 1.96 * standard_error; }
   bool operator==(const ClassOffset&) const = default;

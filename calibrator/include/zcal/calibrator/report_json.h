@@ -54,8 +54,11 @@
 //        "translated": int,                over the stream's (ClassOffset),
 //        "rejected": string|null,          the stream samples moved by it
 //        "threshold_low_bytes": int|null,  (0 and why where refused), the
-//        "threshold_high_bytes": int|null}|null,  thresholds at its 95 %
-//                                          bounds (null: never)
+//        "threshold_high_bytes": int|null,  thresholds at its 95 %
+//        "set_aside": string|null}|null,   bounds (null: never), the sizes
+//                                          off the number where the
+//                                          comparison reads the same
+//                                          either way (null: none)
 //   "sizes": [{"size": int, "zerocopy_wins": bool, "decisive": bool,
 //              "throughput_ratio": x, "cpu_ratio": x, "relative_cost": x,
 //              "throughput_acceptable": bool,
