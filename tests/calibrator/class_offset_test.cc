@@ -240,6 +240,19 @@ TEST(ClassOffset, RefusesAClassThatCostsLessPerSendThanTheStream) {
   ASSERT_TRUE(offset.has_value());
   EXPECT_EQ(offset->rejected, "");
   EXPECT_LT(offset->ns_per_send + offset->Reach95(), 0) << "below the stream beyond its noise";
+  // Below it by more than that, beyond its noise, though the noise reaches
+  // within the tolerance: refused.
+  samples = StreamTable();
+  for (std::uint64_t size : {8192u, 16384u, 32768u, 65536u}) {
+    for (double step : {-490.0, -110.0}) {
+      samples.push_back(
+          CpuBoundProbe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + step));
+    }
+  }
+  const auto noisy = MeasureClassOffset(samples, kMzc, 4);
+  ASSERT_TRUE(noisy.has_value());
+  EXPECT_GT(noisy->ns_per_send + noisy->Reach95(), -0.05 * StreamZcNs(24576));
+  EXPECT_THAT(noisy->rejected, HasSubstr("its CPU per send is below the stream class's (-300 ns"));
 }
 
 // A size whose cost per send lies off the class's number, where zerocopy
