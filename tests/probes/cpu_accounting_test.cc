@@ -4,10 +4,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -131,18 +133,26 @@ TEST(CpuAccounting, HostBusyTimeOfThisMachineAdvances) {
 }
 
 // Reading /proc/stat costs the thread CPU; a window's snapshots keep that
-// cost outside it, so an empty window costs less than one read.
+// cost outside it, so an empty window costs less than half a read. Each is
+// the least of 20 tries: a timer tick or a preemption charged to one try
+// (an empty window of 35 us against 19 us a read, once, with other tests
+// running beside it) must not decide, and a window that held a read would
+// cost at least the cheapest read in every try.
 TEST(CpuAccounting, SnapshotsLeaveTheirOwnProcStatReadOutsideTheWindow) {
-  constexpr int kReads = 20;
-  const std::uint64_t before_reads = ThreadCpuNs();
-  for (int i = 0; i < kReads; ++i) ASSERT_TRUE(HostBusyCpuNs("/").has_value());
-  const std::uint64_t per_read = (ThreadCpuNs() - before_reads) / kReads;
-  const CpuSnapshot before = CpuSnapshot::Before("/");
-  const CpuSnapshot after = CpuSnapshot::After("/");
-  ASSERT_TRUE(before.host_busy_ns && after.host_busy_ns);
-  EXPECT_LT(after.thread_ns - before.thread_ns, per_read)
-      << "an empty window of " << after.thread_ns - before.thread_ns << " ns against "
-      << per_read << " ns per read";
+  constexpr int kTries = 20;
+  std::uint64_t read = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t window = std::numeric_limits<std::uint64_t>::max();
+  for (int i = 0; i < kTries; ++i) {
+    const std::uint64_t start = ThreadCpuNs();
+    ASSERT_TRUE(HostBusyCpuNs("/").has_value());
+    read = std::min(read, ThreadCpuNs() - start);
+    const CpuSnapshot before = CpuSnapshot::Before("/");
+    const CpuSnapshot after = CpuSnapshot::After("/");
+    ASSERT_TRUE(before.host_busy_ns && after.host_busy_ns);
+    window = std::min(window, after.thread_ns - before.thread_ns);
+  }
+  EXPECT_LT(window, read / 2) << "the cheapest empty window " << window
+                              << " ns against the cheapest read " << read << " ns";
 }
 
 }  // namespace
