@@ -72,8 +72,7 @@ struct ClassAndStream {
   std::map<std::uint64_t, std::vector<double>> stream_at;
   std::map<std::uint64_t, double> stream_median;
   std::map<std::uint64_t, double> stream_reference;
-  /// The baseline's CPU per send by size (its median there): the native
-  /// one, or copy where the native one has no sample, as Decide takes it.
+  /// The baseline's CPU per send by size (its median there).
   std::map<std::uint64_t, double> baseline_median;
 };
 
@@ -112,7 +111,7 @@ std::map<std::uint64_t, double> StreamReference(const ClassAndStream& split) {
 }
 
 ClassAndStream SplitByClass(std::span<const Sample> path_samples, Method method,
-                            std::uint32_t depth) {
+                            std::uint32_t depth, Method baseline) {
   ClassAndStream split;
   for (const Sample& s : path_samples) {
     if (!Usable(s, method)) continue;
@@ -124,14 +123,11 @@ ClassAndStream SplitByClass(std::span<const Sample> path_samples, Method method,
   }
   for (const auto& [size, at] : split.stream_at) split.stream_median[size] = Median(at);
   split.stream_reference = StreamReference(split);
-  for (Method base : {NativeBaseline(method), Method::kCopy}) {
-    std::map<std::uint64_t, std::vector<double>> at;
-    for (const Sample& s : path_samples) {
-      if (Usable(s, base)) at[s.size_bytes].push_back(NsPerSend(s));
-    }
-    for (const auto& [size, costs] : at) split.baseline_median[size] = Median(costs);
-    if (!split.baseline_median.empty()) break;
+  std::map<std::uint64_t, std::vector<double>> baseline_at;
+  for (const Sample& s : path_samples) {
+    if (Usable(s, baseline)) baseline_at[s.size_bytes].push_back(NsPerSend(s));
   }
+  for (const auto& [size, costs] : baseline_at) split.baseline_median[size] = Median(costs);
   return split;
 }
 
@@ -258,8 +254,13 @@ std::optional<std::string> ShapeRefusal(const ClassAndStream& split, const Diffe
 
 std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
                                               std::uint32_t depth) {
+  return MeasureClassOffset(path_samples, method, depth, NativeBaseline(method));
+}
+
+std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
+                                              std::uint32_t depth, Method baseline) {
   if (depth == kStreamDepth || !IsZerocopy(method)) return std::nullopt;
-  const ClassAndStream split = SplitByClass(path_samples, method, depth);
+  const ClassAndStream split = SplitByClass(path_samples, method, depth, baseline);
   if (split.own.empty() || split.stream.empty()) return std::nullopt;
   const Differences diffs = FromStream(split);
   ClassOffset offset;

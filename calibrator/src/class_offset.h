@@ -17,6 +17,13 @@ namespace zcal::calibrator::detail {
 /// the samples of one path (every depth's). nullopt where there is nothing
 /// to compare: no successful sample of the class or of the stream class.
 /// A result with `rejected` set says why the model does not hold here.
+/// `baseline` is the method zerocopy is judged against (Decide's: its
+/// native one, or copy standing in); a size off the number is set aside
+/// where both readings there lie clearly on one side of its cost.
+std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
+                                              std::uint32_t depth, Method baseline);
+
+/// As above against `method`'s native baseline.
 std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
                                               std::uint32_t depth);
 

@@ -420,16 +420,19 @@ void SetProbesFailed(MethodResult& r, const SamplesBySize& mine) {
   if (r.detail.empty()) r.detail = "no successful probe";
 }
 
-// The baseline's samples; where the native baseline has no successful
-// probe, copy stands in (and r says so).
+// The baseline `method` is judged against: its native one, or copy where
+// the native one has no successful probe.
+Method BaselineIn(std::span<const Sample> path_samples, Method method) {
+  const Method native = NativeBaseline(method);
+  return HasOk(SamplesOf(path_samples, native)) ? native : Method::kCopy;
+}
+
+// The baseline's samples (BaselineIn; r says where copy stood in).
 SamplesBySize BaselineSamples(std::span<const Sample> path_samples, MethodResult& r) {
-  SamplesBySize base = SamplesOf(path_samples, r.baseline);
-  if (!HasOk(base) && r.baseline != Method::kCopy) {
-    r.baseline = Method::kCopy;
-    r.baseline_substituted = true;
-    base = SamplesOf(path_samples, r.baseline);
-  }
-  return base;
+  const Method base = BaselineIn(path_samples, r.method);
+  r.baseline_substituted = base != r.baseline;
+  r.baseline = base;
+  return SamplesOf(path_samples, base);
 }
 
 // One comparison, judged, per size with samples of both sends.
@@ -569,7 +572,9 @@ std::optional<std::uint64_t> ThresholdWithOffset(const std::vector<Sample>& own,
 MethodResult DecideClass(const std::vector<Sample>& own, std::span<const Sample> every_depth,
                          Method method, std::uint32_t depth, const DecisionOptions& options) {
   std::optional<ClassOffset> offset;
-  if (options.class_offset) offset = detail::MeasureClassOffset(every_depth, method, depth);
+  if (options.class_offset) {
+    offset = detail::MeasureClassOffset(every_depth, method, depth, BaselineIn(every_depth, method));
+  }
   if (!offset || !offset->rejected.empty()) {
     MethodResult r = Decide(own, method, options);
     r.class_offset = std::move(offset);

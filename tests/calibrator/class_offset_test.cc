@@ -399,6 +399,12 @@ TEST(ClassOffset, RoundTripsThroughJson) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("class_offset"), std::string::npos)
       << refused.error().message;
+  bad = j;
+  bad["class_offset"]["set_aside"] = 1024;
+  const auto not_text = ReadMethodResult(bad, kMzc);
+  ASSERT_FALSE(not_text);
+  EXPECT_NE(not_text.error().message.find("set_aside"), std::string::npos)
+      << not_text.error().message;
   nlohmann::json old = j;
   old.erase("class_offset");
   const auto older = ReadMethodResult(old, kMzc);
