@@ -159,6 +159,19 @@ std::optional<double> BracketWidth(const MethodResult& r) {
   return 1 - static_cast<double>(r.interval->low_bytes) / static_cast<double>(*r.threshold_bytes);
 }
 
+// Whether the comparisons at both ends of a per-size bracket (the probed
+// size below the threshold, and it) are beyond their noise.
+bool BracketDecided(const MethodResult& r) {
+  std::size_t decided = 0;
+  for (const SizeComparison& c : r.sizes) {
+    if ((c.size_bytes == r.interval->low_bytes || c.size_bytes == *r.threshold_bytes) &&
+        c.decisive) {
+      ++decided;
+    }
+  }
+  return decided == 2;
+}
+
 }  // namespace
 
 bool SweepPlanner::PerSizeResolved(const MethodResult& result) const {
@@ -197,8 +210,14 @@ std::string SweepPlanner::RepeatsSpent(const MethodResult& result) const {
 }
 
 bool AtStatedResolution(const MethodResult& r, double resolution, double regret_resolution) {
-  if (const auto bracket = BracketWidth(r); bracket && *bracket > resolution) return false;
+  const auto bracket = BracketWidth(r);
+  if (bracket && *bracket > resolution) return false;
   if (r.regret_excess && *r.regret_excess <= regret_resolution) return true;
+  // A bracket whose sizes were probed once each has no excess to draw (the
+  // per-size bootstrap needs repeats); both of its comparisons beyond their
+  // noise place the threshold within it, as the planner's own stop for the
+  // per-size rule says (PerSizeResolved).
+  if (bracket && !r.regret_excess && BracketDecided(r)) return true;
   const auto half = HalfWidth(r);
   return half && *half <= resolution;
 }
@@ -233,6 +252,12 @@ PlannerStop PublishedStop(PlannerStop stop, const MethodResult& result,
                   *wider;
   }
   return stop;
+}
+
+bool LostItsResolution(const PlannerStop& stop, const MethodResult& result,
+                       const PlannerOptions& options) {
+  return stop.reason == StopReason::kResolution &&
+         !AtStatedResolution(result, options.resolution, options.regret_resolution);
 }
 
 bool SweepPlanner::WithinResolution(const MethodResult& result) const {

@@ -53,6 +53,23 @@ TEST(PlannerStop, APerSizeThresholdNeedsItsBracketWithinTheResolutionWhateverIts
   EXPECT_FALSE(AtStatedResolution(PerSize(8192, 6656, 0.0), kResolution, kRegret));
   // Narrow, but the threshold may cost more than the best.
   EXPECT_FALSE(AtStatedResolution(PerSize(8192, 7424, 0.003), kResolution, kRegret));
+  // Probed once at each end, it has no excess: both ends' comparisons
+  // beyond their noise place it, one within it does not.
+  MethodResult once = PerSize(8192, 7424, std::nullopt);
+  SizeComparison below, at;
+  below.size_bytes = 7424;
+  below.zerocopy_wins = false;
+  at.size_bytes = 8192;
+  at.zerocopy_wins = true;
+  once.sizes = {below, at};
+  EXPECT_TRUE(AtStatedResolution(once, kResolution, kRegret));
+  once.sizes[0].decisive = false;
+  EXPECT_FALSE(AtStatedResolution(once, kResolution, kRegret));
+  // Nor does a wide one with both ends decided.
+  MethodResult wide = PerSize(8192, 6656, std::nullopt);
+  below.size_bytes = 6656;
+  wide.sizes = {below, at};
+  EXPECT_FALSE(AtStatedResolution(wide, kResolution, kRegret));
   // A per-size never has no bracket: its excess decides.
   MethodResult never;
   never.verdict = Verdict::kNever;
@@ -88,6 +105,21 @@ TEST(PlannerStop, AStopAtTheResolutionSaysByHowMuchThePublishedResultMissesIt) {
   EXPECT_EQ(PublishedStop(noise, Model(22528, 19456, 26112, 0.00068), options), noise);
   const PlannerStop budget{StopReason::kBudget, "the calibration's time ran out first"};
   EXPECT_EQ(PublishedStop(budget, PerSize(8192, 6656, 0.0), options), budget);
+}
+
+// What a calibration spends the time its classes left on.
+TEST(PlannerStop, AMethodLostItsResolutionOnlyWhereItStoppedThereAndIsWiderNow) {
+  const PlannerOptions options;
+  const PlannerStop at{StopReason::kResolution, "the threshold is at the stated resolution"};
+  EXPECT_FALSE(LostItsResolution(at, Model(8192, 7500, 8700, 0.002), options));
+  EXPECT_TRUE(LostItsResolution(at, Model(22528, 19456, 26112, 0.00068), options));
+  EXPECT_TRUE(LostItsResolution(at, PerSize(8192, 6656, 0.0), options));
+  // A method that stopped for another reason keeps it: more probes were
+  // judged not to help (the noise), or it had none left.
+  const PlannerStop noise{StopReason::kNoise, "resolution limited by noise"};
+  EXPECT_FALSE(LostItsResolution(noise, Model(22528, 19456, 26112, 0.00068), options));
+  const PlannerStop budget{StopReason::kBudget, "the calibration's time ran out first"};
+  EXPECT_FALSE(LostItsResolution(budget, PerSize(8192, 6656, 0.0), options));
 }
 
 }  // namespace

@@ -275,4 +275,13 @@ class SweepPlanner {
 PlannerStop PublishedStop(PlannerStop stop, const MethodResult& result,
                           const PlannerOptions& options);
 
+/// Whether `stop` ended a method at the resolution by its planner's
+/// estimate while `result`, its analysis on every sample since, is wider
+/// than `options`' stated resolution: the probes of a baseline it shares
+/// with a later depth class (or another method) moved it. A calibration
+/// spends the time its classes left on such methods (docs/calibrator.md,
+/// "The sweep planner").
+bool LostItsResolution(const PlannerStop& stop, const MethodResult& result,
+                       const PlannerOptions& options);
+
 }  // namespace zcal::calibrator
