@@ -380,6 +380,7 @@ void SweepPlanner::PlanRefinement() {
 }
 
 Analysis SweepPlanner::AnalyzeForPlanning() const {
+  if (options_.plan_on_published) return Analyze(samples_, options_.decision, options_.depth);
   // Where to probe next needs the interval, not its last digit: half the
   // bootstrap replicates of the published result, at half the cost.
   DecisionOptions planning = options_.decision;

@@ -106,6 +106,13 @@ struct PlannerOptions {
   /// they disagree (probes/calibration: the range's ends and the sizes
   /// between the neighbours' thresholds); the refinement is not limited.
   std::map<Method, std::vector<std::uint64_t>> coarse_sizes;
+  /// Place and stop on the analysis as it is published (every bootstrap
+  /// replicate of `decision`, settled on the winning tail) instead of the
+  /// planning analysis (half the replicates, not settled): for a
+  /// calibration's revisit of methods that lost their resolution, whose
+  /// stop must hold for the published result (LostItsResolution). About
+  /// twice the planning's cost a round.
+  bool plan_on_published = false;
 };
 
 /// Checks the options, the decision options among them. Errors:

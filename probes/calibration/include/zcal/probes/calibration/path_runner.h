@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -89,6 +90,14 @@ PathSeconds TcpProbeDuration(PathSeconds remaining, std::size_t left);
 /// The path of `options.target`. Errors are RunCalibration's for a path
 /// that cannot be set up (the sink, the peer's session, the namespace).
 Result<std::unique_ptr<PathRunner>, CalibrationError> OpenPath(const CalibrationOptions& options);
+
+/// RunCalibration (calibration.h) on `path`, opened by the caller and
+/// closed by the calibration: for a path that is not one of OpenPath's (a
+/// simulated one, in tests). `options.target` still says which kind of
+/// path it stands for (its grid, its classes).
+Result<CalibrationReport, CalibrationError> RunCalibrationOn(
+    const CalibrationOptions& options, PathRunner& path,
+    const std::function<void(const CalibrationProgress&)>& on_progress = {});
 
 /// One per path, each in its own file.
 Result<std::unique_ptr<PathRunner>, CalibrationError> OpenLoopbackPath(
