@@ -132,8 +132,15 @@ std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi,
   if (bytes >= static_cast<double>(hi)) {
     t = hi;
   } else if (bytes > static_cast<double>(lo)) {
+    // Up to the step at or above it: the sizes below a crossover are the
+    // baseline's. The kernel's own steps sit just above a power of two
+    // (a 32768-byte UDP payload fits where 32769 bytes do not: on this VM's
+    // discard path uring_send_zc costs 15 % more than uring_send at 32768
+    // bytes and 13 % less at 32808), and rounding to the nearest step put
+    // such a threshold on the power of two itself, a size applications
+    // send, on the side of the step where zerocopy loses.
     const double step = step_of(bytes);
-    t = std::clamp(static_cast<std::uint64_t>(std::round(bytes / step) * step), lo, hi);
+    t = std::clamp(static_cast<std::uint64_t>(std::ceil(bytes / step - 1e-9) * step), lo, hi);
   }
   if (static_cast<double>(t) > bounds.at_most) t = static_cast<std::uint64_t>(bounds.at_most);
   if (static_cast<double>(t) <= bounds.above) {

@@ -44,8 +44,8 @@ MeasuredBracket BracketOf(std::span<const SizeComparison> sizes, const DecisionO
 /// The bracket as LeastCost's bounds.
 Bounds BoundsOf(const MeasuredBracket& bracket);
 
-/// Rounds a threshold to 1/32 of its power of two (under 3 %, far below the
-/// resolution the planner aims at) into [lo, hi] and within `bounds`: at
+/// Rounds a threshold up to 1/32 of its power of two (under 3 %, far below
+/// the resolution the planner aims at) into [lo, hi] and within `bounds`: at
 /// most bounds.at_most (that size itself, unrounded, if rounding would pass
 /// it), and above bounds.above (the next step of 1/32 above it).
 std::uint64_t RoundThreshold(double bytes, std::uint64_t lo, std::uint64_t hi,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "measured_bracket.h"
 #include "sample_builders.h"
 #include "zcal/calibrator/decision.h"
 #include "zcal/calibrator/report_json.h"
@@ -48,6 +49,28 @@ bool Listed(const std::vector<CurveDisagreement>& list, std::uint64_t size) {
 // The table: zerocopy 6.5 % cheaper per byte at 12000 B and cheaper
 // still at every larger size; a steep head and a flat tail, which a + b/s
 // follows only by crossing later.
+// A threshold is rounded up to 1/32 of its power of two: the sizes below a
+// crossover stay the baseline's. The kernel's steps sit just above a power
+// of two (32768 bytes fit where 32769 do not), and a crossover there
+// rounded to the nearest step landed on the power of two itself.
+TEST(MeasuredBracket, AThresholdIsRoundedUpToItsStep) {
+  using detail::RoundThreshold;
+  EXPECT_EQ(RoundThreshold(32768.0, 1024, 65507), 32768u) << "on a step: itself";
+  EXPECT_EQ(RoundThreshold(32790.0, 1024, 65507), 33792u) << "1024-byte steps from 32 KiB";
+  EXPECT_EQ(RoundThreshold(33000.5, 1024, 65507), 33792u);
+  EXPECT_EQ(RoundThreshold(4100.0, 1024, 65507), 4224u) << "128-byte steps from 4 KiB";
+  EXPECT_EQ(RoundThreshold(500.0, 1024, 65507), 1024u) << "at least the range's start";
+  EXPECT_EQ(RoundThreshold(65000.0, 1024, 65507), 65507u) << "at most its end";
+  // Within a measured bracket: at most the size where zerocopy wins
+  // clearly (unrounded), and above the one where it loses clearly.
+  detail::Bounds bounds;
+  bounds.at_most = 32808;
+  EXPECT_EQ(RoundThreshold(32790.0, 1024, 65507, bounds), 32808u);
+  bounds = {};
+  bounds.above = 32768;
+  EXPECT_EQ(RoundThreshold(32000.0, 1024, 65507, bounds), 33792u);
+}
+
 TEST(MeasuredBracket, AClearWinningTailCapsTheThresholdAtItsFirstSize) {
   const auto r = Decide(
       TableWithRatios({1.6, 1.3, 1.15, 1.06, 1.01, 0.935, 0.93, 0.92, 0.91, 0.90, 0.90}), kFixed,

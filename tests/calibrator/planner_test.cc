@@ -195,6 +195,7 @@ TEST(SweepPlanner, StopsWhenMoreProbesCannotReachTheResolution) {
   constexpr int kSeeds = 20;
   std::size_t probes = 0;
   int noise = 0;
+  int inconclusive = 0;
   std::vector<double> excess;
   for (int seed = 0; seed < kSeeds; ++seed) {
     const Calibration run = Calibrate(host, options, 100 + seed);
@@ -207,9 +208,17 @@ TEST(SweepPlanner, StopsWhenMoreProbesCannotReachTheResolution) {
     EXPECT_EQ(r.stop->detail.rfind("resolution limited by noise (", 0), 0u) << r.stop->detail;
     EXPECT_NE(r.stop->detail.find(" pp more than the best (stated: 0.05 pp)"), std::string::npos)
         << r.stop->detail;
-    ASSERT_TRUE(r.threshold_bytes) << r.detail;
+    // At this noise a stop may leave the comparison itself within it: an
+    // inconclusive verdict that says so is as honest an end.
+    if (!r.threshold_bytes) {
+      EXPECT_EQ(r.verdict, Verdict::kInconclusive) << r.detail;
+      EXPECT_EQ(r.reason, Reason::kNoisy) << r.detail;
+      ++inconclusive;
+      continue;
+    }
     excess.push_back(TrueExcess(host, static_cast<double>(*r.threshold_bytes)));
   }
+  EXPECT_LE(inconclusive, kSeeds / 10);
   std::sort(excess.begin(), excess.end());
   std::printf("close costs (+-20 %% noise, %d seeds, 1000 refinement probes allowed): %.1f "
               "probes; stopped for noise in %d, their thresholds' true excess cost median "
