@@ -253,11 +253,6 @@ std::optional<std::string> ShapeRefusal(const ClassAndStream& split, const Diffe
 }  // namespace
 
 std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
-                                              std::uint32_t depth) {
-  return MeasureClassOffset(path_samples, method, depth, NativeBaseline(method));
-}
-
-std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
                                               std::uint32_t depth, Method baseline) {
   if (depth == kStreamDepth || !IsZerocopy(method)) return std::nullopt;
   const ClassAndStream split = SplitByClass(path_samples, method, depth, baseline);

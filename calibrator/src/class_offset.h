@@ -23,10 +23,6 @@ namespace zcal::calibrator::detail {
 std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
                                               std::uint32_t depth, Method baseline);
 
-/// As above against `method`'s native baseline.
-std::optional<ClassOffset> MeasureClassOffset(std::span<const Sample> path_samples, Method method,
-                                              std::uint32_t depth);
-
 /// The stream class's successful samples of `method`, each moved into the
 /// class `depth` by `ns_per_send` a send: its CPU time, and its wall time
 /// in proportion (the sender ran for the same share of it: its throughput

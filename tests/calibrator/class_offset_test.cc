@@ -92,8 +92,8 @@ TEST(ClassOffset, PoolsAStreamSampleWithItsNeighboursOnADenseGrid) {
       alone.insert(alone.end(), {stream, own});
       pooled.push_back(own);
     }
-    const auto a = MeasureClassOffset(alone, kMzc, 4);
-    const auto p = MeasureClassOffset(pooled, kMzc, 4);
+    const auto a = MeasureClassOffset(alone, kMzc, 4, kCopy);
+    const auto p = MeasureClassOffset(pooled, kMzc, 4, kCopy);
     ASSERT_TRUE(a && p);
     error_alone += std::abs(a->ns_per_send - kTruth);
     error_pooled += std::abs(p->ns_per_send - kTruth);
@@ -106,7 +106,7 @@ TEST(ClassOffset, PoolsAStreamSampleWithItsNeighboursOnADenseGrid) {
 
 // Why the model is refused for msg_zerocopy at `depth` ("": it is not).
 std::string RefusalOf(const std::vector<Sample>& samples, std::uint32_t depth) {
-  const auto offset = MeasureClassOffset(samples, kMzc, depth);
+  const auto offset = MeasureClassOffset(samples, kMzc, depth, kCopy);
   EXPECT_TRUE(offset.has_value()) << "nothing to compare at depth " << depth;
   return offset ? offset->rejected : std::string();
 }
@@ -117,7 +117,7 @@ std::string RefusalOf(const std::vector<Sample>& samples, std::uint32_t depth) {
 TEST(ClassOffset, DecidesAClassFromTheStreamCurvesAndItsCostPerSend) {
   std::vector<Sample> samples = StreamTable();
   AddClass(samples, 4, {16384, 32768}, [](double) { return 600.0; });
-  const auto offset = MeasureClassOffset(samples, kMzc, 4);
+  const auto offset = MeasureClassOffset(samples, kMzc, 4, kCopy);
   ASSERT_TRUE(offset.has_value());
   EXPECT_TRUE(offset->rejected.empty()) << offset->rejected;
   EXPECT_NEAR(offset->ns_per_send, 605, 15);
@@ -208,7 +208,7 @@ TEST(ClassOffset, ALoadedHostKeepsTheModelAndEachSamplesShare) {
     samples.push_back(s);
   }
   AddClass(samples, 4, {16384, 32768}, [](double) { return 600.0; }, 0.45);
-  const auto offset = MeasureClassOffset(samples, kMzc, 4);
+  const auto offset = MeasureClassOffset(samples, kMzc, 4, kCopy);
   ASSERT_TRUE(offset.has_value());
   EXPECT_TRUE(offset->rejected.empty()) << offset->rejected;
   for (const Sample& m : MovedIntoClass(samples, kMzc, 4, offset->ns_per_send)) {
@@ -236,7 +236,7 @@ TEST(ClassOffset, RefusesAClassThatCostsLessPerSendThanTheStream) {
   // of the stream's 1.7-2.8 us a send here): the same cost, kept.
   samples = StreamTable();
   AddClass(samples, 16, {8192, 16384, 32768, 65536}, [](double) { return -80.0; });
-  const auto offset = MeasureClassOffset(samples, kMzc, 16);
+  const auto offset = MeasureClassOffset(samples, kMzc, 16, kCopy);
   ASSERT_TRUE(offset.has_value());
   EXPECT_EQ(offset->rejected, "");
   EXPECT_LT(offset->ns_per_send + offset->Reach95(), 0) << "below the stream beyond its noise";
@@ -249,7 +249,7 @@ TEST(ClassOffset, RefusesAClassThatCostsLessPerSendThanTheStream) {
           CpuBoundProbe(kMzc, size, 4, StreamZcNs(static_cast<double>(size)) + step));
     }
   }
-  const auto noisy = MeasureClassOffset(samples, kMzc, 4);
+  const auto noisy = MeasureClassOffset(samples, kMzc, 4, kCopy);
   ASSERT_TRUE(noisy.has_value());
   EXPECT_GT(noisy->ns_per_send + noisy->Reach95(), -0.05 * StreamZcNs(24576));
   EXPECT_THAT(noisy->rejected, HasSubstr("its CPU per send is below the stream class's (-300 ns"));
@@ -268,7 +268,7 @@ TEST(ClassOffset, SetsAsideASizeOffTheCostOnlyWhereTheComparisonReadsTheSame) {
   };
   std::vector<Sample> samples = StreamTable();
   AddClass(samples, 4, {1024, 8192, 16384, 32768}, step_at(1024, 500));
-  auto offset = MeasureClassOffset(samples, kMzc, 4);
+  auto offset = MeasureClassOffset(samples, kMzc, 4, kCopy);
   ASSERT_TRUE(offset.has_value());
   EXPECT_EQ(offset->rejected, "");
   EXPECT_THAT(offset->set_aside, HasSubstr("at 1024 bytes against +6"));
@@ -281,7 +281,7 @@ TEST(ClassOffset, SetsAsideASizeOffTheCostOnlyWhereTheComparisonReadsTheSame) {
 
   samples = StreamTable();
   AddClass(samples, 4, {1024, 8192, 16384, 32768}, step_at(32768, 1200));
-  offset = MeasureClassOffset(samples, kMzc, 4);
+  offset = MeasureClassOffset(samples, kMzc, 4, kCopy);
   ASSERT_TRUE(offset.has_value());
   EXPECT_THAT(offset->rejected, HasSubstr("not the same at every size: +1805 ns at 32768 bytes"));
   EXPECT_EQ(offset->set_aside, "");
@@ -342,9 +342,9 @@ TEST(ClassOffset, NeedsSamplesAtTwoSizesTheStreamClassMeasured) {
   AddClass(samples, 4, {20000}, [](double) { return 600.0; });
   EXPECT_THAT(RefusalOf(samples, 4), HasSubstr("(2 at 1 sizes"));
   // Nothing to compare: no class samples, no stream samples, the stream.
-  EXPECT_FALSE(MeasureClassOffset(samples, kMzc, 16).has_value());
-  EXPECT_FALSE(MeasureClassOffset(samples, kMzc, kStreamDepth).has_value());
-  EXPECT_FALSE(MeasureClassOffset(samples, kCopy, 4).has_value());
+  EXPECT_FALSE(MeasureClassOffset(samples, kMzc, 16, kCopy).has_value());
+  EXPECT_FALSE(MeasureClassOffset(samples, kMzc, kStreamDepth, kCopy).has_value());
+  EXPECT_FALSE(MeasureClassOffset(samples, kCopy, 4, kCopy).has_value());
 }
 
 // Where the cost per send scatters, the thresholds at its 95 % bounds are

@@ -447,6 +447,47 @@ calibrator::PlannerOptions PlannerOf(const CalibrationOptions& options, std::uin
   return planner;
 }
 
+// What a revisit of class `c` probes: its methods that lost their
+// resolution (the first `zerocopy` of plan.methods), each kept to the sizes
+// the class measured it at, then the baselines they were decided against.
+// Classes with no stop at the resolution are not analysed again.
+ClassPlan RevisitPlan(const CalibrationOptions& options, const CalibrationReport& report,
+                      const ClassAnalysis& c, std::size_t& zerocopy) {
+  ClassPlan plan;
+  zerocopy = 0;
+  if (std::none_of(c.stops.begin(), c.stops.end(), [](const auto& stop) {
+        return stop.second.reason == calibrator::StopReason::kResolution;
+      })) {
+    return plan;
+  }
+  const calibrator::Analysis now = calibrator::Analyze(report.samples, options.decision, c.depth);
+  const auto on_path = now.paths.find(options.PathName());
+  if (on_path == now.paths.end()) return plan;
+  const calibrator::PlannerOptions stated = PlannerOptionsFor(options, c.depth);
+  // report.classes is in calibration order until Finish sorts it.
+  plan.after_the_first = &c != &report.classes.front();
+  std::set<Method> baselines;
+  for (const auto& [method, why] : c.stops) {
+    const auto it = on_path->second.methods.find(method);
+    if (it == on_path->second.methods.end() ||
+        !calibrator::LostItsResolution(why, it->second, stated)) {
+      continue;
+    }
+    plan.methods.push_back(method);
+    // Its own samples' sizes (a numeric class's analysis compares the
+    // stream's moved samples at the sizes between).
+    std::set<std::uint64_t> own;
+    for (const Sample& s : report.samples) {
+      if (s.ok() && s.method == method && s.depth == c.depth) own.insert(s.size_bytes);
+    }
+    plan.coarse_sizes[method].assign(own.begin(), own.end());
+    baselines.insert(it->second.baseline);  // the one it was decided against
+  }
+  zerocopy = plan.methods.size();
+  plan.methods.insert(plan.methods.end(), baselines.begin(), baselines.end());
+  return plan;
+}
+
 // The time the classes left, spent on the methods that lost their
 // resolution after their class ended. A class's planner stops a method
 // once its threshold is at the stated resolution on the samples of that
@@ -476,33 +517,9 @@ Stop Revisit(const CalibrationOptions& options, PathRunner& path,
                           kFinishReserve) {
         return Stop::kNone;
       }
-      const calibrator::Analysis now =
-          calibrator::Analyze(report.samples, options.decision, c.depth);
-      const auto on_path = now.paths.find(options.PathName());
-      if (on_path == now.paths.end()) continue;
-      const calibrator::PlannerOptions stated = PlannerOptionsFor(options, c.depth);
-      ClassPlan plan;
-      plan.after_the_first = &c != &report.classes.front();
-      std::set<Method> baselines;
-      for (const auto& [method, why] : c.stops) {
-        const auto it = on_path->second.methods.find(method);
-        if (it == on_path->second.methods.end() ||
-            !calibrator::LostItsResolution(why, it->second, stated)) {
-          continue;
-        }
-        plan.methods.push_back(method);
-        // Its own samples' sizes (a numeric class's analysis compares the
-        // stream's moved samples at the sizes between).
-        std::set<std::uint64_t> own;
-        for (const Sample& s : report.samples) {
-          if (s.ok() && s.method == method && s.depth == c.depth) own.insert(s.size_bytes);
-        }
-        plan.coarse_sizes[method].assign(own.begin(), own.end());
-        baselines.insert(it->second.baseline);  // the one it was decided against
-      }
-      if (plan.methods.empty()) continue;
-      const std::size_t zerocopy = plan.methods.size();
-      plan.methods.insert(plan.methods.end(), baselines.begin(), baselines.end());
+      std::size_t zerocopy = 0;
+      const ClassPlan plan = RevisitPlan(options, report, c, zerocopy);
+      if (zerocopy == 0) continue;
       ClassRun run;
       run.depth = c.depth;
       run.deadline = budget_end;
@@ -600,37 +617,6 @@ std::size_t CoarseProbesAfter(const CalibrationOptions& options,
 // budget: the path's opening too).
 Result<CalibrationReport, CalibrationError> Calibrate(
     const CalibrationOptions& options, CalibrationReport report, PathRunner& path,
-    Clock::time_point start, const std::function<void(const CalibrationProgress&)>& on_progress);
-
-}  // namespace
-
-Result<CalibrationReport, CalibrationError> RunCalibration(
-    const CalibrationOptions& options,
-    const std::function<void(const CalibrationProgress&)>& on_progress) {
-  if (auto valid = ValidateCalibrationOptions(options); !valid) {
-    return FailCalibration(valid.error().code, valid.error().message);
-  }
-  const auto start = Clock::now();
-  CalibrationReport report;
-  if (options.read_host) report.host = CollectPathFacts({options.root, "", options.target});
-  auto opened = OpenPath(options);
-  if (!opened) return tl::unexpected(opened.error());
-  return Calibrate(options, std::move(report), **opened, start, on_progress);
-}
-
-Result<CalibrationReport, CalibrationError> RunCalibrationOn(
-    const CalibrationOptions& options, PathRunner& path,
-    const std::function<void(const CalibrationProgress&)>& on_progress) {
-  if (auto valid = ValidateCalibrationOptions(options); !valid) {
-    return FailCalibration(valid.error().code, valid.error().message);
-  }
-  return Calibrate(options, CalibrationReport{}, path, Clock::now(), on_progress);
-}
-
-namespace {
-
-Result<CalibrationReport, CalibrationError> Calibrate(
-    const CalibrationOptions& options, CalibrationReport report, PathRunner& path,
     Clock::time_point start, const std::function<void(const CalibrationProgress&)>& on_progress) {
   report.max_size_clamp = MaxSizeClamp(options);
   const auto budget_end =
@@ -700,5 +686,28 @@ Result<CalibrationReport, CalibrationError> Calibrate(
 }
 
 }  // namespace
+
+Result<CalibrationReport, CalibrationError> RunCalibration(
+    const CalibrationOptions& options,
+    const std::function<void(const CalibrationProgress&)>& on_progress) {
+  if (auto valid = ValidateCalibrationOptions(options); !valid) {
+    return FailCalibration(valid.error().code, valid.error().message);
+  }
+  const auto start = Clock::now();
+  CalibrationReport report;
+  if (options.read_host) report.host = CollectPathFacts({options.root, "", options.target});
+  auto opened = OpenPath(options);
+  if (!opened) return tl::unexpected(opened.error());
+  return Calibrate(options, std::move(report), **opened, start, on_progress);
+}
+
+Result<CalibrationReport, CalibrationError> RunCalibrationOn(
+    const CalibrationOptions& options, PathRunner& path,
+    const std::function<void(const CalibrationProgress&)>& on_progress) {
+  if (auto valid = ValidateCalibrationOptions(options); !valid) {
+    return FailCalibration(valid.error().code, valid.error().message);
+  }
+  return Calibrate(options, CalibrationReport{}, path, Clock::now(), on_progress);
+}
 
 }  // namespace zcal::probes

@@ -94,7 +94,8 @@ Result<std::unique_ptr<PathRunner>, CalibrationError> OpenPath(const Calibration
 /// RunCalibration (calibration.h) on `path`, opened by the caller and
 /// closed by the calibration: for a path that is not one of OpenPath's (a
 /// simulated one, in tests). `options.target` still says which kind of
-/// path it stands for (its grid, its classes).
+/// path it stands for (its grid, its classes); no host facts are read
+/// (`read_host` is not consulted), and the budget counts from the call.
 Result<CalibrationReport, CalibrationError> RunCalibrationOn(
     const CalibrationOptions& options, PathRunner& path,
     const std::function<void(const CalibrationProgress&)>& on_progress = {});
